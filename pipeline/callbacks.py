@@ -1,0 +1,114 @@
+"""Hydra callback that turns a multirun into one reviewed sweep.
+
+Before the jobs: the tracking store, the experiment and the parent run are created once (so parallel
+workers never race on a fresh SQLite store). After the jobs: the per-job tables are concatenated into
+the sweep's ``results.parquet``, the figures are drawn, everything is logged to the parent run, and a
+failed job or a violated deterministic bound makes the command exit non-zero.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+log = logging.getLogger("boundlab")
+
+
+def _job_dirs(sweep_dir: Path) -> list[Path]:
+    return sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+
+
+def collect(sweep_dir: Path) -> tuple[Any, Any, list[Path]]:
+    """Concatenate the jobs' results and curves (in job order); list the jobs that failed."""
+    import pandas as pd
+
+    jobs = _job_dirs(sweep_dir)
+    tables = [pd.read_parquet(j / "results.parquet") for j in jobs if (j / "results.parquet").exists()]
+    curves = [pd.read_parquet(j / "curve.parquet") for j in jobs if (j / "curve.parquet").exists()]
+    failed = [j for j in jobs if (j / "error.txt").exists() or not (j / "results.parquet").exists()]
+    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
+    return table, curve, failed
+
+
+def summary(table: Any) -> dict[str, Any]:
+    """Per bound: runs, violations and the worst measured/bound ratio (the (D) report of BOUNDS.md 9)."""
+    out: dict[str, Any] = {"runs": int(table["run"].nunique()) if len(table) else 0}
+    for bound, rows in table.groupby("bound", sort=True) if len(table) else []:
+        applicable = rows[rows["applicable"].astype(bool)]
+        out[bound] = {
+            "guarantee": rows["guarantee"].iloc[0],
+            "runs": len(rows),
+            "applicable": len(applicable),
+            "violations": int((~applicable["holds"].astype(bool)).sum()),
+            "max_ratio": float(applicable["ratio"].max()) if len(applicable) else None,
+            "mean_ratio": float(applicable["ratio"].mean()) if len(applicable) else None,
+        }
+    return out
+
+
+class SweepCallback(Callback):
+    """Parent MLflow run, sweep results table, figures and verdict for every ``boundlab -m``."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from pipeline import tracking
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        self.uri = tracking.tracking_uri(config.tracking.uri)
+        self.sweep_id = f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        overrides = " ".join(config.hydra.overrides.task)
+        self.parent_id = tracking.start_parent(
+            self.uri,
+            experiment=config.name,
+            name=f"{config.name} sweep {time.strftime('%Y-%m-%d %H:%M:%S')}",
+            question=str(config.question or f"Sweep of {config.name}"),
+            sweep_id=self.sweep_id,
+            tags={"boundlab.overrides": overrides, "boundlab.sweep_dir": str(sweep_dir.resolve())},
+        )
+        tracking.announce_sweep(sweep_dir, self.parent_id, self.sweep_id)
+        self.started = time.perf_counter()
+        log.info("sweep %s: parent run %s in %s", self.sweep_id, self.parent_id, self.uri)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from pipeline import plots, tracking
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        os.environ.pop(tracking.PARENT_ENV, None)
+        os.environ.pop(tracking.SWEEP_ENV, None)
+        table, curves, failed = collect(sweep_dir)
+        files: list[Path] = []
+        if len(table):
+            table.to_parquet(sweep_dir / "results.parquet", index=False)
+            curves.to_parquet(sweep_dir / "curves.parquet", index=False)
+            files += [sweep_dir / "results.parquet", sweep_dir / "curves.parquet"]
+            files += plots.sweep_figures(table, curves, sweep_dir)
+        stats = summary(table) | {"failed_jobs": len(failed)}
+        (sweep_dir / "metrics.json").write_text(json.dumps(stats, indent=2) + "\n")
+        files.append(sweep_dir / "metrics.json")
+        violated = [b for b, s in stats.items() if isinstance(s, dict) and s["guarantee"] == "D" and s["violations"]]
+        metrics = {f"{b}/{k}": v for b, s in stats.items() if isinstance(s, dict)
+                   for k, v in s.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        tracking.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"]},
+                               failed=bool(failed or violated))
+        elapsed = time.perf_counter() - self.started
+        log.info("sweep %s: %d runs in %.1f s; results in %s", self.sweep_id, stats["runs"], elapsed, sweep_dir)
+        for b, s in stats.items():
+            if isinstance(s, dict):
+                log.info("  %s (%s): %d/%d applicable, %d violations, max ratio %s", b, s["guarantee"],
+                         s["applicable"], s["runs"], s["violations"], s["max_ratio"])
+        problems = []
+        if failed:
+            problems.append(f"{len(failed)} job(s) failed: " + ", ".join(str(j) for j in failed))
+        if violated:
+            problems.append(f"deterministic bound(s) violated: {', '.join(violated)} (a bug until proven otherwise)")
+        if problems:
+            print("boundlab: sweep " + "; ".join(problems), file=sys.stderr)
+            raise SystemExit(1)

@@ -1,0 +1,104 @@
+"""The ``boundlab`` command: a Hydra app whose every job is validated before any work starts.
+
+``main`` checks the whole sweep first (each job's composed config through the learners' and datasets'
+parameter specs); a bad value stops it with one line on stderr and exit code 2, before an output
+directory or an MLflow run exists. Heavy libraries (numba, mlflow, pandas) are imported only by jobs.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+import hydra
+from omegaconf import DictConfig
+
+from pipeline.paths import CONF_DIR
+
+USAGE_EXIT = 2
+
+
+def _fail(message: str) -> None:
+    print(f"boundlab: error: {message}", file=sys.stderr)
+    raise SystemExit(USAGE_EXIT)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if "Could not find" in text and "Available options" in text:
+        # "In 'config': Could not find 'algorithm/foo'" + the options listed one per line
+        missing = text.split("Could not find '")[1].split("'")[0]
+        group, _, option = missing.rpartition("/")
+        options = [ln for ln in lines[lines.index(next(ln for ln in lines if ln.startswith("Available options"))) + 1 :]]
+        return f"{group}={option}: unknown {group}; choose one of {', '.join(options)}"
+    if "Key '" in text and "is not in struct" in text:
+        key = text.split("Key '")[1].split("'")[0]
+        return f"{key}: unknown key; run 'boundlab --help' for the keys and groups (use +{key}=... to add a new key)"
+    return " ".join(lines[:2])
+
+
+def jobs_of(argv: Sequence[str]) -> tuple[bool, list[list[str]]]:
+    """The override lists of the jobs that ``boundlab argv`` would run, and whether it is a multirun."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    args = get_args_parser().parse_args(list(argv))
+    if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
+        return False, []
+    parser = OverridesParser.create()
+    overrides = parser.parse_overrides(args.overrides)
+    if not args.multirun:
+        return False, [list(args.overrides)]
+    fixed = [o.input_line for o in overrides if not o.is_sweep_override()]
+    base = hydra.compose("config", overrides=fixed, return_hydra_config=True)
+    params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
+    jobs = BasicSweeper.split_arguments(parser.parse_overrides(params + list(args.overrides)), None)
+    return True, [job for batch in jobs for job in batch]
+
+
+def preflight(argv: Sequence[str]) -> int:
+    """Validate every job of ``boundlab argv``; exit with code 2 and one line on the first bad one.
+
+    Returns the number of jobs checked.
+    """
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from pipeline.config import build
+    from pipeline.params import ParamError
+
+    with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        try:
+            multirun, jobs = jobs_of(argv)
+        except (HydraException, OmegaConfBaseException) as e:
+            _fail(_first_line(e))
+        for job in jobs:
+            where = f" (in the job {' '.join(job)})" if multirun and len(jobs) > 1 else ""
+            try:
+                build(hydra.compose("config", overrides=job))
+            except ParamError as e:
+                _fail(f"{e}{where}")
+            except (HydraException, OmegaConfBaseException) as e:
+                _fail(f"{_first_line(e)}{where}")
+    return len(jobs)
+
+
+@hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
+def _app(cfg: DictConfig) -> None:
+    from pipeline.stages import job
+
+    job(cfg)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``boundlab`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    preflight(argv)
+    sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
+    _app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""From a composed Hydra config to validated objects: the job's learner, dataset and seeds.
+
+Config keys are constructor argument names; the ``name`` key of the ``algorithm`` and ``dataset``
+groups picks the class from its registry. Validation uses the classes' own parameter specs, and an
+error names the key the user typed (``gamma``, not ``dataset.gamma``, when the group interpolates it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from pipeline.params import Param, ParamError
+
+TOP_LEVEL = (
+    Param("seed", int, lambda v: v >= 0, "an integer >= 0"),
+    Param("lam", float, lambda v: v > 0, "a number > 0"),
+)
+
+
+@dataclass
+class Job:
+    """Everything one run needs: the experiment name, seeds, the learner and the dataset generator."""
+
+    experiment: str
+    seed: int
+    lam: float
+    learner: Any
+    dataset: Any
+
+    def params(self) -> dict[str, Any]:
+        """The effective parameters of the run (code defaults included), as table columns."""
+        return {"seed": self.seed, "lam": self.lam, **self.dataset.get_params(), **self.learner.get_params()}
+
+    def key(self) -> str:
+        """Content hash of what determines the run's results: learner, dataset and parameters."""
+        spec = {"learner": self.learner.name, "dataset": self.dataset.name, **self.params()}
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _user_key(node: DictConfig, group: str, key: str) -> str:
+    """The key a user sets: the top-level key a group entry interpolates (``${gamma}``), or group.key."""
+    raw = OmegaConf.to_container(node, resolve=False).get(key)
+    if isinstance(raw, str) and raw.startswith("${") and raw.endswith("}") and raw.count("$") == 1:
+        return raw[2:-1]
+    return f"{group}.{key}"
+
+
+def _make(registry: dict[str, type], node: DictConfig, group: str) -> Any:
+    name = node.get("name")
+    if name not in registry:
+        raise ParamError(group, name, f"one of {', '.join(sorted(registry))}")
+    cls = registry[name]
+    allowed = [p.name for p in cls.params]
+    kwargs = {k: node[k] for k in node if k != "name"}
+    for k in kwargs:
+        if k not in allowed:
+            raise ParamError(f"{group}.{k}", kwargs[k], f"left out: {name} takes {', '.join(allowed)}")
+    obj = cls(**kwargs)
+    try:
+        obj.check()
+    except ParamError as e:
+        key = _user_key(node, group, e.name) if e.name in kwargs else f"{group}.{e.name}"
+        raise ParamError(key, e.value, e.allowed) from None
+    return obj
+
+
+def build(cfg: DictConfig) -> Job:
+    """Validate ``cfg`` and build the job; raise :class:`ParamError` on the first bad value."""
+    from pipeline.data import DATASETS
+    from pipeline.learners import LEARNERS
+
+    top = {p.name: p.coerce(cfg.get(p.name)) for p in TOP_LEVEL}
+    dataset = _make(DATASETS, cfg.dataset, "dataset")
+    learner = _make(LEARNERS, cfg.algorithm, "algorithm")
+    return Job(experiment=str(cfg.get("name", "boundlab")), dataset=dataset, learner=learner, **top)

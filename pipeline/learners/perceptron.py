@@ -1,0 +1,148 @@
+"""The Perceptron (Rosenblatt 1958), as in the seeds: [S0] Alg. 1, [S1] slide 5, [S2]; BOUNDS.md section 1."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline._jit import kernel
+from pipeline.params import Param, check_params, get_params
+
+# Tie conventions for w.x = 0 (BOUNDS.md section 1): every update has y w.x <= 0 under each of them,
+# so Novikoff's bound holds for all three.
+TIES = {
+    "negative": 0,  # [S0]: sgn(z) = +1 iff z > 0, so sgn(0) = -1
+    "positive": 1,  # [S2]: sign(0) = +1
+    "mistake": 2,  # [S1], UML 21.4: update iff y w.x <= 0, a tie is always a mistake
+}
+
+
+@kernel
+def perceptron_kernel(X, y, w, tie, passes, mistakes):  # noqa: ANN001, ANN201
+    """Run ``passes`` passes of the Perceptron over (X, y), updating ``w`` in place.
+
+    ``mistakes[t]`` is set to 1 on every update (a mistake) at step t. Returns the number of updates.
+    The dot product is a plain left-to-right sum: no reassociation, so results are bit-identical.
+    """
+    n, d = X.shape
+    t = 0
+    updates = 0
+    for _ in range(passes):
+        for i in range(n):
+            s = 0.0
+            for j in range(d):
+                s += w[j] * X[i, j]
+            if tie == 2:
+                update = y[i] * s <= 0.0
+            else:
+                predicted = 1.0 if s > 0.0 or (s == 0.0 and tie == 1) else -1.0
+                update = predicted != y[i]
+            if update:
+                for j in range(d):
+                    w[j] += y[i] * X[i, j]
+                mistakes[t] = 1
+                updates += 1
+            t += 1
+    return updates
+
+
+@kernel
+def dot_kernel(w, x):  # noqa: ANN001, ANN201
+    """w.x summed in the same order as :func:`perceptron_kernel`."""
+    s = 0.0
+    for j in range(x.shape[0]):
+        s += w[j] * x[j]
+    return s
+
+
+class Perceptron:
+    """The Perceptron: w_1 = 0; on a mistake w_{t+1} = w_t + y_t x_t, otherwise w_{t+1} = w_t.
+
+    Mistake bound (Novikoff 1962; [S2] Thm 2; [S1] slide 6): if ||x_t|| <= R and some unit w* has
+    y_t w*.x_t >= gamma > 0 for all t, the number of updates is at most floor((R/gamma)^2), for any
+    order, any T and any number of passes.
+
+    Parameters
+    ----------
+    tie : how w.x = 0 is treated: "negative" (sgn(0) = -1, [S0], the default), "positive"
+        (sgn(0) = +1, [S2]) or "mistake" (update iff y w.x <= 0, [S1] and UML 21.4).
+    passes : passes over the stream made by :meth:`learn_stream`.
+
+    Attributes
+    ----------
+    w_ : weight vector.
+    t_ : number of examples seen.
+    mistakes_ : number of updates made.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pipeline.data import MarginBinary
+    >>> ds = MarginBinary(gamma=0.2, rho=1.0, n=2000, d=10).generate(np.random.default_rng(1))
+    >>> p = Perceptron()
+    >>> trace = p.learn_stream(ds.X, ds.y)
+    >>> int(trace.sum()), p.mistakes_ <= (ds.stats.R / ds.stats.gamma_lo) ** 2
+    (13, True)
+    """
+
+    name = "perceptron"
+    params = (
+        Param("tie", str, lambda v: v in TIES, f"one of {', '.join(TIES)}"),
+        Param("passes", int, lambda v: v >= 1, "an integer >= 1"),
+    )
+
+    def __init__(self, *, tie: str = "negative", passes: int = 1) -> None:
+        self.tie = tie
+        self.passes = passes
+
+    def get_params(self) -> dict[str, object]:
+        return get_params(self)
+
+    def check(self) -> None:
+        """Raise :class:`pipeline.params.ParamError` on an invalid parameter."""
+        check_params(self)
+
+    def _start(self, d: int) -> None:
+        if not hasattr(self, "w_"):
+            self.check()
+            self.w_ = np.zeros(d)
+            self.t_ = 0
+            self.mistakes_ = 0
+        elif self.w_.shape[0] != d:
+            raise ValueError(f"x has {d} features, the learner was started with {self.w_.shape[0]}")
+
+    def predict_one(self, x: np.ndarray) -> int:
+        """The label the learner predicts for ``x`` (+1 or -1; before any learning w = 0)."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        w = self.w_ if hasattr(self, "w_") else np.zeros(x.shape[0])
+        s = dot_kernel(w, x)
+        return 1 if s > 0.0 or (s == 0.0 and self.tie == "positive") else -1
+
+    def learn_one(self, x: np.ndarray, y: float) -> bool:
+        """Learn from one example; return True if it was a mistake (an update)."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        self._start(x.shape[0])
+        flag = np.zeros(1, dtype=np.int8)
+        perceptron_kernel(x[None, :], np.array([float(y)]), self.w_, TIES[self.tie], 1, flag)
+        self.t_ += 1
+        self.mistakes_ += int(flag[0])
+        return bool(flag[0])
+
+    def learn_stream(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Make ``passes`` passes over (X, y) in order; return the trace: 1 where step t was a mistake."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        self._start(X.shape[1])
+        trace = np.zeros(self.passes * X.shape[0], dtype=np.int8)
+        self.mistakes_ += perceptron_kernel(X, y, self.w_, TIES[self.tie], self.passes, trace)
+        self.t_ += trace.shape[0]
+        return trace
+
+    @staticmethod
+    def quantities(trace: np.ndarray) -> dict[str, float]:
+        """The empirical quantities the bounds of this learner are compared with."""
+        return {"mistakes": int(trace.sum())}
+
+    @staticmethod
+    def curve(trace: np.ndarray, t: np.ndarray) -> dict[str, np.ndarray]:
+        """Each quantity after steps ``t`` (1-based): the cumulative number of mistakes."""
+        return {"mistakes": np.cumsum(trace, dtype=np.int64)[t - 1]}

@@ -1,0 +1,139 @@
+"""Plots: pure functions from the tidy results tables to matplotlib figures. Nothing is recomputed here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+# Columns a sweep may vary, in the order they are used for colour, marker and facets.
+SWEPT = ("gamma", "rho", "lam", "n", "d", "passes", "tie", "pos_fraction")
+SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}
+STYLE = {
+    "figure.dpi": 110,
+    "savefig.dpi": 200,
+    "font.size": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.frameon": False,
+    "svg.hashsalt": "boundlab",  # stable SVG ids
+}
+MARKERS = "osD^v<>Ph*"
+BOUND_COLOR = "black"
+
+
+def _varying(table: pd.DataFrame) -> list[str]:
+    return [c for c in SWEPT if c in table and table[c].nunique(dropna=True) > 1]
+
+
+def _fmt(col: str, value: object) -> str:
+    return f"{SYMBOL.get(col, col)} = {value:g}" if isinstance(value, (int, float, np.number)) else f"{col} = {value}"
+
+
+def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
+    """One point per run: the measured quantity against the bound's value, log-log, with y = x."""
+    rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
+    shown = rows[rows["empirical"] > 0]
+    first = rows.iloc[0]
+    varying = _varying(rows)
+    hue = varying[0] if varying else None
+    mark = varying[1] if len(varying) > 1 else None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(5.6, 4.6))
+        hues = sorted(shown[hue].unique()) if hue else [None]
+        marks = sorted(shown[mark].unique()) if mark else [None]
+        cmap = plt.get_cmap("viridis", max(len(hues), 2))
+        for i, h in enumerate(hues):
+            for j, m in enumerate(marks):
+                sel = shown
+                if hue:
+                    sel = sel[sel[hue] == h]
+                if mark:
+                    sel = sel[sel[mark] == m]
+                ax.scatter(sel["theoretical"], sel["empirical"], color=cmap(i), marker=MARKERS[j % len(MARKERS)],
+                           s=28, alpha=0.85, edgecolor="white", linewidth=0.5, zorder=3)
+        lo = min(shown["empirical"].min(), shown["theoretical"].min()) / 2 if len(shown) else 1
+        hi = max(shown["empirical"].max(), shown["theoretical"].max()) * 2 if len(shown) else 10
+        ax.plot([lo, hi], [lo, hi], color=BOUND_COLOR, lw=1.2, label=f"bound: {first['quantity']} = {first['formula']}")
+        ax.fill_between([lo, hi], [lo, hi], [hi, hi], color="tab:red", alpha=0.07, label="violation region")
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), aspect="equal",
+               xlabel=f"{bound} bound  {first['formula']}", ylabel=f"measured {first['quantity']}")
+        violations = int((~rows["holds"].astype(bool)).sum())
+        ax.set_title(f"{first['learner']}: measured {first['quantity']} vs {bound} ({first['guarantee']})\n"
+                     f"{len(rows)} runs, {violations} violations, max ratio {rows['ratio'].max():.3g}", fontsize=10)
+        handles, labels = ax.get_legend_handles_labels()
+        if hue:
+            handles += [plt.Line2D([], [], ls="", marker="o", color=cmap(i)) for i in range(len(hues))]
+            labels += [_fmt(hue, h) for h in hues]
+        if mark:
+            handles += [plt.Line2D([], [], ls="", marker=MARKERS[j % len(MARKERS)], color="grey") for j in range(len(marks))]
+            labels += [_fmt(mark, m) for m in marks]
+        if len(shown) < len(rows):
+            handles.append(plt.Line2D([], [], ls=""))
+            labels.append(f"({len(rows) - len(shown)} runs with 0 not shown)")
+        ax.legend(handles, labels, loc="upper left", fontsize=8)
+        fig.tight_layout()
+    return fig
+
+
+def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_panels: int = 16) -> plt.Figure:
+    """The measured quantity against step t, one panel per parameter setting, one line per seed,
+    with the bound as a dashed horizontal line."""
+    rows = table[(table["bound"] == bound)]
+    quantity = rows["quantity"].iloc[0]
+    facets = [c for c in _varying(rows) if c != "seed"][:2]
+    groups = list(rows.groupby(facets, sort=True)) if facets else [((), rows)]
+    groups = groups[:max_panels]
+    ncols = int(np.ceil(np.sqrt(len(groups))))
+    nrows = int(np.ceil(len(groups) / ncols))
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols + 0.6, 2.6 * nrows + 0.8), squeeze=False,
+                                 sharex=True, sharey=True)
+        cmap = plt.get_cmap("tab10")
+        for ax, (key, sel) in zip(axes.flat, groups):
+            key = key if isinstance(key, tuple) else (key,)
+            for i, r in enumerate(sel.itertuples()):
+                c = curves[(curves["run"] == r.run) & (curves["quantity"] == quantity)]
+                ax.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
+            for b in sel["theoretical"].dropna().unique():
+                ax.axhline(b, color=BOUND_COLOR, ls="--", lw=1.1)
+            ax.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
+            ax.set(xscale="log", yscale="symlog")
+        for ax in axes.flat[len(groups):]:
+            ax.set_visible(False)
+        for ax in axes[-1]:
+            ax.set_xlabel("step t")
+        for ax in axes[:, 0]:
+            ax.set_ylabel(f"{quantity} up to t")
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        handles.append(plt.Line2D([], [], color=BOUND_COLOR, ls="--"))
+        labels.append(f"{bound} bound {rows['formula'].iloc[0]}")
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8)
+        fig.suptitle(f"{rows['learner'].iloc[0]}: {quantity} against t, with the {bound} bound", fontsize=11)
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def save(fig: plt.Figure, directory: Path, stem: str) -> list[Path]:
+    """Write ``fig`` as PNG and SVG; return the paths."""
+    paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
+    for p in paths:
+        fig.savefig(p, metadata={"Date": None} if p.suffix == ".svg" else {"Software": None})
+    plt.close(fig)
+    return paths
+
+
+def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path) -> list[Path]:
+    """Every figure of a sweep, for each bound that applied in at least one run."""
+    paths: list[Path] = []
+    for bound in table.loc[table["applicable"].astype(bool), "bound"].unique():
+        paths += save(measured_vs_bound(table, bound), directory, f"{bound}_measured_vs_bound")
+        paths += save(curves_vs_bound(table, curves, bound), directory, f"{bound}_curves")
+    return paths

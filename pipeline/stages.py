@@ -1,0 +1,106 @@
+"""Thin entry points: the Hydra job, and the DVC stage that runs a named experiment.
+
+``python -m pipeline.stages NAME`` runs ``boundlab -m experiment=NAME`` into ``results/NAME`` with the
+overrides in ``params.yaml`` (a list value sweeps), so ``dvc exp run -S gamma=0.2`` changes the sweep.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger("boundlab")
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out |= flatten(v, f"{prefix}{k}.")
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def write(result: Any, out: Path) -> list[Path]:
+    """Write a run's tables, trace and data into its output directory; return what to log."""
+    out.mkdir(parents=True, exist_ok=True)
+    table, curve, trace = out / "results.parquet", out / "curve.parquet", out / "trace.npz"
+    result.table.to_parquet(table, index=False)
+    result.curve.to_parquet(curve, index=False)
+    np.savez_compressed(trace, mistake=result.trace)
+    np.savez(out / "data.npz", X=result.dataset.X, y=result.dataset.y)
+    return [table, curve, trace]
+
+
+def job(cfg: DictConfig) -> None:
+    """One Hydra job: build, run, write, track. In a sweep, a job's own failure is recorded (FAILED
+    run, ``error.txt``) and the sweep goes on; the sweep's end reports it and exits non-zero."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from pipeline import tracking
+    from pipeline.config import build
+    from pipeline.run import run
+
+    hc = HydraConfig.get()
+    out = Path(hc.runtime.output_dir)
+    multirun = hc.mode == RunMode.MULTIRUN
+    spec = build(cfg)
+    overrides = [o for o in hc.overrides.task if not o.startswith("hydra") and not o.startswith("experiment=")]
+    name = " ".join([spec.learner.name, *overrides])
+    parent_id, sweep_id = tracking.sweep_context(Path(hc.sweep.dir)) if multirun else (None, "")
+    tracker = tracking.JobRun(
+        tracking.tracking_uri(cfg.tracking.uri),
+        experiment=spec.experiment,
+        name=name,
+        parent_id=parent_id,
+        tags={"boundlab.config_hash": spec.key(), "boundlab.sweep_id": sweep_id, "boundlab.output_dir": str(out)},
+    )
+    try:
+        result = run(spec)
+        files = write(result, out)
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+        params = flatten(resolved) | flatten({"algorithm": spec.learner.get_params(), "dataset": spec.dataset.get_params()})
+        tracker.finish(params, result.table, result.curve, files)
+    except Exception as e:
+        tracker.fail(e)
+        if not multirun:
+            raise
+        (out / "error.txt").write_text(traceback.format_exc())
+        log.error("%s: FAILED: %s: %s (see %s)", name, type(e).__name__, e, out / "error.txt")
+        return
+    except KeyboardInterrupt as e:
+        tracker.fail(e)
+        raise
+    for row in result.table.itertuples():
+        verdict = "n/a" if not row.applicable else ("holds" if row.holds else "VIOLATED")
+        log.info("%s: %s %g vs %s %g (%s, ratio %.3g)", name, row.quantity, row.empirical, row.bound,
+                 row.theoretical, verdict, row.ratio)
+
+
+def dvc_stage(experiment: str, params_file: Path = Path("params.yaml")) -> None:
+    """Run the named experiment into results/NAME with the overrides of ``params_file``."""
+    from pipeline.cli import main
+
+    params = OmegaConf.to_container(OmegaConf.load(params_file)) if params_file.exists() else {}
+    overrides = []
+    for key, value in (params or {}).items():
+        if value is None:
+            continue
+        if isinstance(value, list):
+            value = ",".join(str(v) for v in value)
+        overrides.append(f"{key}={value}")
+    main(["-m", f"experiment={experiment}", f"hydra.sweep.dir=results/{experiment}", *overrides])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m pipeline.stages EXPERIMENT")
+    dvc_stage(sys.argv[1])

@@ -1,0 +1,153 @@
+"""MLflow tracking: the only module that imports mlflow.
+
+Every call goes through an explicit ``MlflowClient`` and run id (no fluent active-run state), so
+jobs that share a process (basic launcher) or a store (joblib workers) never collide. The database,
+the experiment and a sweep's parent run are created once, before jobs start (ECOSYSTEM.md: parallel
+workers on a fresh SQLite store race on schema migration).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from pipeline.paths import project_root
+
+PARENT_ENV = "BOUNDLAB_PARENT_RUN_ID"
+SWEEP_ENV = "BOUNDLAB_SWEEP_ID"
+PARENT_FILE = ".boundlab_parent"  # in the sweep directory: reaches jobs where the environment does not
+
+
+def tracking_uri(configured: str | None = None) -> str:
+    """``MLFLOW_TRACKING_URI`` if set, else ``configured``, else a SQLite store in the project root."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or configured or f"sqlite:///{project_root() / 'mlflow.db'}"
+
+
+def sweep_context(sweep_dir: Path) -> tuple[str | None, str]:
+    """The parent run id and sweep id of the running sweep, from the environment or the sweep dir."""
+    parent, sweep = os.environ.get(PARENT_ENV), os.environ.get(SWEEP_ENV, "")
+    marker = sweep_dir / PARENT_FILE
+    if not parent and marker.exists():
+        parent, sweep = marker.read_text().split()
+    return parent, sweep
+
+
+def announce_sweep(sweep_dir: Path, parent_id: str, sweep_id: str) -> None:
+    """Make the parent run id known to the sweep's jobs, whichever process they run in."""
+    os.environ[PARENT_ENV], os.environ[SWEEP_ENV] = parent_id, sweep_id
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    (sweep_dir / PARENT_FILE).write_text(f"{parent_id} {sweep_id}\n")
+
+
+def _client(uri: str):  # noqa: ANN202
+    import mlflow  # lazy: importing mlflow costs ~1.4 s
+
+    mlflow.set_tracking_uri(uri)
+    return mlflow.MlflowClient(tracking_uri=uri)
+
+
+def experiment_id(uri: str, name: str) -> str:
+    """The id of experiment ``name``, created if missing (artifacts next to a SQLite database)."""
+    client = _client(uri)
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    location = None
+    if uri.startswith("sqlite:///"):
+        location = (Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
+    try:
+        return client.create_experiment(name, artifact_location=location)
+    except Exception:  # created meanwhile by another process
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+@functools.cache
+def git_commit() -> str:
+    """The commit of the project checkout, with '+dirty' when it has uncommitted changes."""
+    root = project_root()
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _chunks(items: list, size: int) -> Iterable[list]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _log(client: Any, run_id: str, params: Mapping[str, Any] = {}, metrics: Iterable[tuple[str, float, int]] = (), tags: Mapping[str, str] = {}) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(time.time() * 1000)
+    p = [Param(k, str(v)[:6000]) for k, v in params.items()]
+    m = [Metric(k, float(v), now, int(step)) for k, v, step in metrics]
+    t = [RunTag(k, str(v)) for k, v in tags.items()]
+    for chunk in _chunks(p, 100):
+        client.log_batch(run_id, params=chunk)
+    for chunk in _chunks(m, 1000):
+        client.log_batch(run_id, metrics=chunk)
+    if t:
+        client.log_batch(run_id, tags=t)
+
+
+def start_parent(uri: str, experiment: str, name: str, question: str, sweep_id: str, tags: Mapping[str, str]) -> str:
+    """Create the sweep's parent run (with the client API: safe when jobs share the process)."""
+    client = _client(uri)
+    run = client.create_run(
+        experiment_id(uri, experiment),
+        run_name=name,
+        tags={"mlflow.note.content": question, "boundlab.sweep_id": sweep_id, "boundlab.git_commit": git_commit(), **tags},
+    )
+    return run.info.run_id
+
+
+def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Mapping[str, float], failed: bool) -> None:
+    client = _client(uri)
+    _log(client, run_id, metrics=[(k, v, 0) for k, v in metrics.items()])
+    for path in artifacts:
+        client.log_artifact(run_id, str(path))
+    client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+
+
+class JobRun:
+    """One job's MLflow run: opened before the work, ended FINISHED, FAILED or KILLED."""
+
+    def __init__(self, uri: str, experiment: str, name: str, parent_id: str | None, tags: Mapping[str, str]) -> None:
+        self.client = _client(uri)
+        all_tags = {"boundlab.git_commit": git_commit(), **tags}
+        if parent_id:
+            all_tags["mlflow.parentRunId"] = parent_id
+        run = self.client.create_run(experiment_id(uri, experiment), run_name=name, tags=all_tags)
+        self.run_id = run.info.run_id
+
+    def finish(self, params: Mapping[str, Any], table: Any, curve: Any, artifacts: Iterable[Path]) -> None:
+        """Log params, the bound comparison (empirical, theoretical, ratio per bound), curves, artifacts."""
+        metrics: list[tuple[str, float, int]] = []
+        for row in table.itertuples():
+            metrics += [(f"{row.bound}/empirical", row.empirical, 0)]
+            if row.applicable:
+                metrics += [(f"{row.bound}/theoretical", row.theoretical, 0), (f"{row.bound}/ratio", row.ratio, 0)]
+        first = table.iloc[0]
+        metrics += [(k, float(first[k]), 0) for k in ("R", "gamma_lo", "gamma_hi", "T")]
+        metrics += [(q, v, t) for q, t, v in curve[["quantity", "t", "empirical"]].itertuples(index=False)]
+        holds = table["holds"].dropna()
+        tags = {"boundlab.holds": str(bool(holds.all())) if len(holds) else "n/a"}
+        _log(self.client, self.run_id, params=params, metrics=metrics, tags=tags)
+        for path in artifacts:
+            self.client.log_artifact(self.run_id, str(path))
+        self.client.set_terminated(self.run_id, status="FINISHED")
+
+    def fail(self, error: BaseException) -> None:
+        status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
+        self.client.set_tag(self.run_id, "boundlab.error", f"{type(error).__name__}: {error}"[:5000])
+        self.client.set_terminated(self.run_id, status=status)
