@@ -23,18 +23,22 @@ def _fail(message: str) -> None:
     raise SystemExit(USAGE_EXIT)
 
 
-def _first_line(exc: BaseException) -> str:
+def explain(exc: BaseException) -> str:
+    """One line for a Hydra or OmegaConf error: what was wrong and what is allowed."""
     text = str(exc).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if "Could not find" in text and "Available options" in text:
-        # "In 'config': Could not find 'algorithm/foo'" + the options listed one per line
-        missing = text.split("Could not find '")[1].split("'")[0]
-        group, _, option = missing.rpartition("/")
-        options = [ln for ln in lines[lines.index(next(ln for ln in lines if ln.startswith("Available options"))) + 1 :]]
+    if "Could not find '" in text and "Available options" in text:
+        group, _, option = text.split("Could not find '")[1].split("'")[0].rpartition("/")
+        start = next(i for i, ln in enumerate(lines) if ln.startswith("Available options")) + 1
+        options = [ln for ln in lines[start:] if not ln.startswith("Config search path")]
+        options = options[: next((i for i, ln in enumerate(options) if ":" in ln or "=" in ln), len(options))]
         return f"{group}={option}: unknown {group}; choose one of {', '.join(options)}"
-    if "Key '" in text and "is not in struct" in text:
-        key = text.split("Key '")[1].split("'")[0]
-        return f"{key}: unknown key; run 'boundlab --help' for the keys and groups (use +{key}=... to add a new key)"
+    if "Could not override '" in text or "is not in struct" in text:
+        key = text.split("'")[1]
+        return f"{key}: unknown key; 'boundlab --help' lists every key with its default"
+    if "Ambiguous value for argument '" in text:
+        arg = text.split("'")[1]
+        return f"{arg}: several values make a sweep: add -m (boundlab -m {arg} ...)"
     return " ".join(lines[:2])
 
 
@@ -73,7 +77,7 @@ def preflight(argv: Sequence[str]) -> int:
         try:
             multirun, jobs = jobs_of(argv)
         except (HydraException, OmegaConfBaseException) as e:
-            _fail(_first_line(e))
+            _fail(explain(e))
         for job in jobs:
             where = f" (in the job {' '.join(job)})" if multirun and len(jobs) > 1 else ""
             try:
@@ -81,7 +85,7 @@ def preflight(argv: Sequence[str]) -> int:
             except ParamError as e:
                 _fail(f"{e}{where}")
             except (HydraException, OmegaConfBaseException) as e:
-                _fail(f"{_first_line(e)}{where}")
+                _fail(f"{explain(e)}{where}")
     return len(jobs)
 
 
@@ -94,7 +98,10 @@ def _app(cfg: DictConfig) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``boundlab`` console script."""
+    from pipeline.schemas import register
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    register()
     preflight(argv)
     sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
     _app()
