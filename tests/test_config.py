@@ -1,0 +1,101 @@
+"""Configs: every group option and experiment composes and runs at a tiny size; bad input is
+refused before any work with one line naming the key, exit code 2, no traceback, no MLflow run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from pipeline.cli import preflight
+from pipeline.config import build
+from pipeline.paths import CONF_DIR
+from pipeline.run import run
+from pipeline.schemas import register
+
+GROUPS = {g: sorted(p.stem for p in (CONF_DIR / g).glob("*.yaml")) for g in ("algorithm", "dataset", "experiment")}
+TINY = ["n=50", "d=3"]
+
+
+def compose_job(overrides: list[str]):  # noqa: ANN201
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose("config", overrides=overrides)
+
+
+@pytest.mark.parametrize(("group", "option"), [(g, o) for g, opts in GROUPS.items() for o in opts])
+def test_every_option_composes_and_runs(group: str, option: str) -> None:
+    result = run(build(compose_job([f"{group}={option}", *TINY])))
+    assert len(result.table) >= 1 and result.table["applicable"].all()
+    assert result.trace.size == result.table["T"].iloc[0]
+
+
+def test_experiments_state_their_question() -> None:
+    for name in GROUPS["experiment"]:
+        cfg = compose_job([f"experiment={name}"])
+        assert cfg.name == name and cfg.question, f"experiment {name} must set name and question"
+
+
+def test_group_keys_are_the_constructor_arguments() -> None:
+    cfg = compose_job(["algorithm.passes=3", "algorithm.tie=mistake", "gamma=0.3", "rho=2"])
+    job = build(cfg)
+    assert job.learner.get_params() == {"tie": "mistake", "passes": 3}
+    assert job.dataset.gamma == 0.3 and job.dataset.rho == 2.0
+
+
+BAD = [
+    (["gamma=0"], "gamma=0"),
+    (["gamma=-1"], "gamma=-1"),
+    (["gamma=2", "rho=1"], "gamma=2"),
+    (["rho=0"], "rho=0"),
+    (["rho=-2"], "rho=-2"),
+    (["n=0"], "n=0"),
+    (["n=1"], "n=1"),
+    (["n=1.5"], "n=1.5"),
+    (["d=1"], "d=1"),
+    (["gamma=abc"], "gamma='abc'"),
+    (["rho=x"], "rho='x'"),
+    (["seed=-1"], "seed=-1"),
+    (["seed=zero"], "seed='zero'"),
+    (["lam=0"], "lam=0"),
+    (["algorithm=foo"], "algorithm=foo"),
+    (["dataset=bar"], "dataset=bar"),
+    (["experiment=nope"], "experiment=nope"),
+    (["algorithm.tie=zero"], "algorithm.tie='zero'"),
+    (["algorithm.passes=0"], "algorithm.passes=0"),
+    (["dataset.pos_fraction=1"], "dataset.pos_fraction=1"),
+    (["gama=0.1"], "gama"),
+    (["gamma=0.1,0.2"], "add -m"),
+    (["-m", "gamma=0.1,2", "rho=1"], "gamma=2"),
+    (["-m", "seed=0,1,-3"], "seed=-3"),
+]
+
+
+@pytest.mark.parametrize(("argv", "named"), BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_input_is_one_line_naming_the_key(argv: list[str], named: str, capsys: pytest.CaptureFixture) -> None:
+    register()
+    with pytest.raises(SystemExit) as exit_:
+        preflight(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("boundlab: error: ") and named in err, err
+
+
+def test_good_sweep_passes_preflight() -> None:
+    register()
+    assert preflight(["-m", "gamma=0.05,0.1", "rho=0.5,1", "seed=0,1,2"]) == 12
+    assert preflight(["-m", "experiment=perceptron_margin"]) == 27
+    assert preflight(["-m", "experiment=perceptron_margin", "gamma=0.2"]) == 9  # the command line wins
+
+
+@pytest.mark.slow
+def test_bad_input_from_the_command_line_leaves_nothing(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    db = tmp_path / "mlflow.db"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{db}"}
+    for argv in (["gamma=0"], ["-m", "gamma=0.1,0.2", "rho=0.15"], ["algorithm=foo"], ["n=abc"]):
+        proc = boundlab(*argv, cwd=tmp_path, env=env)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert not any(tmp_path.iterdir()), "no tracking store, no output directory"

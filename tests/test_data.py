@@ -1,0 +1,117 @@
+"""The generator's pinned margin and radius, and the rigour of the certified statistics."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.data import MarginBinary, certify, margin_lower, margin_upper, radius
+from pipeline.params import ParamError
+
+generator_params = st.fixed_dictionaries(
+    {
+        "gamma": st.floats(1e-3, 1.0),
+        "ratio": st.floats(1.0, 1e3),
+        "n": st.integers(2, 300),
+        "d": st.integers(2, 60),
+        "seed": st.integers(0, 2**32 - 1),
+    }
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(generator_params)
+def test_generator_pins_margin_and_radius(p: dict) -> None:
+    rho = p["gamma"] * p["ratio"]
+    ds = MarginBinary(gamma=p["gamma"], rho=rho, n=p["n"], d=p["d"]).generate(np.random.default_rng(p["seed"]))
+    s = ds.stats
+    assert ds.X.shape == (p["n"], p["d"]) and set(np.unique(ds.y)) <= {-1.0, 1.0}
+    assert s.separable and s.gap <= 1e-9
+    assert s.gamma_lo <= s.gamma_hi
+    assert abs(s.gamma_lo - p["gamma"]) <= 1e-9 * p["gamma"]
+    assert abs(s.gamma_hi - p["gamma"]) <= 1e-9 * p["gamma"]
+    assert abs(s.R - rho) <= 1e-9 * rho
+    assert s.R >= np.linalg.norm(ds.X, axis=1).max()
+
+
+def test_generator_is_deterministic_per_seed() -> None:
+    gen = MarginBinary(gamma=0.1, rho=1.0, n=100, d=5)
+    a, b = gen.generate(np.random.default_rng(7)), gen.generate(np.random.default_rng(7))
+    assert np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y) and a.stats == b.stats
+    assert not np.array_equal(a.X, gen.generate(np.random.default_rng(8)).X)
+
+
+def _exact_dot(a: np.ndarray, b: np.ndarray) -> Fraction:
+    return sum((Fraction(float(u)) * Fraction(float(v)) for u, v in zip(a, b)), Fraction(0))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 12), st.integers(0, 2**32 - 1), st.floats(1e-6, 1e6))
+def test_statistics_are_rigorous_in_exact_arithmetic(m: int, d: int, seed: int, scale: float) -> None:
+    """R and gamma_lo bound the exact values of the float vectors, whatever the rounding of numpy."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d)) * scale
+    w = rng.standard_normal(d)
+    sign = np.where(X @ w >= 0, 1.0, -1.0)
+    y = np.where(rng.random(m) < 0.8, sign, -sign)
+    R = Fraction(radius(X))
+    assert all(R * R >= _exact_dot(x, x) for x in X)
+    lo = Fraction(margin_lower(X, y, w))
+    norm2 = _exact_dot(w, w)
+    for x, label in zip(X, y):
+        margin = Fraction(float(label)) * _exact_dot(w, x)  # exact y w.x; the bound is lo <= margin/||w||
+        assert _at_most(lo, margin, norm2)
+
+
+def _at_most(lo: Fraction, margin: Fraction, norm2: Fraction) -> bool:
+    """lo <= margin / sqrt(norm2), decided in exact arithmetic."""
+    if lo <= 0 <= margin:
+        return True
+    if lo > 0:
+        return margin > 0 and lo * lo * norm2 <= margin * margin
+    return margin < 0 and lo * lo * norm2 >= margin * margin
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 10, 49, 100, 333])
+@pytest.mark.parametrize("rho", [0.1, 1.0, 3.7, 1e3])
+def test_certificate_brackets_the_closed_form_margin(n: int, rho: float) -> None:
+    """x_t = rho e_t with any labels has gamma* = rho / sqrt(n) (BOUNDS.md section 1)."""
+    y = np.where(np.arange(n) % 3 == 0, -1.0, 1.0)
+    X = rho * np.eye(n) * y[:, None]  # y_t x_t = rho e_t
+    s = certify(X, y, w=np.ones(n), alpha=np.ones(n))
+    exact = rho / math.sqrt(n)
+    assert s.gamma_lo <= exact <= s.gamma_hi and s.gap <= 1e-9
+    # A worse witness gives a smaller lower end, never one above the truth.
+    worse = margin_lower(X, y, np.linspace(1.0, 2.0, n))
+    assert worse <= s.gamma_lo + 1e-15 and worse <= exact
+    assert margin_upper(X, y, np.linspace(1.0, 2.0, n)) >= exact
+
+
+def test_non_separable_witness_is_reported() -> None:
+    X = np.array([[1.0, 0.0], [1.0, 0.0]])
+    y = np.array([1.0, -1.0])
+    s = certify(X, y, w=np.array([1.0, 0.0]), alpha=np.array([1.0, 1.0]))
+    assert not s.separable and s.gamma_lo < 0 and s.gamma_hi == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"gamma": 0.0, "rho": 1.0}, "gamma"),
+        ({"gamma": 2.0, "rho": 1.0}, "gamma"),
+        ({"gamma": 0.1, "rho": -1.0}, "rho"),
+        ({"gamma": 0.1, "rho": 1.0, "n": 1}, "n"),
+        ({"gamma": 0.1, "rho": 1.0, "d": 1}, "d"),
+        ({"gamma": "x", "rho": 1.0}, "gamma"),
+        ({"gamma": 0.1, "rho": 1.0, "pos_fraction": 1.0}, "pos_fraction"),
+    ],
+)
+def test_bad_generator_parameters_name_the_parameter(kwargs: dict, name: str) -> None:
+    with pytest.raises(ParamError) as err:
+        MarginBinary(**kwargs).generate(np.random.default_rng(0))
+    assert err.value.name == name and str(err.value).startswith(f"{name}=")

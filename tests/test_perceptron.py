@@ -1,0 +1,150 @@
+"""The Perceptron: fast path against the reference, learn_one against learn_stream, and Novikoff's
+bound over hypothesis-generated streams under every tie convention (BOUNDS.md section 1)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.bounds import NOVIKOFF
+from pipeline.data import MarginBinary, certify, margin_lower, radius
+from pipeline.learners import Perceptron
+from pipeline.learners.perceptron import TIES, perceptron_kernel
+
+TIE = st.sampled_from(sorted(TIES))
+
+
+def stream(seed: int = 0, n: int = 300, d: int = 8, gamma: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    ds = MarginBinary(gamma=gamma, rho=1.0, n=n, d=d).generate(np.random.default_rng(seed))
+    return ds.X, ds.y
+
+
+@pytest.mark.parametrize("tie", sorted(TIES))
+def test_compiled_kernel_equals_the_plain_reference(tie: str) -> None:
+    X, y = stream(seed=3)
+    X[::7] = np.round(X[::7], 1)  # coarse values: exact ties w.x = 0 happen
+    runs = []
+    for f in (perceptron_kernel, perceptron_kernel.py):
+        w, trace = np.zeros(X.shape[1]), np.zeros(3 * X.shape[0], dtype=np.int8)
+        updates = f(X, y, w, TIES[tie], 3, trace)
+        runs.append((updates, w, trace))
+    (u1, w1, t1), (u2, w2, t2) = runs
+    assert u1 == u2 == t1.sum() and np.array_equal(t1, t2) and np.array_equal(w1, w2)  # bit-identical
+
+
+@pytest.mark.parametrize("tie", sorted(TIES))
+def test_learn_one_matches_learn_stream(tie: str) -> None:
+    X, y = stream(seed=1)
+    fast, slow = Perceptron(tie=tie), Perceptron(tie=tie)
+    trace = fast.learn_stream(X, y)
+    flags = [slow.learn_one(x, label) for x, label in zip(X, y)]
+    assert np.array_equal(trace, np.array(flags, dtype=np.int8))
+    assert np.array_equal(fast.w_, slow.w_) and fast.mistakes_ == slow.mistakes_ and fast.t_ == slow.t_ == len(y)
+
+
+def test_passes_equal_repeated_streams() -> None:
+    X, y = stream(seed=2)
+    two = Perceptron(passes=2)
+    t2 = two.learn_stream(X, y)
+    once = Perceptron()
+    t1 = np.concatenate([once.learn_stream(X, y), once.learn_stream(X, y)])
+    assert np.array_equal(t1, t2) and np.array_equal(two.w_, once.w_)
+
+
+@pytest.mark.parametrize(("tie", "expected"), [("negative", -1), ("positive", 1), ("mistake", -1)])
+def test_predict_before_learning_follows_the_tie_rule(tie: str, expected: int) -> None:
+    assert Perceptron(tie=tie).predict_one(np.ones(3)) == expected
+
+
+def test_prediction_is_the_sign_of_the_learned_weights() -> None:
+    X, y = stream(seed=4)
+    p = Perceptron(passes=50)
+    p.learn_stream(X, y)
+    assert [p.predict_one(x) for x in X] == [int(v) for v in y]  # separable: converged after 50 passes
+
+
+def test_inputs_are_not_mutated_and_learner_pickles() -> None:
+    X, y = stream(seed=5)
+    X0, y0 = X.copy(), y.copy()
+    p = Perceptron()
+    p.learn_stream(X, y)
+    assert np.array_equal(X, X0) and np.array_equal(y, y0)
+    clone = pickle.loads(pickle.dumps(p))
+    assert np.array_equal(clone.w_, p.w_) and clone.predict_one(X[0]) == p.predict_one(X[0])
+
+
+def test_bad_parameters_fail_early() -> None:
+    with pytest.raises(ValueError, match="tie="):
+        Perceptron(tie="zero").learn_one(np.ones(2), 1)
+    with pytest.raises(ValueError, match="passes="):
+        Perceptron(passes=0).learn_stream(np.ones((2, 2)), np.ones(2))
+
+
+def _check_novikoff(X: np.ndarray, y: np.ndarray, stats: dict, tie: str, passes: int) -> None:
+    p = Perceptron(tie=tie, passes=passes)
+    trace = p.learn_stream(X, y)
+    row = NOVIKOFF.evaluate(stats, p.quantities(trace))
+    assert row["applicable"]
+    assert row["empirical"] == p.mistakes_ == trace.sum()
+    assert row["holds"], f"{p.mistakes_} mistakes > bound {row['theoretical']}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    gamma=st.floats(1e-2, 1.0),
+    ratio=st.floats(1.0, 30.0),
+    n=st.integers(2, 400),
+    d=st.integers(2, 30),
+    seed=st.integers(0, 2**32 - 1),
+    tie=TIE,
+    passes=st.integers(1, 4),
+    shuffle=st.booleans(),
+)
+def test_novikoff_holds_on_generated_streams(gamma, ratio, n, d, seed, tie, passes, shuffle) -> None:  # noqa: ANN001
+    ds = MarginBinary(gamma=gamma, rho=gamma * ratio, n=n, d=d).generate(np.random.default_rng(seed))
+    order = np.random.default_rng(seed + 1).permutation(n) if shuffle else np.arange(n)
+    _check_novikoff(ds.X[order], ds.y[order], ds.stats.as_dict(), tie, passes)  # any order: same statistics
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    points=st.lists(st.lists(st.integers(-8, 8), min_size=3, max_size=3), min_size=1, max_size=60),
+    direction=st.lists(st.integers(-5, 5), min_size=3, max_size=3).filter(any),
+    tie=TIE,
+    passes=st.integers(1, 5),
+)
+def test_novikoff_holds_on_lattice_streams(points, direction, tie, passes) -> None:  # noqa: ANN001
+    """Small integer points make exact ties w.x = 0 frequent, the case where the conventions differ."""
+    X = np.array(points, dtype=np.float64)
+    w = np.array(direction, dtype=np.float64)
+    margin = X @ w
+    X, margin = X[margin != 0], margin[margin != 0]
+    if len(X) == 0:
+        return
+    y = np.sign(margin)
+    stats = {"R": radius(X), "gamma_lo": margin_lower(X, y, w), "separable": True}
+    _check_novikoff(X, y, stats, tie, passes)
+
+
+@pytest.mark.parametrize("tie", sorted(TIES))
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 10, 17, 64, 100, 257])
+@pytest.mark.parametrize("rho", [0.1, 0.3, 1.0, 3.7, 1e3])
+def test_tight_construction_reaches_the_bound_exactly(tie: str, n: int, rho: float) -> None:
+    """x_t = rho e_t: gamma* = rho/sqrt(n), the bound is n and one pass makes n updates (BOUNDS.md 1).
+    Reported as holding with ratio exactly 1, whatever the rounding of gamma_lo."""
+    label = 1.0 if tie != "positive" else -1.0  # a tie must be a mistake under the convention
+    X, y = rho * np.eye(n), np.full(n, label)
+    stats = certify(X, y, w=y.copy(), alpha=np.ones(n)).as_dict()
+    p = Perceptron(tie=tie)
+    row = NOVIKOFF.evaluate(stats, p.quantities(p.learn_stream(X, y)))
+    assert row["empirical"] == n and row["theoretical"] == n
+    assert row["holds"] is True and row["ratio"] == 1.0
+
+
+def test_novikoff_not_applicable_without_separability() -> None:
+    row = NOVIKOFF.evaluate({"R": 1.0, "gamma_lo": -0.1, "separable": False}, {"mistakes": 5})
+    assert row["applicable"] is False and row["holds"] is None and "separable" in row["reason"]
