@@ -1,0 +1,130 @@
+"""End to end: a Hydra multirun into a temporary MLflow store, and the DVC pipeline in a temporary repo."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow
+
+
+def _runs(uri: str, experiment: str) -> list:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    assert exp is not None, f"no MLflow experiment {experiment}"
+    return client, client.search_runs([exp.experiment_id], max_results=1000)
+
+
+def test_multirun_end_to_end(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    (tmp_path / "store").mkdir()
+    sweep = tmp_path / "sweep"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+    proc = boundlab("-m", "gamma=0.1,0.25", "rho=0.5,1", "seed=0,1", "n=300", "d=5", "name=e2e",
+                    "question=Does it hold?", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    table = pd.read_parquet(sweep / "results.parquet")
+    assert len(table) == 8 and table["run"].nunique() == 8 and table["holds"].all()
+    assert set(table[["gamma", "rho", "seed"]].itertuples(index=False)) == {
+        (g, r, s) for g in (0.1, 0.25) for r in (0.5, 1.0) for s in (0, 1)}
+    assert (table["theoretical"] == [int((r / g) ** 2) for g, r in zip(table["gamma"], table["rho"])]).all()
+    for job in range(8):
+        assert len(pd.read_parquet(sweep / str(job) / "results.parquet")) == 1
+    for stem in ("novikoff_measured_vs_bound", "novikoff_curves"):
+        assert (sweep / f"{stem}.png").stat().st_size > 10_000 and (sweep / f"{stem}.svg").exists()
+
+    client, runs = _runs(uri, "e2e")
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1 and len(children) == 8
+    parent = parents[0]
+    assert parent.info.status == "FINISHED" and parent.data.tags["mlflow.note.content"] == "Does it hold?"
+    assert parent.data.metrics["novikoff/violations"] == 0
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"results.parquet", "novikoff_measured_vs_bound.png", "novikoff_curves.svg"} <= artifacts
+    sweep_id = parent.data.tags["boundlab.sweep_id"]
+    hashes = set(table["run"])
+    for child in children:
+        m, tags = child.data.metrics, child.data.tags
+        assert child.info.status == "FINISHED" and tags["mlflow.parentRunId"] == parent.info.run_id
+        assert tags["boundlab.sweep_id"] == sweep_id and tags["boundlab.config_hash"] in hashes
+        assert tags["boundlab.git_commit"] and child.info.run_name.startswith("perceptron gamma=")
+        assert m["novikoff/empirical"] <= m["novikoff/theoretical"]
+        assert m["novikoff/ratio"] == pytest.approx(m["novikoff/empirical"] / m["novikoff/theoretical"])
+        assert child.data.params["algorithm.tie"] == "negative" and child.data.params["dataset.n"] == "300"
+        curve = client.get_metric_history(child.info.run_id, "mistakes")
+        assert curve[-1].step == 300 and curve[-1].value == m["novikoff/empirical"]
+        assert {a.path for a in client.list_artifacts(child.info.run_id)} >= {"trace.npz", "results.parquet"}
+
+
+def test_single_run_failure_is_recorded(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    """A crash inside a job ends its MLflow run FAILED, never RUNNING."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_TEST_CRASH": "1"}
+    sitecustom = tmp_path / "site"
+    sitecustom.mkdir()
+    (sitecustom / "sitecustomize.py").write_text(
+        "import os\n"
+        "if os.environ.get('BOUNDLAB_TEST_CRASH'):\n"
+        "    import pipeline.run as r\n"
+        "    def boom(job):\n"
+        "        raise RuntimeError('injected failure')\n"
+        "    r.run = boom\n"
+    )
+    env["PYTHONPATH"] = os.pathsep.join([str(sitecustom), env.get("PYTHONPATH", "")])
+    proc = boundlab("-m", "seed=0,1", "n=50", f"hydra.sweep.dir={tmp_path / 'sweep'}", "name=crash", cwd=tmp_path, env=env)
+    assert proc.returncode == 1 and "2 job(s) failed" in proc.stderr, proc.stderr[-2000:]
+    _, runs = _runs(uri, "crash")
+    statuses = sorted(r.info.status for r in runs)
+    assert statuses == ["FAILED", "FAILED", "FAILED"]  # two jobs and their parent
+    assert all("injected failure" in r.data.tags.get("boundlab.error", "injected failure") for r in runs)
+
+
+def _copy_project(dest: Path) -> None:
+    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.split()
+    for rel in tracked:
+        src = ROOT / rel
+        if rel.startswith(("results/", ".dvc/cache", ".dvc/tmp")) or not (src.exists() or src.is_symlink()):
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            (dest / rel).symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, dest / rel)
+
+
+def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _copy_project(repo)
+    (repo / "params.yaml").write_text("n: 100\nseed: [0]\n")
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "fixture"]):
+        subprocess.run([*git, *cmd], cwd=repo, check=True)
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    dvc = [str(Path(sys.executable).parent / "dvc")]
+    first = subprocess.run([*dvc, "repro"], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    table = pd.read_parquet(repo / "results" / "perceptron_margin" / "results.parquet")
+    assert len(table) == 9 and table["holds"].all() and (table["n"] == 100).all()
+    assert (repo / "dvc.lock").exists() and (repo / "results/perceptron_margin/novikoff_curves.png").exists()
+    second = subprocess.run([*dvc, "repro"], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0 and "didn't change, skipping" in second.stdout, second.stdout
+    assert "Running stage" not in second.stdout
+    shown = subprocess.run([*dvc, "metrics", "show", "--json"], cwd=repo, env=env, capture_output=True, text=True)
+    metrics = next(iter(json.loads(shown.stdout).values()))["data"]["results/perceptron_margin/metrics.json"]["data"]
+    assert metrics["runs"] == 9 and metrics["novikoff"]["violations"] == 0
