@@ -19,6 +19,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from pipeline.stages import SWEEP_SIZE_ENV, SWEEP_START_ENV
+
 log = logging.getLogger("boundlab")
 
 
@@ -75,14 +77,15 @@ class SweepCallback(Callback):
         )
         tracking.announce_sweep(sweep_dir, self.parent_id, self.sweep_id)
         self.started = time.perf_counter()
+        os.environ[SWEEP_START_ENV] = str(time.time())
         log.info("sweep %s: parent run %s in %s", self.sweep_id, self.parent_id, self.uri)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from pipeline import plots, tracking
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        os.environ.pop(tracking.PARENT_ENV, None)
-        os.environ.pop(tracking.SWEEP_ENV, None)
+        for key in (tracking.PARENT_ENV, tracking.SWEEP_ENV, SWEEP_START_ENV, SWEEP_SIZE_ENV):
+            os.environ.pop(key, None)
         table, curves, failed = collect(sweep_dir)
         files: list[Path] = []
         if len(table):

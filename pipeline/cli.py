@@ -7,6 +7,7 @@ directory or an MLflow run exists. Heavy libraries (numba, mlflow, pandas) are i
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Sequence
 
@@ -101,8 +102,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     from pipeline.schemas import register
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not CONF_DIR.is_dir():
+        _fail(f"no config directory at {CONF_DIR}: install boundlab from its checkout with 'pip install -e .'")
     register()
-    preflight(argv)
+    jobs = preflight(argv)
+    if "-m" in argv or "--multirun" in argv:
+        from pipeline.stages import SWEEP_SIZE_ENV
+
+        os.environ[SWEEP_SIZE_ENV] = str(jobs)
     sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
     _app()
 

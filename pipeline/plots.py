@@ -64,9 +64,10 @@ def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
         ax.plot([lo, hi], [lo, hi], color=BOUND_COLOR, lw=1.2, label=f"bound: {first['quantity']} = {first['formula']}")
         ax.fill_between([lo, hi], [lo, hi], [hi, hi], color="tab:red", alpha=0.07, label="violation region")
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), aspect="equal",
-               xlabel=f"{bound} bound  {first['formula']}", ylabel=f"measured {first['quantity']}")
+               xlabel=f"{bound.capitalize()} bound  {first['formula']}", ylabel=f"measured {first['quantity']}")
         violations = int((~rows["holds"].astype(bool)).sum())
-        ax.set_title(f"{first['learner']}: measured {first['quantity']} vs {bound} ({first['guarantee']})\n"
+        ax.set_title(f"{first['learner'].capitalize()}: measured {first['quantity']} vs {bound.capitalize()} "
+                     f"bound ({first['guarantee']})\n"
                      f"{len(rows)} runs, {violations} violations, max ratio {rows['ratio'].max():.3g}", fontsize=10)
         handles, labels = ax.get_legend_handles_labels()
         if hue:
@@ -114,9 +115,10 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             ax.set_ylabel(f"{quantity} up to t")
         handles, labels = axes.flat[0].get_legend_handles_labels()
         handles.append(plt.Line2D([], [], color=BOUND_COLOR, ls="--"))
-        labels.append(f"{bound} bound {rows['formula'].iloc[0]}")
+        labels.append(f"{bound.capitalize()} bound {rows['formula'].iloc[0]}")
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8)
-        fig.suptitle(f"{rows['learner'].iloc[0]}: {quantity} against t, with the {bound} bound", fontsize=11)
+        fig.suptitle(f"{rows['learner'].iloc[0].capitalize()}: {quantity} against step t, with the "
+                     f"{bound.capitalize()} bound (dashed)", fontsize=11)
         fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
@@ -124,8 +126,9 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
 def save(fig: plt.Figure, directory: Path, stem: str) -> list[Path]:
     """Write ``fig`` as PNG and SVG; return the paths."""
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
-    for p in paths:
-        fig.savefig(p, metadata={"Date": None} if p.suffix == ".svg" else {"Software": None})
+    with plt.rc_context(STYLE):  # svg.hashsalt is read when saving: stable ids, byte-identical files
+        for p in paths:
+            fig.savefig(p, metadata={"Date": None} if p.suffix == ".svg" else {"Software": None})
     plt.close(fig)
     return paths
 

@@ -7,7 +7,9 @@ overrides in ``params.yaml`` (a list value sweeps), so ``dvc exp run -S gamma=0.
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,20 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("boundlab")
+
+SWEEP_SIZE_ENV = "BOUNDLAB_SWEEP_SIZE"  # set by the command after it has checked every job
+SWEEP_START_ENV = "BOUNDLAB_SWEEP_START"  # set when the sweep starts (epoch seconds)
+
+
+def progress(num: int) -> str:
+    """'[done/total, elapsed, ~remaining]' for job ``num`` of a sweep ('' outside a sweep)."""
+    total, start = os.environ.get(SWEEP_SIZE_ENV), os.environ.get(SWEEP_START_ENV)
+    if not total or not start:
+        return ""
+    done, total_ = num + 1, int(total)
+    elapsed = time.time() - float(start)
+    left = elapsed / done * (total_ - done)
+    return f"[{done}/{total_}, {elapsed:.0f} s, ~{left:.0f} s left] "
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -79,9 +95,10 @@ def job(cfg: DictConfig) -> None:
     except KeyboardInterrupt as e:
         tracker.fail(e)
         raise
+    step = progress(hc.job.num) if multirun else ""
     for row in result.table.itertuples():
         verdict = "n/a" if not row.applicable else ("holds" if row.holds else "VIOLATED")
-        log.info("%s: %s %g vs %s %g (%s, ratio %.3g)", name, row.quantity, row.empirical, row.bound,
+        log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)", step, name, row.quantity, row.empirical, row.bound,
                  row.theoretical, verdict, row.ratio)
 
 

@@ -46,7 +46,6 @@ def announce_sweep(sweep_dir: Path, parent_id: str, sweep_id: str) -> None:
 def _client(uri: str):  # noqa: ANN202
     import mlflow  # lazy: importing mlflow costs ~1.4 s
 
-    mlflow.set_tracking_uri(uri)
     return mlflow.MlflowClient(tracking_uri=uri)
 
 

@@ -128,3 +128,24 @@ def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
     shown = subprocess.run([*dvc, "metrics", "show", "--json"], cwd=repo, env=env, capture_output=True, text=True)
     metrics = next(iter(json.loads(shown.stdout).values()))["data"]["results/perceptron_margin/metrics.json"]["data"]
     assert metrics["runs"] == 9 and metrics["novikoff"]["violations"] == 0
+
+
+def test_parallel_sweep_is_complete_and_identical_to_the_basic_launcher(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    """Two joblib workers on one fresh SQLite store lose no run, and give byte-identical results."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+    grid = ["-m", "gamma=0.1,0.2", "rho=1,2", "seed=0,1", "n=200", "d=4", "name=launchers"]
+    runs = {}
+    for launcher in ("basic", "joblib"):
+        extra = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"] if launcher == "joblib" else []
+        proc = boundlab(*grid, *extra, f"hydra.sweep.dir={tmp_path / launcher}", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs[launcher] = tmp_path / launcher
+    for name in ("results.parquet", "curves.parquet", "metrics.json", "novikoff_measured_vs_bound.svg"):
+        assert (runs["basic"] / name).read_bytes() == (runs["joblib"] / name).read_bytes(), name
+    _, all_runs = _runs(uri, "launchers")
+    parents = {r.info.run_id for r in all_runs if "mlflow.parentRunId" not in r.data.tags}
+    children = [r for r in all_runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 2 and len(children) == 16
+    assert {r.data.tags["mlflow.parentRunId"] for r in children} == parents
+    assert all(r.info.status == "FINISHED" for r in all_runs)
