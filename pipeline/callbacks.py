@@ -19,23 +19,29 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from pipeline.stages import SWEEP_SIZE_ENV, SWEEP_START_ENV
+from pipeline.stages import SWEEP_KEY_ENV, SWEEP_SIZE_ENV, SWEEP_START_ENV
 
 log = logging.getLogger("boundlab")
 
 
-def _job_dirs(sweep_dir: Path) -> list[Path]:
+def _job_dirs(sweep_dir: Path, size: int | None) -> list[Path]:
+    if size is not None:
+        return [sweep_dir / str(i) for i in range(size)]
     return sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
 
 
-def collect(sweep_dir: Path) -> tuple[Any, Any, list[Path]]:
-    """Concatenate the jobs' results and curves (in job order); list the jobs that failed."""
+def collect(sweep_dir: Path, size: int | None = None) -> tuple[Any, Any, list[Path]]:
+    """Concatenate the results and curves of the sweep's ``size`` jobs (all job directories if None),
+    in job order; list the jobs that failed or left no results."""
     import pandas as pd
 
-    jobs = _job_dirs(sweep_dir)
-    tables = [pd.read_parquet(j / "results.parquet") for j in jobs if (j / "results.parquet").exists()]
-    curves = [pd.read_parquet(j / "curve.parquet") for j in jobs if (j / "curve.parquet").exists()]
-    failed = [j for j in jobs if (j / "error.txt").exists() or not (j / "results.parquet").exists()]
+    from pipeline.resume import MARKER
+
+    jobs = _job_dirs(sweep_dir, size)
+    done = [j for j in jobs if (j / MARKER).exists()]
+    failed = [j for j in jobs if not (j / MARKER).exists()]
+    tables = [pd.read_parquet(j / "results.parquet") for j in done]
+    curves = [pd.read_parquet(j / "curve.parquet") for j in done]
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
     return table, curve, failed
@@ -65,28 +71,35 @@ class SweepCallback(Callback):
 
         sweep_dir = Path(config.hydra.sweep.dir)
         self.uri = tracking.tracking_uri(config.tracking.uri)
-        self.sweep_id = f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        overrides = " ".join(config.hydra.overrides.task)
-        self.parent_id = tracking.start_parent(
-            self.uri,
-            experiment=config.name,
-            name=f"{config.name} sweep {time.strftime('%Y-%m-%d %H:%M:%S')}",
-            question=str(config.question or f"Sweep of {config.name}"),
-            sweep_id=self.sweep_id,
-            tags={"boundlab.overrides": overrides, "boundlab.sweep_dir": str(sweep_dir.resolve())},
-        )
+        resumed = tracking.resume_parent(self.uri, sweep_dir)
+        if resumed:
+            self.parent_id, self.sweep_id, killed = resumed
+            log.info("sweep %s: resuming in %s (parent run %s; %d interrupted run(s) marked KILLED)",
+                     self.sweep_id, sweep_dir, self.parent_id, killed)
+        else:
+            self.sweep_id = f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+            self.parent_id = tracking.start_parent(
+                self.uri,
+                experiment=config.name,
+                name=f"{config.name} sweep {time.strftime('%Y-%m-%d %H:%M:%S')}",
+                question=str(config.question or f"Sweep of {config.name}"),
+                sweep_id=self.sweep_id,
+                tags={"boundlab.overrides": " ".join(config.hydra.overrides.task),
+                      "boundlab.sweep_dir": str(sweep_dir.resolve())},
+            )
+            log.info("sweep %s: parent run %s in %s", self.sweep_id, self.parent_id, self.uri)
         tracking.announce_sweep(sweep_dir, self.parent_id, self.sweep_id)
         self.started = time.perf_counter()
         os.environ[SWEEP_START_ENV] = str(time.time())
-        log.info("sweep %s: parent run %s in %s", self.sweep_id, self.parent_id, self.uri)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from pipeline import plots, tracking
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        for key in (tracking.PARENT_ENV, tracking.SWEEP_ENV, SWEEP_START_ENV, SWEEP_SIZE_ENV):
+        size = os.environ.get(SWEEP_SIZE_ENV)
+        for key in (tracking.PARENT_ENV, tracking.SWEEP_ENV, SWEEP_START_ENV, SWEEP_SIZE_ENV, SWEEP_KEY_ENV):
             os.environ.pop(key, None)
-        table, curves, failed = collect(sweep_dir)
+        table, curves, failed = collect(sweep_dir, int(size) if size else None)
         files: list[Path] = []
         if len(table):
             table.to_parquet(sweep_dir / "results.parquet", index=False)
@@ -109,7 +122,7 @@ class SweepCallback(Callback):
                          s["applicable"], s["runs"], s["violations"], s["max_ratio"])
         problems = []
         if failed:
-            problems.append(f"{len(failed)} job(s) failed: " + ", ".join(str(j) for j in failed))
+            problems.append(f"{len(failed)} job(s) failed (see error.txt in each): " + ", ".join(str(j) for j in failed))
         if violated:
             problems.append(f"deterministic bound(s) violated: {', '.join(violated)} (a bug until proven otherwise)")
         if problems:

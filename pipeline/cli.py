@@ -7,8 +7,10 @@ directory or an MLflow run exists. Heavy libraries (numba, mlflow, pandas) are i
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import hydra
@@ -43,31 +45,43 @@ def explain(exc: BaseException) -> str:
     return " ".join(lines[:2])
 
 
-def jobs_of(argv: Sequence[str]) -> tuple[bool, list[list[str]]]:
-    """The override lists of the jobs that ``boundlab argv`` would run, and whether it is a multirun."""
+@dataclass
+class Plan:
+    """What ``boundlab argv`` will do, known before any work: its jobs and where it tracks them."""
+
+    multirun: bool = False
+    overrides: list[str] = field(default_factory=list)
+    jobs: list[list[str]] = field(default_factory=list)
+    tracking_uri: str | None = None
+
+    def sweep_key(self) -> str:
+        """Names the sweep directory: the same command (force aside) resumes in the same place."""
+        kept = [o for o in self.overrides if not o.startswith(("force=", "hydra.launcher", "hydra/launcher"))]
+        return hashlib.sha256("\0".join(kept).encode()).hexdigest()[:10]
+
+
+def plan_of(argv: Sequence[str]) -> Plan:
+    """The jobs that ``boundlab argv`` would run (each as its override list)."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra._internal.utils import get_args_parser
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     args = get_args_parser().parse_args(list(argv))
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
-        return False, []
+        return Plan()
     parser = OverridesParser.create()
     overrides = parser.parse_overrides(args.overrides)
     if not args.multirun:
-        return False, [list(args.overrides)]
+        return Plan(False, list(args.overrides), [list(args.overrides)])
     fixed = [o.input_line for o in overrides if not o.is_sweep_override()]
     base = hydra.compose("config", overrides=fixed, return_hydra_config=True)
     params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
     jobs = BasicSweeper.split_arguments(parser.parse_overrides(params + list(args.overrides)), None)
-    return True, [job for batch in jobs for job in batch]
+    return Plan(True, list(args.overrides), [job for batch in jobs for job in batch])
 
 
-def preflight(argv: Sequence[str]) -> int:
-    """Validate every job of ``boundlab argv``; exit with code 2 and one line on the first bad one.
-
-    Returns the number of jobs checked.
-    """
+def preflight(argv: Sequence[str]) -> Plan:
+    """Validate every job of ``boundlab argv``; exit with code 2 and one line on the first bad one."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -76,18 +90,20 @@ def preflight(argv: Sequence[str]) -> int:
 
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         try:
-            multirun, jobs = jobs_of(argv)
+            plan = plan_of(argv)
         except (HydraException, OmegaConfBaseException) as e:
             _fail(explain(e))
-        for job in jobs:
-            where = f" (in the job {' '.join(job)})" if multirun and len(jobs) > 1 else ""
+        for job in plan.jobs:
+            where = f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""
             try:
-                build(hydra.compose("config", overrides=job))
+                cfg = hydra.compose("config", overrides=job)
+                build(cfg)
             except ParamError as e:
                 _fail(f"{e}{where}")
             except (HydraException, OmegaConfBaseException) as e:
                 _fail(f"{explain(e)}{where}")
-    return len(jobs)
+            plan.tracking_uri = cfg.tracking.uri
+    return plan
 
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
@@ -105,11 +121,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not CONF_DIR.is_dir():
         _fail(f"no config directory at {CONF_DIR}: install boundlab from its checkout with 'pip install -e .'")
     register()
-    jobs = preflight(argv)
-    if "-m" in argv or "--multirun" in argv:
-        from pipeline.stages import SWEEP_SIZE_ENV
+    plan = preflight(argv)
+    if plan.jobs:
+        from pipeline.tracking import check_store, tracking_uri
 
-        os.environ[SWEEP_SIZE_ENV] = str(jobs)
+        uri = tracking_uri(plan.tracking_uri)
+        why = check_store(uri)
+        if why:
+            _fail(f"tracking store {uri}: {why}; set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
+    if plan.multirun:
+        from pipeline.stages import SWEEP_KEY_ENV, SWEEP_SIZE_ENV
+
+        os.environ[SWEEP_SIZE_ENV] = str(len(plan.jobs))
+        os.environ[SWEEP_KEY_ENV] = plan.sweep_key()
     sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
     _app()
 

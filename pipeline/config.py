@@ -19,6 +19,7 @@ from pipeline.params import Param, ParamError
 TOP_LEVEL = (
     Param("seed", int, lambda v: v >= 0, "an integer >= 0"),
     Param("lam", float, lambda v: v > 0, "a number > 0"),
+    Param("force", bool, lambda v: True, "true or false (true reruns jobs already done)"),
 )
 
 
@@ -31,6 +32,7 @@ class Job:
     lam: float
     learner: Any
     dataset: Any
+    force: bool = False
 
     def params(self) -> dict[str, Any]:
         """The effective parameters of the run (code defaults included), as table columns."""

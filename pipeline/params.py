@@ -20,7 +20,7 @@ class ParamError(ValueError):
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: its name, type (int, float or str), validity predicate and allowed range in words."""
+    """One parameter: its name, type (int, float, str or bool), validity predicate and allowed values in words."""
 
     name: str
     type: type
@@ -29,8 +29,8 @@ class Param:
 
     def coerce(self, value: Any) -> Any:
         """Return ``value`` converted to ``type``, or raise :class:`ParamError`."""
-        if self.type is str:
-            ok = isinstance(value, str)
+        if self.type in (str, bool):
+            ok = isinstance(value, self.type)
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             ok = False
         elif self.type is int:

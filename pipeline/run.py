@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,6 +10,7 @@ import pandas as pd
 from pipeline.bounds import bounds_for
 from pipeline.config import Job
 from pipeline.data import Dataset
+from pipeline.resume import array_hash
 
 CURVE_POINTS = 200
 
@@ -33,15 +33,6 @@ class Result:
     dataset: Dataset
 
 
-def data_hash(ds: Dataset) -> str:
-    """Content hash of the exact arrays the learner saw."""
-    h = hashlib.sha256()
-    for a in (ds.X, ds.y):
-        h.update(str((a.dtype, a.shape)).encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()[:16]
-
-
 def log_grid(T: int, points: int = CURVE_POINTS) -> np.ndarray:
     """Steps 1..T on a log-spaced grid, T included."""
     return np.unique(np.geomspace(1, T, num=min(points, T)).round().astype(np.int64))
@@ -58,7 +49,7 @@ def run(job: Job) -> Result:
 
     ident = {"run": job.key(), "experiment": job.experiment, "learner": learner.name, "dataset": ds.name}
     context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable")}
-    context["data_hash"] = data_hash(ds)
+    context["data_hash"] = array_hash(ds.X, ds.y)
     rows = [ident | b.evaluate(stats, empirical) | context for b in bounds_for(learner.name)]
     table = pd.DataFrame(rows)
 

@@ -21,6 +21,7 @@ log = logging.getLogger("boundlab")
 
 SWEEP_SIZE_ENV = "BOUNDLAB_SWEEP_SIZE"  # set by the command after it has checked every job
 SWEEP_START_ENV = "BOUNDLAB_SWEEP_START"  # set when the sweep starts (epoch seconds)
+SWEEP_KEY_ENV = "BOUNDLAB_SWEEP_KEY"  # names the default sweep directory (conf/config.yaml)
 
 
 def progress(num: int) -> str:
@@ -56,12 +57,16 @@ def write(result: Any, out: Path) -> list[Path]:
 
 
 def job(cfg: DictConfig) -> None:
-    """One Hydra job: build, run, write, track. In a sweep, a job's own failure is recorded (FAILED
-    run, ``error.txt``) and the sweep goes on; the sweep's end reports it and exits non-zero."""
+    """One Hydra job: build, run, write, track, mark done.
+
+    In a sweep, a job whose directory already holds an intact finished run of the same config and
+    code is skipped (``force=true`` reruns it), and a job's own failure is recorded (FAILED run,
+    ``error.txt``) without stopping the sweep; the sweep's end reports it and exits non-zero.
+    """
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from pipeline import tracking
+    from pipeline import resume, tracking
     from pipeline.config import build
     from pipeline.run import run
 
@@ -69,8 +74,16 @@ def job(cfg: DictConfig) -> None:
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     spec = build(cfg)
-    overrides = [o for o in hc.overrides.task if not o.startswith("hydra") and not o.startswith("experiment=")]
+    overrides = [o for o in hc.overrides.task if not o.startswith(("hydra", "experiment=", "force="))]
     name = " ".join([spec.learner.name, *overrides])
+    step = progress(hc.job.num) if multirun else ""
+    why = resume.check(out, spec.key())
+    if why is None and not cfg.get("force", False):
+        log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
+        return
+    if why not in ("not run yet", None):
+        log.warning("%s%s: rerun because %s", step, name, why)
+    resume.invalidate(out)
     parent_id, sweep_id = tracking.sweep_context(Path(hc.sweep.dir)) if multirun else (None, "")
     tracker = tracking.JobRun(
         tracking.tracking_uri(cfg.tracking.uri),
@@ -78,6 +91,7 @@ def job(cfg: DictConfig) -> None:
         name=name,
         parent_id=parent_id,
         tags={"boundlab.config_hash": spec.key(), "boundlab.sweep_id": sweep_id, "boundlab.output_dir": str(out)},
+        supersede=why != "not run yet",
     )
     try:
         result = run(spec)
@@ -85,17 +99,17 @@ def job(cfg: DictConfig) -> None:
         resolved = OmegaConf.to_container(cfg, resolve=True)
         params = flatten(resolved) | flatten({"algorithm": spec.learner.get_params(), "dataset": spec.dataset.get_params()})
         tracker.finish(params, result.table, result.curve, files)
+        resume.record(out, spec.key(), result.table["data_hash"].iloc[0])
     except Exception as e:
         tracker.fail(e)
         if not multirun:
             raise
         (out / "error.txt").write_text(traceback.format_exc())
-        log.error("%s: FAILED: %s: %s (see %s)", name, type(e).__name__, e, out / "error.txt")
+        log.error("%s%s: FAILED: %s: %s (see %s)", step, name, type(e).__name__, e, out / "error.txt")
         return
     except KeyboardInterrupt as e:
         tracker.fail(e)
         raise
-    step = progress(hc.job.num) if multirun else ""
     for row in result.table.itertuples():
         verdict = "n/a" if not row.applicable else ("holds" if row.holds else "VIOLATED")
         log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)", step, name, row.quantity, row.empirical, row.bound,

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import functools
 import os
+import sqlite3
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -25,6 +28,32 @@ PARENT_FILE = ".boundlab_parent"  # in the sweep directory: reaches jobs where t
 def tracking_uri(configured: str | None = None) -> str:
     """``MLFLOW_TRACKING_URI`` if set, else ``configured``, else a SQLite store in the project root."""
     return os.environ.get("MLFLOW_TRACKING_URI") or configured or f"sqlite:///{project_root() / 'mlflow.db'}"
+
+
+def check_store(uri: str) -> str | None:
+    """None if the store at ``uri`` can take runs now; otherwise why not. Cheap: no mlflow import."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///"))
+        if not path.parent.is_dir():
+            return f"its directory {path.parent} does not exist"
+        if not path.exists():
+            return None if os.access(path.parent, os.W_OK) else f"its directory {path.parent} is not writable"
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=2.0)
+            try:
+                conn.execute("BEGIN IMMEDIATE")  # takes the write lock, as a run would
+                conn.rollback()
+            finally:
+                conn.close()
+        except sqlite3.Error as e:
+            return f"the database cannot be written ({e})"
+    elif uri.startswith(("http://", "https://")):
+        try:
+            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5.0):
+                pass
+        except (urllib.error.URLError, OSError) as e:
+            return f"the server does not answer ({getattr(e, 'reason', e)})"
+    return None
 
 
 def sweep_context(sweep_dir: Path) -> tuple[str | None, str]:
@@ -110,6 +139,35 @@ def start_parent(uri: str, experiment: str, name: str, question: str, sweep_id: 
     return run.info.run_id
 
 
+def resume_parent(uri: str, sweep_dir: Path) -> tuple[str, str, int] | None:
+    """Reopen the parent run recorded in ``sweep_dir`` by an earlier start of the same sweep.
+
+    Its children still RUNNING were interrupted (the process died with them): they end KILLED.
+    Returns (parent id, sweep id, runs marked KILLED), or None when there is no parent to resume.
+    """
+    marker = sweep_dir / PARENT_FILE
+    if not marker.exists():
+        return None
+    parent_id, sweep_id = marker.read_text().split()
+    client = _client(uri)
+    try:
+        parent = client.get_run(parent_id)
+    except Exception:  # another store, or the run was purged
+        return None
+    if parent.info.lifecycle_stage != "active":
+        return None
+    stale = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent_id}' and attributes.status = 'RUNNING'",
+        max_results=10_000,
+    )
+    for run in stale:
+        client.set_tag(run.info.run_id, "boundlab.error", "interrupted: its process ended before the run did")
+        client.set_terminated(run.info.run_id, status="KILLED")
+    client.update_run(parent_id, status="RUNNING")
+    return parent_id, sweep_id, len(stale)
+
+
 def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Mapping[str, float], failed: bool) -> None:
     client = _client(uri)
     _log(client, run_id, metrics=[(k, v, 0) for k, v in metrics.items()])
@@ -121,13 +179,28 @@ def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Map
 class JobRun:
     """One job's MLflow run: opened before the work, ended FINISHED, FAILED or KILLED."""
 
-    def __init__(self, uri: str, experiment: str, name: str, parent_id: str | None, tags: Mapping[str, str]) -> None:
+    def __init__(self, uri: str, experiment: str, name: str, parent_id: str | None, tags: Mapping[str, str],
+                 supersede: bool = False) -> None:
+        """``supersede``: a rerun in a sweep; earlier runs of the same config under the same parent are
+        soft-deleted (restorable in the UI) so the sweep keeps one live run per config."""
         self.client = _client(uri)
+        exp_id = experiment_id(uri, experiment)
         all_tags = {"boundlab.git_commit": git_commit(), **tags}
         if parent_id:
             all_tags["mlflow.parentRunId"] = parent_id
-        run = self.client.create_run(experiment_id(uri, experiment), run_name=name, tags=all_tags)
+            if supersede:
+                self._supersede(exp_id, parent_id, all_tags["boundlab.config_hash"])
+        run = self.client.create_run(exp_id, run_name=name, tags=all_tags)
         self.run_id = run.info.run_id
+
+    def _supersede(self, exp_id: str, parent_id: str, key: str) -> None:
+        earlier = self.client.search_runs(
+            [exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}' and tags.`boundlab.config_hash` = '{key}'",
+            max_results=10_000,
+        )
+        for run in earlier:
+            self.client.set_tag(run.info.run_id, "boundlab.superseded", "rerun in the same sweep")
+            self.client.delete_run(run.info.run_id)
 
     def finish(self, params: Mapping[str, Any], table: Any, curve: Any, artifacts: Iterable[Path]) -> None:
         """Log params, the bound comparison (empirical, theoretical, ratio per bound), curves, artifacts."""

@@ -70,7 +70,16 @@ BAD = [
     (["gamma=0.1,0.2"], "add -m"),
     (["-m", "gamma=0.1,2", "rho=1"], "gamma=2"),
     (["-m", "seed=0,1,-3"], "seed=-3"),
+    (["force=maybe"], "force='maybe'"),
+    (["d=abc"], "d='abc'"),
+    (["algorithm.passes=1.5"], "algorithm.passes=1.5"),
+    (["dataset.pos_fraction=0"], "dataset.pos_fraction=0"),
+    (["-m", "experiment=perceptron_margin", "rho=0.1"], "gamma=0.2"),
 ]
+
+
+def test_the_bad_input_table_is_broad() -> None:
+    assert len(BAD) >= 25
 
 
 @pytest.mark.parametrize(("argv", "named"), BAD, ids=[" ".join(a) for a, _ in BAD])
@@ -85,9 +94,9 @@ def test_bad_input_is_one_line_naming_the_key(argv: list[str], named: str, capsy
 
 def test_good_sweep_passes_preflight() -> None:
     register()
-    assert preflight(["-m", "gamma=0.05,0.1", "rho=0.5,1", "seed=0,1,2"]) == 12
-    assert preflight(["-m", "experiment=perceptron_margin"]) == 27
-    assert preflight(["-m", "experiment=perceptron_margin", "gamma=0.2"]) == 9  # the command line wins
+    assert len(preflight(["-m", "gamma=0.05,0.1", "rho=0.5,1", "seed=0,1,2"]).jobs) == 12
+    assert len(preflight(["-m", "experiment=perceptron_margin"]).jobs) == 27
+    assert len(preflight(["-m", "experiment=perceptron_margin", "gamma=0.2"]).jobs) == 9  # the command line wins
 
 
 @pytest.mark.slow
