@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sys
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -135,7 +136,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.environ[SWEEP_SIZE_ENV] = str(len(plan.jobs))
         os.environ[SWEEP_KEY_ENV] = plan.sweep_key()
     sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
-    _app()
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        _app()
+    except KeyboardInterrupt:
+        from pipeline import tracking
+
+        parent = os.environ.get(tracking.PARENT_ENV)
+        if parent:
+            tracking.end_run(tracking.tracking_uri(plan.tracking_uri), parent, "KILLED")
+        print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends a job like Ctrl-C does: its run ends KILLED and the sweep can be resumed."""
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

@@ -168,6 +168,10 @@ def resume_parent(uri: str, sweep_dir: Path) -> tuple[str, str, int] | None:
     return parent_id, sweep_id, len(stale)
 
 
+def end_run(uri: str, run_id: str, status: str) -> None:
+    _client(uri).set_terminated(run_id, status=status)
+
+
 def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Mapping[str, float], failed: bool) -> None:
     client = _client(uri)
     _log(client, run_id, metrics=[(k, v, 0) for k, v in metrics.items()])

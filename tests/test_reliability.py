@@ -151,3 +151,22 @@ def test_resume_check_never_unpickles(tmp_path: Path) -> None:
     (tmp_path / "results.parquet").write_bytes(b"")
     assert "unreadable" in resume.check(tmp_path, "k")
     assert resume.check(tmp_path, "other") == "its config changed"
+
+
+def test_sigterm_ends_runs_killed_and_the_sweep_resumes(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    uri, env = _store(tmp_path)
+    grid = ["-m", "seed=0,1,2,3,4,5", "n=20000", "d=50", "name=term"]
+    proc = subprocess.Popen([*_boundlab_cmd(), *grid], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and len(list(tmp_path.glob("multirun/term/*/*/done.json"))) < 2:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "run the same command to resume" in err, err[-2000:]
+    statuses = Counter(r.info.status for r in _all_runs(uri, "term"))
+    assert statuses["RUNNING"] == 0 and statuses["KILLED"] >= 1  # the parent, and the job it stopped
+    again = boundlab(*grid, cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    live = [r for r in _all_runs(uri, "term") if r.info.lifecycle_stage == "active" and r.info.status == "FINISHED"]
+    assert len([r for r in live if "mlflow.parentRunId" in r.data.tags]) == 6
