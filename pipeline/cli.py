@@ -40,6 +40,9 @@ def explain(exc: BaseException) -> str:
     if "Could not override '" in text or "is not in struct" in text:
         key = text.split("'")[1]
         return f"{key}: unknown key; 'boundlab --help' lists every key with its default"
+    if text.startswith("Missing mandatory value"):
+        key = text.split(":", 1)[1].split()[0]
+        return f"{key}: missing; set it on the command line ({key}=...)"
     if "Ambiguous value for argument '" in text:
         arg = text.split("'")[1]
         return f"{arg}: several values make a sweep: add -m (boundlab -m {arg} ...)"
@@ -87,7 +90,7 @@ def preflight(argv: Sequence[str]) -> Plan:
     from omegaconf.errors import OmegaConfBaseException
 
     from pipeline.config import build
-    from pipeline.params import ParamError
+    from pipeline.params import UserError
 
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         try:
@@ -99,7 +102,7 @@ def preflight(argv: Sequence[str]) -> Plan:
             try:
                 cfg = hydra.compose("config", overrides=job)
                 build(cfg)
-            except ParamError as e:
+            except UserError as e:
                 _fail(f"{e}{where}")
             except (HydraException, OmegaConfBaseException) as e:
                 _fail(f"{explain(e)}{where}")

@@ -10,7 +10,19 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 
-class ParamError(ValueError):
+class UserError(ValueError):
+    """A mistake in the user's input; ``str()`` is the one-line message shown to the user."""
+
+
+class DataError(UserError):
+    """A data file that cannot be used: names the file, and the line where it applies."""
+
+    def __init__(self, path: object, problem: str, line: int | None = None) -> None:
+        where = f", line {line}" if line is not None else ""
+        super().__init__(f"dataset.path={str(path)!r}{where}: {problem}")
+
+
+class ParamError(UserError):
     """An invalid parameter value; ``str()`` is the one-line message shown to the user."""
 
     def __init__(self, name: str, value: Any, allowed: str) -> None:
@@ -26,9 +38,12 @@ class Param:
     type: type
     valid: Callable[[Any], bool]
     allowed: str
+    nullable: bool = False
 
     def coerce(self, value: Any) -> Any:
         """Return ``value`` converted to ``type``, or raise :class:`ParamError`."""
+        if value is None and self.nullable:
+            return None
         if self.type in (str, bool):
             ok = isinstance(value, self.type)
         elif isinstance(value, bool) or not isinstance(value, (int, float)):

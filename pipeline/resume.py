@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.data.certify import content_hash
 from pipeline.paths import PACKAGE_ROOT
 
 MARKER = "done.json"
@@ -31,13 +32,23 @@ def code_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def array_hash(*arrays: np.ndarray) -> str:
-    """Content hash of arrays (dtype, shape and bytes)."""
-    h = hashlib.sha256()
-    for a in arrays:
-        h.update(str((a.dtype.str, a.shape)).encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()[:16]
+def _matrix(data: np.lib.npyio.NpzFile) -> object:
+    if "X" in data:
+        return data["X"]
+    from scipy import sparse
+
+    return sparse.csr_matrix((data["data"], data["indices"], data["indptr"]), shape=tuple(data["shape"]))
+
+
+def save_data(path: Path, X: object, y: np.ndarray) -> None:
+    """Save the exact arrays a learner saw (sparse as CSR parts): never pickled."""
+    from scipy import sparse
+
+    if sparse.issparse(X):
+        X = sparse.csr_matrix(X)
+        np.savez(path, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=y)
+    else:
+        np.savez(path, X=X, y=y)
 
 
 def record(out: Path, key: str, data_hash: str) -> None:
@@ -59,7 +70,7 @@ def check(out: Path, key: str) -> str | None:
         return "the code changed"
     try:
         with np.load(out / "data.npz", allow_pickle=False) as data:
-            found = array_hash(data["X"], data["y"])
+            found = content_hash(_matrix(data), data["y"])
     except (OSError, ValueError, KeyError) as e:
         return f"its data file is unreadable ({type(e).__name__})"
     if found != done.get("data_hash"):

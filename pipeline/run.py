@@ -10,7 +10,7 @@ import pandas as pd
 from pipeline.bounds import bounds_for
 from pipeline.config import Job
 from pipeline.data import Dataset
-from pipeline.resume import array_hash
+from pipeline.data.certify import content_hash
 
 CURVE_POINTS = 200
 
@@ -49,7 +49,7 @@ def run(job: Job) -> Result:
 
     ident = {"run": job.key(), "experiment": job.experiment, "learner": learner.name, "dataset": ds.name}
     context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable")}
-    context["data_hash"] = array_hash(ds.X, ds.y)
+    context["data_hash"] = content_hash(ds.X, ds.y)
     rows = [ident | b.evaluate(stats, empirical) | context for b in bounds_for(learner.name)]
     table = pd.DataFrame(rows)
 

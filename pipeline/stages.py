@@ -52,7 +52,9 @@ def write(result: Any, out: Path) -> list[Path]:
     result.table.to_parquet(table, index=False)
     result.curve.to_parquet(curve, index=False)
     np.savez_compressed(trace, mistake=result.trace)
-    np.savez(out / "data.npz", X=result.dataset.X, y=result.dataset.y)
+    from pipeline.resume import save_data
+
+    save_data(out / "data.npz", result.dataset.X, result.dataset.y)
     return [table, curve, trace]
 
 
@@ -110,10 +112,17 @@ def job(cfg: DictConfig) -> None:
     except KeyboardInterrupt as e:
         tracker.fail(e)
         raise
+    if not multirun:
+        st = result.dataset.stats
+        log.info("data %s: m=%d d=%d R=%.6g gamma* in [%.6g, %.6g] (relative gap %.1e), separable=%s, hash %s",
+                 result.dataset.name, st.m, st.d, st.R, st.gamma_lo, st.gamma_hi, st.gap, st.separable,
+                 result.table["data_hash"].iloc[0])
     for row in result.table.itertuples():
-        verdict = "n/a" if not row.applicable else ("holds" if row.holds else "VIOLATED")
+        if not row.applicable:
+            log.info("%s%s: %s %g; %s not applicable: %s", step, name, row.quantity, row.empirical, row.bound, row.reason)
+            continue
         log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)", step, name, row.quantity, row.empirical, row.bound,
-                 row.theoretical, verdict, row.ratio)
+                 row.theoretical, "holds" if row.holds else "VIOLATED", row.ratio)
 
 
 def dvc_stage(experiment: str, params_file: Path = Path("params.yaml")) -> None:

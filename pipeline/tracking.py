@@ -217,7 +217,8 @@ class JobRun:
         metrics += [(k, float(first[k]), 0) for k in ("R", "gamma_lo", "gamma_hi", "T")]
         metrics += [(q, v, t) for q, t, v in curve[["quantity", "t", "empirical"]].itertuples(index=False)]
         holds = table["holds"].dropna()
-        tags = {"boundlab.holds": str(bool(holds.all())) if len(holds) else "n/a"}
+        tags = {"boundlab.holds": str(bool(holds.all())) if len(holds) else "n/a",
+                "boundlab.data_hash": str(first["data_hash"])}
         _log(self.client, self.run_id, params=params, metrics=metrics, tags=tags)
         for path in artifacts:
             self.client.log_artifact(self.run_id, str(path))

@@ -13,10 +13,29 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session")
+def stats_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(autouse=True)
-def _private_tracking(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _private_stores(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, stats_cache: Path) -> None:
+    """Every test tracks to its own MLflow store and caches statistics outside the project."""
     db = tmp_path_factory.mktemp("mlflow") / "mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
+    monkeypatch.setenv("BOUNDLAB_CACHE", str(stats_cache))
+
+
+@pytest.fixture(scope="session")
+def svm_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A separable svmlight file written by scikit-learn (iris, setosa against the rest)."""
+    import numpy as np
+    from sklearn.datasets import dump_svmlight_file, load_iris
+
+    X, t = load_iris(return_X_y=True)
+    path = tmp_path_factory.mktemp("files") / "iris.svm"
+    dump_svmlight_file(X, np.where(t == 0, 1, -1), str(path))
+    return path
 
 
 def _boundlab(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

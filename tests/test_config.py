@@ -26,8 +26,9 @@ def compose_job(overrides: list[str]):  # noqa: ANN201
 
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g, opts in GROUPS.items() for o in opts])
-def test_every_option_composes_and_runs(group: str, option: str) -> None:
-    result = run(build(compose_job([f"{group}={option}", *TINY])))
+def test_every_option_composes_and_runs(group: str, option: str, svm_file: Path) -> None:
+    extra = {"file": [f"dataset.path={svm_file}"], "sparse_margin": ["dataset.d=500"]}.get(option, [])
+    result = run(build(compose_job([f"{group}={option}", *TINY, *extra])))
     assert len(result.table) >= 1 and result.table["applicable"].all()
     assert result.trace.size == result.table["T"].iloc[0]
 

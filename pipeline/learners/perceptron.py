@@ -46,6 +46,32 @@ def perceptron_kernel(X, y, w, tie, passes, mistakes):  # noqa: ANN001, ANN201
 
 
 @kernel
+def perceptron_sparse_kernel(indptr, indices, data, y, w, tie, passes, mistakes):  # noqa: ANN001, ANN201
+    """:func:`perceptron_kernel` over CSR rows: cost per step proportional to the row's non-zeros.
+    Sums run over the stored entries in index order, so mistakes equal the dense kernel's."""
+    n = indptr.shape[0] - 1
+    t = 0
+    updates = 0
+    for _ in range(passes):
+        for i in range(n):
+            s = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                s += w[indices[k]] * data[k]
+            if tie == 2:
+                update = y[i] * s <= 0.0
+            else:
+                predicted = 1.0 if s > 0.0 or (s == 0.0 and tie == 1) else -1.0
+                update = predicted != y[i]
+            if update:
+                for k in range(indptr[i], indptr[i + 1]):
+                    w[indices[k]] += y[i] * data[k]
+                mistakes[t] = 1
+                updates += 1
+            t += 1
+    return updates
+
+
+@kernel
 def dot_kernel(w, x):  # noqa: ANN001, ANN201
     """w.x summed in the same order as :func:`perceptron_kernel`."""
     s = 0.0
@@ -128,12 +154,21 @@ class Perceptron:
         return bool(flag[0])
 
     def learn_stream(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Make ``passes`` passes over (X, y) in order; return the trace: 1 where step t was a mistake."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        """Make ``passes`` passes over (X, y) in order; return the trace: 1 where step t was a mistake.
+        ``X`` may be a scipy sparse matrix: it is read as CSR, never densified."""
+        from scipy import sparse
+
         y = np.ascontiguousarray(y, dtype=np.float64)
         self._start(X.shape[1])
         trace = np.zeros(self.passes * X.shape[0], dtype=np.int8)
-        self.mistakes_ += perceptron_kernel(X, y, self.w_, TIES[self.tie], self.passes, trace)
+        tie = TIES[self.tie]
+        if sparse.issparse(X):
+            X = sparse.csr_matrix(X, dtype=np.float64)
+            X.sort_indices()
+            self.mistakes_ += perceptron_sparse_kernel(X.indptr, X.indices, X.data, y, self.w_, tie, self.passes, trace)
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            self.mistakes_ += perceptron_kernel(X, y, self.w_, tie, self.passes, trace)
         self.t_ += trace.shape[0]
         return trace
 

@@ -1,0 +1,173 @@
+"""Synthetic binary data with exact margin and radius (BOUNDS.md section 9)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pipeline.data.certify import certify
+from pipeline.data.dataset import Dataset
+from pipeline.params import Param, ParamError, check_params, get_params
+
+
+class MarginBinary:
+    """Binary data with exact best margin ``gamma`` and radius ``rho`` (BOUNDS.md section 9).
+
+    Draw a unit w* and an orthonormal basis Q of its complement. Each point is
+    x_i = y_i a_i w* + z_i with a_i log-uniform on [gamma, rho] (concentrated near gamma, the hard
+    case) and z_i uniform in the (d-1)-ball of radius sqrt(rho^2 - a_i^2) in span(Q), so
+    y_i w*.x_i = a_i >= gamma and ||x_i|| <= rho. The pinned pair x(+/-) = +/-gamma w* + z0 with
+    ||z0|| = sqrt(rho^2 - gamma^2) makes the radius exactly rho and the best margin exactly gamma: for
+    ||w|| <= 1, min_i y_i w.x_i <= (w.x+ - w.x-)/2 = gamma w.w* <= gamma. It also supplies the dual
+    witness (alpha = 1 on the pair) of the certificate; w* is the primal witness.
+
+    Parameters
+    ----------
+    gamma : margin, 0 < gamma <= rho.
+    rho : radius.
+    n : number of examples, the pinned pair included (n >= 2).
+    d : dimension (d >= 2).
+    pos_fraction : probability of the label +1 for the random points.
+
+    Examples
+    --------
+    >>> ds = MarginBinary(gamma=0.1, rho=1.0, n=500, d=5).generate(np.random.default_rng(0))
+    >>> ds.X.shape, ds.stats.gap <= 1e-9, round(ds.stats.gamma_lo, 6), round(ds.stats.R, 6)
+    ((500, 5), True, 0.1, 1.0)
+    """
+
+    name = "margin_binary"
+    params = (
+        Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho)"),
+        Param("rho", float, lambda v: v > 0, "a number > 0"),
+        Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)"),
+        Param("d", int, lambda v: v >= 2, "an integer >= 2"),
+        Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)"),
+    )
+
+    def __init__(
+        self, *, gamma: float, rho: float, n: int = 1000, d: int = 20, pos_fraction: float = 0.5
+    ) -> None:
+        self.gamma = gamma
+        self.rho = rho
+        self.n = n
+        self.d = d
+        self.pos_fraction = pos_fraction
+
+    def check(self) -> None:
+        """Raise :class:`pipeline.params.ParamError` on an invalid parameter."""
+        check_params(self)
+        if self.gamma > self.rho:
+            raise ParamError("gamma", self.gamma, f"<= rho = {self.rho} (no point of norm <= rho has a larger margin)")
+
+    def get_params(self) -> dict[str, float | int]:
+        return get_params(self)
+
+    def generate(self, rng: np.random.Generator) -> Dataset:
+        self.check()
+        gamma, rho, n, d = float(self.gamma), float(self.rho), int(self.n), int(self.d)
+        basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
+        w_star, Q = basis[:, 0], basis[:, 1:]
+
+        k = n - 2
+        y = np.where(rng.random(k) < self.pos_fraction, 1.0, -1.0)
+        a = gamma * (rho / gamma) ** rng.random(k)
+        direction = rng.standard_normal((k, d - 1))
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        r = np.sqrt(np.maximum(rho**2 - a**2, 0.0)) * rng.random(k) ** (1.0 / (d - 1))
+        X = (y * a)[:, None] * w_star + (r[:, None] * direction) @ Q.T
+
+        z0_dir = rng.standard_normal(d - 1)
+        z0 = Q @ (z0_dir / np.linalg.norm(z0_dir)) * math.sqrt(max(rho**2 - gamma**2, 0.0))
+        pair = np.stack([gamma * w_star + z0, -gamma * w_star + z0])
+        at = np.sort(rng.choice(n, size=2, replace=False))
+        X = np.insert(X, [at[0], at[1] - 1], pair, axis=0)
+        y = np.insert(y, [at[0], at[1] - 1], [1.0, -1.0])
+
+        alpha = np.zeros(n)
+        alpha[at] = 1.0
+        X = np.ascontiguousarray(X)
+        return Dataset(self.name, X, y, certify(X, y, w_star, alpha))
+
+
+class SparseMargin:
+    """Bag-of-words-like sparse binary data with exact margin ``gamma`` and radius ``rho``.
+
+    Two signal words carry the label: w* = (e_0 - e_1)/sqrt(2); a positive document has word 0 with
+    weight sqrt(2) a_i, a negative one word 1, so y_i w*.x_i = a_i >= gamma (a_i log-uniform on
+    [gamma, rho/sqrt(2)]). The other ``nnz - 1`` words are drawn Zipf-like from the remaining d - 2 and
+    weighted so that ||x_i|| <= rho; they are orthogonal to w*. The pinned pair (sqrt(2) gamma e_0 + z0,
+    sqrt(2) gamma e_1 + z0) with ||z0||^2 = rho^2 - 2 gamma^2 makes gamma* = gamma and R = rho exactly,
+    as in :class:`MarginBinary`. All features are non-negative, as word weights are.
+    """
+
+    name = "sparse_margin"
+    params = (
+        Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho / sqrt(2))"),
+        Param("rho", float, lambda v: v > 0, "a number > 0"),
+        Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)"),
+        Param("d", int, lambda v: v >= 3, "an integer >= 3"),
+        Param("nnz", int, lambda v: v >= 2, "an integer >= 2 (non-zeros per row)"),
+        Param("zipf", float, lambda v: v > 1, "a number > 1 (word frequency exponent)"),
+    )
+
+    def __init__(self, *, gamma: float, rho: float, n: int = 10_000, d: int = 100_000, nnz: int = 30,
+                 zipf: float = 1.5) -> None:
+        self.gamma, self.rho, self.n, self.d, self.nnz, self.zipf = gamma, rho, n, d, nnz, zipf
+
+    def get_params(self) -> dict[str, float | int]:
+        return get_params(self)
+
+    def check(self) -> None:
+        check_params(self)
+        if self.gamma * math.sqrt(2) > self.rho:
+            raise ParamError("gamma", self.gamma, f"<= rho / sqrt(2) = {self.rho / math.sqrt(2):g} (non-negative words)")
+        if self.nnz > self.d - 1:
+            raise ParamError("nnz", self.nnz, f"<= d - 1 = {self.d - 1}")
+
+    def _words(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` distinct background words (indices >= 2) with positive weights of unit norm."""
+        ranks = rng.zipf(self.zipf, size=4 * count + 8)
+        words = np.unique((ranks - 1) % (self.d - 2) + 2)
+        extra = np.setdiff1d(rng.choice(self.d - 2, size=min(self.d - 2, 2 * count), replace=False) + 2, words)
+        words = np.concatenate([words, extra])[:count]
+        weights = rng.random(words.size) + 0.5
+        return np.sort(words), weights / np.linalg.norm(weights)
+
+    def generate(self, rng: np.random.Generator) -> Dataset:
+        self.check()
+        from scipy import sparse
+
+        gamma, rho, n = float(self.gamma), float(self.rho), int(self.n)
+        k = n - 2
+        y = np.where(rng.random(k) < 0.5, 1.0, -1.0)
+        a = gamma * (rho / math.sqrt(2) / gamma) ** rng.random(k)  # sqrt(2) a <= rho
+        rows, cols, vals = [], [], []
+        pair_at = np.sort(rng.choice(n, size=2, replace=False))
+        z0_words, z0_weights = self._words(rng, self.nnz - 1)
+        z0 = math.sqrt(max(rho**2 - 2 * gamma**2, 0.0)) * z0_weights
+        labels = np.empty(n)
+        i_random = 0
+        for i in range(n):
+            if i in pair_at:
+                sign = 1.0 if i == pair_at[0] else -1.0
+                signal, words, weights = math.sqrt(2) * gamma, z0_words, z0
+            else:
+                sign, ai = y[i_random], a[i_random]
+                i_random += 1
+                signal = math.sqrt(2) * ai
+                words, unit = self._words(rng, self.nnz - 1)
+                room = max(rho**2 - 2 * ai**2, 0.0)
+                weights = math.sqrt(room) * rng.random() ** (1.0 / self.nnz) * unit
+            labels[i] = sign
+            rows += [i] * (1 + words.size)
+            cols += [0 if sign > 0 else 1, *words]
+            vals += [signal, *weights]
+        X = sparse.csr_matrix((vals, (rows, cols)), shape=(n, int(self.d)))
+        X.sort_indices()
+        w_star = np.zeros(int(self.d))
+        w_star[0], w_star[1] = 1 / math.sqrt(2), -1 / math.sqrt(2)
+        alpha = np.zeros(n)
+        alpha[pair_at] = 1.0
+        return Dataset(self.name, X, labels, certify(X, labels, w_star, alpha))
