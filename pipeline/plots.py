@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
-SWEPT = ("gamma", "rho", "lam", "n", "d", "passes", "tie", "pos_fraction")
+SWEPT = ("gamma", "rho", "lam", "n", "d", "passes", "tie", "pos_fraction", "source", "positive", "negative",
+         "standardize", "unit_ball", "bias", "nnz")
 SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}
 STYLE = {
     "figure.dpi": 110,
