@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 _U = 2.0**-53
 
 Stats = Mapping[str, Any]
@@ -20,6 +22,7 @@ class Bound:
     Attributes
     ----------
     name : short identifier, used in metric names.
+    title : the name a reader knows it by (figures, reports).
     learner : name of the learner it applies to.
     guarantee : "D" (every run), "E" (in expectation) or "P" (with high probability).
     quantity : name of the empirical quantity it bounds (a key of ``learner.quantities``).
@@ -31,6 +34,7 @@ class Bound:
     """
 
     name: str
+    title: str
     learner: str
     guarantee: str
     quantity: str
@@ -39,6 +43,7 @@ class Bound:
     formula: str
     value: Callable[[Stats], float]
     applies: Callable[[Stats], str | None] = field(default=lambda s: None)
+    """``value`` may return (value, comparator): the comparator that attained a minimised bound."""
 
     def evaluate(self, stats: Stats, empirical: Mapping[str, float]) -> dict[str, Any]:
         """One row of the results table: the bound next to the measured quantity."""
@@ -49,6 +54,7 @@ class Bound:
         measured = empirical[self.quantity]
         row = {
             "bound": self.name,
+            "title": self.title,
             "guarantee": self.guarantee,
             "quantity": self.quantity,
             "empirical": float(measured),
@@ -57,8 +63,11 @@ class Bound:
         }
         reason = self.applies(declared)
         if reason is not None:
-            return row | {"theoretical": math.nan, "ratio": math.nan, "holds": None, "applicable": False, "reason": reason}
-        theoretical = float(self.value(declared))
+            return row | {"theoretical": math.nan, "ratio": math.nan, "holds": None, "applicable": False,
+                          "reason": reason, "comparator": ""}
+        value = self.value(declared)
+        theoretical, comparator = value if isinstance(value, tuple) else (value, "")
+        theoretical = float(theoretical)
         ratio = measured / theoretical if theoretical > 0 else (0.0 if measured == 0 else math.inf)
         return row | {
             "theoretical": theoretical,
@@ -66,6 +75,7 @@ class Bound:
             "holds": bool(measured <= theoretical),
             "applicable": True,
             "reason": "",
+            "comparator": comparator,
         }
 
 
@@ -78,6 +88,7 @@ def _novikoff(s: Stats) -> float:
 
 NOVIKOFF = Bound(
     name="novikoff",
+    title="Novikoff",
     learner="perceptron",
     guarantee="D",
     quantity="mistakes",
@@ -85,10 +96,71 @@ NOVIKOFF = Bound(
     reference="Novikoff 1962; [S2] Thm 2; [S1] slide 6; BOUNDS.md section 1",
     formula="floor((R/gamma_lo)^2)",
     value=_novikoff,
-    applies=lambda s: None if s["separable"] else "data not certified separable (gamma_lo <= 0)",
+    applies=lambda s: None if s["separable"] else "data not certified separable (LP infeasible, or gamma_lo <= 0)",
 )
 
-BOUNDS: tuple[Bound, ...] = (NOVIKOFF,)
+# Scales s of u = s v (v a unit comparator direction), relative to 1/R, and margins gamma relative to R.
+SCALES = np.geomspace(1e-2, 1e6, 321)
+GAMMAS = np.geomspace(1e-6, 1.0, 241)
+
+
+def _passes(s: Stats) -> float:
+    # the Perceptron presents the m examples once per pass: sums over the stream are passes x sums over S
+    return s["T"] / s["m"]
+
+
+def _hinge_all_rounds(s: Stats) -> tuple[float, str]:
+    """min over comparators u of ((R||u|| + sqrt(R^2||u||^2 + 4 L_T(u))) / 2)^2 (UML eq. 21.6)."""
+    R, best = s["R"], (math.inf, "")
+    scales = SCALES / R
+    for name, m in s["comparators"].items():
+        # L_T(s v) for every scale at once; m are lower bounds of the margins, so L_T is over-estimated
+        loss = _passes(s) * np.maximum(0.0, 1.0 - np.outer(scales, m)).sum(axis=1) * (1 + 2 * len(m) * _U)
+        value = ((R * scales + np.sqrt((R * scales) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * _U)
+        i = int(np.argmin(value))
+        if value[i] < best[0]:
+            best = (float(value[i]), f"u = {scales[i]:.4g} * {name}, L_T(u) = {loss[i]:.4g}")
+    return best
+
+
+def _freund_schapire(s: Stats) -> tuple[float, str]:
+    """min over unit comparators u and margins gamma of ((R + D)/gamma)^2, D^2 = sum_t max(0, gamma - y_t u.x_t)^2."""
+    R, best = s["R"], (math.inf, "")
+    gammas = GAMMAS * R
+    for name, m in s["comparators"].items():
+        D = np.sqrt(_passes(s) * (np.maximum(0.0, gammas[:, None] - m[None, :]) ** 2).sum(axis=1) * (1 + 2 * len(m) * _U))
+        value = ((R + D) / gammas) ** 2 * (1 + 8 * _U)
+        i = int(np.argmin(value))
+        if value[i] < best[0]:
+            best = (float(value[i]), f"u = {name}, gamma = {gammas[i]:.4g}, D = {D[i]:.4g}")
+    return best
+
+
+HINGE = Bound(
+    name="hinge_all_rounds",
+    title="All-rounds hinge",
+    learner="perceptron",
+    guarantee="D",
+    quantity="mistakes",
+    requires=("R", "T", "m", "comparators"),
+    reference="[OLS] section 3.3; UML Thm 21.16 and eq. 21.6, with L_T(u) >= L_M(u); BOUNDS.md section 2",
+    formula="min_u ((R||u|| + sqrt(R^2||u||^2 + 4 L_T(u)))/2)^2",
+    value=_hinge_all_rounds,
+)
+
+FREUND_SCHAPIRE = Bound(
+    name="freund_schapire",
+    title="Freund-Schapire",
+    learner="perceptron",
+    guarantee="D",
+    quantity="mistakes",
+    requires=("R", "T", "m", "comparators"),
+    reference="Freund & Schapire 1999, Thm 2; BOUNDS.md section 2",
+    formula="min_(u, gamma) ((R + D(u, gamma))/gamma)^2",
+    value=_freund_schapire,
+)
+
+BOUNDS: tuple[Bound, ...] = (NOVIKOFF, HINGE, FREUND_SCHAPIRE)
 
 
 def bounds_for(learner: str) -> tuple[Bound, ...]:

@@ -12,8 +12,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
-SWEPT = ("gamma", "rho", "lam", "n", "d", "passes", "tie", "pos_fraction", "source", "positive", "negative",
-         "standardize", "unit_ball", "bias", "nnz")
+SWEPT = ("gamma", "rho", "flip", "violators", "depth", "lam", "n", "d", "passes", "tie", "pos_fraction", "source",
+         "positive", "negative", "standardize", "unit_ball", "bias", "nnz")
 SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}
 STYLE = {
     "figure.dpi": 110,
@@ -62,12 +62,12 @@ def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
                            s=28, alpha=0.85, edgecolor="white", linewidth=0.5, zorder=3)
         lo = min(shown["empirical"].min(), shown["theoretical"].min()) / 2 if len(shown) else 1
         hi = max(shown["empirical"].max(), shown["theoretical"].max()) * 2 if len(shown) else 10
-        ax.plot([lo, hi], [lo, hi], color=BOUND_COLOR, lw=1.2, label=f"bound: {first['quantity']} = {first['formula']}")
+        ax.plot([lo, hi], [lo, hi], color=BOUND_COLOR, lw=1.2, label="measured = bound")
         ax.fill_between([lo, hi], [lo, hi], [hi, hi], color="tab:red", alpha=0.07, label="violation region")
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), aspect="equal",
-               xlabel=f"{bound.capitalize()} bound  {first['formula']}", ylabel=f"measured {first['quantity']}")
+               xlabel=f"{first['title']} bound  {first['formula']}", ylabel=f"measured {first['quantity']}")
         violations = int((~rows["holds"].astype(bool)).sum())
-        ax.set_title(f"{first['learner'].capitalize()}: measured {first['quantity']} vs {bound.capitalize()} "
+        ax.set_title(f"{first['learner'].capitalize()}: measured {first['quantity']} vs {first['title']} "
                      f"bound ({first['guarantee']})\n"
                      f"{len(rows)} runs, {violations} violations, max ratio {rows['ratio'].max():.3g}", fontsize=10)
         handles, labels = ax.get_legend_handles_labels()
@@ -104,8 +104,8 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             for i, r in enumerate(sel.itertuples()):
                 c = curves[(curves["run"] == r.run) & (curves["quantity"] == quantity)]
                 ax.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
-            for b in sel["theoretical"].dropna().unique():
-                ax.axhline(b, color=BOUND_COLOR, ls="--", lw=1.1)
+                if r.applicable:  # each run's own bound, in its colour
+                    ax.axhline(r.theoretical, color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
             ax.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
             ax.set(xscale="log", yscale="symlog")
         for ax in axes.flat[len(groups):]:
@@ -116,10 +116,10 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             ax.set_ylabel(f"{quantity} up to t")
         handles, labels = axes.flat[0].get_legend_handles_labels()
         handles.append(plt.Line2D([], [], color=BOUND_COLOR, ls="--"))
-        labels.append(f"{bound.capitalize()} bound {rows['formula'].iloc[0]}")
-        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8)
+        labels.append(f"{rows['title'].iloc[0]} bound of the run")
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), fontsize=8)
         fig.suptitle(f"{rows['learner'].iloc[0].capitalize()}: {quantity} against step t, with the "
-                     f"{bound.capitalize()} bound (dashed)", fontsize=11)
+                     f"{rows['title'].iloc[0]} bound (dashed)\n{rows['formula'].iloc[0]}", fontsize=10)
         fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 

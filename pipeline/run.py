@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.bounds import bounds_for
+from pipeline.comparators import comparator_margins
 from pipeline.config import Job
 from pipeline.data import Dataset
 from pipeline.data.certify import content_hash
@@ -45,12 +46,15 @@ def run(job: Job) -> Result:
     learner = job.learner
     trace = learner.learn_stream(ds.X, ds.y)
     empirical = learner.quantities(trace)
+    bounds = bounds_for(learner.name)
     stats = ds.stats.as_dict() | {"T": int(trace.size)}
+    if any("comparators" in b.requires for b in bounds):
+        stats["comparators"] = comparator_margins(ds.X, ds.y, ds.directions)
 
     ident = {"run": job.key(), "experiment": job.experiment, "learner": learner.name, "dataset": ds.name}
     context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable")}
     context["data_hash"] = content_hash(ds.X, ds.y)
-    rows = [ident | b.evaluate(stats, empirical) | context for b in bounds_for(learner.name)]
+    rows = [ident | b.evaluate(stats, empirical) | context for b in bounds]
     table = pd.DataFrame(rows)
 
     t = log_grid(trace.size)

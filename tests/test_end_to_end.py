@@ -35,13 +35,16 @@ def test_multirun_end_to_end(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
                     "question=Does it hold?", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
-    table = pd.read_parquet(sweep / "results.parquet")
-    assert len(table) == 8 and table["run"].nunique() == 8 and table["holds"].all()
+    everything = pd.read_parquet(sweep / "results.parquet")
+    assert set(everything["bound"]) == {"novikoff", "hinge_all_rounds", "freund_schapire"}
+    assert len(everything) == 24 and everything["holds"].all()  # one row per (run, bound)
+    table = everything[everything["bound"] == "novikoff"]
+    assert len(table) == 8 and table["run"].nunique() == 8
     assert set(table[["gamma", "rho", "seed"]].itertuples(index=False)) == {
         (g, r, s) for g in (0.1, 0.25) for r in (0.5, 1.0) for s in (0, 1)}
     assert (table["theoretical"] == [int((r / g) ** 2) for g, r in zip(table["gamma"], table["rho"])]).all()
     for job in range(8):
-        assert len(pd.read_parquet(sweep / str(job) / "results.parquet")) == 1
+        assert len(pd.read_parquet(sweep / str(job) / "results.parquet")) == 3
     for stem in ("novikoff_measured_vs_bound", "novikoff_curves"):
         assert (sweep / f"{stem}.png").stat().st_size > 10_000 and (sweep / f"{stem}.svg").exists()
 
@@ -120,7 +123,8 @@ def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
     first = subprocess.run([*dvc, "repro"], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     table = pd.read_parquet(repo / "results" / "perceptron_margin" / "results.parquet")
-    assert len(table) == 9 and table["holds"].all() and (table["n"] == 100).all()
+    assert (repo / "results" / "perceptron_nonseparable" / "results.parquet").exists()
+    assert len(table) == 27 and table["run"].nunique() == 9 and table["holds"].all() and (table["n"] == 100).all()
     assert (repo / "dvc.lock").exists() and (repo / "results/perceptron_margin/novikoff_curves.png").exists()
     second = subprocess.run([*dvc, "repro"], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
     assert second.returncode == 0 and "didn't change, skipping" in second.stdout, second.stdout
@@ -128,6 +132,7 @@ def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
     shown = subprocess.run([*dvc, "metrics", "show", "--json"], cwd=repo, env=env, capture_output=True, text=True)
     metrics = next(iter(json.loads(shown.stdout).values()))["data"]["results/perceptron_margin/metrics.json"]["data"]
     assert metrics["runs"] == 9 and metrics["novikoff"]["violations"] == 0
+    assert metrics["hinge_all_rounds"]["violations"] == 0 and metrics["freund_schapire"]["violations"] == 0
 
 
 def test_parallel_sweep_is_complete_and_identical_to_the_basic_launcher(tmp_path: Path, boundlab) -> None:  # noqa: ANN001

@@ -148,3 +148,84 @@ def test_tight_construction_reaches_the_bound_exactly(tie: str, n: int, rho: flo
 def test_novikoff_not_applicable_without_separability() -> None:
     row = NOVIKOFF.evaluate({"R": 1.0, "gamma_lo": -0.1, "separable": False}, {"mistakes": 5})
     assert row["applicable"] is False and row["holds"] is None and "separable" in row["reason"]
+
+
+# --- Non-separable streams (BOUNDS.md section 2) --------------------------------------------------
+
+from pipeline.bounds import FREUND_SCHAPIRE, HINGE  # noqa: E402
+from pipeline.comparators import comparator_margins  # noqa: E402
+
+
+def _noisy(gamma, flip, violators, depth, n, d, seed):  # noqa: ANN001, ANN202
+    gen = MarginBinary(gamma=gamma, rho=1.0, n=n, d=d, flip=flip, violators=violators, depth=depth)
+    return gen.generate(np.random.default_rng(seed))
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    gamma=st.floats(0.02, 0.5),
+    flip=st.floats(0.0, 0.3),
+    violators=st.floats(0.0, 0.3),
+    depth=st.floats(0.0, 0.5),
+    n=st.integers(2, 300),
+    d=st.integers(2, 12),
+    seed=st.integers(0, 2**32 - 1),
+    tie=TIE,
+    passes=st.integers(1, 3),
+)
+def test_nonseparable_bounds_hold_on_noisy_streams(gamma, flip, violators, depth, n, d, seed, tie, passes) -> None:  # noqa: ANN001
+    ds = _noisy(gamma, flip, violators, depth, n, d, seed)
+    p = Perceptron(tie=tie, passes=passes)
+    trace = p.learn_stream(ds.X, ds.y)
+    stats = ds.stats.as_dict() | {"T": trace.size, "comparators": comparator_margins(ds.X, ds.y, ds.directions)}
+    for bound in (HINGE, FREUND_SCHAPIRE):
+        row = bound.evaluate(stats, p.quantities(trace))
+        assert row["applicable"] and row["holds"], (bound.name, row["empirical"], row["theoretical"], row["comparator"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(1, 200),
+    d=st.integers(1, 8),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.floats(1e-3, 1e3),
+    gamma=st.floats(1e-3, 2.0),
+    tie=TIE,
+    passes=st.integers(1, 3),
+)
+def test_the_theorems_hold_for_any_fixed_comparator(n, d, seed, scale, gamma, tie, passes) -> None:  # noqa: ANN001
+    """The statements themselves, for an arbitrary u fixed before the run, on arbitrary labels:
+    |M| <= ((R||u|| + sqrt(R^2||u||^2 + 4 L_T(u)))/2)^2 and, for ||u|| = 1, |M| <= ((R + D)/gamma)^2."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.standard_normal((n, d)), np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    v = rng.standard_normal(d)
+    v /= np.linalg.norm(v)
+    p = Perceptron(tie=tie, passes=passes)
+    M = p.learn_stream(X, y).sum()
+    R = np.linalg.norm(X, axis=1).max()
+    margins = y * (X @ v)
+    L = passes * np.maximum(0.0, 1.0 - scale * margins).sum()
+    assert M <= ((R * scale + np.sqrt((R * scale) ** 2 + 4 * L)) / 2) ** 2 * (1 + 1e-9)
+    D = np.sqrt(passes * (np.maximum(0.0, gamma - margins) ** 2).sum())
+    assert M <= ((R + D) / gamma) ** 2 * (1 + 1e-9)
+
+
+def test_minimised_bounds_never_exceed_their_value_at_the_generator_direction() -> None:
+    ds = _noisy(0.1, 0.05, 0.0, 0.0, 500, 10, 0)
+    stats = ds.stats.as_dict() | {"T": 500, "comparators": comparator_margins(ds.X, ds.y, ds.directions)}
+    margins = stats["comparators"]["w*"]
+    best = HINGE.evaluate(stats, {"mistakes": 0})["theoretical"]
+    for s in (1.0, 5.0, 10.0, 20.0):
+        L = np.maximum(0.0, 1.0 - s * margins).sum()
+        assert best <= ((stats["R"] * s + np.sqrt((stats["R"] * s) ** 2 + 4 * L)) / 2) ** 2 * 1.05  # grid step
+    # the bound reads the data only: what the learner did does not move it
+    assert HINGE.evaluate(stats, {"mistakes": 7})["theoretical"] == best
+
+
+def test_noise_knobs_make_the_data_non_separable_and_solvers_certify_it() -> None:
+    clean = _noisy(0.1, 0.0, 0.0, 0.0, 400, 5, 1)
+    noisy = _noisy(0.1, 0.2, 0.0, 0.0, 400, 5, 1)
+    inside = _noisy(0.1, 0.0, 1.0, 0.0, 400, 5, 1)  # every point inside the margin, none across
+    assert clean.stats.separable and not noisy.stats.separable
+    assert inside.stats.separable and inside.stats.gamma_hi <= 0.1 * (1 + 1e-9)
+    assert np.array_equal(clean.X, _noisy(0.1, 0.2, 0.0, 0.0, 400, 5, 1).X)  # flips change labels only

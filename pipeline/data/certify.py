@@ -63,17 +63,22 @@ def radius(X: Matrix) -> float:
     return math.sqrt(sq.max(initial=0.0) * (1.0 + _gamma(X.shape[1]))) * (1.0 + 2.0 * _U)
 
 
-def margin_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> float:
-    """Rigorous lower bound of min_i y_i w.x_i / ||w||: a margin attained by the explicit ``w``.
-
-    Any ``w`` gives gamma_lo <= gamma*(S) (BOUNDS.md section 1, step 3); the rounding of every dot
-    product and of ||w|| is charged against the margin so the result is a true lower bound.
-    """
+def margins_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Rigorous lower bounds of each y_i w.x_i / ||w||: the rounding of every dot product and of
+    ||w|| is charged against the margin, so each value is below the exact one."""
     g = _gamma(X.shape[1])
     margins = y * (X @ w) - g * (abs(X) @ np.abs(w))
     norm_hi = math.sqrt(float(w @ w) * (1.0 + g)) * (1.0 + 2.0 * _U)
-    lo = float(margins.min()) / norm_hi
-    return lo * (1.0 - 4.0 * _U) if lo > 0 else lo * (1.0 + 4.0 * _U)
+    lo = np.asarray(margins, dtype=np.float64) / norm_hi
+    return np.where(lo > 0, lo * (1.0 - 4.0 * _U), lo * (1.0 + 4.0 * _U))
+
+
+def margin_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> float:
+    """Rigorous lower bound of min_i y_i w.x_i / ||w||: a margin attained by the explicit ``w``.
+
+    Any ``w`` gives gamma_lo <= gamma*(S) (BOUNDS.md section 1, step 3).
+    """
+    return float(margins_lower(X, y, w).min())
 
 
 def margin_upper(X: Matrix, y: np.ndarray, alpha: np.ndarray) -> float:

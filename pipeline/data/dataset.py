@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -11,9 +11,14 @@ from pipeline.data.certify import Stats
 
 @dataclass(frozen=True)
 class Dataset:
-    """A labelled sample with its certified statistics and its provenance."""
+    """A labelled sample with its certified statistics.
+
+    ``directions`` are comparator directions known by construction (the generator's w*), offered to
+    the bounds that minimise over comparators alongside the ones fitted to the data.
+    """
 
     name: str
     X: np.ndarray
     y: np.ndarray
     stats: Stats
+    directions: dict[str, np.ndarray] = field(default_factory=dict)

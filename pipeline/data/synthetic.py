@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from pipeline.data.certify import certify
+from pipeline.data.certify import certify, certify_sample
 from pipeline.data.dataset import Dataset
 from pipeline.params import Param, ParamError, check_params, get_params
 
@@ -29,6 +29,13 @@ class MarginBinary:
     n : number of examples, the pinned pair included (n >= 2).
     d : dimension (d >= 2).
     pos_fraction : probability of the label +1 for the random points.
+    flip : probability that a random point's label is flipped (symmetric label noise; w* stays the
+        Bayes direction for flip < 1/2).
+    violators : fraction of random points moved to a margin a in [-depth, gamma) (margin violators).
+    depth : how far violators may cross the separator (0: they only fall inside the margin).
+
+    With noise the pinned margin no longer holds: the statistics are then certified by solvers
+    (:func:`pipeline.data.certify.certify_sample`: an LP for separability, the hard-margin QP).
 
     Examples
     --------
@@ -44,16 +51,23 @@ class MarginBinary:
         Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)"),
         Param("d", int, lambda v: v >= 2, "an integer >= 2"),
         Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)"),
+        Param("flip", float, lambda v: 0 <= v < 0.5, "a probability in [0, 0.5)"),
+        Param("violators", float, lambda v: 0 <= v <= 1, "a fraction in [0, 1]"),
+        Param("depth", float, lambda v: v >= 0, "a number >= 0"),
     )
 
     def __init__(
-        self, *, gamma: float, rho: float, n: int = 1000, d: int = 20, pos_fraction: float = 0.5
+        self, *, gamma: float, rho: float, n: int = 1000, d: int = 20, pos_fraction: float = 0.5,
+        flip: float = 0.0, violators: float = 0.0, depth: float = 0.0,
     ) -> None:
         self.gamma = gamma
         self.rho = rho
         self.n = n
         self.d = d
         self.pos_fraction = pos_fraction
+        self.flip = flip
+        self.violators = violators
+        self.depth = depth
 
     def check(self) -> None:
         """Raise :class:`pipeline.params.ParamError` on an invalid parameter."""
@@ -73,6 +87,9 @@ class MarginBinary:
         k = n - 2
         y = np.where(rng.random(k) < self.pos_fraction, 1.0, -1.0)
         a = gamma * (rho / gamma) ** rng.random(k)
+        if self.violators > 0:  # drawn only when asked: noiseless data stay identical
+            moved = rng.random(k) < self.violators
+            a[moved] = rng.uniform(-min(self.depth, rho), gamma, moved.sum())
         direction = rng.standard_normal((k, d - 1))
         direction /= np.linalg.norm(direction, axis=1, keepdims=True)
         r = np.sqrt(np.maximum(rho**2 - a**2, 0.0)) * rng.random(k) ** (1.0 / (d - 1))
@@ -85,10 +102,16 @@ class MarginBinary:
         X = np.insert(X, [at[0], at[1] - 1], pair, axis=0)
         y = np.insert(y, [at[0], at[1] - 1], [1.0, -1.0])
 
+        if self.flip > 0:  # last draw: flips change labels only, never the points or their order
+            flipped = rng.random(n) < self.flip
+            flipped[at] = False
+            y = np.where(flipped, -y, y)
         alpha = np.zeros(n)
         alpha[at] = 1.0
         X = np.ascontiguousarray(X)
-        return Dataset(self.name, X, y, certify(X, y, w_star, alpha))
+        noisy = self.flip > 0 or self.violators > 0
+        stats = certify_sample(X, y) if noisy else certify(X, y, w_star, alpha)
+        return Dataset(self.name, X, y, stats, directions={"w*": w_star})
 
 
 class SparseMargin:
@@ -170,4 +193,4 @@ class SparseMargin:
         w_star[0], w_star[1] = 1 / math.sqrt(2), -1 / math.sqrt(2)
         alpha = np.zeros(n)
         alpha[pair_at] = 1.0
-        return Dataset(self.name, X, labels, certify(X, labels, w_star, alpha))
+        return Dataset(self.name, X, labels, certify(X, labels, w_star, alpha), directions={"w*": w_star})
