@@ -18,7 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
+from pipeline._lazy import LazyModule
+
+sparse = LazyModule("scipy.sparse")
 
 Matrix = "np.ndarray | sparse.csr_matrix"
 

@@ -14,7 +14,9 @@ import os
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
+from pipeline._lazy import LazyModule
+
+sparse = LazyModule("scipy.sparse")
 
 from pipeline.data.certify import certify_sample
 from pipeline.data.dataset import Dataset
