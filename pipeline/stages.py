@@ -80,7 +80,7 @@ def job(cfg: DictConfig) -> None:
     name = " ".join([spec.learner.name, *overrides])
     step = progress(hc.job.num) if multirun else ""
     why = resume.check(out, spec.key())
-    if why is None and not cfg.get("force", False):
+    if why is None and not spec.force:
         log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
         return
     if why not in ("not run yet", None):
