@@ -13,8 +13,6 @@ from pipeline.config import Job
 from pipeline.data import Dataset
 from pipeline.data.certify import content_hash
 
-CURVE_POINTS = 200
-
 
 @dataclass
 class Result:
@@ -24,42 +22,35 @@ class Result:
         parameters and the data's certified statistics.
     curve : long table (run, quantity, t, empirical): each measured quantity after step t, on a
         log-spaced grid of t (for plots and MLflow).
-    trace : the full per-step trace (1 where step t was a mistake).
+    trace : the per-step arrays of the run (e.g. ``mistake``: 1 where step t was a mistake).
     dataset : the data the learner saw.
     """
 
     table: pd.DataFrame
     curve: pd.DataFrame
-    trace: np.ndarray
+    trace: dict[str, np.ndarray]
     dataset: Dataset
-
-
-def log_grid(T: int, points: int = CURVE_POINTS) -> np.ndarray:
-    """Steps 1..T on a log-spaced grid, T included."""
-    return np.unique(np.geomspace(1, T, num=min(points, T)).round().astype(np.int64))
 
 
 def run(job: Job) -> Result:
     """Run ``job``. Data and algorithm draw from separate streams spawned from the job's seed."""
-    data_seed, _algorithm_seed = np.random.SeedSequence(job.seed).spawn(2)
+    data_seed, algorithm_seed = np.random.SeedSequence(job.seed).spawn(2)
     ds = job.dataset.generate(np.random.default_rng(data_seed))
     learner = job.learner
-    trace = learner.learn_stream(ds.X, ds.y)
-    empirical = learner.quantities(trace)
+    learner.check_data(ds)
+    outcome = learner.run(ds, np.random.default_rng(algorithm_seed))
     bounds = bounds_for(learner.name)
-    stats = ds.stats.as_dict() | {"T": int(trace.size)}
+    stats = ds.stats.as_dict() | outcome.stats
     if any("comparators" in b.requires for b in bounds):
         stats["comparators"] = comparator_margins(ds.X, ds.y, ds.directions)
 
     ident = {"run": job.key(), "experiment": job.experiment, "learner": learner.name, "dataset": ds.name}
     context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable")}
     context["data_hash"] = content_hash(ds.X, ds.y)
-    rows = [ident | b.evaluate(stats, empirical) | context for b in bounds]
+    rows = [ident | b.evaluate(stats, outcome.quantities) | context for b in bounds]
     table = pd.DataFrame(rows)
-
-    t = log_grid(trace.size)
     curve = pd.concat(
-        [pd.DataFrame({"run": job.key(), "quantity": q, "t": t, "empirical": v}) for q, v in learner.curve(trace, t).items()],
+        [pd.DataFrame({"run": job.key(), "quantity": q, "t": t, "empirical": v}) for q, (t, v) in outcome.curves.items()],
         ignore_index=True,
     )
-    return Result(table=table, curve=curve, trace=trace, dataset=ds)
+    return Result(table=table, curve=curve, trace=outcome.trace, dataset=ds)

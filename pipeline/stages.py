@@ -51,7 +51,7 @@ def write(result: Any, out: Path) -> list[Path]:
     table, curve, trace = out / "results.parquet", out / "curve.parquet", out / "trace.npz"
     result.table.to_parquet(table, index=False)
     result.curve.to_parquet(curve, index=False)
-    np.savez_compressed(trace, mistake=result.trace)
+    np.savez_compressed(trace, **result.trace)
     from pipeline.resume import save_data
 
     save_data(out / "data.npz", result.dataset.X, result.dataset.y)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline._jit import kernel
-from pipeline.params import Param, check_params, get_params
+from pipeline.learners.base import Learner, Outcome, log_grid
+from pipeline.params import Param
 
 # Tie conventions for w.x = 0 (BOUNDS.md section 1): every update has y w.x <= 0 under each of them,
 # so Novikoff's bound holds for all three.
@@ -80,7 +81,7 @@ def dot_kernel(w, x):  # noqa: ANN001, ANN201
     return s
 
 
-class Perceptron:
+class Perceptron(Learner):
     """The Perceptron: w_1 = 0; on a mistake w_{t+1} = w_t + y_t x_t, otherwise w_{t+1} = w_t.
 
     Mistake bound (Novikoff 1962; [S2] Thm 2; [S1] slide 6): if ||x_t|| <= R and some unit w* has
@@ -119,13 +120,6 @@ class Perceptron:
     def __init__(self, *, tie: str = "negative", passes: int = 1) -> None:
         self.tie = tie
         self.passes = passes
-
-    def get_params(self) -> dict[str, object]:
-        return get_params(self)
-
-    def check(self) -> None:
-        """Raise :class:`pipeline.params.ParamError` on an invalid parameter."""
-        check_params(self)
 
     def _start(self, d: int) -> None:
         if not hasattr(self, "w_"):
@@ -171,6 +165,14 @@ class Perceptron:
             self.mistakes_ += perceptron_kernel(X, y, self.w_, tie, self.passes, trace)
         self.t_ += trace.shape[0]
         return trace
+
+    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+        """``passes`` passes over the dataset in its order (the Perceptron draws no randomness)."""
+        trace = self.learn_stream(dataset.X, dataset.y)
+        t = log_grid(trace.size)
+        curves = {q: (t, v) for q, v in self.curve(trace, t).items()}
+        return Outcome(quantities=self.quantities(trace), curves=curves, trace={"mistake": trace},
+                       stats={"T": int(trace.size)})
 
     @staticmethod
     def quantities(trace: np.ndarray) -> dict[str, float]:

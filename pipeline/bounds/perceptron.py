@@ -1,82 +1,12 @@
-"""Bounds as data: each theorem is a record naming its learner, guarantee type, the statistics it needs,
-its reference and its formula. Bounds read only the certified statistics they declare (BOUNDS.md).
-"""
+"""The Perceptron's mistake bounds (BOUNDS.md sections 1 and 2)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
 
 import numpy as np
 
-_U = 2.0**-53
-
-Stats = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Bound:
-    """A guarantee on an empirical quantity of one learner.
-
-    Attributes
-    ----------
-    name : short identifier, used in metric names.
-    title : the name a reader knows it by (figures, reports).
-    learner : name of the learner it applies to.
-    guarantee : "D" (every run), "E" (in expectation) or "P" (with high probability).
-    quantity : name of the empirical quantity it bounds (a key of ``learner.quantities``).
-    requires : statistics read by ``formula`` and ``applies``.
-    reference : where the theorem is stated.
-    formula : the bound as text, in the names of the statistics.
-    value : statistics -> value of the bound.
-    applies : statistics -> None if the bound applies, else the reason it does not.
-    """
-
-    name: str
-    title: str
-    learner: str
-    guarantee: str
-    quantity: str
-    requires: tuple[str, ...]
-    reference: str
-    formula: str
-    value: Callable[[Stats], float]
-    applies: Callable[[Stats], str | None] = field(default=lambda s: None)
-    """``value`` may return (value, comparator): the comparator that attained a minimised bound."""
-
-    def evaluate(self, stats: Stats, empirical: Mapping[str, float]) -> dict[str, Any]:
-        """One row of the results table: the bound next to the measured quantity."""
-        missing = [k for k in self.requires if k not in stats]
-        if missing:
-            raise KeyError(f"bound {self.name} needs statistics {missing}")
-        declared = {k: stats[k] for k in self.requires}  # a bound sees only what it declares
-        measured = empirical[self.quantity]
-        row = {
-            "bound": self.name,
-            "title": self.title,
-            "guarantee": self.guarantee,
-            "quantity": self.quantity,
-            "empirical": float(measured),
-            "formula": self.formula,
-            "reference": self.reference,
-        }
-        reason = self.applies(declared)
-        if reason is not None:
-            return row | {"theoretical": math.nan, "ratio": math.nan, "holds": None, "applicable": False,
-                          "reason": reason, "comparator": ""}
-        value = self.value(declared)
-        theoretical, comparator = value if isinstance(value, tuple) else (value, "")
-        theoretical = float(theoretical)
-        ratio = measured / theoretical if theoretical > 0 else (0.0 if measured == 0 else math.inf)
-        return row | {
-            "theoretical": theoretical,
-            "ratio": float(ratio),
-            "holds": bool(measured <= theoretical),
-            "applicable": True,
-            "reason": "",
-            "comparator": comparator,
-        }
+from pipeline.bounds.base import _U, Bound, Stats
 
 
 def _novikoff(s: Stats) -> float:
@@ -160,9 +90,4 @@ FREUND_SCHAPIRE = Bound(
     value=_freund_schapire,
 )
 
-BOUNDS: tuple[Bound, ...] = (NOVIKOFF, HINGE, FREUND_SCHAPIRE)
-
-
-def bounds_for(learner: str) -> tuple[Bound, ...]:
-    """Every bound that speaks about ``learner``."""
-    return tuple(b for b in BOUNDS if b.learner == learner)
+PERCEPTRON_BOUNDS: tuple[Bound, ...] = (NOVIKOFF, HINGE, FREUND_SCHAPIRE)
