@@ -1,0 +1,266 @@
+"""Certified comparators (BOUNDS.md sections 4-6): the SDCA duality-gap certificate checked against an
+independent interior-point solver (cvxpy + Clarabel on the primal), against itself across storages
+and kernels, and as a property over random small problems."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import sparse
+
+from pipeline.dual import Certificate, kernel_objective, kernel_sdca, objective, sdca
+from pipeline.params import ParamError
+
+
+def noisy(m: int, d: int, seed: int, flip: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian points with ||x|| ~ 1, labels of a random direction with a fraction ``flip`` flipped."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d)) / np.sqrt(d)
+    y = np.where(X @ rng.normal(size=d) >= 0, 1.0, -1.0)
+    return X, np.where(rng.random(m) < flip, -y, y)
+
+
+def cvxpy_optimum(Z: np.ndarray, y: np.ndarray, lam: float, s: np.ndarray | None = None,
+                  w_ref: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """F* of lam/2 ||w - w_ref||^2 + (1/m) sum_i s_i xi_i, xi_i >= 0, xi_i >= 1 - y_i <w, z_i>, by Clarabel."""
+    import cvxpy as cp
+
+    m, d = Z.shape
+    s = np.ones(m) if s is None else s
+    r = np.zeros(d) if w_ref is None else w_ref
+    w, xi = cp.Variable(d), cp.Variable(m)
+    problem = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(w - r) + (s @ xi) / m),
+                         [xi >= 0, xi >= 1 - cp.multiply(y, Z @ w)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, max_iter=500)
+    assert problem.status == cp.OPTIMAL
+    return float(problem.value), np.asarray(w.value)
+
+
+def features(K: np.ndarray) -> np.ndarray:
+    """Phi with Phi Phi^T = K (eigendecomposition; negative rounding eigenvalues set to 0)."""
+    mu, V = np.linalg.eigh(K)
+    return V * np.sqrt(np.maximum(mu, 0.0))
+
+
+def assert_agrees(cert: Certificate, optimum: float) -> None:
+    assert cert.dual <= optimum + 1e-7
+    assert cert.primal >= optimum - 1e-7
+    assert abs(cert.primal - optimum) <= 1e-6
+    assert cert.gap <= 1e-9 and cert.dual <= cert.primal
+
+
+# --- Against an independent solver ----------------------------------------------------------------
+
+PROBLEMS = [(120, 5, 1e-1), (150, 8, 1e-2), (200, 10, 1e-3)]
+
+
+@pytest.mark.parametrize("m, d, lam", PROBLEMS)
+def test_plain_matches_cvxpy(m: int, d: int, lam: float) -> None:
+    X, y = noisy(m, d, seed=m)
+    cert = sdca(X, y, lam)
+    optimum, w_cvx = cvxpy_optimum(X, y, lam)
+    assert_agrees(cert, optimum)
+    assert cert.dual <= objective(X, y, lam, w_cvx)  # weak duality against the other solver's point
+
+
+@pytest.mark.parametrize("m, d, lam", PROBLEMS)
+def test_weighted_matches_cvxpy(m: int, d: int, lam: float) -> None:
+    """The imbalanced objective of section 6: s_j = N / (2 N_{y_j}) on a 1:4 sample."""
+    X, _ = noisy(m, d, seed=m + 1)
+    rng = np.random.default_rng(m)
+    score = X @ rng.normal(size=d)
+    y = np.where(score > np.quantile(score, 0.8), 1.0, -1.0)
+    y = np.where(rng.random(m) < 0.1, -y, y)
+    s = m / (2.0 * np.where(y > 0, (y > 0).sum(), (y < 0).sum()))
+    cert = sdca(X, y, lam, weights=s)
+    assert np.all((cert.alpha >= 0) & (cert.alpha <= s))
+    assert_agrees(cert, cvxpy_optimum(X, y, lam, s=s)[0])
+
+
+@pytest.mark.parametrize("m, d, lam", PROBLEMS)
+def test_transfer_matches_cvxpy(m: int, d: int, lam: float) -> None:
+    X, y = noisy(m, d, seed=m + 2)
+    w_ref = np.random.default_rng(m).normal(size=d)
+    cert = sdca(X, y, lam, w_ref=w_ref)
+    assert_agrees(cert, cvxpy_optimum(X, y, lam, w_ref=w_ref)[0])
+    assert cert.primal >= objective(X, y, lam, cert.w, w_ref=w_ref)
+
+
+def gram(kind: str, X: np.ndarray) -> np.ndarray:
+    if kind == "linear":
+        return X @ X.T
+    if kind == "polynomial":
+        return (1.0 + X @ X.T) ** 3
+    sq = np.einsum("ij,ij->i", X, X)
+    return np.exp(-np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0))
+
+
+@pytest.mark.parametrize("kind", ["linear", "polynomial", "gaussian"])
+@pytest.mark.parametrize("lam", [1e-1, 1e-3])
+def test_kernel_matches_cvxpy(kind: str, lam: float) -> None:
+    X, y = noisy(150, 4, seed=7)
+    K = gram(kind, X)
+    s = np.where(y > 0, 0.8, 1.25)
+    cert = kernel_sdca(K, y, lam, weights=s)
+    assert_agrees(cert, cvxpy_optimum(features(K), y, lam, s=s)[0])
+    assert cert.primal >= kernel_objective(K, y, lam, cert.w, weights=s)
+
+
+def test_kernel_with_linear_gram_equals_linear() -> None:
+    X, y = noisy(300, 10, seed=3)
+    for lam in (1e-1, 1e-2, 1e-3):
+        lin, ker = sdca(X, y, lam), kernel_sdca(X @ X.T, y, lam)
+        assert abs(lin.primal - ker.primal) <= 1e-8 and abs(lin.dual - ker.dual) <= 1e-8
+        w = X.T @ (ker.w * y)  # w = sum_i a_i y_i x_i
+        assert abs(objective(X, y, lam, w) - lin.primal) <= 1e-8
+
+
+# --- The kernels and storages ---------------------------------------------------------------------
+
+
+def test_compiled_kernels_equal_their_python_reference() -> None:
+    from pipeline import dual
+
+    X, y = noisy(40, 6, seed=5)
+    X[3] = 0.0
+    m, d, lm = 40, 6, 1e-2 * 40
+    b = 1.0 - y * (X @ np.full(d, 0.1))
+    s, sqn = np.full(m, 1.5), np.einsum("ij,ij->i", X, X)
+    perms = np.random.default_rng(0).permuted(np.tile(np.arange(m), (5, 1)), axis=1)
+    runs = []
+    for f in (dual._dense_epochs, dual._dense_epochs.py):
+        alpha, v = np.zeros(m), np.zeros(d)
+        f(X, y, b, s, sqn, lm, alpha, v, perms)
+        runs.append((alpha, v))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    K = X @ X.T
+    runs = []
+    for f in (dual._gram_epochs, dual._gram_epochs.py):
+        alpha, g = np.zeros(m), np.zeros(m)
+        f(K, y, s, lm, alpha, g, perms)
+        runs.append(alpha)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    for f in (dual._dense_combination, dual._gram_products):
+        args = (X, y, runs[0], lm) if f is dual._dense_combination else (K, runs[0] * y)
+        shape = d if f is dual._dense_combination else m
+        out_c, out_py = (np.empty(shape), np.empty(shape)), (np.empty(shape), np.empty(shape))
+        f(*args, *out_c)
+        f.py(*args, *out_py)
+        np.testing.assert_array_equal(out_c, out_py)
+
+
+def test_sparse_input_gives_the_same_certificate() -> None:
+    X, y = noisy(300, 30, seed=11)
+    X[np.abs(X) < 0.15] = 0.0  # about 40 % zeros
+    X[7] = 0.0
+    w_ref = np.linspace(-0.5, 0.5, 30)
+    for lam in (1e-1, 1e-3):
+        dense = sdca(X, y, lam, w_ref=w_ref)
+        csr = sdca(sparse.csr_matrix(X), y, lam, w_ref=w_ref)
+        np.testing.assert_array_equal(dense.alpha, csr.alpha)
+        np.testing.assert_array_equal(dense.w, csr.w)
+        assert (dense.primal, dense.dual, dense.epochs) == (csr.primal, csr.dual, csr.epochs)
+        csr_value = objective(sparse.csr_matrix(X), y, lam, dense.w, w_ref=w_ref)
+        assert objective(X, y, lam, dense.w, w_ref=w_ref) == csr_value
+
+
+def test_deterministic_per_seed_and_inputs_untouched() -> None:
+    X, y = noisy(200, 5, seed=2)
+    X0, y0 = X.copy(), y.copy()
+    a, b = sdca(X, y, 1e-3, seed=4), sdca(X, y, 1e-3, seed=4)
+    np.testing.assert_array_equal(a.alpha, b.alpha)
+    assert (a.primal, a.dual, a.epochs) == (b.primal, b.dual, b.epochs)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+
+
+# --- Edge cases -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lam", [1.0, 10.0, 1e3])
+def test_large_lambda(lam: float) -> None:
+    X, y = noisy(300, 5, seed=1)
+    cert = sdca(X, y, lam)
+    assert cert.gap <= 1e-9 and cert.dual <= cert.primal
+
+
+def test_duplicates_and_zero_rows() -> None:
+    X, y = noisy(100, 4, seed=9)
+    X = np.vstack([X, X[:20], X[:5], np.zeros((3, 4))])  # duplicates, some with both labels
+    y = np.concatenate([y, y[:20], -y[:5], [1.0, -1.0, 1.0]])
+    for lam in (1e-1, 1e-3):
+        cert = sdca(X, y, lam)
+        assert cert.gap <= 1e-9
+        np.testing.assert_array_equal(cert.alpha[-3:], 1.0)  # a zero row's loss is the constant 1
+        assert_agrees(cert, cvxpy_optimum(X, y, lam)[0])
+        ker = kernel_sdca(X @ X.T, y, lam)
+        assert ker.gap <= 1e-9 and abs(ker.primal - cert.primal) <= 1e-8
+
+
+def test_unfinished_run_returns_its_certificate() -> None:
+    X, y = noisy(500, 10, seed=4)
+    cert = sdca(X, y, 1e-4, max_epochs=1)
+    assert cert.epochs == 1 and cert.gap > 1e-9 and cert.dual <= cert.primal
+    start = sdca(X, y, 1e-2, max_epochs=0)
+    assert start.epochs == 0 and start.dual == 0.0 and start.primal >= 1.0  # alpha = 0, w = 0
+
+
+def test_invalid_parameters_name_themselves() -> None:
+    X, y = noisy(10, 2, seed=0)
+    for kwargs, name in [({"lam": 0.0}, "lam"), ({"lam": 1.0, "weights": -np.ones(10)}, "weights"),
+                         ({"lam": 1.0, "w_ref": np.ones(3)}, "w_ref"), ({"lam": 1.0, "tol": -1.0}, "tol")]:
+        with pytest.raises(ParamError, match=name):
+            sdca(X, y, **kwargs)
+    with pytest.raises(ParamError, match="y"):
+        sdca(X, np.zeros(10), 1.0)
+    with pytest.raises(ParamError, match="K"):
+        kernel_sdca(np.triu(np.ones((10, 10))), y, 1.0)
+
+
+# --- Property: the certificate holds on any small problem -----------------------------------------
+
+
+@st.composite
+def problems(draw: st.DrawFn) -> dict:
+    m = draw(st.integers(1, 12))
+    d = draw(st.integers(1, 4))
+    values = st.sampled_from([-2.0, -1.0, -0.5, 0.0, 0.0, 0.25, 1.0, 3.0])
+    X = np.array(draw(st.lists(st.lists(values, min_size=d, max_size=d), min_size=m, max_size=m)))
+    extra = draw(st.integers(0, 3))  # duplicated rows, possibly with the other label
+    picks = draw(st.lists(st.integers(0, m - 1), min_size=extra, max_size=extra))
+    X = np.vstack([X, X[picks]]) if picks else X
+    y = np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=len(X), max_size=len(X))))
+    weights = draw(st.none() | st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=len(X), max_size=len(X)))
+    w_ref = draw(st.none() | st.lists(values, min_size=d, max_size=d))
+    lam = draw(st.sampled_from([1e-3, 1e-2, 0.1, 1.0, 10.0]))
+    return {"X": X, "y": y, "lam": lam, "weights": None if weights is None else np.array(weights),
+            "w_ref": None if w_ref is None else np.array(w_ref)}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(), st.integers(0, 3))
+def test_certificate_property(p: dict, seed: int) -> None:
+    X, y, lam, weights, w_ref = p["X"], p["y"], p["lam"], p["weights"], p["w_ref"]
+    s = np.ones(len(y)) if weights is None else weights
+    cert = sdca(X, y, lam, weights=weights, w_ref=w_ref, seed=seed)
+    assert np.all((cert.alpha >= 0) & (cert.alpha <= s))
+    assert cert.dual <= cert.primal and cert.gap == cert.primal - cert.dual
+    assert cert.primal >= objective(X, y, lam, cert.w, weights=weights, w_ref=w_ref)
+    assert cert.gap <= 1e-9  # converged within max_epochs on every small problem
+    # the dual end is D(alpha) of the returned alpha, recomputed independently (numpy, any order)
+    r = np.zeros(X.shape[1]) if w_ref is None else w_ref
+    m = len(y)
+    v = X.T @ (cert.alpha * y) / (lam * m)
+    dual = cert.alpha @ (1.0 - y * (X @ r)) / m - lam / 2 * v @ v
+    assert cert.dual <= dual + 1e-12 and dual - cert.dual <= 1e-10
+    # weak duality against arbitrary primal points
+    rng = np.random.default_rng(seed)
+    for w in (np.zeros(X.shape[1]), r, rng.normal(size=X.shape[1]), cert.w + 0.01 * rng.normal(size=X.shape[1])):
+        assert cert.dual <= objective(X, y, lam, w, weights=weights, w_ref=w_ref) + 1e-12
