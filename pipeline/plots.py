@@ -13,7 +13,7 @@ import pandas as pd  # noqa: E402
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
 SWEPT = ("gamma", "rho", "flip", "violators", "depth", "lam", "n", "d", "passes", "tie", "pos_fraction", "source",
-         "positive", "negative", "standardize", "unit_ball", "bias", "nnz")
+         "positive", "negative", "standardize", "unit_ball", "bias", "nnz", "cls", "size", "adversary", "beta", "randomized", "experts")
 SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}
 STYLE = {
     "figure.dpi": 110,

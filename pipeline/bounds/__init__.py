@@ -7,9 +7,10 @@ One module per family of theorems; ``BOUNDS`` lists them all.
 from __future__ import annotations
 
 from pipeline.bounds.base import Bound, Stats
+from pipeline.bounds.finite import FINITE_BOUNDS
 from pipeline.bounds.perceptron import FREUND_SCHAPIRE, HINGE, NOVIKOFF, PERCEPTRON_BOUNDS
 
-BOUNDS: tuple[Bound, ...] = (*PERCEPTRON_BOUNDS,)
+BOUNDS: tuple[Bound, ...] = (*PERCEPTRON_BOUNDS, *FINITE_BOUNDS)
 
 
 def bounds_for(learner: str) -> tuple[Bound, ...]:

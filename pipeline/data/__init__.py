@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pipeline.data.certify import Stats, certify, margin_lower, margin_upper, radius
 from pipeline.data.dataset import Dataset
+from pipeline.data.finite import FiniteClass
 from pipeline.data.real import Bundled, File
 from pipeline.data.synthetic import MarginBinary, SparseMargin
 
-DATASETS = {cls.name: cls for cls in (MarginBinary, SparseMargin, Bundled, File)}
+DATASETS = {cls.name: cls for cls in (MarginBinary, SparseMargin, Bundled, File, FiniteClass)}
 
 __all__ = ["DATASETS", "Bundled", "Dataset", "File", "MarginBinary", "SparseMargin", "Stats", "certify", "margin_lower", "margin_upper", "radius"]

@@ -15,6 +15,8 @@ class Dataset:
 
     ``directions`` are comparator directions known by construction (the generator's w*), offered to
     the bounds that minimise over comparators alongside the ones fitted to the data.
+    ``hypotheses`` is an optional finite hypothesis class as its prediction table on the sample: an
+    |H| x m array of +1/-1, row i the predictions of hypothesis i on x_1..x_m (Halving, Weighted Majority).
     """
 
     name: str
@@ -22,3 +24,4 @@ class Dataset:
     y: np.ndarray
     stats: Stats
     directions: dict[str, np.ndarray] = field(default_factory=dict)
+    hypotheses: np.ndarray | None = None
