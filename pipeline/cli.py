@@ -112,9 +112,13 @@ def preflight(argv: Sequence[str]) -> Plan:
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
 def _app(cfg: DictConfig) -> None:
+    from pipeline.params import UserError
     from pipeline.stages import job
 
-    job(cfg)
+    try:
+        job(cfg)
+    except UserError as e:  # found once the data exist (a data file, a batch larger than the sample)
+        _fail(str(e))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -38,9 +38,11 @@ class Job:
         """The effective parameters of the run (code defaults included), as table columns."""
         return {"seed": self.seed, "lam": self.lam, **self.dataset.get_params(), **self.learner.get_params()}
 
-    def key(self) -> str:
-        """Content hash of what determines the run's results: learner, dataset and parameters."""
-        spec = {"learner": self.learner.name, "dataset": self.dataset.name, **self.params()}
+    def key(self, *, seeded: bool = True) -> str:
+        """Content hash of what determines the run's results: learner, dataset and parameters.
+        ``seeded=False`` leaves the seed out: the setting that runs over seeds repeat."""
+        params = self.params() if seeded else {k: v for k, v in self.params().items() if k != "seed"}
+        spec = {"learner": self.learner.name, "dataset": self.dataset.name, **params}
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -79,4 +81,10 @@ def build(cfg: DictConfig) -> Job:
     top = {p.name: p.coerce(cfg.get(p.name)) for p in TOP_LEVEL}
     dataset = _make(DATASETS, cfg.dataset, "dataset")
     learner = _make(LEARNERS, cfg.algorithm, "algorithm")
+    try:
+        getattr(learner, "check_with", lambda _: None)(dataset)
+    except ParamError as e:
+        group = "algorithm" if e.name in cfg.algorithm else "dataset" if e.name in cfg.dataset else None
+        key = _user_key(cfg[group], group, e.name) if group else e.name
+        raise ParamError(key, e.value, e.allowed) from None
     return Job(experiment=str(cfg.get("name", "boundlab")), dataset=dataset, learner=learner, **top)

@@ -32,25 +32,46 @@ class Result:
     dataset: Dataset
 
 
-def run(job: Job) -> Result:
-    """Run ``job``. Data and algorithm draw from separate streams spawned from the job's seed."""
+def _seeds(job: Job) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
     data_seed, algorithm_seed = np.random.SeedSequence(job.seed).spawn(2)
-    ds = job.dataset.generate(np.random.default_rng(data_seed))
+    return data_seed, algorithm_seed
+
+
+def prepare(job: Job) -> Dataset:
+    """The job's data, checked against its learner: raises :class:`pipeline.params.UserError` before
+    anything is run or written if the learner cannot take them (e.g. a batch larger than the sample)."""
+    ds = job.dataset.generate(np.random.default_rng(_seeds(job)[0]))
+    job.learner.check_data(ds)
+    return ds
+
+
+def run(job: Job, ds: Dataset | None = None) -> Result:
+    """Run ``job`` (on ``ds`` from :func:`prepare`, or freshly prepared). Data and algorithm draw from
+    separate streams spawned from the job's seed."""
+    ds = prepare(job) if ds is None else ds
     learner = job.learner
-    learner.check_data(ds)
+    algorithm_seed = _seeds(job)[1]
     outcome = learner.run(ds, np.random.default_rng(algorithm_seed))
     bounds = bounds_for(learner.name)
     stats = ds.stats.as_dict() | outcome.stats
     if any("comparators" in b.requires for b in bounds):
         stats["comparators"] = comparator_margins(ds.X, ds.y, ds.directions)
 
-    ident = {"run": job.key(), "experiment": job.experiment, "learner": learner.name, "dataset": ds.name}
+    ident = {"run": job.key(), "setting": job.key(seeded=False), "experiment": job.experiment, "learner": learner.name, "dataset": ds.name}
     context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable")}
+    context |= {k: v for k, v in outcome.stats.items() if isinstance(v, (int, float, str, bool)) and k not in context}
     context["data_hash"] = content_hash(ds.X, ds.y)
     rows = [ident | b.evaluate(stats, outcome.quantities) | context for b in bounds]
     table = pd.DataFrame(rows)
+    curves = dict(outcome.curves)
+    for b in bounds:  # anytime bounds as curves beside the measured ones (plots never recompute a bound)
+        if b.quantity in outcome.curves:
+            t = outcome.curves[b.quantity][0]
+            values = b.curve_of(stats, t)
+            if values is not None:
+                curves[f"bound/{b.name}"] = (t, values)
     curve = pd.concat(
-        [pd.DataFrame({"run": job.key(), "quantity": q, "t": t, "empirical": v}) for q, (t, v) in outcome.curves.items()],
+        [pd.DataFrame({"run": job.key(), "quantity": q, "t": t, "empirical": v}) for q, (t, v) in curves.items()],
         ignore_index=True,
     )
     return Result(table=table, curve=curve, trace=outcome.trace, dataset=ds)

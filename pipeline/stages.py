@@ -70,7 +70,8 @@ def job(cfg: DictConfig) -> None:
 
     from pipeline import resume, tracking
     from pipeline.config import build
-    from pipeline.run import run
+    from pipeline.params import UserError
+    from pipeline.run import prepare, run
 
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
@@ -85,6 +86,15 @@ def job(cfg: DictConfig) -> None:
         return
     if why not in ("not run yet", None):
         log.warning("%s%s: rerun because %s", step, name, why)
+    try:
+        dataset = prepare(spec)
+    except UserError as e:  # the learner cannot take these data: one line, no run recorded
+        if not multirun:
+            raise
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "error.txt").write_text(f"{e}\n")
+        log.error("%s%s: %s", step, name, e)
+        return
     resume.invalidate(out)
     parent_id, sweep_id = tracking.sweep_context(Path(hc.sweep.dir)) if multirun else (None, "")
     tracker = tracking.JobRun(
@@ -96,7 +106,7 @@ def job(cfg: DictConfig) -> None:
         supersede=why != "not run yet",
     )
     try:
-        result = run(spec)
+        result = run(spec, dataset)
         files = write(result, out)
         resolved = OmegaConf.to_container(cfg, resolve=True)
         params = flatten(resolved) | flatten({"algorithm": spec.learner.get_params(), "dataset": spec.dataset.get_params()})
@@ -112,6 +122,10 @@ def job(cfg: DictConfig) -> None:
     except KeyboardInterrupt as e:
         tracker.fail(e)
         raise
+    if not multirun and "dual_gap" in result.table:
+        first = result.table.iloc[0]
+        log.info("comparator: f* in [%.10g, %.10g] (certified duality gap %.2g)", first["f_star_lo"], first["f_star_hi"],
+                 first["dual_gap"])
     if not multirun:
         st = result.dataset.stats
         log.info("data %s: m=%d d=%d R=%.6g gamma* in [%.6g, %.6g] (relative gap %.1e), separable=%s, hash %s",
@@ -121,8 +135,9 @@ def job(cfg: DictConfig) -> None:
         if not row.applicable:
             log.info("%s%s: %s %g; %s not applicable: %s", step, name, row.quantity, row.empirical, row.bound, row.reason)
             continue
-        log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)", step, name, row.quantity, row.empirical, row.bound,
-                 row.theoretical, "holds" if row.holds else "VIOLATED", row.ratio)
+        verdict = ("holds" if row.holds else "VIOLATED") if row.guarantee == "D" else f"{row.guarantee}: judged over seeds"
+        log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)%s", step, name, row.quantity, row.empirical, row.bound,
+                 row.theoretical, verdict, row.ratio, f"; {row.reason}" if row.reason else "")
 
 
 def dvc_stage(experiment: str, params_file: Path = Path("params.yaml")) -> None:

@@ -25,6 +25,9 @@ SWEEP_ENV = "BOUNDLAB_SWEEP_ID"
 PARENT_FILE = ".boundlab_parent"  # in the sweep directory: reaches jobs where the environment does not
 
 
+# per-run statistics logged as metrics when the run has them (certificates, constants of the bounds)
+STAT_METRICS = ("R", "gamma_lo", "gamma_hi", "T", "lam", "c", "dual_gap", "f_star_lo", "f_star_hi", "H", "best_expert")
+
 def tracking_uri(configured: str | None = None) -> str:
     """``MLFLOW_TRACKING_URI`` if set, else ``configured``, else a SQLite store in the project root."""
     return os.environ.get("MLFLOW_TRACKING_URI") or configured or f"sqlite:///{project_root() / 'mlflow.db'}"
@@ -214,9 +217,9 @@ class JobRun:
             if row.applicable:
                 metrics += [(f"{row.bound}/theoretical", row.theoretical, 0), (f"{row.bound}/ratio", row.ratio, 0)]
         first = table.iloc[0]
-        metrics += [(k, float(first[k]), 0) for k in ("R", "gamma_lo", "gamma_hi", "T")]
+        metrics += [(k, float(first[k]), 0) for k in STAT_METRICS if k in first and first[k] is not None]
         metrics += [(q, v, t) for q, t, v in curve[["quantity", "t", "empirical"]].itertuples(index=False)]
-        holds = table["holds"].dropna()
+        holds = table.loc[table["guarantee"] == "D", "holds"].dropna()
         tags = {"boundlab.holds": str(bool(holds.all())) if len(holds) else "n/a",
                 "boundlab.data_hash": str(first["data_hash"])}
         _log(self.client, self.run_id, params=params, metrics=metrics, tags=tags)

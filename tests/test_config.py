@@ -77,6 +77,18 @@ BAD = [
     (["algorithm.passes=1.5"], "algorithm.passes=1.5"),
     (["dataset.pos_fraction=0"], "dataset.pos_fraction=0"),
     (["-m", "experiment=perceptron_margin", "rho=0.1"], "gamma=0.2"),
+    (["algorithm=pegasos", "lam=0"], "lam=0"),
+    (["algorithm=pegasos", "lam=-1"], "lam=-1"),
+    (["algorithm=pegasos", "algorithm.batch=0"], "algorithm.batch=0"),
+    (["algorithm=pegasos", "algorithm.batch=5000", "n=1000"], "algorithm.batch=5000"),
+    (["algorithm=pegasos", "algorithm.sampling=shuffled"], "algorithm.sampling='shuffled'"),
+    (["algorithm=pegasos", "algorithm.sampling=class_balanced"], "algorithm.sampling='class_balanced'"),
+    (["algorithm=pegasos", "T=0"], "T=0"),
+    (["algorithm=pegasos", "algorithm.objective=svm"], "algorithm.objective='svm'"),
+    (["algorithm=kernel_pegasos", "algorithm.kernel=rbf"], "algorithm.kernel='rbf'"),
+    (["algorithm=kernel_pegasos", "n=9000"], "n=9000"),
+    (["algorithm=kernel_pegasos", "lam=0"], "lam=0"),
+    (["algorithm=kernel_pegasos", "algorithm.sigma=0"], "algorithm.sigma=0"),
 ]
 
 

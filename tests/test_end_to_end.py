@@ -82,7 +82,7 @@ def test_single_run_failure_is_recorded(tmp_path: Path, boundlab) -> None:  # no
         "import os\n"
         "if os.environ.get('BOUNDLAB_TEST_CRASH'):\n"
         "    import pipeline.run as r\n"
-        "    def boom(job):\n"
+        "    def boom(job, ds=None):\n"
         "        raise RuntimeError('injected failure')\n"
         "    r.run = boom\n"
     )

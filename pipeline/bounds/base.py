@@ -39,7 +39,18 @@ class Bound:
     formula: str
     value: Callable[[Stats], float]
     applies: Callable[[Stats], str | None] = field(default=lambda s: None)
-    """``value`` may return (value, comparator): the comparator that attained a minimised bound."""
+    note: Callable[[Stats], str | None] = field(default=lambda s: None)
+    curve: Callable[[Stats, Any], Any] | None = None
+    """``value`` may return (value, comparator): the comparator that attained a minimised bound.
+    ``note`` flags an applicable bound (e.g. vacuous); ``curve(stats, t)`` is the bound after step t, for
+    bounds that are anytime statements about prefixes of the run."""
+
+    def curve_of(self, stats: Stats, t: Any) -> Any:
+        """The bound after each step of ``t``, or None (no curve, or the bound does not apply)."""
+        declared = {k: stats[k] for k in self.requires}
+        if self.curve is None or self.applies(declared) is not None:
+            return None
+        return self.curve(declared, t)
 
     def evaluate(self, stats: Stats, empirical: Mapping[str, float]) -> dict[str, Any]:
         """One row of the results table: the bound next to the measured quantity."""
@@ -70,6 +81,6 @@ class Bound:
             "ratio": float(ratio),
             "holds": bool(measured <= theoretical),
             "applicable": True,
-            "reason": "",
+            "reason": self.note(declared) or "",
             "comparator": comparator,
         }

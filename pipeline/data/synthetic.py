@@ -194,3 +194,50 @@ class SparseMargin:
         alpha = np.zeros(n)
         alpha[pair_at] = 1.0
         return Dataset(self.name, X, labels, certify(X, labels, w_star, alpha), directions={"w*": w_star})
+
+
+class Shells:
+    """Two concentric shells in R^d: label +1 at radius in (1 - width, 1] * inner * rho, label -1 at
+    radius in (1 - width, 1] * rho (BOUNDS.md section 5: data a Gaussian kernel separates and no linear
+    classifier can). Directions are uniform on the sphere; ||x|| <= rho. A homogeneous linear classifier cannot separate them: the classes are symmetric under x -> -x,
+    so w.x and w.(-x) have opposite signs within a class (the LP certificate reports it).
+
+    Examples
+    --------
+    >>> ds = Shells(rho=1.0, n=200, d=3).generate(np.random.default_rng(0))
+    >>> ds.X.shape, ds.stats.separable
+    ((200, 3), False)
+    """
+
+    name = "shells"
+    params = (
+        Param("rho", float, lambda v: v > 0, "a number > 0 (outer radius)"),
+        Param("n", int, lambda v: v >= 2, "an integer >= 2"),
+        Param("d", int, lambda v: v >= 2, "an integer >= 2"),
+        Param("inner", float, lambda v: 0 < v < 1, "a number in (0, 1) (inner radius / outer radius)"),
+        Param("width", float, lambda v: 0 <= v < 1, "a number in [0, 1) (band width relative to the radius)"),
+        Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)"),
+    )
+
+    def __init__(self, *, rho: float, n: int = 1000, d: int = 20, inner: float = 0.5, width: float = 0.2,
+                 pos_fraction: float = 0.5) -> None:
+        self.rho, self.n, self.d, self.inner, self.width, self.pos_fraction = rho, n, d, inner, width, pos_fraction
+
+    def get_params(self) -> dict[str, float | int]:
+        return get_params(self)
+
+    def check(self) -> None:
+        check_params(self)
+        if self.inner >= 1 - self.width:
+            raise ParamError("width", self.width, f"< 1 - inner = {1 - self.inner:g} (the shells must not touch)")
+
+    def generate(self, rng: np.random.Generator) -> Dataset:
+        self.check()
+        n, d, rho = int(self.n), int(self.d), float(self.rho)
+        y = np.where(rng.random(n) < self.pos_fraction, 1.0, -1.0)
+        direction = rng.standard_normal((n, d))
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        centre = np.where(y > 0, self.inner * rho, rho)
+        radius = centre * (1 - self.width * rng.random(n))
+        X = np.ascontiguousarray(radius[:, None] * direction)
+        return Dataset(self.name, X, y, certify_sample(X, y))

@@ -1,0 +1,112 @@
+"""Pegasos' guarantees (BOUNDS.md sections 4 to 6): the per-run regret of Lemma 1 (D), the expectation
+bound on the averaged iterate (E) and its high-probability version (P) [P11 = Shalev-Shwartz, Singer,
+Srebro & Cotter, Math. Program. 127(1), 2011]. Shared by linear and kernelized Pegasos.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pipeline.bounds.base import _U, Bound, Stats
+
+
+def pegasos_constant(R: float, lam: float, projection: bool, s_max: float = 1.0, radius: float = 0.0) -> float:
+    """c = G^2, the squared bound on the sub-gradients' norm (P11 Thm 1).
+
+    Without projection ||u_t|| <= s_max R / lam, so G = 2 s_max R; with projection onto ||u|| <= radius,
+    G = lam radius + s_max R ((sqrt(lam) + R)^2 for the plain radius 1/sqrt(lam)).
+    """
+    g = lam * radius + s_max * R if projection else 2.0 * s_max * R
+    return g * g * (1.0 + 8.0 * _U)
+
+
+def _rate(s: Stats) -> float:
+    """c (1 + ln T) / (2 lam T), rounded up."""
+    T = s["T"]
+    return s["c"] * (1.0 + math.log(T)) / (2.0 * s["lam"] * T) * (1.0 + 16.0 * _U)
+
+
+def _rate_curve(s: Stats, t: np.ndarray) -> np.ndarray:
+    return s["c"] * (1.0 + np.log(t)) / (2.0 * s["lam"] * t) * (1.0 + 16.0 * _U)
+
+
+def _iid(s: Stats) -> str | None:
+    if s["sampling"] in ("iid", "class_balanced"):
+        return None
+    return f"sampling={s['sampling']}: not covered, the analysis needs sampling with replacement (P11 section 7.5)"
+
+
+def _vacuous(s: Stats) -> str | None:
+    """Flag a bound that the starting point w_1 already meets (BOUNDS.md 4: then it says nothing)."""
+    gap0 = s["f_start"] - s["f_star_lo"]
+    return f"vacuous: the bound exceeds f(w_1) - f* <= {gap0:.3g}, met by w_1 itself" if _rate(s) >= gap0 else None
+
+
+def _high_probability(s: Stats) -> str | None:
+    why = _iid(s)
+    if why:
+        return why
+    if s["R"] < 1.0 or s["lam"] > 0.25:
+        return f"needs R >= 1 and lam <= 1/4 (P11 Lemma 2); here R = {s['R']:.3g}, lam = {s['lam']:.3g}"
+    return None
+
+
+def pegasos_bounds(learner: str, prefix: str = "") -> tuple[Bound, ...]:
+    """The Pegasos bounds, for ``learner`` (linear or kernelized Pegasos); names start with ``prefix``."""
+    return (
+        Bound(
+            name=f"{prefix}regret",
+            title="Lemma 1 regret",
+            learner=learner,
+            guarantee="D",
+            quantity="regret",
+            requires=("c", "lam", "T"),
+            reference="P11 Lemma 1 and Thm 1; BOUNDS.md section 4 ((D) check, per run)",
+            formula="(1/T) sum_t [f_t(w_t) - f_t(u)] <= c (1 + ln T) / (2 lam T)",
+            value=_rate,
+            curve=_rate_curve,
+        ),
+        Bound(
+            name=f"{prefix}expectation",
+            title="Expected suboptimality",
+            learner=learner,
+            guarantee="E",
+            quantity="suboptimality",
+            requires=("c", "lam", "T", "sampling", "f_start", "f_star_lo"),
+            reference="P11 Thm 1 and Cor. 1; P07 Thm 2; UML Thm 14.11; BOUNDS.md section 4 ((E) check)",
+            formula="E f(w_bar) - f* <= c (1 + ln T) / (2 lam T)",
+            value=_rate,
+            applies=_iid,
+            note=_vacuous,
+            curve=_rate_curve,
+        ),
+        Bound(
+            name=f"{prefix}high_probability",
+            title="High-probability suboptimality",
+            learner=learner,
+            guarantee="P",
+            quantity="suboptimality",
+            requires=("c", "lam", "T", "sampling", "R", "delta"),
+            reference="P11 Lemma 2 and Cor. 2 (Kakade & Tewari 2009, Cor. 7); BOUNDS.md section 4",
+            formula="with probability >= 1 - delta: f(w_bar) - f* <= 21 c ln(T/delta) / (lam T)",
+            value=lambda s: 21.0 * s["c"] * math.log(s["T"] / s["delta"]) / (s["lam"] * s["T"]) * (1.0 + 16.0 * _U),
+            applies=_high_probability,
+        ),
+        Bound(
+            name=f"{prefix}last_iterate",
+            title="Last iterate",
+            learner=learner,
+            guarantee="-",
+            quantity="suboptimality_last",
+            requires=(),
+            reference="BOUNDS.md section 4: no bound for w_(T+1)",
+            formula="none",
+            value=lambda s: math.nan,
+            applies=lambda s: "no guarantee for the last iterate w_(T+1); reported for comparison",
+        ),
+    )
+
+
+PEGASOS_BOUNDS = pegasos_bounds("pegasos")

@@ -1,0 +1,223 @@
+"""Kernelized Pegasos ([S4] Algorithm 2; P11 section 4 and Fig. 3), with linear, polynomial and Gaussian
+kernels. BOUNDS.md section 5.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pipeline._jit import kernel
+from pipeline.learners.base import Learner, Outcome, log_grid
+from pipeline.learners.pegasos import SNAPSHOTS, index_stream
+from pipeline.params import Param, ParamError
+
+KERNELS = {
+    "linear": "K(x, x') = x.x'",
+    "polynomial": "K(x, x') = (x.x' + coef0)^degree",
+    "gaussian": "K(x, x') = exp(-||x - x'||^2 / (2 sigma^2))",
+}
+MAX_GRAM = 8_000  # m at most this: the Gram matrix is held in memory (8e3^2 doubles = 512 MB)
+
+
+@kernel
+def gram_kernel(X, kind, degree, coef0, sigma):  # noqa: ANN001, ANN201
+    """The Gram matrix K_ij = K(x_i, x_j) for kind 0 (linear), 1 (polynomial), 2 (Gaussian); sums in a
+    fixed order, so it is bit-identical run to run (no BLAS)."""
+    m, d = X.shape
+    K = np.empty((m, m))
+    for i in range(m):
+        for j in range(i + 1):
+            if kind == 2:
+                s = 0.0
+                for c in range(d):
+                    diff = X[i, c] - X[j, c]
+                    s += diff * diff
+                v = math.exp(-s / (2.0 * sigma * sigma))
+            else:
+                s = 0.0
+                for c in range(d):
+                    s += X[i, c] * X[j, c]
+                v = s
+                if kind == 1:  # the power as repeated products: the same bits compiled or not
+                    v = 1.0
+                    for _ in range(degree):
+                        v *= s + coef0
+            K[i, j] = v
+            K[j, i] = v
+    return K
+
+
+@kernel
+def kernel_pegasos_kernel(K, y, idx, lam, t0, grid, state, beta, g, z, loss, active, avg):  # noqa: ANN001, ANN201
+    """Steps t0+1 .. t0+len(idx) of [S4] Algorithm 2 with mini-batches of k (add 1/k per active index).
+
+    w_t = (lam (t-1))^-1 sum_i beta_i y_i phi(x_i), so y_j w_t.phi(x_j) = y_j g_j / (lam (t-1)) with
+    g = K (beta * y) kept up to date (O(m) per active index); at t = 1, w_1 = 0 and the test is true.
+    ``state`` = [||sum beta_i y_i phi_i||^2, H_t = sum_(s<=t) h_s] with h_t = 1/(lam (t-1)) (0 at t = 1);
+    sum_(s<=t) w_s = sum_i (H_t beta_i - z_i) y_i phi_i, so the average's coefficients need no O(m) step.
+    At the steps in ``grid`` the average's coefficients (H_t beta - z)/t go to ``avg``.
+    """
+    T, k = idx.shape
+    m = K.shape[0]
+    nb, H = state[0], state[1]
+    flags = np.zeros(k, dtype=np.bool_)
+    gp = 0
+    while gp < grid.shape[0] and grid[gp] <= t0:
+        gp += 1
+    for r in range(T):
+        t = t0 + r + 1
+        h = 0.0 if t == 1 else 1.0 / (lam * (t - 1))
+        hinge = 0.0
+        n_active = 0
+        for b in range(k):
+            j = idx[r, b]
+            margin = y[j] * g[j] * h
+            flags[b] = margin < 1.0
+            if flags[b]:
+                hinge += 1.0 - margin
+                n_active += 1
+        loss[r] = 0.5 * lam * h * h * nb + hinge / k
+        active[r] = n_active
+        H += h
+        if gp < grid.shape[0] and grid[gp] == t:
+            for i in range(m):
+                avg[gp, i] = (H * beta[i] - z[i]) / t
+            gp += 1
+        for b in range(k):  # the test above used w_t for the whole batch; now add 1/k per active index
+            j = idx[r, b]
+            if flags[b]:
+                c = 1.0 / k
+                nb += 2.0 * c * y[j] * g[j] + c * c * K[j, j]
+                beta[j] += c
+                z[j] += H * c
+                for i in range(m):
+                    g[i] += c * y[j] * K[j, i]
+    state[0], state[1] = nb, H
+    return 0
+
+
+class KernelPegasos(Learner):
+    """Kernelized Pegasos ([S4] Algorithm 2): beta = 0; at step t draw j; if
+    y_j (lam (t-1))^-1 sum_i beta_i y_i K(x_i, x_j) < 1 then beta_j += 1. Output alpha = beta / (lam T) and
+    predict sign(sum_i alpha_i y_i K(x_i, x)).
+
+    This is linear Pegasos without projection in the feature space, exactly: w_t =
+    (lam (t-1))^-1 sum_i beta_i y_i phi(x_i) (BOUNDS.md 5), so the bounds of section 4 hold with
+    R^2 = max_i K(x_i, x_i) and c = 4 R^2. P11 Fig. 3 tests with 1/(lam t) instead, a slightly different
+    algorithm; this is [S4]'s. The comparator is kernel SDCA on the box [0, 1] (no intercept).
+
+    Parameters
+    ----------
+    lam : regularisation lambda > 0.
+    T : steps.
+    batch : indices per step (each active one adds 1/batch).
+    sampling : "iid", "perm" or "inorder".
+    kernel : "linear", "polynomial" or "gaussian".
+    degree, coef0 : of the polynomial kernel.
+    sigma : bandwidth of the Gaussian kernel.
+    delta : confidence of the high-probability bound.
+
+    Examples
+    --------
+    >>> from pipeline.data import MarginBinary
+    >>> ds = MarginBinary(gamma=0.1, rho=1.0, n=200, d=5, flip=0.1).generate(np.random.default_rng(0))
+    >>> out = KernelPegasos(lam=0.01, T=1000, kernel="gaussian").run(ds, np.random.default_rng(1))
+    >>> int(out.trace["active"].sum())
+    292
+    """
+
+    name = "kernel_pegasos"
+    params = (
+        Param("lam", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
+        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps)"),
+        Param("batch", int, lambda v: v >= 1, "an integer >= 1 (and at most the sample size)"),
+        Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder"),
+        Param("kernel", str, lambda v: v in KERNELS, f"one of {', '.join(KERNELS)}"),
+        Param("degree", int, lambda v: 1 <= v <= 10, "an integer in 1..10"),
+        Param("coef0", float, lambda v: v >= 0, "a number >= 0"),
+        Param("sigma", float, lambda v: v > 0, "a number > 0 (the Gaussian kernel's bandwidth)"),
+        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)"),
+    )
+
+    def __init__(self, *, lam: float, T: int = 10_000, batch: int = 1, sampling: str = "iid", kernel: str = "gaussian",
+                 degree: int = 2, coef0: float = 1.0, sigma: float = 1.0, delta: float = 0.05) -> None:
+        self.lam = lam
+        self.T = T
+        self.batch = batch
+        self.sampling = sampling
+        self.kernel = kernel
+        self.degree = degree
+        self.coef0 = coef0
+        self.sigma = sigma
+        self.delta = delta
+
+    def check_with(self, dataset: object) -> None:
+        n = getattr(dataset, "n", None)
+        if isinstance(n, int) and self.batch > n:
+            raise ParamError("batch", self.batch, f"at most the sample size n = {n}")
+        if isinstance(n, int) and n > MAX_GRAM:
+            raise ParamError("n", n, f"at most {MAX_GRAM} for algorithm=kernel_pegasos (the Gram matrix is held in memory)")
+
+    def check_data(self, dataset: object) -> None:
+        m = dataset.y.shape[0]
+        if hasattr(dataset.X, "toarray") and m * dataset.X.shape[1] > 50_000_000:
+            raise ParamError("dataset", dataset.name, "dense enough to hold (m x d at most 5e7) for algorithm=kernel_pegasos")
+        if self.batch > m:
+            raise ParamError("algorithm.batch", self.batch, f"at most the sample size m = {m}")
+        if m > MAX_GRAM:
+            raise ParamError("dataset", dataset.name, f"at most {MAX_GRAM} examples for algorithm=kernel_pegasos (m = {m})")
+
+    def gram(self, X: np.ndarray) -> np.ndarray:
+        X = np.ascontiguousarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
+        return gram_kernel(X, list(KERNELS).index(self.kernel), int(self.degree), float(self.coef0), float(self.sigma))
+
+    def radius(self, R: float) -> float:
+        """A rigorous upper bound of sqrt(max_i K(x_i, x_i)) from the data's certified radius R."""
+        if self.kernel == "linear":
+            return R
+        if self.kernel == "polynomial":
+            return math.sqrt((R * R + self.coef0) ** self.degree) * (1.0 + 4.0 * (self.degree + 2) * 2.0**-53)
+        return 1.0
+
+    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+        from pipeline import dual
+        from pipeline.bounds.pegasos import pegasos_constant
+
+        y = np.ascontiguousarray(dataset.y, dtype=np.float64)
+        m = y.shape[0]
+        lam, T, k = float(self.lam), int(self.T), int(self.batch)
+        K = self.gram(dataset.X)
+        idx = index_stream(self.sampling, y, T, k, rng)
+        grid = log_grid(T, SNAPSHOTS)
+        state = np.zeros(2)
+        beta, g, z = np.zeros(m), np.zeros(m), np.zeros(m)
+        loss, active = np.empty(T), np.empty(T, dtype=np.int32)
+        avg = np.empty((grid.size, m))
+        kernel_pegasos_kernel(K, y, idx, lam, 0, grid, state, beta, g, z, loss, active, avg)
+        self.beta_ = beta
+        self.alpha_ = beta / (lam * T)  # w_(T+1) = sum_i alpha_i y_i phi(x_i)
+        self.alpha_bar_ = avg[-1]
+        self.t_ = T
+
+        cert = dual.kernel_sdca(K, y, lam, tol=1e-9)
+        Kay = K @ (cert.w * y)
+        hinge_u = np.maximum(0.0, 1.0 - y * Kay)
+        f_u = 0.5 * lam * float((cert.w * y) @ Kay) + hinge_u[idx].sum(axis=1) / k
+        steps = np.arange(1, T + 1)
+        regret = np.cumsum(loss - f_u) / steps
+        sub_avg = np.array([dual.kernel_objective(K, y, lam, a) for a in avg]) - cert.dual
+        sub_last = np.array([dual.kernel_objective(K, y, lam, self.alpha_) - cert.dual])  # w_(T+1) only
+        t = log_grid(T)
+        R = self.radius(float(dataset.stats.R))
+        return Outcome(
+            quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
+                        "suboptimality_last": float(sub_last[-1])},
+            curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg),
+                    "suboptimality_last": (grid[-1:], sub_last)},
+            trace={"active": active, "loss": loss, "comparator_loss": f_u},
+            stats={"T": T, "lam": lam, "R": R, "c": pegasos_constant(R, lam, False), "sampling": self.sampling,
+                   "delta": float(self.delta), "f_star_lo": cert.dual, "f_star_hi": cert.primal, "dual_gap": cert.gap,
+                   "f_start": dual.kernel_objective(K, y, lam, np.zeros(m))},
+        )

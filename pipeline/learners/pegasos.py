@@ -1,0 +1,300 @@
+"""Pegasos (Shalev-Shwartz, Singer, Srebro & Cotter, Math. Program. 127(1), 2011 [P11]), linear, with
+the seeds' variants: mini-batches (P11 Fig. 2), projection, random-permutation and in-order epochs ([S4]
+Alg. 1), the class-weighted and class-balanced imbalanced forms and transfer towards w_r ([S4] 2.1-2.2).
+BOUNDS.md sections 4 and 6.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pipeline._jit import kernel
+from pipeline.learners.base import Learner, Outcome, log_grid
+from pipeline.params import Param, ParamError, UserError
+
+SAMPLINGS = {
+    "iid": "i.i.d. with replacement (P11 Fig. 1-2; the expectation bounds need this)",
+    "perm": "a fresh random permutation every epoch",
+    "inorder": "the sample's order, epoch after epoch, t never reset ([S4] Alg. 1)",
+    "class_balanced": "a class with probability 1/2, then an example of it uniformly ([S4] 2.1, update B)",
+}
+OBJECTIVES = {
+    "hinge": "lam/2 ||w||^2 + mean hinge (P11 eq. 1)",
+    "balanced": "lam/2 ||w||^2 + (1/m) sum s_j hinge_j, s_j = m / (2 m_(y_j)) ([S4] 2.1)",
+    "transfer": "lam/2 ||w - w_r||^2 + mean hinge ([S4] 2.2)",
+}
+SNAPSHOTS = 40  # points of the suboptimality curves (each costs one pass over the sample)
+MAX_DENSE = 50_000_000  # sparse input is densified up to this many entries (400 MB)
+
+
+def index_stream(sampling: str, y: np.ndarray, T: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """The (T, k) indices A_1..A_T a Pegasos run visits. i.i.d. batches are multisets (BOUNDS.md 4:
+    covered by the analysis); epochs cut a permutation (or the sample order) into consecutive batches."""
+    m = y.shape[0]
+    if sampling == "iid":
+        return rng.integers(0, m, size=(T, k))
+    if sampling == "inorder":
+        return (np.arange(T * k, dtype=np.int64) % m).reshape(T, k)
+    if sampling == "perm":
+        epochs = -(-T * k // m)
+        return np.concatenate([rng.permutation(m) for _ in range(epochs)])[: T * k].reshape(T, k)
+    if sampling == "class_balanced":
+        pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y < 0)
+        positive = rng.random((T, k)) < 0.5
+        within = rng.random((T, k))
+        return np.where(positive, pos[(within * pos.size).astype(np.int64)], neg[(within * neg.size).astype(np.int64)])
+    raise ValueError(f"unknown sampling {sampling!r}")
+
+
+@kernel
+def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last):  # noqa: ANN001, ANN201
+    """Steps t0+1 .. t0+len(idx) of Pegasos on u = w - w_r, with w_t = a v (P11 Fig. 1-2; [S4] 2.1-2.2).
+
+    Each step: f_t(w_t) = lam/2 ||u_t||^2 + (1/k) sum_(i in A_t) s_i max(0, 1 - y_i w_t.x_i) goes to
+    ``loss``; with A+ the examples of margin < 1 (strict), u <- (1 - 1/t) u + (1/(lam t k)) sum_(A+) s_i y_i x_i;
+    then the projection onto ||u|| <= radius if radius > 0. The shrink is the scale a (O(1) per step):
+    without projection a = 1/t exactly, so v = (1/(lam k)) sum s y x is a plain sum.
+    ``state`` = [a, ||v||^2, A_t = sum_(s<=t) a_s]; z = sum_r A_r delta_r, so that
+    sum_(s<=t) u_s = A_t v_t - z_(t-1) (the running average without an O(d) step). At the steps listed
+    in ``grid`` the average (1/t) sum_(s<=t) u_s goes to ``avg`` and u_(t+1) to ``last``.
+    """
+    T, k = idx.shape
+    d = X.shape[1]
+    a, vv, A = state[0], state[1], state[2]
+    g = 0
+    while g < grid.shape[0] and grid[g] <= t0:
+        g += 1
+    for r in range(T):
+        t = t0 + r + 1
+        hinge = 0.0
+        n_active = 0
+        for b in range(k):
+            i = idx[r, b]
+            p = 0.0
+            for j in range(d):
+                p += v[j] * X[i, j]
+            margin = ref_margin[i] + y[i] * a * p
+            if margin < 1.0:
+                hinge += s[i] * (1.0 - margin)
+                n_active += 1
+                for j in range(d):
+                    buf[j] += s[i] * y[i] * X[i, j]
+        loss[r] = 0.5 * lam * a * a * vv + hinge / k
+        active[r] = n_active
+        A += a
+        snap = g < grid.shape[0] and grid[g] == t
+        if snap:
+            for j in range(d):
+                avg[g, j] = (A * v[j] - z[j]) / t
+        if radius > 0.0:
+            new_a = a * (1.0 - 1.0 / t) if t > 1 else a  # u_1 = 0: nothing to shrink
+        else:
+            new_a = 1.0 / t
+        if n_active > 0:
+            c = 1.0 / (lam * t * k * new_a)
+            vb = 0.0
+            bb = 0.0
+            for j in range(d):
+                vb += v[j] * buf[j]
+                bb += buf[j] * buf[j]
+            vv += 2.0 * c * vb + c * c * bb
+            for j in range(d):
+                v[j] += c * buf[j]
+                z[j] += A * c * buf[j]
+                buf[j] = 0.0
+        a = new_a
+        if radius > 0.0:
+            norm2 = a * a * vv
+            if norm2 > radius * radius:
+                a *= radius / math.sqrt(norm2)
+        if snap:
+            for j in range(d):
+                last[g, j] = a * v[j]
+            g += 1
+    state[0], state[1], state[2] = a, vv, A
+    return 0
+
+
+@kernel
+def margins_kernel(X, y, w):  # noqa: ANN001, ANN201
+    """y_i w.x_i for every row, summed left to right (bit-identical run to run)."""
+    m, d = X.shape
+    out = np.empty(m)
+    for i in range(m):
+        p = 0.0
+        for j in range(d):
+            p += X[i, j] * w[j]
+        out[i] = y[i] * p
+    return out
+
+
+def class_weights(y: np.ndarray) -> np.ndarray:
+    """s_j = m / (2 m_(y_j)) ([S4] 2.1 divided by C m): mean 1, s+/s- = m-/m+."""
+    m_pos = int((y > 0).sum())
+    m_neg = y.shape[0] - m_pos
+    if m_pos == 0 or m_neg == 0:
+        raise UserError(f"algorithm.objective=balanced: the sample has only one class ({m_pos} positive, {m_neg} negative)")
+    return np.where(y > 0, y.shape[0] / (2.0 * m_pos), y.shape[0] / (2.0 * m_neg))
+
+
+class Pegasos(Learner):
+    """Pegasos: primal estimated sub-gradient solver for the SVM objective (P11; [S1]; [S4] Alg. 1).
+
+    w_1 = 0 (w_r for transfer); at step t draw A_t (k examples), eta_t = 1/(lam t), and with
+    A+ = {i in A_t : y_i w_t.x_i < 1}: w_(t+1) = (1 - eta_t lam) w_t + (eta_t / k) sum_(A+) y_i x_i,
+    optionally projected onto the ball of radius 1/sqrt(lam) (BOUNDS.md 4). The output is the average
+    w_bar = (1/T) sum_(t<=T) w_t (w_1 included) and the last iterate w_(T+1) (no guarantee).
+
+    Guarantees (BOUNDS.md 4): Lemma 1 of P11 for every run and every sampling scheme (D); with
+    sampling with replacement, E f(w_bar) - f* <= c (1 + ln T) / (2 lam T) (E, P11 Cor. 1; UML 14.11) and
+    a high-probability version (P, P11 Lemma 2 / Cor. 2), where c = 4 R^2 (no projection) or
+    (sqrt(lam) + R)^2 (projection), scaled by the class weights for the weighted update.
+
+    Parameters
+    ----------
+    lam : regularisation lambda > 0 (convention lam/2 ||w||^2; lam = 1/(C m) in the C-form).
+    T : steps.
+    batch : examples per step k (1 <= k <= m).
+    sampling : "iid", "perm", "inorder" or "class_balanced" (see ``SAMPLINGS``).
+    projection : project onto the ball that holds the optimum.
+    objective : "hinge", "balanced" (class-weighted; with sampling=class_balanced the update is the
+        unweighted one of [S4] 2.1 B, otherwise the weighted update A) or "transfer" (towards w_r).
+    ref_noise, ref_scale : transfer reference w_r = ref_scale * unit(w* + ref_noise * xi), xi ~ N(0, I/d)
+        from the algorithm's stream, w* the dataset's known direction.
+    delta : confidence of the high-probability bound.
+
+    Examples
+    --------
+    >>> from pipeline.data import MarginBinary
+    >>> ds = MarginBinary(gamma=0.1, rho=1.0, n=500, d=5, flip=0.1).generate(np.random.default_rng(0))
+    >>> out = Pegasos(lam=0.01, T=2000).run(ds, np.random.default_rng(1))
+    >>> int(out.trace["active"].sum()), out.quantities["regret"] <= out.stats["c"] * (1 + math.log(2000)) / (2 * 0.01 * 2000)
+    (468, True)
+    """
+
+    name = "pegasos"
+    params = (
+        Param("lam", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
+        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps)"),
+        Param("batch", int, lambda v: v >= 1, "an integer >= 1 (and at most the sample size)"),
+        Param("sampling", str, lambda v: v in SAMPLINGS, f"one of {', '.join(SAMPLINGS)}"),
+        Param("projection", bool, lambda v: True, "true or false"),
+        Param("objective", str, lambda v: v in OBJECTIVES, f"one of {', '.join(OBJECTIVES)}"),
+        Param("ref_noise", float, lambda v: v >= 0, "a number >= 0"),
+        Param("ref_scale", float, lambda v: v >= 0, "a number >= 0"),
+        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)"),
+    )
+
+    def __init__(self, *, lam: float, T: int = 10_000, batch: int = 1, sampling: str = "iid", projection: bool = False,
+                 objective: str = "hinge", ref_noise: float = 0.5, ref_scale: float = 1.0, delta: float = 0.05) -> None:
+        self.lam = lam
+        self.T = T
+        self.batch = batch
+        self.sampling = sampling
+        self.projection = projection
+        self.objective = objective
+        self.ref_noise = ref_noise
+        self.ref_scale = ref_scale
+        self.delta = delta
+
+    def check(self) -> None:
+        super().check()
+        if self.sampling == "class_balanced" and self.objective != "balanced":
+            raise ParamError("sampling", self.sampling, "used with objective=balanced (class-balanced sampling "
+                             "optimises the class-weighted objective)")
+
+    def check_with(self, dataset: object) -> None:
+        """Checks against the dataset's configuration, before any data exist."""
+        n = getattr(dataset, "n", None)
+        if isinstance(n, int) and self.batch > n:
+            raise ParamError("batch", self.batch, f"at most the sample size n = {n}")
+
+    def check_data(self, dataset: object) -> None:
+        m, d = dataset.X.shape
+        if hasattr(dataset.X, "toarray") and m * d > MAX_DENSE:
+            raise UserError(f"algorithm={self.name}: dataset {dataset.name} is sparse with m x d = {m * d:.3g} entries; "
+                            f"Pegasos reads dense rows, at most {MAX_DENSE:.0e} entries (use a smaller dataset.d or n)")
+        if self.batch > m:
+            raise ParamError("algorithm.batch", self.batch, f"at most the sample size m = {m}")
+        if self.objective == "transfer" and "w*" not in dataset.directions:
+            raise UserError(f"algorithm.objective=transfer: dataset {dataset.name} has no known direction w* to transfer "
+                            "from; use dataset=margin_binary or dataset=sparse_margin")
+        if self.objective == "balanced":
+            class_weights(dataset.y)
+
+    # -- the pieces of the objective --------------------------------------------------------------
+
+    def reference(self, dataset: object, rng: np.random.Generator) -> np.ndarray | None:
+        """w_r for transfer (drawn first from the algorithm's stream), else None."""
+        if self.objective != "transfer":
+            return None
+        w_star = dataset.directions["w*"]
+        w = w_star + self.ref_noise * rng.standard_normal(w_star.shape[0]) / math.sqrt(w_star.shape[0])
+        return self.ref_scale * w / np.linalg.norm(w)
+
+    def weights(self, y: np.ndarray) -> np.ndarray | None:
+        """The objective's class weights s (None: all 1)."""
+        return class_weights(y) if self.objective == "balanced" else None
+
+    # -- the run -----------------------------------------------------------------------------------
+
+    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+        from pipeline import dual
+        from pipeline.bounds.pegasos import pegasos_constant
+
+        X = dataset.X.toarray() if hasattr(dataset.X, "toarray") else dataset.X
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        y = np.ascontiguousarray(dataset.y, dtype=np.float64)
+        m, d = X.shape
+        lam, T, k = float(self.lam), int(self.T), int(self.batch)
+        w_ref = self.reference(dataset, rng)
+        weights = self.weights(y)
+        idx = index_stream(self.sampling, y, T, k, rng)
+
+        # the per-step objective f_t: weighted unless class-balanced sampling does the weighting
+        s_step = weights if weights is not None and self.sampling != "class_balanced" else np.ones(m)
+        ref_margin = np.zeros(m) if w_ref is None else margins_kernel(X, y, w_ref)
+        radius = 0.0
+        if self.projection:  # the ball that holds the optimum, by strong duality (BOUNDS.md 4 and 6)
+            radius = math.sqrt(np.maximum(0.0, 1.0 - ref_margin).mean() / lam) if w_ref is not None else 1.0 / math.sqrt(lam)
+
+        grid = log_grid(T, SNAPSHOTS)
+        state = np.array([1.0, 0.0, 0.0])
+        v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
+        loss, active = np.empty(T), np.empty(T, dtype=np.int32)
+        avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))
+        pegasos_kernel(X, y, ref_margin, s_step, idx, lam, radius, 0, grid, state, v, z, buf, loss, active, avg, last)
+        self.w_ = state[0] * v + (0.0 if w_ref is None else w_ref)
+        self.w_bar_ = avg[-1] + (0.0 if w_ref is None else w_ref)
+        self.t_ = T
+
+        # the certified comparator: F* in [D(alpha), F(w)] (BOUNDS.md 4, "Computing the comparator")
+        cert = dual.sdca(X, y, lam, weights=weights, w_ref=w_ref, tol=1e-9)
+        shift = 0.0 if w_ref is None else w_ref
+        u = cert.w - shift
+        if radius > 0.0 and np.linalg.norm(u) > radius:  # Lemma 1 needs u in the ball
+            u *= radius / np.linalg.norm(u)
+        hinge_u = np.maximum(0.0, 1.0 - margins_kernel(X, y, u + shift)) * s_step
+        f_u = 0.5 * lam * float(u @ u) + hinge_u[idx].sum(axis=1) / k
+        steps = np.arange(1, T + 1)
+        regret = np.cumsum(loss - f_u) / steps
+
+        def sub(ws: np.ndarray) -> np.ndarray:
+            return np.array([dual.objective(X, y, lam, w + shift, weights=weights, w_ref=w_ref) for w in ws]) - cert.dual
+
+        sub_avg, sub_last = sub(avg), sub(last)
+        t = log_grid(T)
+        R = float(dataset.stats.R)
+        s_max = float(s_step.max())
+        return Outcome(
+            quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
+                        "suboptimality_last": float(sub_last[-1])},
+            curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg), "suboptimality_last": (grid, sub_last)},
+            trace={"active": active, "loss": loss, "comparator_loss": f_u},
+            stats={"T": T, "lam": lam, "c": pegasos_constant(R, lam, self.projection, s_max, radius),
+                   "sampling": self.sampling, "delta": float(self.delta), "f_star_lo": cert.dual,
+                   "f_star_hi": cert.primal, "dual_gap": cert.gap,
+                   "f_start": dual.objective(X, y, lam, np.zeros(d) + shift, weights=weights, w_ref=w_ref)},
+        )

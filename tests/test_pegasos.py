@@ -1,0 +1,208 @@
+"""Pegasos: the scaled kernel against the textbook update, Lemma 1 in every generated run (D), the
+expectation bound in the mean over seeds (E), and the variants of BOUNDS.md section 6."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline.bounds.pegasos import PEGASOS_BOUNDS
+from pipeline.data import MarginBinary
+from pipeline.learners.base import log_grid
+from pipeline.learners.pegasos import SAMPLINGS, Pegasos, class_weights, index_stream, pegasos_kernel
+
+REGRET, EXPECTATION, HIGH_PROBABILITY, LAST = PEGASOS_BOUNDS
+
+
+def textbook(X, y, idx, lam, s, w_ref, radius):  # noqa: ANN001, ANN201
+    """P11 Fig. 1-2 as written: explicit w, O(d) shrink, explicit average (the reference)."""
+    m, d = X.shape
+    T, k = idx.shape
+    w = np.zeros(d) if w_ref is None else w_ref.copy()
+    ref = np.zeros(d) if w_ref is None else w_ref
+    total, active = np.zeros(d), []
+    for t in range(1, T + 1):
+        total += w
+        A = idx[t - 1]
+        act = y[A] * (X[A] @ w) < 1
+        active.append(int(act.sum()))
+        u = (1 - 1 / t) * (w - ref) + (s[A][act] * y[A][act]) @ X[A][act] / (lam * t * k)
+        if radius > 0 and np.linalg.norm(u) > radius:
+            u *= radius / np.linalg.norm(u)
+        w = ref + u
+    return w, total / T, np.array(active)
+
+
+def _run_kernel(X, y, idx, lam, s, w_ref, radius, fn=pegasos_kernel):  # noqa: ANN001, ANN201
+    m, d = X.shape
+    T = idx.shape[0]
+    grid = log_grid(T, 10)
+    ref_margin = np.zeros(m) if w_ref is None else y * (X @ w_ref)
+    state = np.array([1.0, 0.0, 0.0])
+    v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
+    loss, active = np.empty(T), np.empty(T, dtype=np.int32)
+    avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))
+    fn(X, y, ref_margin, s, idx, lam, radius, 0, grid, state, v, z, buf, loss, active, avg, last)
+    ref = 0.0 if w_ref is None else w_ref
+    return state[0] * v + ref, avg[-1] + ref, active, loss, last[-1] + ref
+
+
+def _data(seed: int, m: int = 60, d: int = 4, flip: float = 0.1):  # noqa: ANN202
+    return MarginBinary(gamma=0.1, rho=1.0, n=m, d=d, flip=flip).generate(np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("projection", [False, True])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("transfer", [False, True])
+def test_scaled_kernel_is_the_textbook_update(projection: bool, k: int, transfer: bool) -> None:
+    ds = _data(0)
+    X, y = ds.X, ds.y
+    rng = np.random.default_rng(5)
+    lam, T = 0.05, 400
+    idx = index_stream("iid", y, T, k, rng)
+    s = np.where(y > 0, 1.3, 0.7)
+    w_ref = 0.5 * ds.directions["w*"] if transfer else None
+    radius = 1 / math.sqrt(lam) if projection else 0.0
+    w, avg, active, loss, last = _run_kernel(X, y, idx, lam, s, w_ref, radius)
+    w0, avg0, active0 = textbook(X, y, idx, lam, s, w_ref, radius)
+    np.testing.assert_array_equal(active, active0)
+    np.testing.assert_allclose(w, w0, rtol=0, atol=1e-10 * max(1, np.abs(w0).max()))
+    np.testing.assert_allclose(avg, avg0, rtol=0, atol=1e-10 * max(1, np.abs(avg0).max()))
+    np.testing.assert_array_equal(last, w)
+    # the compiled kernel equals its plain-Python reference bit for bit
+    wp, avgp, activep, lossp, _ = _run_kernel(X, y, idx, lam, s, w_ref, radius, fn=pegasos_kernel.py)
+    np.testing.assert_array_equal(w, wp)
+    np.testing.assert_array_equal(avg, avgp)
+    np.testing.assert_array_equal(loss, lossp)
+
+
+def test_index_streams() -> None:
+    y = np.array([1.0] * 3 + [-1.0] * 7)
+    rng = np.random.default_rng(0)
+    perm = index_stream("perm", y, 25, 2, rng)
+    assert perm.shape == (25, 2)
+    for e in range(5):  # every epoch of 10 indices is a permutation
+        assert sorted(perm.ravel()[10 * e: 10 * e + 10]) == list(range(10))
+    np.testing.assert_array_equal(index_stream("inorder", y, 6, 2, rng).ravel(), np.arange(12) % 10)
+    bal = index_stream("class_balanced", y, 20_000, 1, rng).ravel()
+    assert abs((y[bal] > 0).mean() - 0.5) < 0.02
+    iid = index_stream("iid", y, 20_000, 1, rng).ravel()
+    assert abs((y[iid] > 0).mean() - 0.3) < 0.02
+
+
+def test_class_weights_have_mean_one() -> None:
+    y = np.array([1.0] * 10 + [-1.0] * 90)
+    s = class_weights(y)
+    assert s.mean() == pytest.approx(1.0) and s[0] / s[-1] == pytest.approx(9.0)
+
+
+def _check_run(ds, learner: Pegasos, seed: int):  # noqa: ANN001, ANN202
+    out = learner.run(ds, np.random.default_rng(seed))
+    stats = ds.stats.as_dict() | out.stats
+    row = REGRET.evaluate(stats, out.quantities)
+    # BOUNDS.md 4: the comparator's certified gap is <= 1e-9, or <= 1e-3 of the smallest bound in play
+    assert out.stats["dual_gap"] <= max(1e-9, 1e-3 * row["theoretical"]), (out.stats["dual_gap"], row["theoretical"])
+    assert row["holds"], (row, learner.get_params())
+    # Lemma 1 is anytime: it holds for every prefix of the run as well
+    t, regret = out.curves["regret"]
+    assert np.all(regret <= REGRET.curve_of(stats, t))
+    # the certified suboptimality is an upper bound of f - f*, and f - f* >= 0
+    assert out.quantities["suboptimality"] >= -1e-9
+    return out, stats
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(4, 80),
+    d=st.integers(2, 6),
+    flip=st.sampled_from([0.0, 0.1, 0.3]),
+    lam=st.sampled_from([1e-3, 1e-2, 0.1, 1.0, 10.0]),
+    T=st.integers(1, 400),
+    batch=st.integers(1, 4),
+    sampling=st.sampled_from(sorted(SAMPLINGS)),
+    projection=st.booleans(),
+    objective=st.sampled_from(["hinge", "balanced", "transfer"]),
+    rho=st.sampled_from([0.3, 1.0, 4.0]),
+)
+def test_lemma1_holds_in_every_run(seed, m, d, flip, lam, T, batch, sampling, projection, objective, rho) -> None:  # noqa: ANN001
+    ds = MarginBinary(gamma=min(0.1, rho), rho=rho, n=m, d=d, flip=flip).generate(np.random.default_rng(seed))
+    if sampling == "class_balanced":
+        objective = "balanced"
+    if objective == "balanced" and len(np.unique(ds.y)) < 2:
+        objective = "hinge"
+    learner = Pegasos(lam=lam, T=T, batch=min(batch, m), sampling=sampling, projection=projection, objective=objective)
+    learner.check()
+    _check_run(ds, learner, seed)
+
+
+@pytest.mark.parametrize(("projection", "objective", "sampling"), [
+    (False, "hinge", "iid"), (True, "hinge", "iid"), (False, "balanced", "iid"), (False, "balanced", "class_balanced"),
+    (False, "transfer", "iid"),
+])
+def test_expectation_bound_holds_in_the_mean_over_seeds(projection: bool, objective: str, sampling: str) -> None:
+    """(E): the mean certified suboptimality of w_bar over 30 seeds, with a 95 % t interval, is below the bound."""
+    ds = MarginBinary(gamma=0.1, rho=1.0, n=300, d=10, flip=0.1, pos_fraction=0.2).generate(np.random.default_rng(3))
+    learner = Pegasos(lam=0.01, T=3000, projection=projection, objective=objective, sampling=sampling)
+    subs, bounds = [], []
+    for seed in range(30):
+        out, stats = _check_run(ds, learner, seed)
+        row = EXPECTATION.evaluate(stats, out.quantities)
+        subs.append(row["empirical"])
+        bounds.append(row["theoretical"])
+    mean, half = np.mean(subs), 2.045 * np.std(subs, ddof=1) / math.sqrt(len(subs))
+    assert mean + half <= np.mean(bounds), (mean, half, np.mean(bounds))
+
+
+def test_non_iid_sampling_is_flagged_and_last_iterate_is_unguaranteed() -> None:
+    ds = _data(1, m=100)
+    for sampling in ("perm", "inorder"):
+        out, stats = _check_run(ds, Pegasos(lam=0.1, T=500, sampling=sampling), 0)
+        row = EXPECTATION.evaluate(stats, out.quantities)
+        assert not row["applicable"] and "with replacement" in row["reason"]
+        assert not HIGH_PROBABILITY.evaluate(stats, out.quantities)["applicable"]
+    out, stats = _check_run(ds, Pegasos(lam=0.1, T=500), 0)
+    assert not LAST.evaluate(stats, out.quantities)["applicable"]
+    assert EXPECTATION.evaluate(stats, out.quantities)["applicable"]
+
+
+def test_in_order_epochs_average_the_comparator_loss_exactly() -> None:
+    """BOUNDS.md 4: with in-order sampling and T a multiple of m, (1/T) sum f_t(u) = f(u)."""
+    from pipeline import dual
+
+    ds = _data(2, m=50)
+    out, stats = _check_run(ds, Pegasos(lam=0.1, T=500, sampling="inorder"), 0)
+    f_u = out.trace["comparator_loss"].mean()
+    assert f_u == pytest.approx(stats["f_star_hi"], rel=1e-9, abs=1e-9)
+    assert stats["f_star_lo"] <= f_u + 1e-12 or abs(f_u - stats["f_star_lo"]) <= 1e-9
+    assert dual.objective(ds.X, ds.y, 0.1, np.zeros(ds.X.shape[1])) == pytest.approx(stats["f_start"])
+
+
+def test_high_probability_bound_conditions() -> None:
+    ds = MarginBinary(gamma=0.1, rho=2.0, n=100, d=4).generate(np.random.default_rng(0))
+    out, stats = _check_run(ds, Pegasos(lam=0.1, T=1000), 0)
+    row = HIGH_PROBABILITY.evaluate(stats, out.quantities)
+    assert row["applicable"] and row["holds"]
+    out, stats = _check_run(ds, Pegasos(lam=0.5, T=1000), 0)
+    assert "lam <= 1/4" in HIGH_PROBABILITY.evaluate(stats, out.quantities)["reason"]
+
+
+def test_projection_keeps_iterates_in_the_ball() -> None:
+    ds = _data(4, m=100, flip=0.3)
+    lam = 0.01
+    learner = Pegasos(lam=lam, T=2000, projection=True)
+    learner.run(ds, np.random.default_rng(0))
+    assert np.linalg.norm(learner.w_) <= 1 / math.sqrt(lam) * (1 + 1e-12)
+
+
+def test_same_seed_same_bits() -> None:
+    ds = _data(5)
+    a = Pegasos(lam=0.01, T=700, batch=2).run(ds, np.random.default_rng(9))
+    b = Pegasos(lam=0.01, T=700, batch=2).run(ds, np.random.default_rng(9))
+    for key in a.trace:
+        np.testing.assert_array_equal(a.trace[key], b.trace[key])
+    assert a.quantities == b.quantities
