@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
-SWEPT = ("gamma", "rho", "flip", "violators", "depth", "lam", "n", "d", "passes", "tie", "pos_fraction", "source",
+SWEPT = ("gamma", "rho", "flip", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
+         "passes", "tie", "pos_fraction", "source",
          "positive", "negative", "standardize", "unit_ball", "bias", "nnz", "cls", "size", "adversary", "beta", "randomized", "experts")
 SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}
 STYLE = {
@@ -87,7 +88,7 @@ def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
 
 def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_panels: int = 16) -> plt.Figure:
     """The measured quantity against step t, one panel per parameter setting, one line per seed,
-    with the bound as a dashed horizontal line."""
+    with each run's bound dashed: its curve over t for anytime bounds, else a horizontal line."""
     rows = table[(table["bound"] == bound)]
     quantity = rows["quantity"].iloc[0]
     facets = [c for c in _varying(rows) if c != "seed"][:2]
@@ -96,18 +97,25 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     ncols = int(np.ceil(np.sqrt(len(groups))))
     nrows = int(np.ceil(len(groups) / ncols))
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols + 0.6, 2.6 * nrows + 0.8), squeeze=False,
+        fig, axes = plt.subplots(nrows, ncols, figsize=(max(3.2 * ncols + 0.6, 6.4), 2.6 * nrows + 1.6), squeeze=False,
                                  sharex=True, sharey=True)
         cmap = plt.get_cmap("tab10")
         for ax, (key, sel) in zip(axes.flat, groups):
             key = key if isinstance(key, tuple) else (key,)
             for i, r in enumerate(sel.itertuples()):
                 c = curves[(curves["run"] == r.run) & (curves["quantity"] == quantity)]
-                ax.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
-                if r.applicable:  # each run's own bound, in its colour
+                if np.all(np.mod(c["empirical"], 1) == 0):  # counts change at steps
+                    ax.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
+                else:
+                    ax.plot(c["t"], c["empirical"], color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
+                b = curves[(curves["run"] == r.run) & (curves["quantity"] == f"bound/{bound}")]
+                if len(b):  # each run's own bound, in its colour
+                    ax.plot(b["t"], b["empirical"], color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
+                elif r.applicable:
                     ax.axhline(r.theoretical, color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
             ax.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
-            ax.set(xscale="log", yscale="symlog")
+            shown = curves[curves["run"].isin(sel["run"]) & curves["quantity"].isin([quantity, f"bound/{bound}"])]
+            ax.set(xscale="log", yscale="log" if (shown["empirical"] > 0).all() else "symlog")
         for ax in axes.flat[len(groups):]:
             ax.set_visible(False)
         for ax in axes[-1]:
@@ -117,10 +125,10 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
         handles, labels = axes.flat[0].get_legend_handles_labels()
         handles.append(plt.Line2D([], [], color=BOUND_COLOR, ls="--"))
         labels.append(f"{rows['title'].iloc[0]} bound of the run")
-        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), fontsize=8)
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8)
         fig.suptitle(f"{rows['learner'].iloc[0].capitalize()}: {quantity} against step t, with the "
                      f"{rows['title'].iloc[0]} bound (dashed)\n{rows['formula'].iloc[0]}", fontsize=10)
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        fig.tight_layout(rect=(0, 0.04 + 0.03 * ((len(labels) + 3) // 4), 1, 1))
     return fig
 
 

@@ -6,8 +6,8 @@ from pipeline.data.certify import Stats, certify, margin_lower, margin_upper, ra
 from pipeline.data.dataset import Dataset
 from pipeline.data.finite import FiniteClass
 from pipeline.data.real import Bundled, File
-from pipeline.data.synthetic import MarginBinary, SparseMargin
+from pipeline.data.synthetic import MarginBinary, Shells, SparseMargin
 
-DATASETS = {cls.name: cls for cls in (MarginBinary, SparseMargin, Bundled, File, FiniteClass)}
+DATASETS = {cls.name: cls for cls in (MarginBinary, SparseMargin, Shells, Bundled, File, FiniteClass)}
 
-__all__ = ["DATASETS", "Bundled", "Dataset", "File", "MarginBinary", "SparseMargin", "Stats", "certify", "margin_lower", "margin_upper", "radius"]
+__all__ = ["DATASETS", "Bundled", "Dataset", "File", "MarginBinary", "Shells", "SparseMargin", "Stats", "certify", "margin_lower", "margin_upper", "radius"]

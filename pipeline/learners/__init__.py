@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pipeline.learners.halving import Halving, WeightedMajority
+from pipeline.learners.kernel_pegasos import KernelPegasos
+from pipeline.learners.pegasos import Pegasos
 from pipeline.learners.perceptron import Perceptron
 
-LEARNERS = {cls.name: cls for cls in (Perceptron, Halving, WeightedMajority)}
+LEARNERS = {cls.name: cls for cls in (Perceptron, Pegasos, KernelPegasos, Halving, WeightedMajority)}
 
-__all__ = ["LEARNERS", "Perceptron"]
+__all__ = ["KernelPegasos", "LEARNERS", "Pegasos", "Perceptron"]
