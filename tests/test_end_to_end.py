@@ -154,3 +154,29 @@ def test_parallel_sweep_is_complete_and_identical_to_the_basic_launcher(tmp_path
     assert len(parents) == 2 and len(children) == 16
     assert {r.data.tags["mlflow.parentRunId"] for r in children} == parents
     assert all(r.info.status == "FINISHED" for r in all_runs)
+
+
+def test_every_binary_learner_in_one_sweep(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    """Issue 3's sweep at a small size: every learner, zero deterministic violations, the comparator's
+    certified gap in the table and in MLflow for every Pegasos run."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+    sweep = tmp_path / "sweep"
+    proc = boundlab("-m", "algorithm=perceptron,halving,weighted_majority,pegasos,kernel_pegasos", "seed=0,1",
+                    "n=200", "d=5", "T=2000", "name=binary", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = pd.read_parquet(sweep / "results.parquet")
+    assert set(table["learner"]) == {"perceptron", "halving", "weighted_majority", "pegasos", "kernel_pegasos"}
+    deterministic = table[(table["guarantee"] == "D") & table["applicable"]]
+    assert deterministic["holds"].all() and {"novikoff", "halving", "regret", "kernel_regret"} <= set(deterministic["bound"])
+    pegasos = table[table["learner"].isin(["pegasos", "kernel_pegasos"])]
+    assert (pegasos["dual_gap"] <= 1e-9).all() and (pegasos["f_star_lo"] <= pegasos["f_star_hi"]).all()
+    metrics = json.loads((sweep / "metrics.json").read_text())
+    assert metrics["regret"]["violations"] == 0 and metrics["expectation"]["settings_above_bound"] == 0
+    client, runs = _runs(uri, "binary")
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(children) == 10
+    for r in children:
+        if r.data.params["algorithm.name"] in ("pegasos", "kernel_pegasos"):
+            assert r.data.metrics["dual_gap"] <= 1e-9
+            assert "regret/ratio" in r.data.metrics or "kernel_regret/ratio" in r.data.metrics

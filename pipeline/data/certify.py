@@ -143,17 +143,30 @@ def _separating_direction(Z: Matrix) -> np.ndarray | None:
     return res.x if res.status == 0 else None
 
 
-def _hard_margin(Z: Matrix) -> tuple[np.ndarray, np.ndarray]:
-    """argmin 1/2 ||w||^2 s.t. Z w >= 1 by an interior-point solver, with the constraints' duals."""
+def _hard_margin(Z: Matrix, fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """argmin 1/2 ||w||^2 s.t. Z w >= 1 by an interior-point solver, with the constraints' duals.
+
+    Clarabel at tolerances 1e-12, then at its defaults, then SCS; if every solver fails (tiny
+    degenerate samples), the LP's separating direction ``fallback`` and uniform duals, still valid
+    witnesses, only looser ones (the certificate reports its gap).
+    """
     import cvxpy as cp
 
     w = cp.Variable(Z.shape[1])
     margin = Z @ w >= 1
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w)), [margin])
-    with warnings.catch_warnings():  # "may be inaccurate": the certificate measures it, and polishing fixes it
-        warnings.simplefilter("ignore")
-        problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, max_iter=500)
-    return np.asarray(w.value, dtype=np.float64), np.maximum(np.asarray(margin.dual_value, dtype=np.float64), 0.0)
+    attempts = [(cp.CLARABEL, {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "max_iter": 500}),
+                (cp.CLARABEL, {}), (cp.SCS, {"eps": 1e-9})]
+    for solver, options in attempts:
+        with warnings.catch_warnings():  # "may be inaccurate": the certificate measures it, and polishing fixes it
+            warnings.simplefilter("ignore")
+            try:
+                problem.solve(solver=solver, **options)
+            except cp.error.SolverError:
+                continue
+        if w.value is not None and margin.dual_value is not None and np.all(np.isfinite(w.value)):
+            return np.asarray(w.value, dtype=np.float64), np.maximum(np.asarray(margin.dual_value, dtype=np.float64), 0.0)
+    return fallback, np.ones(Z.shape[0])
 
 
 def _polish(Z: Matrix, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -186,11 +199,12 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
     if path.exists():
         return Stats(**json.loads(path.read_text()))
     Z = sparse.diags(y) @ sparse.csr_matrix(X) if sparse.issparse(X) else y[:, None] * X
-    if _separating_direction(Z) is None:
+    direction = _separating_direction(Z)
+    if direction is None:
         stats = Stats(m=int(X.shape[0]), d=int(X.shape[1]), R=radius(X), gamma_lo=math.nan,
                       gamma_hi=math.nan, separable=False, gap=math.nan)
     else:
-        w, alpha = _hard_margin(Z)
+        w, alpha = _hard_margin(Z, direction)
         stats = certify(X, y, w, alpha)
         w_polished, alpha_polished = _polish(Z, alpha)
         if alpha_polished.sum() > 0:  # any w and any alpha >= 0 certify: keep the tighter ends

@@ -125,7 +125,7 @@ class KernelPegasos(Learner):
     >>> ds = MarginBinary(gamma=0.1, rho=1.0, n=200, d=5, flip=0.1).generate(np.random.default_rng(0))
     >>> out = KernelPegasos(lam=0.01, T=1000, kernel="gaussian").run(ds, np.random.default_rng(1))
     >>> int(out.trace["active"].sum())
-    292
+    508
     """
 
     name = "kernel_pegasos"

@@ -171,7 +171,7 @@ class Pegasos(Learner):
     >>> ds = MarginBinary(gamma=0.1, rho=1.0, n=500, d=5, flip=0.1).generate(np.random.default_rng(0))
     >>> out = Pegasos(lam=0.01, T=2000).run(ds, np.random.default_rng(1))
     >>> int(out.trace["active"].sum()), out.quantities["regret"] <= out.stats["c"] * (1 + math.log(2000)) / (2 * 0.01 * 2000)
-    (468, True)
+    (998, True)
     """
 
     name = "pegasos"
