@@ -1,0 +1,602 @@
+"""Certified solvers and interval estimates for the multiclass learners (BOUNDS.md sections 7-9).
+
+- :func:`ghinge_losses`, :func:`zero_one_losses`: the generalized hinge loss of UML eq. 17.3 (multivector
+  Psi, Delta = 0-1) and the 0-1 loss with ties counted as errors, from scores summed in a fixed order
+  (a compiled kernel), so a loss is bit-identical run to run.
+- :func:`ball_comparator`: min_{||U||_F <= B} L_S^{g-hinge}(U), the comparator of UML Cor. 17.2
+  (BOUNDS.md section 7), as an SOCP (cvxpy + Clarabel), with an achieved upper end and a rigorous lower
+  end from the Lagrangian dual of the ball constraint.
+- :func:`multiclass_svm`: the multiclass SVM of UML Cor. 17.1 (lam ||W||_F^2, no 1/2), which is the
+  Crammer-Singer machine without biases (Crammer & Singer, "On the algorithmic implementation of
+  multiclass kernel-based vector machines", JMLR 2, 2001; BOUNDS.md section 8), by exact block dual
+  coordinate ascent, certified by a duality gap evaluated from the returned vectors.
+- :func:`clopper_pearson`, :func:`mean_ci`: the held-out intervals of BOUNDS.md section 9.
+
+Duality used throughout. For every example i let alpha_{i,j} >= 0 (j != y_i) with
+sum_{j != y_i} alpha_{i,j} <= 1. Since the loss max_{y'}[Delta(y', y_i) + (U_{y'} - U_{y_i}).x_i] is
+>= 0 (the term y' = y_i) and >= each other term,
+
+    ghinge(U; x_i, y_i) >= sum_{j != y_i} alpha_{i,j} (1 + (U_j - U_{y_i}).x_i),
+
+so with a(alpha) = (1/n) sum_{i, j} alpha_{i,j} and G(alpha) = (1/n) sum_{i, j != y_i} alpha_{i,j}
+(e_j - e_{y_i}) x_i^T (a k x d matrix), L_S(U) >= a(alpha) + <U, G(alpha)> for every U. Minimising the
+right-hand side gives the weak-duality bounds used here:
+
+- over the ball ||U||_F <= B: min_ball L_S >= a(alpha) - B ||G(alpha)||_F (the Lagrangian dual of the
+  ball problem; it is the bound D_{lam'}(alpha) - lam' B^2 of BOUNDS.md section 7 at its best lam',
+  since max_{lam'} -||G||^2/(4 lam') - lam' B^2 = -B ||G||);
+- with the regulariser lam ||W||_F^2: min F >= a(alpha) - ||G(alpha)||_F^2 / (4 lam), attained at
+  W = -G(alpha) / (2 lam) (the Crammer-Singer dual).
+
+Floating point. Lower ends are rounded down and upper ends up by a-priori bounds of their rounding
+errors (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., eq. 3.5: a sum of n terms in
+any order errs by at most gamma_n times the sum of their moduli; gamma doubled to cover the evaluation
+of the bound itself), in the manner of :mod:`pipeline.dual`: the certificates hold for the float data
+as given, whatever the solver did.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline._jit import kernel
+from pipeline.params import ParamError, UserError
+
+_U = 2.0**-53  # unit roundoff of float64
+
+
+def _gamma(n: int) -> float:
+    """Higham's gamma_n = n u / (1 - n u), doubled to cover the evaluation of the error term itself."""
+    return 2.0 * n * _U / (1.0 - n * _U)
+
+
+# --- Losses ----------------------------------------------------------------------------------------
+
+
+@kernel
+def _scores(X, W):  # noqa: ANN001, ANN201
+    """S[i, j] = W_j . x_i, summed left to right over the features."""
+    n, d = X.shape
+    k = W.shape[0]
+    S = np.empty((n, k))
+    for i in range(n):
+        for j in range(k):
+            acc = 0.0
+            for l in range(d):
+                acc += W[j, l] * X[i, l]
+            S[i, j] = acc
+    return S
+
+
+def _inputs(X: np.ndarray, y: np.ndarray, W: np.ndarray | None = None,
+            k: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """Validated float64 X, int64 labels in 0..k-1, float64 W, and k (from W when given)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise UserError(f"X must be a 2-D array, got shape {X.shape}")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise UserError(f"y must have shape ({X.shape[0]},) like the rows of X, got {y.shape}")
+    if W is not None:
+        W = np.ascontiguousarray(W, dtype=np.float64)
+        if W.ndim != 2 or W.shape[1] != X.shape[1]:
+            raise UserError(f"W must have shape (k, {X.shape[1]}), got {W.shape}")
+        k = W.shape[0]
+    if k is None or int(k) != k or k < 2:
+        raise ParamError("k", k, "an integer >= 2")
+    k = int(k)
+    if y.size and (y.dtype.kind not in "iu" and not np.all(y == np.round(y)) or y.min() < 0 or y.max() > k - 1):
+        raise UserError(f"labels must be integers in 0..{k - 1}; found {y.min():g}..{y.max():g}")
+    return X, y.astype(np.int64), W, k
+
+
+def _margins(S: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """T[i, j] = 1[j != y_i] + S[i, j] - S[i, y_i], with T[i, y_i] = 0 exactly."""
+    rows = np.arange(S.shape[0])
+    T = (S - S[rows, y][:, None]) + 1.0
+    T[rows, y] = 0.0
+    return T
+
+
+def ghinge_losses(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Generalized hinge loss of each example (UML eq. 17.3, multivector Psi, Delta = 0-1).
+
+    ghinge(W; x, y) = max_{y'} [1[y' != y] + W_{y'}.x - W_y.x] >= 0, with the scores summed in a fixed
+    order by a compiled kernel (bit-identical run to run; BOUNDS.md section 7).
+
+    Parameters
+    ----------
+    X : (n, d) examples.
+    y : (n,) labels in 0..k-1.
+    W : (k, d) weights, one row per class.
+
+    Returns
+    -------
+    (n,) float64 losses, each >= 0 and >= the 0-1 loss of argmax_j W_j.x under any tie-break.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]]); W = np.array([[2.0, 0.0], [0.0, 0.5]])
+    >>> ghinge_losses(X, np.array([0, 1]), W).tolist()
+    [0.0, 0.5]
+    """
+    X, y, W, _ = _inputs(X, y, W)
+    if X.shape[0] == 0:
+        return np.zeros(0)
+    return _margins(_scores(X, W), y).max(axis=1)
+
+
+def zero_one_losses(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """1[argmax_j W_j.x != y] for each example, a tie for the maximum counted as an error.
+
+    Same scores as :func:`ghinge_losses` (so zero_one <= ghinge holds elementwise in floating point).
+    """
+    X, y, W, _ = _inputs(X, y, W)
+    if X.shape[0] == 0:
+        return np.zeros(0)
+    S = _scores(X, W)
+    rows = np.arange(S.shape[0])
+    own = S[rows, y].copy()
+    S[rows, y] = -np.inf
+    return (S.max(axis=1) >= own).astype(np.float64)
+
+
+# --- Rigorous evaluation of both ends ---------------------------------------------------------------
+
+
+def _losses_hi(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Rigorous upper bounds of each exact loss ghinge(W; x_i, y_i) of the float data.
+
+    The largest float term max_j T_ij errs by at most gamma_{d+4} (|W_j|.|x_i| + |W_{y_i}|.|x_i| + 1 +
+    |T_ij|) (the scores, their difference, the +1); the exact loss is <= max(0, that term + its error),
+    which is exactly 0 when every term is below -error (then the loss is certified to be 0).
+    """
+    X, y, W, _ = _inputs(X, y, W)
+    T = _margins(_scores(X, W), y)
+    A = np.abs(X) @ np.abs(W).T
+    rows = np.arange(X.shape[0])
+    T[rows, y] = -np.inf  # the own-class term is exactly 0, without rounding
+    top = T.max(axis=1)
+    T[rows, y] = 0.0
+    err = _gamma(X.shape[1] + 6) * (A.max(axis=1) + A[rows, y] + 1.0 + np.abs(T).max(axis=1))
+    t = top + err
+    return np.maximum(t + 4.0 * _U * np.abs(t), 0.0)
+
+
+def _mean_hi(hi: np.ndarray) -> float:
+    """Upper bound of the mean of non-negative quantities bounded by ``hi`` (0 if all are 0)."""
+    return math.fsum(hi) / hi.shape[0] * (1.0 + 4.0 * _U)
+
+
+def _coefficients(alpha: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """C[i, j] = alpha_{i,j} (j != y_i), C[i, y_i] = -sum_j alpha_{i,j}: G(alpha) = C^T X / n."""
+    C = alpha.copy()
+    rows = np.arange(alpha.shape[0])
+    C[rows, y] = 0.0
+    C[rows, y] = -C.sum(axis=1)
+    return C
+
+
+def _feasible(alpha: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Clip to alpha >= 0, zero the own-class entries and scale rows so that the exact row sums of the
+    returned floats are <= 1 (a float sum may be 1 + k u: shrink by (1 + 4 k u) whenever it is near 1)."""
+    alpha = np.maximum(np.nan_to_num(np.asarray(alpha, dtype=np.float64), nan=0.0, posinf=0.0), 0.0)
+    alpha[np.arange(alpha.shape[0]), y] = 0.0
+    sums = alpha.sum(axis=1)
+    k = alpha.shape[1]
+    limit = 1.0 - 4.0 * k * _U
+    scale = 1.0 / np.maximum(sums * (1.0 + 8.0 * k * _U), 1.0)
+    scale[sums <= limit] = 1.0
+    return alpha * scale[:, None]
+
+
+def _dual_terms(X: np.ndarray, y: np.ndarray, alpha: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """a(alpha) rounded down, the float G(alpha), and an upper bound of ||fl(G) - G||_F."""
+    n = X.shape[0]
+    a_lo = math.fsum(alpha.ravel()) / n * (1.0 - 4.0 * _U)
+    C = _coefficients(alpha, y)
+    G = (C.T @ X) / n
+    E = _gamma(n + alpha.shape[1] + 4) * ((np.abs(C).T @ np.abs(X)) / n)
+    e_hi = math.sqrt(float(np.sum(E * E)) * (1.0 + _gamma(E.size))) * (1.0 + 4.0 * _U)
+    return a_lo, G, e_hi
+
+
+def _frobenius_hi(M: np.ndarray) -> float:
+    return math.sqrt(float(np.sum(M * M)) * (1.0 + _gamma(M.size + 2))) * (1.0 + 4.0 * _U)
+
+
+# --- The ball comparator (BOUNDS.md section 7) -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BallComparator:
+    """Two-sided certificate of min_{||U||_F <= B} L_S^{g-hinge}(U) (BOUNDS.md section 7).
+
+    Attributes
+    ----------
+    lower : rigorous lower bound a(alpha) - B ||G(alpha)||_F from the SOCP's duals (module docstring).
+    upper : (1/n) sum_i ghinge(U; x_i, y_i), rounded up: a value achieved by ``U``.
+    U : (k, d) the solver's U rescaled into the ball (||U||_F <= B in exact arithmetic).
+    """
+
+    lower: float
+    upper: float
+    U: np.ndarray
+
+
+def _into_ball(U: np.ndarray, B: float) -> np.ndarray:
+    """U scaled so that ||U||_F <= B holds exactly for the returned floats."""
+    norm = _frobenius_hi(U)
+    if norm <= B:
+        return U
+    return U * (B / norm * (1.0 - 8.0 * _U))
+
+
+def _solve(problem: object, attempts: list[tuple[str, dict]]) -> bool:
+    import cvxpy as cp
+
+    for solver, options in attempts:
+        with warnings.catch_warnings():  # "inaccurate": the certificate measures it
+            warnings.simplefilter("ignore")
+            try:
+                problem.solve(solver=solver, **options)
+            except cp.error.SolverError:
+                continue
+        if problem.status in ("optimal", "optimal_inaccurate"):
+            return True
+    return False
+
+
+_CLARABEL_TIGHT = {"tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11, "tol_feas": 1e-11, "max_iter": 400}
+
+
+def _attempts() -> list[tuple[str, dict]]:
+    import cvxpy as cp
+
+    return [(cp.CLARABEL, _CLARABEL_TIGHT), (cp.CLARABEL, {}), (cp.SCS, {"eps": 1e-9})]
+
+
+def _loss_constraints(X: np.ndarray, y: np.ndarray, k: int, U: object, xi: object) -> list:
+    """xi_i >= 1 + (U_j - U_{y_i}).x_i for every j != y_i, one block of n per class j."""
+    import cvxpy as cp
+
+    n = X.shape[0]
+    onehot = np.zeros((n, k))
+    onehot[np.arange(n), y] = 1.0
+    S = X @ U.T
+    own = cp.sum(cp.multiply(S, onehot), axis=1)
+    return [xi >= S[:, j] - own + (1.0 - onehot[:, j]) for j in range(k)]
+
+
+def ball_comparator(X: np.ndarray, y: np.ndarray, k: int, B: float) -> BallComparator:
+    """Certified min over ||U||_F <= B of the empirical generalized hinge loss (BOUNDS.md section 7).
+
+    Solves the SOCP min_{U, xi} (1/n) sum_i xi_i s.t. xi_i >= 1[j != y_i] + (U_j - U_{y_i}).x_i for all
+    j, ||U||_F <= B with cvxpy + Clarabel (tolerances 1e-11; then Clarabel's defaults, then SCS). The
+    comparator of UML Cor. 17.2 on a sample, and the lower/upper population estimates of BOUNDS.md
+    section 7 on two samples.
+
+    Certificate. ``upper`` is the loss achieved by the solver's U scaled into the ball, or scaled onto
+    its boundary when that is lower (for realisable data with B above 1/margin this makes the margins
+    strictly > 1, and ``upper`` exactly 0). ``lower`` is a(alpha) - B ||G(alpha)||_F (module
+    docstring) at alpha = n times the duals of the loss constraints, made exactly feasible; it is a
+    valid lower bound for any alpha, so the certificate does not trust the solver. If every solver
+    fails, U = 0 (upper = 1) and alpha = 0 (lower = 0).
+
+    Parameters
+    ----------
+    X : (n, d) sample.
+    y : (n,) labels in 0..k-1.
+    k : number of classes.
+    B : radius of the ball (>= 0).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((60, 3)); y = rng.integers(0, 3, 60)
+    >>> c = ball_comparator(X, y, 3, 2.0)
+    >>> bool(c.lower <= c.upper <= c.lower + 1e-6), bool(np.linalg.norm(c.U) <= 2.0)
+    (True, True)
+    """
+    import cvxpy as cp
+
+    X, y, _, k = _inputs(X, y, k=k)
+    if not (B >= 0 and math.isfinite(B)):
+        raise ParamError("B", B, "a finite number >= 0")
+    n, d = X.shape
+    if n == 0:
+        raise UserError("ball_comparator needs at least one example")
+    U, xi = cp.Variable((k, d)), cp.Variable(n)
+    constraints = _loss_constraints(X, y, k, U, xi)
+    problem = cp.Problem(cp.Minimize(cp.sum(xi) / n), [*constraints, cp.norm(U, "fro") <= B])
+    candidates = [np.zeros((k, d))]
+    alpha = np.zeros((n, k))
+    if _solve(problem, _attempts()) and U.value is not None:
+        U_hat = np.asarray(U.value, dtype=np.float64)
+        candidates.append(_into_ball(U_hat, B))
+        norm = float(np.linalg.norm(U_hat))
+        if norm > 0:
+            candidates.append(_into_ball(U_hat * (B / norm), B))
+        if all(c.dual_value is not None for c in constraints):
+            alpha = n * np.stack([np.asarray(c.dual_value, dtype=np.float64) for c in constraints], axis=1)
+    best_U, best_hi = None, math.inf
+    for V in candidates:
+        hi = _mean_hi(_losses_hi(X, y, V))
+        if hi < best_hi:
+            best_U, best_hi = V, hi
+    alpha = _feasible(alpha, y)
+    a_lo, G, e_hi = _dual_terms(X, y, alpha)
+    g_hi = (_frobenius_hi(G) + e_hi) * (1.0 + 2.0 * _U)
+    lower = a_lo - B * g_hi * (1.0 + 2.0 * _U)
+    lower -= 4.0 * _U * (abs(a_lo) + B * g_hi)
+    return BallComparator(lower=float(lower), upper=float(best_hi), U=best_U)
+
+
+# --- The multiclass SVM (UML Cor. 17.1; Crammer & Singer 2001) --------------------------------------
+
+
+@dataclass(frozen=True)
+class SVMCertificate:
+    """A certified multiclass SVM solution: dual <= F* <= F(W) <= primal.
+
+    Attributes
+    ----------
+    W : (k, d) weights W(alpha) = -G(alpha) / (2 lam) of the returned dual point (or the better primal
+        point of the fallback solver).
+    primal : F(W) = lam ||W||_F^2 + (1/m) sum_i ghinge(W; x_i, y_i), rounded up: an upper bound of F*.
+    dual : a(alpha) - ||G(alpha)||_F^2 / (4 lam), rounded down: a lower bound of F*.
+    gap : primal - dual >= 0, a certified bound of F(W) - F*.
+    """
+
+    W: np.ndarray
+    primal: float
+    dual: float
+    gap: float
+
+
+@kernel
+def _cs_epochs(X, y, sqn, lm2, beta, W, perms):  # noqa: ANN001, ANN201
+    """Crammer-Singer block coordinate ascent epochs in the orders ``perms[e]``.
+
+    beta_i = e_{y_i} - alpha_i (alpha_i on the simplex: beta_i <= e_{y_i}, sum_j beta_{i,j} = 0) and
+    W = sum_i beta_i x_i^T / lm2, lm2 = 2 lam m, are updated in place. The block step maximises the dual
+    exactly over beta_i: with A = ||x_i||^2 / lm2 and scores s = W x_i, the new beta_i is the projection
+    of v = beta_i - (s - e_{y_i}) / A onto {beta <= e_{y_i}, sum beta = 0}: beta = min(e_{y_i}, v - theta),
+    theta solving sum_j max(0, theta - z_j) = 1, z = v - e_{y_i} (Crammer & Singer 2001, section 6).
+    """
+    m, d = X.shape
+    k = W.shape[0]
+    s = np.empty(k)
+    v = np.empty(k)
+    z = np.empty(k)
+    zs = np.empty(k)
+    for e in range(perms.shape[0]):
+        for t in range(m):
+            i = perms[e, t]
+            if sqn[i] == 0.0:
+                continue
+            A = sqn[i] / lm2
+            yi = y[i]
+            for j in range(k):
+                acc = 0.0
+                for l in range(d):
+                    acc += W[j, l] * X[i, l]
+                s[j] = acc
+            for j in range(k):
+                u = 1.0 if j == yi else 0.0
+                v[j] = beta[i, j] - (s[j] - u) / A
+                z[j] = v[j] - u
+            for j in range(k):  # insertion sort into zs: k is small, and no allocation per step
+                zj = z[j]
+                r = j
+                while r > 0 and zs[r - 1] > zj:
+                    zs[r] = zs[r - 1]
+                    r -= 1
+                zs[r] = zj
+            cum = 0.0
+            theta = 0.0
+            for r in range(k):
+                cum += zs[r]
+                theta = (1.0 + cum) / (r + 1)
+                if r == k - 1 or theta <= zs[r + 1]:
+                    break
+            for j in range(k):
+                u = 1.0 if j == yi else 0.0
+                new = min(u, v[j] - theta)
+                delta = new - beta[i, j]
+                if delta != 0.0:
+                    beta[i, j] = new
+                    c = delta / lm2
+                    for l in range(d):
+                        W[j, l] += c * X[i, l]
+
+
+@kernel
+def _weights_of(X, C, scale):  # noqa: ANN001, ANN201
+    """W = scale * C^T X, summed over the examples in order (fixed order: bit-reproducible)."""
+    m, d = X.shape
+    k = C.shape[1]
+    W = np.zeros((k, d))
+    for i in range(m):
+        for j in range(k):
+            c = C[i, j]
+            if c != 0.0:
+                for l in range(d):
+                    W[j, l] += c * X[i, l]
+    for j in range(k):
+        for l in range(d):
+            W[j, l] *= scale
+    return W
+
+
+def _svm_primal_hi(X: np.ndarray, y: np.ndarray, lam: float, W: np.ndarray) -> float:
+    reg_hi = lam * float(np.sum(W * W)) * (1.0 + _gamma(W.size + 2))
+    return (_mean_hi(_losses_hi(X, y, W)) + reg_hi) * (1.0 + 2.0 * _U)
+
+
+def _svm_evaluate(X: np.ndarray, y: np.ndarray, lam: float, alpha: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """From off-class duals alpha: W(alpha) = -G(alpha)/(2 lam), F(W) rounded up, D(alpha) rounded down."""
+    m = X.shape[0]
+    alpha = _feasible(alpha, y)
+    a_lo, _, e_hi = _dual_terms(X, y, alpha)
+    C = _coefficients(alpha, y)
+    W = _weights_of(X, -C, 1.0 / (2.0 * lam * m))  # -G/(2 lam), G = C^T X / m
+    # ||G|| <= ||fl(W)|| 2 lam + (rounding of W) + e_hi: bound ||fl(W) - W(alpha)|| like fl(G)'s.
+    W_err = _gamma(m + alpha.shape[1] + 6) * (np.abs(C).T @ np.abs(X)) / (2.0 * lam * m)
+    g_hi = (2.0 * lam * (_frobenius_hi(W) + _frobenius_hi(W_err))) * (1.0 + 4.0 * _U)
+    dual = a_lo - g_hi * g_hi / (4.0 * lam) * (1.0 + 8.0 * _U)
+    dual -= 4.0 * _U * abs(dual)
+    return W, _svm_primal_hi(X, y, lam, W), dual
+
+
+def _svm_cvxpy(X: np.ndarray, y: np.ndarray, k: int, lam: float) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The primal QP by Clarabel: its W and n times the loss constraints' duals (or None)."""
+    import cvxpy as cp
+
+    m, d = X.shape
+    W, xi = cp.Variable((k, d)), cp.Variable(m)
+    constraints = _loss_constraints(X, y, k, W, xi)
+    problem = cp.Problem(cp.Minimize(lam * cp.sum_squares(W) + cp.sum(xi) / m), constraints)
+    if not _solve(problem, _attempts()) or W.value is None:
+        return None, None
+    alpha = None
+    if all(c.dual_value is not None for c in constraints):
+        alpha = m * np.stack([np.asarray(c.dual_value, dtype=np.float64) for c in constraints], axis=1)
+    return np.asarray(W.value, dtype=np.float64), alpha
+
+
+def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: float = 1e-8,
+                   max_epochs: int = 2_000) -> SVMCertificate:
+    """Certified multiclass SVM: min_W F(W) = lam ||W||_F^2 + (1/m) sum_i ghinge(W; x_i, y_i).
+
+    The UML Cor. 17.1 convention (no 1/2; BOUNDS.md sections 0 and 7), which is the bias-free
+    Crammer-Singer machine 1/2 sum_j ||W_j||^2 + C sum_i xi_i with C = 1/(2 lam m) (BOUNDS.md section 8).
+
+    Solved by block dual coordinate ascent on the Crammer-Singer dual (Crammer & Singer, JMLR 2, 2001,
+    section 6; Keerthi et al., "A sequential dual method for large scale multi-class linear SVMs",
+    KDD 2008): each block step maximises the dual exactly over one example's simplex of duals
+    (:func:`_cs_epochs`), in seeded random-permutation epochs. Every few epochs W(alpha) is recomputed
+    from alpha in a fixed order and both ends of the certificate are evaluated afresh (module
+    docstring); the loop stops once the certified gap is <= ``tol``. If ``max_epochs`` pass first, the
+    primal QP is solved by cvxpy + Clarabel and the better primal point and the better dual point of
+    the two solvers are kept. Nothing is raised on a gap > tol: the caller decides.
+
+    Parameters
+    ----------
+    X : (m, d) sample.
+    y : (m,) labels in 0..k-1.
+    k : number of classes (>= 2).
+    lam : regularisation lam > 0 (lam ||W||_F^2; UML Cor. 17.1 takes lam = sqrt(2 rho^2 / (B^2 m))).
+    tol : target of the certified gap primal - dual (absolute).
+    max_epochs : epochs of coordinate ascent before the fallback solver.
+
+    Returns
+    -------
+    SVMCertificate with primal >= F(W) >= F* >= dual.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 4)); y = np.argmax(X[:, :3], axis=1)
+    >>> cert = multiclass_svm(X, y, 3, 1e-2)
+    >>> bool(cert.gap <= 1e-8), cert.W.shape
+    (True, (3, 4))
+    """
+    X, y, _, k = _inputs(X, y, k=k)
+    if not (lam > 0 and math.isfinite(lam)):
+        raise ParamError("lam", lam, "a finite number > 0")
+    if not tol >= 0:
+        raise ParamError("tol", tol, "a number >= 0")
+    m, d = X.shape
+    if m == 0:
+        raise UserError("multiclass_svm needs at least one example")
+    rng = np.random.default_rng(0)
+    sqn = np.einsum("ij,ij->i", X, X)
+    beta = np.zeros((m, k))
+    alpha = np.zeros((m, k))
+    epochs = 0
+    while True:
+        W, primal, dual = _svm_evaluate(X, y, lam, alpha)
+        if primal - dual <= tol or epochs >= max_epochs:
+            break
+        step = max(1, min(epochs // 10, 50, max_epochs - epochs))
+        beta = -_feasible(alpha, y)  # off-class entries -alpha; own class: the row sum
+        beta[np.arange(m), y] = -beta.sum(axis=1)
+        W_state = np.ascontiguousarray(W)
+        perms = rng.permuted(np.tile(np.arange(m, dtype=np.int64), (step, 1)), axis=1)
+        _cs_epochs(X, y, sqn, 2.0 * lam * m, beta, W_state, perms)
+        alpha = np.maximum(-beta, 0.0)
+        epochs += step
+    if primal - dual > tol:
+        W_cvx, alpha_cvx = _svm_cvxpy(X, y, k, lam)
+        if alpha_cvx is not None:
+            W2, primal2, dual2 = _svm_evaluate(X, y, lam, alpha_cvx)
+            if primal2 < primal:
+                W, primal = W2, primal2
+            dual = max(dual, dual2)
+        if W_cvx is not None:
+            primal3 = _svm_primal_hi(X, y, lam, W_cvx)
+            if primal3 < primal:
+                W, primal = W_cvx, primal3
+    return SVMCertificate(W=W, primal=primal, dual=dual, gap=max(primal - dual, 0.0))
+
+
+# --- Interval estimates (BOUNDS.md section 9, "Statistics to report") ------------------------------
+
+
+def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) two-sided binomial interval for an error rate from ``errors`` of ``n``.
+
+    The ends are the beta quantiles B(a/2; x, n-x+1) and B(1-a/2; x+1, n-x), a = 1 - level (0 for
+    x = 0, 1 for x = n): Clopper & Pearson, Biometrika 26(4), 1934. Coverage >= level for every p.
+    """
+    from scipy.special import betaincinv
+
+    if int(n) != n or n < 1:
+        raise ParamError("n", n, "an integer >= 1")
+    if int(errors) != errors or not 0 <= errors <= n:
+        raise ParamError("errors", errors, f"an integer in 0..n = {n}")
+    if not 0 < level < 1:
+        raise ParamError("level", level, "a number in (0, 1)")
+    x, n, a = int(errors), int(n), 1.0 - level
+    lo = 0.0 if x == 0 else float(betaincinv(x, n - x + 1, a / 2))
+    hi = 1.0 if x == n else float(betaincinv(x + 1, n - x, 1 - a / 2))
+    return lo, hi
+
+
+def mean_ci(values: np.ndarray, level: float = 0.95, *, lo: float | None = None,
+            hi: float | None = None) -> tuple[float, float, float]:
+    """Mean and a two-sided interval: Student t (the CLT interval of BOUNDS.md section 9) and, when
+    the values are known to lie in [lo, hi], the wider of it and Hoeffding's
+    mean +/- (hi - lo) sqrt(ln(2/a) / (2n)), a = 1 - level (valid for any n, not only asymptotically).
+
+    Returns (mean, lower, upper); with one value and no range the interval is infinite.
+    """
+    from scipy import stats
+
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size == 0:
+        raise UserError("mean_ci needs at least one value")
+    if not np.all(np.isfinite(values)):
+        raise UserError("mean_ci: values must be finite")
+    if not 0 < level < 1:
+        raise ParamError("level", level, "a number in (0, 1)")
+    if (lo is None) != (hi is None):
+        raise ParamError("lo" if lo is None else "hi", None, "given together with the other end of the range")
+    n, mean = values.size, float(np.mean(values))
+    a = 1.0 - level
+    half = math.inf
+    if n >= 2:
+        half = float(stats.t.ppf(1 - a / 2, n - 1)) * float(np.std(values, ddof=1)) / math.sqrt(n)
+    if lo is not None:
+        if not hi >= lo:
+            raise ParamError("hi", hi, f">= lo = {lo}")
+        if values.min() < lo or values.max() > hi:
+            raise UserError(f"mean_ci: values outside the range [{lo}, {hi}] given for Hoeffding")
+        hoeffding = (hi - lo) * math.sqrt(math.log(2 / a) / (2 * n))
+        half = hoeffding if not math.isfinite(half) else max(half, hoeffding)
+    return mean, mean - half, mean + half
