@@ -103,12 +103,13 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
         for ax, (key, sel) in zip(axes.flat, groups):
             key = key if isinstance(key, tuple) else (key,)
             for i, r in enumerate(sel.itertuples()):
-                c = curves[(curves["run"] == r.run) & (curves["quantity"] == quantity)]
+                prefix = f"{r.part}/" if isinstance(getattr(r, "part", None), str) and r.part else ""
+                c = curves[(curves["run"] == r.run) & (curves["quantity"] == f"{prefix}{quantity}")]
                 if np.all(np.mod(c["empirical"], 1) == 0):  # counts change at steps
                     ax.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
                 else:
                     ax.plot(c["t"], c["empirical"], color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
-                b = curves[(curves["run"] == r.run) & (curves["quantity"] == f"bound/{bound}")]
+                b = curves[(curves["run"] == r.run) & (curves["quantity"] == f"{prefix}bound/{bound}")]
                 if len(b):  # each run's own bound, in its colour
                     ax.plot(b["t"], b["empirical"], color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
                 elif r.applicable:
@@ -132,6 +133,40 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     return fig
 
 
+def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
+    """The measured quantity against ``x`` (T or m) on log-log axes: the mean over seeds with its 95 %
+    t band, and the bound (mean over seeds) as a dashed line, one colour per other swept setting."""
+    from scipy import stats
+
+    rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
+    first = rows.iloc[0]
+    hue = next((c for c in _varying(rows) if c not in (x, "seed")), None)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.0, 4.4))
+        groups = list(rows.groupby(hue, sort=True)) if hue else [(None, rows)]
+        cmap = plt.get_cmap("viridis", max(len(groups), 2))
+        for i, (h, sel) in enumerate(groups):
+            agg = sel.groupby(x).agg(mean=("empirical", "mean"), sd=("empirical", "std"), n=("empirical", "size"),
+                                     bound=("theoretical", "mean")).reset_index()
+            half = agg["sd"].fillna(0) * stats.t.ppf(0.975, np.maximum(agg["n"] - 1, 1)) / np.sqrt(agg["n"])
+            label = _fmt(hue, h) if hue else "measured"
+            ax.plot(agg[x], agg["mean"], marker="o", ms=4, color=cmap(i), label=f"{label}: mean over seeds")
+            ax.fill_between(agg[x], agg["mean"] - half, agg["mean"] + half, color=cmap(i), alpha=0.2, lw=0)
+            ax.plot(agg[x], agg["bound"], ls="--", color=cmap(i), lw=1.2, label=f"{label}: bound")
+        positive = bool((rows["empirical"] > 0).all())
+        ax.set(xscale="log", xlabel=x, ylabel=f"{first['quantity']} (mean over seeds, 95 % band)")
+        if positive:
+            ax.set_yscale("log")
+        else:  # the excess can be negative (||w_bar|| may exceed B): symmetric log axis
+            ax.set_yscale("symlog", linthresh=float(rows["theoretical"].min()) / 10)
+        seeds = int(rows.groupby(["setting"]).size().max())
+        ax.set_title(f"{first['learner']}: {first['quantity']} against {x}, with the {first['title']} bound "
+                     f"({first['guarantee']})\n{first['formula']}  ({seeds} seeds per point)", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+        fig.tight_layout()
+    return fig
+
+
 def save(fig: plt.Figure, directory: Path, stem: str) -> list[Path]:
     """Write ``fig`` as PNG and SVG; return the paths."""
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
@@ -148,4 +183,9 @@ def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path) ->
     for bound in table.loc[table["applicable"].astype(bool), "bound"].unique():
         paths += save(measured_vs_bound(table, bound), directory, f"{bound}_measured_vs_bound")
         paths += save(curves_vs_bound(table, curves, bound), directory, f"{bound}_curves")
+        rows = table[table["bound"] == bound]
+        for x in ("T", "m"):
+            if x in rows and rows[x].nunique() > 1 and rows["guarantee"].iloc[0] == "E":
+                paths += save(rate_vs_bound(table, bound, x), directory, f"{bound}_rate_vs_{x}")
+                break
     return paths

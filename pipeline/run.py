@@ -12,6 +12,7 @@ from pipeline.comparators import comparator_margins
 from pipeline.config import Job
 from pipeline.data import Dataset
 from pipeline.data.certify import content_hash
+from pipeline.params import UserError
 
 
 @dataclass
@@ -41,6 +42,10 @@ def prepare(job: Job) -> Dataset:
     """The job's data, checked against its learner: raises :class:`pipeline.params.UserError` before
     anything is run or written if the learner cannot take them (e.g. a batch larger than the sample)."""
     ds = job.dataset.generate(np.random.default_rng(_seeds(job)[0]))
+    multiclass = getattr(job.learner, "multiclass", False)
+    if hasattr(ds, "k") and not multiclass:
+        raise UserError(f"algorithm={job.learner.name} is a binary learner and dataset {ds.name} has {ds.k} classes; "
+                        "use algorithm=multiclass_sgd, multiclass_svm, ova or multiclass_pegasos")
     job.learner.check_data(ds)
     return ds
 
@@ -58,18 +63,26 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
         stats["comparators"] = comparator_margins(ds.X, ds.y, ds.directions)
 
     ident = {"run": job.key(), "setting": job.key(seeded=False), "experiment": job.experiment, "learner": learner.name, "dataset": ds.name}
-    context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable")}
+    context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable") if k in stats}
     context |= {k: v for k, v in outcome.stats.items() if isinstance(v, (int, float, str, bool)) and k not in context}
     context["data_hash"] = content_hash(ds.X, ds.y)
-    rows = [ident | b.evaluate(stats, outcome.quantities) | context for b in bounds]
+    rows, curves = [], {}
+    parts = outcome.parts.items() if outcome.parts else [("", outcome)]
+    for part, out in parts:  # one-vs-all: every binary problem is judged on its own
+        part_stats = stats | out.stats
+        label = {"part": part} if part else {}
+        rows += [ident | b.evaluate(part_stats, out.quantities) | context | label for b in bounds]
+        prefix = f"{part}/" if part else ""
+        curves |= {f"{prefix}{q}": v for q, v in out.curves.items()}
+        for b in bounds:  # anytime bounds as curves beside the measured ones (plots never recompute a bound)
+            if b.quantity in out.curves:
+                t = out.curves[b.quantity][0]
+                values = b.curve_of(part_stats, t)
+                if values is not None:
+                    curves[f"{prefix}bound/{b.name}"] = (t, values)
+    if outcome.parts:
+        curves |= outcome.curves
     table = pd.DataFrame(rows)
-    curves = dict(outcome.curves)
-    for b in bounds:  # anytime bounds as curves beside the measured ones (plots never recompute a bound)
-        if b.quantity in outcome.curves:
-            t = outcome.curves[b.quantity][0]
-            values = b.curve_of(stats, t)
-            if values is not None:
-                curves[f"bound/{b.name}"] = (t, values)
     curve = pd.concat(
         [pd.DataFrame({"run": job.key(), "quantity": q, "t": t, "empirical": v}) for q, (t, v) in curves.items()],
         ignore_index=True,

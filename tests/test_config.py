@@ -16,7 +16,7 @@ from pipeline.run import run
 from pipeline.schemas import register
 
 GROUPS = {g: sorted(p.stem for p in (CONF_DIR / g).glob("*.yaml")) for g in ("algorithm", "dataset", "experiment")}
-TINY = ["n=50", "d=3"]
+TINY = ["n=50", "d=3", "T=500"]
 
 
 def compose_job(overrides: list[str]):  # noqa: ANN201
@@ -27,7 +27,11 @@ def compose_job(overrides: list[str]):  # noqa: ANN201
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g, opts in GROUPS.items() for o in opts])
 def test_every_option_composes_and_runs(group: str, option: str, svm_file: Path) -> None:
-    extra = {"file": [f"dataset.path={svm_file}"], "sparse_margin": ["dataset.d=500"]}.get(option, [])
+    extra = {"file": [f"dataset.path={svm_file}"], "sparse_margin": ["dataset.d=500"],
+             "multiclass_margin": ["algorithm=multiclass_sgd", "dataset.n_test=1000"],
+             "multiclass_bundled": ["algorithm=multiclass_sgd"]}.get(option, [])
+    if group == "algorithm" and (option.startswith("multiclass") or option == "ova"):
+        extra = ["dataset.n_test=1000"]
     result = run(build(compose_job([f"{group}={option}", *TINY, *extra])))
     assert len(result.table) >= 1 and result.table["applicable"].any()
     assert result.table.loc[result.table["guarantee"] == "D", "holds"].all()
@@ -89,6 +93,13 @@ BAD = [
     (["algorithm=kernel_pegasos", "n=9000"], "n=9000"),
     (["algorithm=kernel_pegasos", "lam=0"], "lam=0"),
     (["algorithm=kernel_pegasos", "algorithm.sigma=0"], "algorithm.sigma=0"),
+    (["algorithm=multiclass_sgd", "B=0"], "B=0"),
+    (["algorithm=multiclass_sgd", "B=-1"], "B=-1"),
+    (["algorithm=multiclass_sgd", "T=0"], "T=0"),
+    (["algorithm=multiclass_sgd", "k=1"], "k=1"),
+    (["algorithm=multiclass_svm", "B=0"], "B=0"),
+    (["algorithm=ova", "lam=0"], "lam=0"),
+    (["algorithm=multiclass_pegasos", "algorithm.sampling=class_balanced"], "algorithm.sampling='class_balanced'"),
 ]
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from pipeline.bounds.base import Bound, Stats
 from pipeline.bounds.finite import FINITE_BOUNDS
+from pipeline.bounds.multiclass import MULTICLASS_BOUNDS
 from pipeline.bounds.pegasos import PEGASOS_BOUNDS, pegasos_bounds
 from pipeline.bounds.perceptron import FREUND_SCHAPIRE, HINGE, NOVIKOFF, PERCEPTRON_BOUNDS
 
-BOUNDS: tuple[Bound, ...] = (*PERCEPTRON_BOUNDS, *PEGASOS_BOUNDS, *pegasos_bounds("kernel_pegasos", "kernel_"), *FINITE_BOUNDS)
+BOUNDS: tuple[Bound, ...] = (*PERCEPTRON_BOUNDS, *PEGASOS_BOUNDS, *pegasos_bounds("kernel_pegasos", "kernel_"), *FINITE_BOUNDS,
+                           *MULTICLASS_BOUNDS)
 
 
 def bounds_for(learner: str) -> tuple[Bound, ...]:

@@ -18,12 +18,15 @@ class Outcome:
     curves : quantity -> (steps t, 1-based, increasing; the quantity after step t), for plots and MLflow.
     trace : per-step arrays of the run, saved as ``trace.npz`` (e.g. ``mistake``: 1 where step t erred).
     stats : statistics the bounds read beyond the data's certified ones; always ``T`` (steps made).
+    parts : sub-runs judged separately (one-vs-all's binary problems): the learner's bounds are
+        evaluated on each part, one row per part and bound, named in the ``part`` column.
     """
 
     quantities: dict[str, float]
     curves: dict[str, tuple[np.ndarray, np.ndarray]]
     trace: dict[str, np.ndarray]
     stats: dict[str, Any] = field(default_factory=dict)
+    parts: dict[str, Outcome] = field(default_factory=dict)
 
 
 class Learner:

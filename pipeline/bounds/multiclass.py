@@ -1,0 +1,90 @@
+"""Multiclass guarantees with the generalized hinge loss (UML section 17.2, [S3]; BOUNDS.md 7 and 8):
+the per-run regret of UML Lemma 14.1 (D) and the excess-risk bounds of Cor. 17.2 (SGD) and Cor. 17.1
+(the multiclass SVM) (E). Multiclass Pegasos and one-vs-all reuse the Pegasos bounds of section 4.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pipeline.bounds.base import _U, Bound, Stats
+from pipeline.bounds.pegasos import pegasos_bounds
+
+_UP = 1.0 + 32.0 * _U  # rounding of a few products and a square root, upwards
+
+
+def _realised(s: Stats) -> float:
+    """||u||^2 / (2 eta) + (eta / 2) sum_t ||v_t||^2 (UML Lemma 14.1, with the run's own v_t)."""
+    return (s["u_norm2"] / (2.0 * s["eta"]) + s["eta"] / 2.0 * s["vnorm2_sum"]) * _UP
+
+
+def _comparator_in_ball(s: Stats) -> str | None:
+    return None if s["u_norm2"] <= s["B"] ** 2 * _UP else f"the comparator has ||u||^2 = {s['u_norm2']:.4g} > B^2"
+
+
+LEMMA14_1 = Bound(
+    name="lemma14_1",
+    title="Lemma 14.1 regret",
+    learner="multiclass_sgd",
+    guarantee="D",
+    quantity="regret",
+    requires=("u_norm2", "eta", "vnorm2_sum", "B"),
+    reference="UML Lemma 14.1; [S3]; BOUNDS.md section 7 ((D) check)",
+    formula="sum_t [l(w_t, z_t) - l(u, z_t)] <= ||u||^2/(2 eta) + (eta/2) sum_t ||v_t||^2",
+    value=_realised,
+    applies=_comparator_in_ball,
+)
+
+LEMMA14_1_RATE = Bound(
+    name="lemma14_1_rate",
+    title="Lemma 14.1 regret, B rho sqrt(T)",
+    learner="multiclass_sgd",
+    guarantee="D",
+    quantity="regret",
+    requires=("u_norm2", "B", "rho", "T"),
+    reference="UML Lemma 14.1 and Cor. 14.12 with eta = B/(rho sqrt(T)); BOUNDS.md section 7",
+    formula="sum_t [l(w_t, z_t) - l(u, z_t)] <= B rho sqrt(T), rho = 2R",
+    value=lambda s: s["B"] * s["rho"] * math.sqrt(s["T"]) * _UP,
+    applies=_comparator_in_ball,
+)
+
+COR17_2 = Bound(
+    name="cor17_2",
+    title="Cor. 17.2 excess risk",
+    learner="multiclass_sgd",
+    guarantee="E",
+    quantity="excess",
+    requires=("B", "rho", "T"),
+    reference="UML Cor. 17.2 ([S3]); BOUNDS.md section 7",
+    formula="E L_D(w_bar) - min_(||u||<=B) L_D(u) <= B rho / sqrt(T), rho = 2R",
+    value=lambda s: s["B"] * s["rho"] / math.sqrt(s["T"]) * _UP,
+)
+
+COR17_2_SHARP = Bound(
+    name="cor17_2_sharp",
+    title="Cor. 17.2, sharper constant",
+    learner="multiclass_sgd",
+    guarantee="E",
+    quantity="excess",
+    requires=("B", "eta", "rho_sharp", "T"),
+    reference="UML Thm 14.8 / Cor. 14.12 with ||v_t|| <= rho' = sqrt(2) R; BOUNDS.md section 7",
+    formula="E L_D(w_bar) - min_(||u||<=B) L_D(u) <= B^2/(2 eta T) + eta rho'^2 / 2",
+    value=lambda s: (s["B"] ** 2 / (2.0 * s["eta"] * s["T"]) + s["eta"] * s["rho_sharp"] ** 2 / 2.0) * _UP,
+)
+
+COR17_1 = Bound(
+    name="cor17_1",
+    title="Cor. 17.1 excess risk",
+    learner="multiclass_svm",
+    guarantee="E",
+    quantity="excess",
+    requires=("B", "rho", "m"),
+    reference="UML Cor. 17.1 (via Cor. 13.8) ([S3]); BOUNDS.md section 7",
+    formula="E L_D(W) - min_(||u||<=B) L_D(u) <= sqrt(8 rho^2 B^2 / m), lam = sqrt(2 rho^2 / (B^2 m))",
+    value=lambda s: math.sqrt(8.0 * s["rho"] ** 2 * s["B"] ** 2 / s["m"]) * _UP,
+)
+
+MULTICLASS_BOUNDS: tuple[Bound, ...] = (
+    LEMMA14_1, LEMMA14_1_RATE, COR17_2, COR17_2_SHARP, COR17_1,
+    *pegasos_bounds("multiclass_pegasos", "mc_"), *pegasos_bounds("ova", "ova_"),
+)

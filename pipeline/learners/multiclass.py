@@ -1,0 +1,369 @@
+"""Multiclass learners with the generalized hinge loss (UML section 17.2, [S3]; BOUNDS.md sections 7, 8):
+SGD (Cor. 17.2), the multiclass SVM (Cor. 17.1), one-vs-all over binary Pegasos, and multiclass Pegasos
+(Crammer-Singer objective, P11 section 5 Ex. 3).
+
+Multivector feature map: Psi(x, y) puts x in block y of R^(k d), so W is a k x d matrix, <W, Psi(x, y)>
+= W_y.x and Psi(x, y') - Psi(x, y) has norm sqrt(2) ||x|| for y' != y. Delta is the 0-1 loss.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pipeline._jit import kernel
+from pipeline.learners.base import Learner, Outcome, log_grid
+from pipeline.params import Param, ParamError, UserError
+
+
+@kernel
+def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, grid, avg, loss, vnorm2, wrong):  # noqa: ANN001, ANN201
+    """Sub-gradient steps on the generalized hinge loss over the rows ``idx`` of (X, y).
+
+    At step t (1-based), with scores s_j = W_j.x: the loss-augmented label yhat = argmax_y'
+    (1[y' != y] + s_y' - s_y) (ties keep y: no update), loss[t] = lam/2 ||W||^2 + that maximum,
+    vnorm2[t] = ||Psi(x, yhat) - Psi(x, y)||^2, wrong[t] = 1 if some y' != y scores >= s_y (0-1 loss,
+    ties counted as errors). Wsum accumulates W_t before the update (the average includes W_1 = 0); at
+    the steps in ``grid`` the average Wsum/t goes to ``avg``. Update:
+      lam = 0 (SGD, [S3]):           W <- W - eta (Psi(x, yhat) - Psi(x, y))
+      lam > 0 (Pegasos, P11 5):      W <- (1 - 1/t) W - (lam t)^-1 (Psi(x, yhat) - Psi(x, y))
+    """
+    T = idx.shape[0]
+    k, d = W.shape
+    scores = np.empty(k)
+    g = 0
+    for r in range(T):
+        t = r + 1
+        i = idx[r]
+        yi = y[i]
+        norm2 = 0.0
+        for j in range(k):
+            s = 0.0
+            for c in range(d):
+                Wsum[j, c] += W[j, c]
+                s += W[j, c] * X[i, c]
+                norm2 += W[j, c] * W[j, c]
+            scores[j] = s
+        best = yi
+        value = 0.0
+        err = 0
+        for j in range(k):
+            if j != yi:
+                v = 1.0 + scores[j] - scores[yi]
+                if v > value:
+                    best = j
+                    value = v
+                if scores[j] >= scores[yi]:
+                    err = 1
+        loss[r] = 0.5 * lam * norm2 + value
+        wrong[r] = err
+        if g < grid.shape[0] and grid[g] == t:
+            for j in range(k):
+                for c in range(d):
+                    avg[g, j, c] = Wsum[j, c] / t
+            g += 1
+        step = eta
+        if lam > 0.0:
+            step = 1.0 / (lam * t)
+            shrink = 1.0 - 1.0 / t
+            for j in range(k):
+                for c in range(d):
+                    W[j, c] *= shrink
+        if best != yi:
+            xx = 0.0
+            for c in range(d):
+                xx += X[i, c] * X[i, c]
+                W[best, c] -= step * X[i, c]
+                W[yi, c] += step * X[i, c]
+            vnorm2[r] = 2.0 * xx
+        else:
+            vnorm2[r] = 0.0
+    return 0
+
+
+def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, lam: float, points: int = 40):  # noqa: ANN202
+    T = idx.shape[0]
+    d = X.shape[1]
+    grid = log_grid(T, points)
+    W, Wsum = np.zeros((k, d)), np.zeros((k, d))
+    avg = np.empty((grid.size, k, d))
+    loss, vnorm2, wrong = np.empty(T), np.empty(T), np.empty(T, dtype=np.int8)
+    multiclass_step_kernel(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(y, dtype=np.int64),
+                           idx, W, Wsum, float(eta), float(lam), grid, avg, loss, vnorm2, wrong)
+    return W, grid, avg, loss, vnorm2, wrong
+
+
+def population_comparator(dataset: object, B: float) -> dict[str, object]:
+    """min over ||U|| <= B of the population generalized hinge risk (BOUNDS.md 7, "Comparator").
+
+    Exactly 0 for the realisable generator (no noise) when B >= 1/gamma: L_D(W*/gamma) = 0. Otherwise
+    the lower estimate min_ball L_S1 on the training sample (rigorous for S1 itself; for a finite set S
+    the population is S, so it is exact) and the upper estimate L(U) on the held-out sample for the
+    solver's U; the lower one is used to declare a bound satisfied (the conservative side).
+    """
+    from pipeline.multiclass_solvers import ball_comparator, ghinge_losses
+
+    gamma = getattr(dataset, "gamma", None)
+    noise = float(getattr(getattr(dataset, "sampler", None), "noise", 0.0) or 0.0)
+    if dataset.W_star is not None and gamma and noise == 0.0 and B * gamma >= 1.0:
+        U = dataset.W_star / gamma
+        return {"lower": 0.0, "upper": 0.0, "U": U, "how": "exact: L_D(W*/gamma) = 0 with B >= 1/gamma"}
+    ball = ball_comparator(dataset.X, dataset.y, dataset.k, B)
+    upper = float(ghinge_losses(dataset.X_test, dataset.y_test, ball.U).mean())
+    return {"lower": float(ball.lower), "upper": upper, "U": ball.U,
+            "how": f"lower: min over the ball on the training sample (m = {dataset.y.size}); upper: its U held out"}
+
+
+def held_out(dataset: object, W: np.ndarray) -> dict[str, float]:
+    """Held-out generalized hinge and 0-1 risks of W with 95 % intervals (BOUNDS.md 9)."""
+    from pipeline.multiclass_solvers import clopper_pearson, ghinge_losses, mean_ci, zero_one_losses
+
+    hinge = ghinge_losses(dataset.X_test, dataset.y_test, W)
+    top = 1.0 + 2.0 * float(np.linalg.norm(W, axis=1).max()) * float(dataset.stats.R)
+    mean, lo, hi = mean_ci(hinge, lo=0.0, hi=top)
+    errors = int(zero_one_losses(dataset.X_test, dataset.y_test, W).sum())
+    e_lo, e_hi = clopper_pearson(errors, hinge.size)
+    return {"risk_hinge": mean, "risk_hinge_lo": lo, "risk_hinge_hi": hi, "risk_01": errors / hinge.size,
+            "risk_01_lo": e_lo, "risk_01_hi": e_hi, "n_test": int(hinge.size)}
+
+
+class _Multiclass(Learner):
+    """Shared checks: the data must be multiclass."""
+
+    multiclass = True
+
+    def check_data(self, dataset: object) -> None:
+        if not hasattr(dataset, "k") or not hasattr(dataset, "X_test"):
+            raise UserError(f"algorithm={self.name}: dataset {dataset.name} is binary; use dataset=multiclass_margin "
+                            "or dataset=multiclass_bundled")
+
+
+class MulticlassSGD(_Multiclass):
+    """SGD on the generalized hinge loss, exactly as in [S3] (UML section 17.2.5).
+
+    w^(1) = 0; for t = 1..T draw a fresh (x, y) ~ D, yhat in argmax_y' (Delta(y', y) + <w, Psi(x, y') -
+    Psi(x, y)>), w^(t+1) = w^(t) - eta (Psi(x, yhat) - Psi(x, y)); output w_bar = (1/T) sum_(t<=T) w^(t).
+    eta = sqrt(B^2 / (rho^2 T)) with the literal rho = 2R (||Psi|| <= rho/2).
+
+    Guarantees: UML Lemma 14.1 per run (D): for ||u|| <= B, sum_t [l(w_t, z_t) - l(u, z_t)] <=
+    ||u||^2/(2 eta) + (eta/2) sum ||v_t||^2 <= B rho sqrt(T); Cor. 17.2 (E): E L_D(w_bar) - min_(||u||<=B)
+    L_D(u) <= B rho / sqrt(T), also with the sharper rho' = sqrt(2) R (BOUNDS.md 7). Because eta
+    depends on T, a learning curve is a set of runs over T.
+
+    Parameters
+    ----------
+    B : radius of the comparator class ||u|| <= B.
+    T : steps (fresh examples).
+
+    Examples
+    --------
+    >>> from pipeline.data.multiclass import MulticlassMargin
+    >>> ds = MulticlassMargin(k=3, gamma=0.1, rho=1.0, d=5, n=200, n_test=2000).generate(np.random.default_rng(0))
+    >>> out = MulticlassSGD(B=10.0, T=2000).run(ds, np.random.default_rng(1))
+    >>> s = out.stats
+    >>> out.quantities["regret"] <= s["u_norm2"] / (2 * s["eta"]) + s["eta"] / 2 * s["vnorm2_sum"]  # Lemma 14.1
+    True
+    """
+
+    name = "multiclass_sgd"
+    params = (
+        Param("B", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
+        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps)"),
+    )
+
+    def __init__(self, *, B: float, T: int = 10_000) -> None:
+        self.B = B
+        self.T = T
+
+    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+        from pipeline.multiclass_solvers import ghinge_losses
+
+        B, T, k = float(self.B), int(self.T), int(dataset.k)
+        R = float(dataset.stats.R)
+        rho = 2.0 * R
+        eta = math.sqrt(B * B / (rho * rho * T))
+        comp = population_comparator(dataset, B)
+        X, y = dataset.draw(T, rng)
+        W, grid, avg, loss, vnorm2, wrong = _steps(X, y, np.arange(T), k, eta, 0.0)
+        self.W_, self.W_bar_ = W, avg[-1]
+        U = comp["U"]
+        u_loss = ghinge_losses(X, y, U)
+        regret = np.cumsum(loss - u_loss)
+        u2 = float(np.sum(U * U))
+        realised = u2 / (2 * eta) + eta / 2 * np.cumsum(vnorm2)
+        risks = [held_out(dataset, a)["risk_hinge"] for a in avg]
+        final = held_out(dataset, avg[-1])
+        excess = np.array(risks) - comp["lower"]
+        t = log_grid(T)
+        return Outcome(
+            quantities={"regret": float(regret[-1]), "excess": float(excess[-1]),
+                        "excess_upper_comparator": final["risk_hinge"] - comp["upper"], "risk_01": final["risk_01"]},
+            curves={"regret": (t, regret[t - 1]), "bound/lemma14_1": (t, realised[t - 1]), "excess": (grid, excess)},
+            trace={"loss": loss, "comparator_loss": u_loss, "vnorm2": vnorm2, "mistake": wrong},
+            stats={"T": T, "B": B, "R": R, "rho": rho, "rho_sharp": math.sqrt(2.0) * R, "eta": eta, "u_norm2": u2,
+                   "vnorm2_sum": float(vnorm2.sum()), "comparator_lower": comp["lower"],
+                   "comparator_upper": comp["upper"], "comparator_how": comp["how"], "k": k,
+                   "population": dataset.population, **final},
+        )
+
+
+class MulticlassSVM(_Multiclass):
+    """The multiclass SVM as regularised loss minimisation (UML Cor. 17.1, [S3]): W minimises
+    lam ||W||^2 + (1/m) sum_i l^(g-hinge)(W; x_i, y_i) (no 1/2) with lam = sqrt(2 rho^2 / (B^2 m)), solved
+    with a certified duality gap. Guarantee (E): E L_D(W) <= min_(||u||<=B) L_D(u) + sqrt(8 rho^2 B^2 / m).
+
+    Parameters
+    ----------
+    B : radius of the comparator class.
+    """
+
+    name = "multiclass_svm"
+    params = (Param("B", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),)
+
+    def __init__(self, *, B: float) -> None:
+        self.B = B
+
+    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+        from pipeline.multiclass_solvers import multiclass_svm
+
+        B, k, m = float(self.B), int(dataset.k), int(dataset.y.size)
+        R = float(dataset.stats.R)
+        rho = 2.0 * R
+        lam = math.sqrt(2.0 * rho * rho / (B * B * m))
+        cert = multiclass_svm(dataset.X, dataset.y, k, lam)
+        self.W_ = cert.W
+        comp = population_comparator(dataset, B)
+        final = held_out(dataset, cert.W)
+        excess = final["risk_hinge"] - comp["lower"]
+        return Outcome(
+            quantities={"excess": excess, "excess_upper_comparator": final["risk_hinge"] - comp["upper"],
+                        "risk_01": final["risk_01"]},
+            curves={"excess": (np.array([m]), np.array([excess]))},
+            trace={},  # no steps: one certified solve
+            stats={"T": m, "B": B, "R": R, "rho": rho, "lam_uml": lam, "svm_primal": cert.primal, "svm_dual": cert.dual,
+                   "dual_gap": cert.gap, "comparator_lower": comp["lower"], "comparator_upper": comp["upper"],
+                   "comparator_how": comp["how"], "k": k, "m": m, "population": dataset.population, **final},
+        )
+
+
+class MulticlassPegasos(_Multiclass):
+    """Multiclass Pegasos on the Crammer-Singer objective (P11 section 5 Ex. 3; [S4] 2.3; BOUNDS.md 8):
+    f(W) = lam/2 ||W||^2 + (1/m) sum_i l^(g-hinge)(W; x_i, y_i), W_(t+1) = (1 - 1/t) W_t -
+    (lam t)^-1 (Psi(x, yhat) - Psi(x, y)) over examples drawn from S. The bounds of section 4 hold with
+    c = 4 G^2, G = sqrt(2) R (||Psi(x, y') - Psi(x, y)|| <= sqrt(2) R), so c = 8 R^2; f* is the multiclass
+    SVM's (lam_UML = lam / 2), certified by its duality gap.
+
+    Parameters
+    ----------
+    lam : regularisation (Pegasos convention lam/2 ||W||^2).
+    T : steps.
+    sampling : "iid", "perm" or "inorder".
+    delta : confidence of the high-probability bound.
+    """
+
+    name = "multiclass_pegasos"
+    params = (
+        Param("lam", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
+        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps)"),
+        Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder"),
+        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)"),
+    )
+
+    def __init__(self, *, lam: float, T: int = 10_000, sampling: str = "iid", delta: float = 0.05) -> None:
+        self.lam = lam
+        self.T = T
+        self.sampling = sampling
+        self.delta = delta
+
+    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+        from pipeline.bounds.pegasos import pegasos_constant
+        from pipeline.learners.pegasos import index_stream
+        from pipeline.multiclass_solvers import ghinge_losses, multiclass_svm
+
+        lam, T, k = float(self.lam), int(self.T), int(dataset.k)
+        X, y = dataset.X, dataset.y
+        idx = index_stream(self.sampling, np.ones(y.size), T, 1, rng)[:, 0]
+        W, grid, avg, loss, vnorm2, wrong = _steps(X, y, idx, k, 0.0, lam)
+        self.W_, self.W_bar_ = W, avg[-1]
+        cert = multiclass_svm(X, y, k, lam / 2.0)  # lam_UML ||W||^2 = (lam/2) ||W||^2
+
+        def f(Wm: np.ndarray) -> float:
+            return 0.5 * lam * float(np.sum(Wm * Wm)) + float(ghinge_losses(X, y, Wm).mean())
+
+        hinge_u = ghinge_losses(X, y, cert.W)
+        f_u = 0.5 * lam * float(np.sum(cert.W * cert.W)) + hinge_u[idx]
+        regret = np.cumsum(loss - f_u) / np.arange(1, T + 1)
+        sub = np.array([f(a) for a in avg]) - cert.dual
+        sub_last = f(W) - cert.dual
+        t = log_grid(T)
+        R = float(dataset.stats.R)
+        return Outcome(
+            quantities={"regret": float(regret[-1]), "suboptimality": float(sub[-1]), "suboptimality_last": sub_last},
+            curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub)},
+            trace={"loss": loss, "comparator_loss": f_u, "mistake": wrong},
+            stats={"T": T, "lam": lam, "R": R, "c": pegasos_constant(math.sqrt(2.0) * R, lam, False),
+                   "sampling": self.sampling, "delta": float(self.delta), "f_star_lo": cert.dual,
+                   "f_star_hi": cert.primal, "dual_gap": cert.gap, "f_start": f(np.zeros_like(W)), "k": k,
+                   **held_out(dataset, avg[-1])},
+        )
+
+
+class OneVsAll(_Multiclass):
+    """One-vs-all ([S4] 2.3; BOUNDS.md 8): k binary Pegasos models, class j against the rest, each on the
+    class-weighted objective with class-balanced sampling (every subproblem is 1 : (k-1) imbalanced,
+    BOUNDS.md 6); predict argmax_j w_j.x. Only the per-subproblem bounds of section 4 apply: one row per
+    class and bound, the class in the ``comparator`` column.
+
+    Parameters
+    ----------
+    lam, T : of each binary Pegasos run.
+    """
+
+    name = "ova"
+    params = (
+        Param("lam", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
+        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps of each binary run)"),
+    )
+
+    def __init__(self, *, lam: float, T: int = 10_000) -> None:
+        self.lam = lam
+        self.T = T
+
+    def check_data(self, dataset: object) -> None:
+        super().check_data(dataset)
+        for j in range(dataset.k):
+            if not np.any(dataset.y == j):
+                raise UserError(f"algorithm=ova: class {j} has no training example (n = {dataset.y.size})")
+
+    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+        from pipeline.data.certify import Stats
+        from pipeline.data.dataset import Dataset
+        from pipeline.learners.pegasos import Pegasos
+        from pipeline.multiclass_solvers import clopper_pearson, zero_one_losses
+
+        k = int(dataset.k)
+        R = float(dataset.stats.R)
+        stats = Stats(m=int(dataset.y.size), d=int(dataset.X.shape[1]), R=R, gamma_lo=math.nan, gamma_hi=math.nan,
+                      separable=False, gap=math.nan)
+        W = np.zeros((k, dataset.X.shape[1]))
+        per_class, traces = {}, {}
+        for j, child in enumerate(rng.spawn(k)):
+            binary = Dataset(f"{dataset.name} class {j} vs rest", dataset.X, np.where(dataset.y == j, 1.0, -1.0), stats)
+            learner = Pegasos(lam=self.lam, T=self.T, objective="balanced", sampling="class_balanced")
+            out = learner.run(binary, child)
+            W[j] = learner.w_bar_
+            per_class[j] = out
+            traces[f"active_{j}"] = out.trace["active"]
+        self.W_ = W
+        errors = int(zero_one_losses(dataset.X_test, dataset.y_test, W).sum())
+        lo, hi = clopper_pearson(errors, dataset.y_test.size)
+        first = per_class[0]
+        return Outcome(
+            quantities={},
+            parts={f"class {j}": out for j, out in per_class.items()},
+            curves={},
+            trace=traces,
+            stats={"T": int(self.T), "k": k, "R": R, "risk_01": errors / dataset.y_test.size, "risk_01_lo": lo,
+                   "risk_01_hi": hi, "lam": float(self.lam), "c": first.stats["c"]},
+        )

@@ -1,0 +1,141 @@
+"""Multiclass learners: the kernel against its reference, Lemma 14.1 in every generated run (D), the
+excess-risk bounds in the mean over seeds (E), and k = 2 against the binary machinery."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline.bounds import bounds_for
+from pipeline.bounds.multiclass import COR17_1, COR17_2, COR17_2_SHARP, LEMMA14_1, LEMMA14_1_RATE
+from pipeline.data.multiclass import MulticlassMargin, largest_margin
+from pipeline.learners import MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos
+from pipeline.learners.base import log_grid
+from pipeline.learners.multiclass import multiclass_step_kernel, population_comparator
+
+
+def _data(seed: int, k: int = 3, d: int = 5, gamma: float = 0.1, noise: float = 0.0, n: int = 200,
+          n_test: int = 2000):  # noqa: ANN202
+    return MulticlassMargin(k=k, gamma=gamma, rho=1.0, d=d, n=n, n_test=n_test, noise=noise).generate(
+        np.random.default_rng(seed))
+
+
+def _evaluate(ds, out, bound):  # noqa: ANN001, ANN202
+    return bound.evaluate(ds.stats.as_dict() | out.stats, out.quantities)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.1])
+def test_step_kernel_matches_reference(lam: float) -> None:
+    ds = _data(0)
+    T = 300
+    idx = np.random.default_rng(1).integers(0, ds.y.size, T)
+    grid = log_grid(T, 8)
+    outs = []
+    for fn in (multiclass_step_kernel, multiclass_step_kernel.py):
+        arrays = [np.zeros((3, 5)), np.zeros((3, 5)), 0.05, lam, grid, np.empty((grid.size, 3, 5)), np.empty(T),
+                  np.empty(T), np.empty(T, dtype=np.int8)]
+        fn(ds.X, ds.y, idx, *arrays)
+        outs.append(arrays)
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_realisable_comparator_is_exactly_zero() -> None:
+    from pipeline.multiclass_solvers import ghinge_losses
+
+    ds = _data(2, gamma=0.05)
+    comp = population_comparator(ds, B=20.0)
+    assert comp["lower"] == 0.0 and comp["upper"] == 0.0
+    assert ghinge_losses(ds.X_test, ds.y_test, ds.W_star / ds.gamma).max() == 0.0
+    assert ds.stats.margin >= ds.gamma
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(2, 5),
+    d=st.integers(2, 6),
+    gamma=st.sampled_from([0.02, 0.05, 0.15]),  # fractions of the largest margin the generator allows
+    noise=st.sampled_from([0.0, 0.0, 0.1]),
+    B=st.sampled_from([0.5, 3.0, 20.0]),
+    T=st.integers(1, 500),
+)
+def test_lemma14_1_holds_in_every_run(seed, k, d, gamma, noise, B, T) -> None:  # noqa: ANN001
+    ds = _data(seed % 1000, k=k, d=d, gamma=gamma * largest_margin(k, d, 1.0), noise=noise, n=60, n_test=1000)
+    out = MulticlassSGD(B=B, T=T).run(ds, np.random.default_rng(seed))
+    for bound in (LEMMA14_1, LEMMA14_1_RATE):
+        row = _evaluate(ds, out, bound)
+        assert row["applicable"] and row["holds"], row
+    t, regret = out.curves["regret"]
+    assert np.all(regret <= out.curves["bound/lemma14_1"][1] * (1 + 1e-12))  # every prefix
+
+
+def test_sgd_excess_risk_is_below_the_bound_in_the_mean_over_seeds() -> None:
+    ds = _data(3, k=4, d=6, gamma=0.1, n=200, n_test=20_000)
+    B, T = 10.0, 3000
+    rows = {b.name: [] for b in (COR17_2, COR17_2_SHARP)}
+    for seed in range(10):
+        out = MulticlassSGD(B=B, T=T).run(ds, np.random.default_rng(seed))
+        for b in (COR17_2, COR17_2_SHARP):
+            rows[b.name].append(_evaluate(ds, out, b))
+    for name, rs in rows.items():
+        values = np.array([r["empirical"] for r in rs])
+        half = 2.262 * values.std(ddof=1) / math.sqrt(values.size)
+        assert values.mean() + half <= rs[0]["theoretical"], (name, values.mean(), half, rs[0]["theoretical"])
+    assert rows["cor17_2_sharp"][0]["theoretical"] < rows["cor17_2"][0]["theoretical"]
+
+
+def test_multiclass_svm_is_certified_and_below_its_bound() -> None:
+    ds = _data(4, k=3, d=4, gamma=0.1, n=300, n_test=5000)
+    out = MulticlassSVM(B=10.0).run(ds, np.random.default_rng(0))
+    assert out.stats["dual_gap"] <= 1e-6
+    row = _evaluate(ds, out, COR17_1)
+    assert row["applicable"] and row["empirical"] <= row["theoretical"]
+
+
+def test_multiclass_pegasos_with_two_classes_is_binary_pegasos() -> None:
+    """k = 2: W_0 = -W_1 throughout, w = W_1 - W_0 follows binary Pegasos with lam/2 on the same stream,
+    and both certified optima coincide (BOUNDS.md 8)."""
+    from pipeline.data.certify import Stats
+    from pipeline.data.dataset import Dataset
+
+    ds = _data(5, k=2, d=4, noise=0.1, n=150)
+    lam, T = 0.02, 2000
+    mc = MulticlassPegasos(lam=lam, T=T)
+    out_mc = mc.run(ds, np.random.default_rng(9))
+    binary = Dataset("binary", ds.X, 2.0 * ds.y - 1.0, Stats(m=150, d=4, R=ds.stats.R, gamma_lo=math.nan,
+                                                              gamma_hi=math.nan, separable=False, gap=math.nan))
+    pg = Pegasos(lam=lam / 2, T=T)
+    out_bin = pg.run(binary, np.random.default_rng(9))
+    np.testing.assert_array_equal(mc.W_[0], -mc.W_[1])
+    np.testing.assert_allclose(mc.W_[1] - mc.W_[0], pg.w_, rtol=0, atol=1e-10 * max(1.0, np.abs(pg.w_).max()))
+    np.testing.assert_allclose(mc.W_bar_[1] - mc.W_bar_[0], pg.w_bar_, rtol=0, atol=1e-10 * max(1.0, np.abs(pg.w_).max()))
+    assert out_mc.stats["f_star_lo"] == pytest.approx(out_bin.stats["f_star_lo"], abs=1e-6)
+    assert out_mc.quantities["suboptimality"] == pytest.approx(out_bin.quantities["suboptimality"], abs=1e-6)
+    for bound in bounds_for("multiclass_pegasos"):
+        row = _evaluate(ds, out_mc, bound)
+        assert row["holds"] is not False or bound.guarantee != "D", row
+
+
+def test_one_vs_all_judges_every_subproblem() -> None:
+    from pipeline.config import Job
+    from pipeline.run import run
+
+    class _Spec:  # the dataset generator the run loop calls
+        name = "multiclass_margin"
+
+        def get_params(self) -> dict:
+            return {"k": 3}
+
+        def generate(self, rng: np.random.Generator):  # noqa: ANN202
+            return _data(6, k=3, n=200)
+
+    job = Job(experiment="t", seed=0, lam=0.01, learner=OneVsAll(lam=0.01, T=1000), dataset=_Spec())
+    table = run(job).table
+    assert set(table["part"]) == {"class 0", "class 1", "class 2"}
+    regret = table[table["bound"] == "ova_regret"]
+    assert len(regret) == 3 and regret["holds"].all()
