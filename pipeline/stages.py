@@ -122,21 +122,28 @@ def job(cfg: DictConfig) -> None:
     except KeyboardInterrupt as e:
         tracker.fail(e)
         raise
-    if not multirun and "dual_gap" in result.table:
+    if not multirun and {"dual_gap", "f_star_lo"} <= set(result.table):
         first = result.table.iloc[0]
         log.info("comparator: f* in [%.10g, %.10g] (certified duality gap %.2g)", first["f_star_lo"], first["f_star_hi"],
                  first["dual_gap"])
     if not multirun:
         st = result.dataset.stats
-        log.info("data %s: m=%d d=%d R=%.6g gamma* in [%.6g, %.6g] (relative gap %.1e), separable=%s, hash %s",
-                 result.dataset.name, st.m, st.d, st.R, st.gamma_lo, st.gamma_hi, st.gap, st.separable,
-                 result.table["data_hash"].iloc[0])
+        if hasattr(st, "gamma_lo"):
+            log.info("data %s: m=%d d=%d R=%.6g gamma* in [%.6g, %.6g] (relative gap %.1e), separable=%s, hash %s",
+                     result.dataset.name, st.m, st.d, st.R, st.gamma_lo, st.gamma_hi, st.gap, st.separable,
+                     result.table["data_hash"].iloc[0])
+        else:
+            log.info("data %s: %s, hash %s", result.dataset.name,
+                     " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in st.as_dict().items()),
+                     result.table["data_hash"].iloc[0])
     for row in result.table.itertuples():
+        part = getattr(row, "part", None)
+        name_ = f"{name} [{part}]" if isinstance(part, str) and part else name
         if not row.applicable:
-            log.info("%s%s: %s %g; %s not applicable: %s", step, name, row.quantity, row.empirical, row.bound, row.reason)
+            log.info("%s%s: %s %g; %s not applicable: %s", step, name_, row.quantity, row.empirical, row.bound, row.reason)
             continue
         verdict = ("holds" if row.holds else "VIOLATED") if row.guarantee == "D" else f"{row.guarantee}: judged over seeds"
-        log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)%s", step, name, row.quantity, row.empirical, row.bound,
+        log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)%s", step, name_, row.quantity, row.empirical, row.bound,
                  row.theoretical, verdict, row.ratio, f"; {row.reason}" if row.reason else "")
 
 

@@ -139,3 +139,40 @@ def test_one_vs_all_judges_every_subproblem() -> None:
     assert set(table["part"]) == {"class 0", "class 1", "class 2"}
     regret = table[table["bound"] == "ova_regret"]
     assert len(regret) == 3 and regret["holds"].all()
+
+
+@pytest.mark.parametrize(("rows", "k", "says"), [
+    ("1,2,0\n3,4,1\n5,6,3\n", 3, "label 3 at row 2 is outside 0..2"),
+    ("1,2,0\n3,4,1\n5,6,1\n", 3, "class 2 of 0..2 has no examples"),
+    ("1,2,0.5\n3,4,1\n", 2, "label 0.5 is not an integer"),
+])
+def test_bad_multiclass_files_are_one_line(tmp_path, capsys, rows: str, k: int, says: str) -> None:  # noqa: ANN001
+    from pipeline.cli import preflight
+    from pipeline.schemas import register
+
+    path = tmp_path / "labels.csv"
+    path.write_text(rows)
+    register()
+    with pytest.raises(SystemExit) as exit_:
+        preflight(["algorithm=multiclass_sgd", "dataset=multiclass_file", f"dataset.path={path}", f"k={k}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and says in err and "dataset.path=" in err, err
+
+
+def test_binary_learner_on_multiclass_data_is_refused() -> None:
+    from pipeline.config import Job
+    from pipeline.learners import Perceptron
+    from pipeline.params import UserError
+    from pipeline.run import prepare
+
+    class _Spec:
+        name = "multiclass_margin"
+
+        def get_params(self) -> dict:
+            return {}
+
+        def generate(self, rng: np.random.Generator):  # noqa: ANN202
+            return _data(0)
+
+    with pytest.raises(UserError, match="binary learner"):
+        prepare(Job(experiment="t", seed=0, lam=0.01, learner=Perceptron(), dataset=_Spec()))

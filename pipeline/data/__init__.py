@@ -15,3 +15,7 @@ DATASETS = {cls.name: cls for cls in (MarginBinary, SparseMargin, Shells, Bundle
 __all__ = ["DATASETS", "Bundled", "Dataset", "File", "MarginBinary", "MulticlassBundled", "MulticlassDataset",
            "MulticlassMargin", "MulticlassStats", "Shells", "SparseMargin", "Stats", "certify", "check_labels", "margin_lower",
            "margin_upper", "radius"]
+
+from pipeline.data.multiclass_file import MulticlassFile  # noqa: E402
+
+DATASETS[MulticlassFile.name] = MulticlassFile

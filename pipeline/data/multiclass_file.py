@@ -1,0 +1,67 @@
+"""A user's multiclass file (BOUNDS.md sections 7 and 9): the loaders of :class:`pipeline.data.real.File`,
+labels checked to be the classes 0..k-1, each present."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pipeline.data.certify import radius
+from pipeline.data.multiclass import MulticlassDataset, MulticlassStats, check_labels
+from pipeline.data.real import FORMATS, File, preprocess
+from pipeline.params import DataError, Param, UserError, check_params, get_params
+
+
+class MulticlassFile:
+    """A multiclass sample from a file: svmlight, CSV or NPZ as for ``dataset=file``; labels must be the
+    integers 0..k-1, every class present. Its population is the sample itself (risks are exact L_S;
+    fresh examples are drawn from it with replacement).
+
+    Parameters
+    ----------
+    path, format, d, label_column : as for :class:`pipeline.data.real.File`.
+    k : the number of classes the file must have.
+    standardize, unit_ball : preprocessing, as for the binary files.
+    """
+
+    name = "multiclass_file"
+    params = (
+        Param("path", str, lambda v: len(v) > 0, "a file path"),
+        Param("format", str, lambda v: v in FORMATS, f"one of {', '.join(FORMATS)}"),
+        Param("d", int, lambda v: v >= 1, "an integer >= 1 or null", nullable=True),
+        Param("label_column", str, lambda v: True, "a column name or null (the last column)", nullable=True),
+        Param("k", int, lambda v: v >= 2, "an integer >= 2"),
+        Param("standardize", bool, lambda v: True, "true or false"),
+        Param("unit_ball", bool, lambda v: True, "true or false"),
+    )
+
+    def __init__(self, *, path: str, k: int, format: str = "auto", d: int | None = None,
+                 label_column: str | None = None, standardize: bool = False, unit_ball: bool = False) -> None:
+        self.path, self.k, self.format, self.d, self.label_column = path, k, format, d, label_column
+        self.standardize, self.unit_ball = standardize, unit_ball
+
+    def get_params(self) -> dict[str, object]:
+        return get_params(self)
+
+    def _read(self) -> tuple[np.ndarray, np.ndarray]:
+        X, labels = File(path=self.path, format=self.format, d=self.d, label_column=self.label_column).read()
+        try:
+            y = check_labels(labels, int(self.k), f"dataset.path={self.path!r}")
+        except UserError as e:  # name the file and the key that sets k
+            raise DataError(self.path, f"{str(e).split(': ', 1)[1]} (set k to the file's number of classes)") from None
+        X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
+        return X, y
+
+    def check(self) -> None:
+        """Validate the parameters and read the file (cached): a bad file fails here, before work."""
+        check_params(self)
+        self._read()
+
+    def generate(self, rng: np.random.Generator) -> MulticlassDataset:
+        check_params(self)
+        X, y = self._read()
+        X = np.ascontiguousarray(preprocess(X, self.standardize, self.unit_ball, 0.0), dtype=np.float64)
+        stats = MulticlassStats(m=int(X.shape[0]), d=int(X.shape[1]), k=int(self.k), R=radius(X), margin=math.nan,
+                                acceptance=math.nan)
+        return MulticlassDataset(self.name, X, y, int(self.k), stats, X, y, "S", None, None)
