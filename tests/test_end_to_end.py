@@ -180,3 +180,20 @@ def test_every_binary_learner_in_one_sweep(tmp_path: Path, boundlab) -> None:  #
         if r.data.params["algorithm.name"] in ("pegasos", "kernel_pegasos"):
             assert r.data.metrics["dual_gap"] <= 1e-9
             assert "regret/ratio" in r.data.metrics or "kernel_regret/ratio" in r.data.metrics
+
+
+def test_multiclass_learning_curve_sweep(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    """Issue 4's sweep at a small size: a learning curve over T, the excess below B rho / sqrt(T) in the
+    mean over seeds, Lemma 14.1 in every run, and the rate figure."""
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    sweep = tmp_path / "sweep"
+    proc = boundlab("-m", "algorithm=multiclass_sgd", "T=300,3000", "seed=0,1,2", "d=5", "k=3", "dataset.n_test=5000",
+                    "name=mc", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads((sweep / "metrics.json").read_text())
+    assert metrics["lemma14_1"]["violations"] == 0 and metrics["lemma14_1"]["applicable"] == 6
+    assert metrics["cor17_2"]["settings"] == 2 and metrics["cor17_2"]["settings_above_bound"] == 0
+    assert metrics["cor17_2"]["mean_ratio"] < 1
+    assert (sweep / "cor17_2_rate_vs_T.png").exists() and (sweep / "cor17_2_rate_vs_T.svg").exists()
+    table = pd.read_parquet(sweep / "results.parquet")
+    assert (table["comparator_lower"] == 0).all() and (table["risk_01_hi"] >= table["risk_01"]).all()
