@@ -110,9 +110,13 @@ def population_comparator(dataset: object, B: float) -> dict[str, object]:
         U = dataset.W_star / gamma
         return {"lower": 0.0, "upper": 0.0, "U": U, "how": "exact: L_D(W*/gamma) = 0 with B >= 1/gamma"}
     ball = ball_comparator(dataset.X, dataset.y, dataset.k, B)
-    upper = float(ghinge_losses(dataset.X_test, dataset.y_test, ball.U).mean())
-    return {"lower": float(ball.lower), "upper": upper, "U": ball.U,
-            "how": f"lower: min over the ball on the training sample (m = {dataset.y.size}); upper: its U held out"}
+    candidates = {"U_hat": ball.U}
+    if dataset.W_star is not None and gamma:  # W*/gamma, scaled into the ball
+        candidates["W*/gamma"] = dataset.W_star / gamma * min(1.0, B * gamma)
+    held = {name: float(ghinge_losses(dataset.X_test, dataset.y_test, U).mean()) for name, U in candidates.items()}
+    best = min(held, key=held.get)
+    return {"lower": float(ball.lower), "upper": held[best], "U": ball.U,
+            "how": f"lower: min over the ball on the training sample (m = {dataset.y.size}); upper: {best} held out"}
 
 
 def held_out(dataset: object, W: np.ndarray) -> dict[str, float]:
