@@ -53,7 +53,8 @@ def _expectation(rows: Any) -> dict[str, Any]:
     from scipy import stats
 
     worst, failing, settings = None, 0, 0
-    for _, sel in rows.groupby("setting", sort=True):
+    keys = ["setting", "part"] if "part" in rows and rows["part"].notna().any() else ["setting"]
+    for _, sel in rows.groupby(keys, sort=True, dropna=False):
         n = len(sel)
         mean, bound = float(sel["empirical"].mean()), float(sel["theoretical"].mean())
         half = float(stats.t.ppf(0.975, n - 1) * sel["empirical"].std(ddof=1) / n**0.5) if n > 1 else None

@@ -78,7 +78,16 @@ def plan_of(argv: Sequence[str]) -> Plan:
     if not args.multirun:
         return Plan(False, list(args.overrides), [list(args.overrides)])
     fixed = [o.input_line for o in overrides if not o.is_sweep_override()]
-    base = hydra.compose("config", overrides=fixed, return_hydra_config=True)
+    try:
+        base = hydra.compose("config", overrides=fixed, return_hydra_config=True)
+    except Exception as e:  # Hydra composes a sweep's fixed overrides before choosing the swept options
+        from pipeline.params import UserError
+
+        swept = [o.key_or_group for o in overrides if o.is_sweep_override()]
+        if swept:
+            raise UserError(f"{explain(e)} (in a sweep over {', '.join(swept)}, the fixed keys must exist without the "
+                            "swept options: name the group option on the command line, e.g. dataset=multiclass_margin)") from None
+        raise
     params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
     jobs = BasicSweeper.split_arguments(parser.parse_overrides(params + list(args.overrides)), None)
     return Plan(True, list(args.overrides), [job for batch in jobs for job in batch])
@@ -95,6 +104,8 @@ def preflight(argv: Sequence[str]) -> Plan:
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         try:
             plan = plan_of(argv)
+        except UserError as e:
+            _fail(str(e))
         except (HydraException, OmegaConfBaseException) as e:
             _fail(explain(e))
         for job in plan.jobs:

@@ -71,6 +71,8 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
     for part, out in parts:  # one-vs-all: every binary problem is judged on its own
         part_stats = stats | out.stats
         label = {"part": part} if part else {}
+        if part:  # the part's own statistics (its comparator, constants) as columns of its rows
+            label |= {k: v for k, v in out.stats.items() if isinstance(v, (int, float, str, bool))}
         rows += [ident | b.evaluate(part_stats, out.quantities) | context | label for b in bounds]
         prefix = f"{part}/" if part else ""
         curves |= {f"{prefix}{q}": v for q, v in out.curves.items()}

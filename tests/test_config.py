@@ -26,8 +26,11 @@ def compose_job(overrides: list[str]):  # noqa: ANN201
 
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g, opts in GROUPS.items() for o in opts])
-def test_every_option_composes_and_runs(group: str, option: str, svm_file: Path) -> None:
+def test_every_option_composes_and_runs(group: str, option: str, svm_file: Path, tmp_path: Path) -> None:
+    labels = tmp_path / "three.csv"
+    labels.write_text("".join(f"{i % 7},{(i * 3) % 5},{i % 3}\n" for i in range(30)))
     extra = {"file": [f"dataset.path={svm_file}"], "sparse_margin": ["dataset.d=500"],
+             "multiclass_file": ["algorithm=multiclass_sgd", f"dataset.path={labels}", "k=3"],
              "multiclass_margin": ["algorithm=multiclass_sgd", "dataset.n_test=1000"],
              "multiclass_bundled": ["algorithm=multiclass_sgd"]}.get(option, [])
     if group == "algorithm" and (option.startswith("multiclass") or option == "ova"):
