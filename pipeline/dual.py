@@ -53,12 +53,8 @@ from pipeline.params import ParamError
 
 sparse = LazyModule("scipy.sparse")
 
-_U = 2.0**-53  # unit roundoff of float64
-
-
-def _gamma(n: int) -> float:
-    """Higham's gamma_n = n u / (1 - n u), doubled to cover the evaluation of the error term itself."""
-    return 2.0 * n * _U / (1.0 - n * _U)
+from pipeline._rounding import U as _U  # noqa: E402
+from pipeline._rounding import gamma as _gamma  # noqa: E402
 
 
 @dataclass(frozen=True)

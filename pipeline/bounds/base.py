@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-_U = 2.0**-53  # unit roundoff of float64
+from pipeline._rounding import U as _U
 
 Stats = Mapping[str, Any]
 

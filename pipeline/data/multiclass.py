@@ -28,12 +28,8 @@ from pipeline.data.certify import radius
 from pipeline.data.real import PREPROCESS, preprocess
 from pipeline.params import Param, ParamError, UserError, check_params, get_params
 
-_U = 2.0**-53  # unit roundoff of float64
-
-
-def _gamma(d: int) -> float:
-    """Higham's gamma_d = d u / (1 - d u), doubled to cover the evaluation of the error term itself."""
-    return 2.0 * d * _U / (1.0 - d * _U)
+from pipeline._rounding import U as _U  # noqa: E402
+from pipeline._rounding import gamma as _gamma  # noqa: E402
 
 
 @dataclass(frozen=True)
