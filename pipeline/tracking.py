@@ -213,9 +213,11 @@ class JobRun:
         """Log params, the bound comparison (empirical, theoretical, ratio per bound), curves, artifacts."""
         metrics: list[tuple[str, float, int]] = []
         for row in table.itertuples():
-            metrics += [(f"{row.bound}/empirical", row.empirical, 0)]
+            part = getattr(row, "part", None)
+            key = f"{row.bound}/{part}" if isinstance(part, str) and part else row.bound  # one-vs-all: per class
+            metrics += [(f"{key}/empirical", row.empirical, 0)]
             if row.applicable:
-                metrics += [(f"{row.bound}/theoretical", row.theoretical, 0), (f"{row.bound}/ratio", row.ratio, 0)]
+                metrics += [(f"{key}/theoretical", row.theoretical, 0), (f"{key}/ratio", row.ratio, 0)]
         first = table.iloc[0]
         metrics += [(k, float(first[k]), 0) for k in STAT_METRICS if k in first and first[k] is not None]
         metrics += [(q, v, t) for q, t, v in curve[["quantity", "t", "empirical"]].itertuples(index=False)]
