@@ -12,13 +12,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
-SWEPT = ("gamma", "rho", "flip", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
+SWEPT = ("gamma", "rho", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
          "passes", "tie", "pos_fraction", "source",
          "positive", "negative", "standardize", "unit_ball", "bias", "nnz", "cls", "size", "adversary", "beta", "randomized", "experts")
 SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}
 STYLE = {
     "figure.dpi": 110,
-    "savefig.dpi": 200,
+    "savefig.dpi": 150,
     "font.size": 10,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -167,6 +167,105 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
     return fig
 
 
+# Pairs of swept parameters shown as heatmaps of measured/bound, and categorical ones compared side by side.
+HEATMAP_PAIRS = (("gamma", "rho"), ("lam", "T"), ("n", "rho"))
+CATEGORICAL = ("sampling", "kernel", "objective", "learner", "adversary", "cls", "source", "tie")
+CI_LEVEL = 0.975  # two-sided 95 %
+
+
+def _mean_ci(values: pd.Series) -> tuple[float, float]:
+    """Mean over seeds and the half-width of its 95 % t interval (0 for a single value)."""
+    from scipy import stats
+
+    n = int(values.count())
+    mean = float(values.mean())
+    if n < 2:
+        return mean, 0.0
+    return mean, float(stats.t.ppf(CI_LEVEL, n - 1) * values.std(ddof=1) / np.sqrt(n))
+
+
+def ratio_heatmap(table: pd.DataFrame, bound: str, x: str, y: str) -> plt.Figure:
+    """measured / bound over the (x, y) grid: the worst run per cell for a (D) bound (it must stay <= 1),
+    the mean over seeds for (E) and (P) bounds; each cell annotated with its value."""
+    rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
+    first = rows.iloc[0]
+    worst = first["guarantee"] == "D"
+    agg = rows.groupby([y, x])["ratio"].agg("max" if worst else "mean").unstack(x).sort_index(ascending=False)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(1.1 * agg.shape[1] + 2.4, 0.75 * agg.shape[0] + 1.8))
+        vmax = max(1.0, float(np.nanmax(agg.to_numpy())))
+        im = ax.imshow(agg.to_numpy(dtype=float), cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
+        for (i, j), v in np.ndenumerate(agg.to_numpy(dtype=float)):
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=8,
+                        color="white" if v < 0.6 * vmax else "black")
+        ax.set_xticks(range(agg.shape[1]), [f"{v:g}" for v in agg.columns])
+        ax.set_yticks(range(agg.shape[0]), [f"{v:g}" for v in agg.index])
+        ax.set(xlabel=SYMBOL.get(x, x), ylabel=SYMBOL.get(y, y))
+        ax.grid(False)
+        what = "worst run" if worst else "mean over seeds"
+        fig.colorbar(im, ax=ax, label=f"measured / bound ({what})")
+        ax.set_title(f"{first['learner'].capitalize()}: {first['quantity']} / {first['title']} bound "
+                     f"({first['guarantee']})\n{what}; > 1 would be a violation", fontsize=9)
+        fig.tight_layout()
+    return fig
+
+
+def compare(table: pd.DataFrame, quantity: str, by: str, x: str | None = None) -> plt.Figure:
+    """``quantity`` (a bound's measured quantity, or a column of the table such as f_star_hi) for each
+    value of ``by``: the mean over seeds with its 95 % band against ``x`` (log-log) when given, else one
+    column of runs per value with the mean and its interval. A bound on the quantity, where it applies,
+    is drawn dashed in the same colour. Every run is shown, whether a bound applies to it or not."""
+    if quantity in table["quantity"].values:
+        rows = table[table["quantity"] == quantity]
+        bounded = rows[rows["applicable"].astype(bool) & (rows["guarantee"] != "P")]
+        rows = rows.drop_duplicates("run")
+        values = rows.set_index("run")["empirical"]
+        label = quantity
+    else:
+        rows = table.drop_duplicates("run")
+        bounded = rows.iloc[0:0]
+        values = rows.set_index("run")[quantity]
+        label = quantity
+    rows = rows.assign(value=rows["run"].map(values))
+    cats = sorted(rows[by].astype(str).unique())
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.0, 4.4))
+        cmap = plt.get_cmap("tab10")
+        for i, cat in enumerate(cats):
+            sel = rows[rows[by].astype(str) == cat]
+            if x is not None:
+                stats_ = [(v, *_mean_ci(g["value"])) for v, g in sel.groupby(x, sort=True)]
+                xs, means, halves = (np.array(a, dtype=float) for a in zip(*stats_))
+                ax.plot(xs, means, marker="o", ms=4, color=cmap(i), label=f"{by} = {cat}")
+                ax.fill_between(xs, means - halves, means + halves, color=cmap(i), alpha=0.2, lw=0)
+                b = bounded[bounded[by].astype(str) == cat]
+                if len(b):
+                    bx = b.groupby(x, sort=True)["theoretical"].mean()
+                    ax.plot(bx.index, bx.to_numpy(), ls="--", color=cmap(i), lw=1.1,
+                            label=f"{by} = {cat}: {b['title'].iloc[0]} bound")
+            else:
+                jitter = (np.arange(len(sel)) - (len(sel) - 1) / 2) * 0.04
+                ax.scatter(i + jitter, sel["value"], color=cmap(i), s=18, alpha=0.7, zorder=3)
+                mean, half = _mean_ci(sel["value"])
+                ax.errorbar(i + 0.25, mean, yerr=half, fmt="s", color="black", ms=5, capsize=3, zorder=4)
+        if x is not None:
+            positive = bool((rows["value"] > 0).all())
+            ax.set(xscale="log", yscale="log" if positive else "symlog", xlabel=SYMBOL.get(x, x))
+            ax.legend(fontsize=7, loc="best")
+        else:
+            ax.set_xticks(range(len(cats)), cats)
+            ax.set_xlabel(by)
+            ax.errorbar([], [], yerr=[], fmt="s", color="black", label="mean, 95 % interval")
+            ax.legend(fontsize=7, loc="best")
+        ax.set_ylabel(f"{label} (per run; mean over seeds, 95 % band)")
+        seeds = int(rows.groupby("setting").size().max())
+        ax.set_title(f"{rows['learner'].iloc[0]}: {label} by {by}" + (f" against {x}" if x else "")
+                     + f" ({seeds} seeds per setting)", fontsize=9)
+        fig.tight_layout()
+    return fig
+
+
 def save(fig: plt.Figure, directory: Path, stem: str) -> list[Path]:
     """Write ``fig`` as PNG and SVG; return the paths."""
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
@@ -178,14 +277,31 @@ def save(fig: plt.Figure, directory: Path, stem: str) -> list[Path]:
 
 
 def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path) -> list[Path]:
-    """Every figure of a sweep, for each bound that applied in at least one run."""
+    """Every figure of a sweep: for each bound that applied in at least one run, measured against the
+    bound (log-log, one point per run) and, for (D) and (E) bounds, against step t; the (E) rate against
+    T or m with seed bands; heatmaps of measured/bound over swept pairs (gamma x rho, lambda x T); and the
+    measured quantity by each swept categorical setting (sampling scheme, kernel, ...)."""
     paths: list[Path] = []
-    for bound in table.loc[table["applicable"].astype(bool), "bound"].unique():
-        paths += save(measured_vs_bound(table, bound), directory, f"{bound}_measured_vs_bound")
-        paths += save(curves_vs_bound(table, curves, bound), directory, f"{bound}_curves")
+    applicable = table[table["applicable"].astype(bool)]
+    varying = _varying(table)
+    drawn: set[str] = set()  # quantities whose curves are drawn: one figure per quantity (its first bound)
+    for bound in applicable["bound"].unique():
         rows = table[table["bound"] == bound]
-        for x in ("T", "m"):
-            if x in rows and rows[x].nunique() > 1 and rows["guarantee"].iloc[0] == "E":
+        guarantee, quantity = rows["guarantee"].iloc[0], rows["quantity"].iloc[0]
+        paths += save(measured_vs_bound(table, bound), directory, f"{bound}_measured_vs_bound")
+        if guarantee in ("D", "E") and quantity not in drawn:
+            drawn.add(quantity)
+            paths += save(curves_vs_bound(table, curves, bound), directory, f"{bound}_curves")
+        for x in ("T", "m", "n"):
+            if x in rows and rows[x].nunique() > 1 and guarantee == "E":
                 paths += save(rate_vs_bound(table, bound, x), directory, f"{bound}_rate_vs_{x}")
                 break
+        for x, y in HEATMAP_PAIRS:
+            if x in varying and y in varying and guarantee in ("D", "E"):
+                paths += save(ratio_heatmap(table, bound, x, y), directory, f"{bound}_heatmap_{y}_{x}")
+    x = next((c for c in ("T", "m") if c in varying), None)
+    for by in (c for c in CATEGORICAL if c in varying or (c == "learner" and table["learner"].nunique() > 1)):
+        judged = applicable[applicable["guarantee"].isin(["E", "D"])]
+        for quantity in judged.sort_values("guarantee", ascending=False)["quantity"].unique()[:1]:
+            paths += save(compare(table, quantity, by, x), directory, f"{quantity}_by_{by}")
     return paths

@@ -16,6 +16,10 @@ __all__ = ["DATASETS", "Bundled", "Dataset", "File", "MarginBinary", "Multiclass
            "MulticlassMargin", "MulticlassStats", "Shells", "SparseMargin", "Stats", "certify", "check_labels", "margin_lower",
            "margin_upper", "radius"]
 
+from pipeline.data.tight import Tight  # noqa: E402
+
+DATASETS[Tight.name] = Tight
+
 from pipeline.data.multiclass_file import MulticlassFile  # noqa: E402
 
 DATASETS[MulticlassFile.name] = MulticlassFile

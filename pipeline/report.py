@@ -1,0 +1,371 @@
+"""The report over every experiment: per claim its verdict, the figures, and the provenance.
+
+It reads what the sweeps wrote (``results/NAME/metrics.json``, the summary of
+:func:`pipeline.callbacks.summary`, and ``results/NAME/results.parquet``) and the claims each
+experiment states (``experiments/NAME.yaml``); it never recomputes a bound. Verdicts speak each
+guarantee's language (BOUNDS.md section 9): (D) violations k of N runs, (E) the worst mean over seeds
+against the bound with its 95 % interval, (P) the violation rate against delta.
+
+``python -m pipeline.report`` writes ``report/index.html`` (self-contained: figures embedded) and
+``report/summary.md``, logs both to MLflow (experiment ``report``), and exits 1 if a deterministic
+claim is violated, a claim's bound never ran, or a sweep lost jobs: the report is written first, so the
+failure is in it. ``python -m pipeline.report run NAME`` is the DVC stage of one experiment: the sweep
+of :func:`pipeline.stages.dvc_stage`, whose violated (D) bounds are left for the report to fail on
+(loudly, after every experiment ran), while any other failure stops the pipeline at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("boundlab", "numpy", "scipy", "pandas", "numba", "scikit-learn", "cvxpy", "clarabel", "hydra-core",
+            "mlflow", "dvc", "matplotlib")
+HOLDS, FAILS, MISSING = "holds", "fails", "missing"
+
+
+@dataclass
+class Verdict:
+    """The verdict on one claim: ``status`` is holds / fails / missing, ``text`` the numbers behind it."""
+
+    experiment: str
+    bound: str
+    guarantee: str
+    claim: str
+    status: str
+    text: str
+
+    @property
+    def deterministic_failure(self) -> bool:
+        return self.guarantee == "D" and self.status != HOLDS
+
+
+@dataclass
+class Experiment:
+    """One experiment's claims, results and figures as the report shows them."""
+
+    name: str
+    question: str
+    verdicts: list[Verdict]
+    figures: list[Path]
+    runs: int
+    failed_jobs: int
+    data_hashes: list[str]
+    parent_run: str | None
+    comparison: list[dict[str, Any]] = field(default_factory=list)
+
+
+def judge(experiment: str, claim: dict[str, Any], metrics: dict[str, Any]) -> Verdict:
+    """The verdict on ``claim`` from the sweep's summary ``metrics`` (pipeline.callbacks.summary)."""
+    bound, guarantee = claim["bound"], claim["guarantee"]
+    s = metrics.get(bound)
+
+    def out(status: str, text: str) -> Verdict:
+        return Verdict(experiment, bound, guarantee, " ".join(str(claim["claim"]).split()), status, text)
+
+    if not isinstance(s, dict) or not s.get("applicable"):
+        return out(MISSING, "the bound applied in no run" if isinstance(s, dict) else "the bound is not in the results")
+    if s["guarantee"] != guarantee:
+        return out(FAILS, f"the results record the bound as ({s['guarantee']}), the claim as ({guarantee})")
+    n = s["applicable"]
+    if guarantee == "D":
+        text = f"violations {s['violations']} of {n} runs; measured/bound {s['min_ratio']:.3g} to {s['max_ratio']:.3g}"
+        if s["violations"]:
+            return out(FAILS, text)
+        if claim.get("attains"):
+            attained = s["min_ratio"] == 1.0 and s["max_ratio"] == 1.0
+            text += "; attained (ratio exactly 1) in every run" if attained else "; NOT attained in every run"
+            return out(HOLDS if attained else FAILS, text)
+        return out(HOLDS, text)
+    if guarantee == "E":
+        ci = s.get("ci_half_width_ratio")
+        text = (f"worst mean/bound over seeds {s['mean_ratio']:.3g}" + ("" if ci is None else f" +/- {ci:.2g}")
+                + f" (95 % t interval, {s['seeds']} seeds); {s['settings_above_bound']} of {s['settings']} settings"
+                " with the whole interval above the bound")
+        return out(FAILS if s["settings_above_bound"] else HOLDS, text)
+    if guarantee == "P":
+        delta = s.get("delta")
+        text = (f"violation rate {s['violation_rate']:.3g} in {n} runs (95 % Clopper-Pearson up to "
+                f"{s['violation_rate_ci_high']:.3g}) against delta {delta:g}")
+        return out(HOLDS if delta is None or s["violation_rate"] <= delta else FAILS, text)
+    return out(MISSING, f"guarantee type {guarantee!r} is not judged")
+
+
+def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Mean over seeds (95 % t interval) of the compared quantity for each value of ``spec['by']``,
+    read from the results table (a bound's measured quantity, or a column such as f_star_hi)."""
+    from pipeline.plots import _mean_ci
+
+    quantity, by = spec["quantity"], spec["by"]
+    if quantity in set(table["quantity"]):
+        rows = table[table["quantity"] == quantity].drop_duplicates("run").assign(value=lambda t: t["empirical"])
+    else:
+        rows = table.drop_duplicates("run").assign(value=lambda t: t[quantity])
+    keys = [by] + ([spec["x"]] if spec.get("x") else [])
+    out = []
+    for key, sel in rows.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        mean, half = _mean_ci(sel["value"])
+        out.append(dict(zip(keys, key)) | {"quantity": quantity, "mean": mean, "ci": half, "runs": len(sel)})
+    return out
+
+
+def load(name: str, results: Path, experiments: Path, figures: Path) -> Experiment:
+    """Read experiment ``name``: its claims, its sweep's summary and table, and its figures (the sweep's,
+    plus the comparison its ``compare`` entry asks for, drawn into ``figures``)."""
+    import pandas as pd
+    from omegaconf import OmegaConf
+
+    from pipeline import plots
+
+    spec = OmegaConf.to_container(OmegaConf.load(experiments / f"{name}.yaml"), resolve=False)
+    sweep = results / name
+    metrics_file = sweep / "metrics.json"
+    metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else {}
+    table = pd.read_parquet(sweep / "results.parquet") if (sweep / "results.parquet").exists() else pd.DataFrame()
+    verdicts = [judge(name, c, metrics) for c in spec.get("claims") or []]
+    pngs = sorted(sweep.glob("*.png"))
+    comparison: list[dict[str, Any]] = []
+    compare = spec.get("compare")
+    if compare and len(table):
+        comparison = _comparison(table, compare)
+        figures.mkdir(parents=True, exist_ok=True)
+        stem = f"{name}_{compare['quantity']}_by_{compare['by']}"
+        fig = plots.compare(table, compare["quantity"], compare["by"], compare.get("x"))
+        pngs.append(next(p for p in plots.save(fig, figures, stem) if p.suffix == ".png"))
+    parent = sweep / ".boundlab_parent"
+    return Experiment(
+        name=name,
+        question=" ".join(str(spec.get("question") or "").split()),
+        verdicts=verdicts,
+        figures=pngs,
+        runs=int(metrics.get("runs", 0)),
+        failed_jobs=int(metrics.get("failed_jobs", 0)) if metrics else -1,
+        data_hashes=sorted(table["data_hash"].unique()) if "data_hash" in table else [],
+        parent_run=parent.read_text().split()[0] if parent.exists() else None,
+        comparison=comparison,
+    )
+
+
+def provenance() -> dict[str, Any]:
+    """Git commit, Python and package versions, platform, and when the report was written."""
+    from pipeline.tracking import git_commit
+
+    versions = {}
+    for p in PACKAGES:
+        try:
+            versions[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            versions[p] = "not installed"
+    return {"git commit": git_commit(), "python": platform.python_version(), "platform": platform.platform(),
+            "written": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "packages": versions}
+
+
+def problems(experiments: list[Experiment]) -> list[str]:
+    """What makes the report stage fail: violated (D) claims, claims never judged, lost jobs."""
+    out = []
+    for e in experiments:
+        if e.failed_jobs:
+            out.append(f"{e.name}: {'no results' if e.failed_jobs < 0 else f'{e.failed_jobs} job(s) failed'}")
+        for v in e.verdicts:
+            if v.deterministic_failure or v.status == MISSING:
+                out.append(f"{e.name}/{v.bound} ({v.guarantee}) {v.status.upper()}: {v.text}")
+    return out
+
+
+# --- Rendering ---------------------------------------------------------------------------------------
+
+CSS = """
+body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; max-width: 1180px; margin: 2em auto;
+       padding: 0 1em; color: #222; line-height: 1.45; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .6em 0 1em; font-size: .92em; width: 100%; }
+th, td { border: 1px solid #ddd; padding: .3em .5em; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; }
+.holds { background: #e3f4e3; color: #185c18; font-weight: 600; }
+.fails { background: #fbe0e0; color: #8b1010; font-weight: 700; }
+.missing { background: #fff1d0; color: #7a5200; font-weight: 700; }
+.figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: 1em; }
+figure { margin: 0; } figure img { width: 100%; border: 1px solid #eee; }
+figcaption { font-size: .8em; color: #555; text-align: center; }
+.question { font-style: italic; } code { font-size: .9em; }
+.banner { padding: .8em 1em; border-radius: 4px; margin: 1em 0; }
+"""
+
+
+def _status_cell(v: Verdict) -> str:
+    return f'<td class="{v.status}">{html.escape(v.status.upper() if v.status != HOLDS else v.status)}</td>'
+
+
+def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path) -> str:
+    """One self-contained page: summary of every claim, then each experiment with its figures (PNG
+    embedded as data URIs), then the provenance."""
+    e_ = html.escape
+    issues = problems(experiments)
+    verdicts = [v for e in experiments for v in e.verdicts]
+    held = sum(v.status == HOLDS for v in verdicts)
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>boundlab report</title>"
+             f"<style>{CSS}</style></head><body>",
+             "<h1>boundlab: online learners against the theorems that bound them</h1>",
+             f"<p>{len(experiments)} experiments, {len(verdicts)} claims, {held} hold. Commit <code>{e_(prov['git commit'])}</code>, "
+             f"written {e_(prov['written'])}.</p>"]
+    if issues:
+        parts.append("<div class='banner fails'>Failing: " + "<br>".join(e_(i) for i in issues) + "</div>")
+    else:
+        parts.append("<div class='banner holds'>Every deterministic claim holds in every run.</div>")
+    parts.append("<h2>Claims</h2><table><tr><th>experiment</th><th>bound</th><th>type</th><th>claim</th>"
+                 "<th>verdict</th><th>evidence</th></tr>")
+    for v in verdicts:
+        parts.append(f"<tr><td><a href='#{e_(v.experiment)}'>{e_(v.experiment)}</a></td><td><code>{e_(v.bound)}</code></td>"
+                     f"<td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>{_status_cell(v)}<td>{e_(v.text)}</td></tr>")
+    parts.append("</table>")
+    for e in experiments:
+        parts.append(f"<h2 id='{e_(e.name)}'>{e_(e.name)}</h2><p class='question'>{e_(e.question)}</p>")
+        parts.append(f"<p>{e.runs} runs" + (f", <span class='fails'>{e.failed_jobs} failed jobs</span>" if e.failed_jobs else "")
+                     + (f"; MLflow parent run <code>{e_(e.parent_run)}</code>" if e.parent_run else "") + "</p>")
+        parts.append("<table><tr><th>bound</th><th>type</th><th>claim</th><th>verdict</th><th>evidence</th></tr>")
+        for v in e.verdicts:
+            parts.append(f"<tr><td><code>{e_(v.bound)}</code></td><td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>"
+                         f"{_status_cell(v)}<td>{e_(v.text)}</td></tr>")
+        parts.append("</table>")
+        if e.comparison:
+            keys = [k for k in e.comparison[0] if k not in ("quantity", "mean", "ci", "runs")]
+            parts.append(f"<table><tr>{''.join(f'<th>{e_(k)}</th>' for k in keys)}<th>mean {e_(e.comparison[0]['quantity'])}"
+                         "</th><th>95 % interval</th><th>runs</th></tr>")
+            for row in e.comparison:
+                parts.append("<tr>" + "".join(f"<td>{e_(str(row[k]))}</td>" for k in keys)
+                             + f"<td>{row['mean']:.4g}</td><td>+/- {row['ci']:.2g}</td><td>{row['runs']}</td></tr>")
+            parts.append("</table>")
+        parts.append("<div class='figs'>")
+        for fig in e.figures:
+            data = base64.b64encode(fig.read_bytes()).decode("ascii")
+            svg = fig.with_suffix(".svg")
+            link = svg.resolve().relative_to(root.resolve()) if svg.exists() and svg.resolve().is_relative_to(root.resolve()) else None
+            caption = e_(fig.stem) + (f" (<a href='../{e_(str(link))}'>SVG</a>)" if link else "")
+            parts.append(f"<figure><img alt='{e_(fig.stem)}' src='data:image/png;base64,{data}'>"
+                         f"<figcaption>{caption}</figcaption></figure>")
+        parts.append("</div>")
+        if e.data_hashes:
+            shown = ", ".join(e.data_hashes[:6]) + (f", ... ({len(e.data_hashes)} in all)" if len(e.data_hashes) > 6 else "")
+            parts.append(f"<p><small>data content hashes: <code>{e_(shown)}</code></small></p>")
+    parts.append("<h2>Provenance</h2><table>")
+    for k, v in prov.items():
+        if k != "packages":
+            parts.append(f"<tr><th>{e_(k)}</th><td><code>{e_(str(v))}</code></td></tr>")
+    parts.append("<tr><th>packages</th><td>" + ", ".join(f"{e_(p)} {e_(v)}" for p, v in prov["packages"].items())
+                 + "</td></tr></table>")
+    parts.append("<p><small>Verdicts: (D) must hold in every run, a violation is a bug; (E) the mean over seeds "
+                 "with a 95 % t interval, failing only where the whole interval lies above the bound; (P) the "
+                 "violation rate against delta. Numbers are read from results/NAME/metrics.json and "
+                 "results.parquet; no bound is recomputed here.</small></p></body></html>")
+    return "\n".join(parts)
+
+
+def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir: Path) -> str:
+    """The summary: every claim with its verdict, the figures as links, the provenance."""
+    import os
+
+    lines = ["# boundlab report", "", f"Commit `{prov['git commit']}`, written {prov['written']}.", ""]
+    issues = problems(experiments)
+    lines += (["**FAILING:**", ""] + [f"- {i}" for i in issues] + [""]) if issues else [
+        "Every deterministic claim holds in every run.", ""]
+    lines += ["| experiment | bound | type | verdict | evidence |", "| --- | --- | --- | --- | --- |"]
+    for e in experiments:
+        for v in e.verdicts:
+            lines.append(f"| {e.name} | `{v.bound}` | {v.guarantee} | **{v.status}** | {v.text} |")
+    for e in experiments:
+        lines += ["", f"## {e.name}", "", e.question, "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
+        lines += [f"- **{v.status}** ({v.guarantee}) `{v.bound}`: {v.claim} {v.text}." for v in e.verdicts]
+        lines += [""] + [f"- [{f.stem}]({Path(os.path.relpath(f, out_dir)).as_posix()})" for f in e.figures]
+    lines += ["", "## Provenance", ""]
+    lines += [f"- {k}: `{v}`" for k, v in prov.items() if k != "packages"]
+    lines += ["- packages: " + ", ".join(f"{p} {v}" for p, v in prov["packages"].items()), ""]
+    return "\n".join(lines)
+
+
+def build(names: list[str] | None = None, results: Path = Path("results"), experiments: Path = Path("experiments"),
+          out_dir: Path = Path("report"), track: bool = True) -> tuple[list[Experiment], list[str]]:
+    """Write the report of ``names`` (every experiment with results, if None); return the experiments
+    and the problems that make the stage fail."""
+    if names is None:
+        names = sorted(p.parent.name for p in results.glob("*/metrics.json") if (experiments / f"{p.parent.name}.yaml").exists())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    loaded = [load(n, results, experiments, out_dir / "figures") for n in names]
+    prov = provenance()
+    root = out_dir.parent
+    (out_dir / "index.html").write_text(render_html(loaded, prov, root))
+    (out_dir / "summary.md").write_text(render_markdown(loaded, prov, out_dir))
+    verdicts = [v for e in loaded for v in e.verdicts]
+    summary = {"experiments": len(loaded), "claims": len(verdicts), "holding": sum(v.status == HOLDS for v in verdicts),
+               "deterministic_failures": sum(v.deterministic_failure for v in verdicts),
+               "verdicts": {f"{v.experiment}/{v.bound}": v.status for v in verdicts}}
+    (out_dir / "verdicts.json").write_text(json.dumps(summary, indent=2) + "\n")
+    issues = problems(loaded)
+    if track:
+        _track(loaded, out_dir, summary, failed=bool(issues))
+    return loaded, issues
+
+
+def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any], failed: bool) -> None:
+    """The report as one MLflow run (experiment ``report``): the pages, the figures it drew, and the
+    counts of claims as metrics; FAILED when the report stage fails."""
+    from pipeline import tracking
+
+    uri = tracking.tracking_uri()
+    run_id = tracking.start_parent(uri, experiment="report", name=f"report {time.strftime('%Y-%m-%d %H:%M:%S')}",
+                                   question="Every experiment's claims and verdicts", sweep_id="report",
+                                   tags={"boundlab.experiments": " ".join(e.name for e in experiments)})
+    files = [out_dir / "index.html", out_dir / "summary.md", out_dir / "verdicts.json", *sorted((out_dir / "figures").glob("*"))]
+    metrics = {k: float(v) for k, v in summary.items() if isinstance(v, int)}
+    tracking.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
+
+
+def run_stage(name: str, results: Path = Path("results")) -> None:
+    """The DVC stage of experiment ``name``: its sweep into ``results/NAME``. A sweep whose only problem
+    is a violated (D) bound is recorded (results, metrics, MLflow parent run FAILED) and the stage goes on,
+    so the report shows it and then fails the pipeline; any other failure stops it here."""
+    from pipeline.stages import dvc_stage
+
+    try:
+        dvc_stage(name)
+    except SystemExit as e:
+        metrics_file = results / name / "metrics.json"
+        if e.code != 1 or not metrics_file.exists():
+            raise
+        m = json.loads(metrics_file.read_text())
+        violated = [b for b, s in m.items() if isinstance(s, dict) and s.get("guarantee") == "D" and s.get("violations")]
+        if m.get("failed_jobs") or not violated:
+            raise
+        print(f"boundlab: {name}: DETERMINISTIC BOUND(S) VIOLATED: {', '.join(violated)}; recorded in {results / name} "
+              "and in MLflow (parent run FAILED); the report stage will fail", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:
+        if len(argv) != 2:
+            sys.exit("usage: python -m pipeline.report run EXPERIMENT")
+        run_stage(argv[1])
+        return 0
+    loaded, issues = build(argv or None)
+    verdicts = [v for e in loaded for v in e.verdicts]
+    print(f"boundlab report: {len(loaded)} experiments, {len(verdicts)} claims, "
+          f"{sum(v.status == HOLDS for v in verdicts)} hold; report/index.html, report/summary.md")
+    for v in verdicts:
+        print(f"  {v.experiment}/{v.bound} ({v.guarantee}): {v.status}: {v.text}")
+    if issues:
+        print("boundlab: report: FAILING CLAIMS:\n  " + "\n  ".join(issues), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

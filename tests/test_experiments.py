@@ -1,0 +1,163 @@
+"""Experiments, the report and the main job's failure path.
+
+Every experiment states its question and claims, composes at both scales, and runs at a tiny size
+with every claimed bound in its table; the report built from a small sweep holds every claim and
+figure; a deliberately broken learner makes a (D) claim fail, the report say so, and its stage exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from pipeline.bounds import BOUNDS
+from pipeline.cli import plan_of
+from pipeline.config import build
+from pipeline.paths import CONF_DIR
+from pipeline.run import run
+from pipeline.schemas import register
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = sorted(p.stem for p in (ROOT / "experiments").glob("*.yaml"))
+BOUND_NAMES = {b.name: b for b in BOUNDS}
+TINY = ["n=40", "d=3", "T=200"]
+
+
+def _compose(overrides: list[str]):  # noqa: ANN202
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose("config", overrides=overrides, return_hydra_config=True)
+
+
+def test_the_issue_lists_every_experiment() -> None:
+    asked = {"perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "halving_classes",
+             "pegasos_convergence", "pegasos_sampling", "pegasos_imbalanced", "pegasos_transfer", "kernel_pegasos",
+             "multiclass_sgd_rate", "multiclass_svm_samples", "real_data_margins"}
+    assert asked <= set(EXPERIMENTS)
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_states_question_and_claims(name: str) -> None:
+    cfg = _compose([f"experiment={name}"])
+    assert cfg.name == name and len(str(cfg.question)) > 40
+    assert cfg.claims, f"{name}: no claims"
+    for claim in cfg.claims:
+        assert claim.bound in BOUND_NAMES, f"{name}: unknown bound {claim.bound}"
+        assert claim.guarantee == BOUND_NAMES[claim.bound].guarantee, f"{name}/{claim.bound}: wrong guarantee type"
+        assert len(str(claim.claim)) > 20
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_both_scales_compose_and_paper_is_larger(name: str) -> None:
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        small = plan_of(["-m", f"experiment={name}"]).jobs
+        paper = plan_of(["-m", f"experiment={name}", "scale=paper"]).jobs
+    assert 2 <= len(small) < len(paper)
+    for job in (small[0], small[-1], paper[-1]):
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            build(compose("config", overrides=job))  # every value valid
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_runs_tiny_with_every_claimed_bound(name: str) -> None:
+    cfg = _compose([f"experiment={name}", *TINY])
+    table = run(build(cfg)).table
+    assert {c.bound for c in cfg.claims} <= set(table["bound"])
+    deterministic = table[(table["guarantee"] == "D") & table["applicable"].astype(bool)]
+    assert table["applicable"].astype(bool).any() and deterministic["holds"].all()
+
+
+# --- The report and the failure path, end to end ------------------------------------------------------
+
+def _env(tmp_path: Path, broken: bool = False) -> dict[str, str]:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    if broken:  # a Perceptron that counts every step as a mistake: it must break Novikoff's bound
+        site = tmp_path / "site"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(
+            "import pipeline.learners.perceptron as p\n"
+            "_learn = p.Perceptron.learn_stream\n"
+            "def broken(self, X, y):\n"
+            "    trace = _learn(self, X, y)\n"
+            "    trace[:] = 1\n"
+            "    return trace\n"
+            "p.Perceptron.learn_stream = broken\n")
+        env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "experiments").symlink_to(ROOT / "experiments")
+    (ws / "params.yaml").write_text("n: [6]\nrho: [1]\n")  # 2 jobs of perceptron_tight (both tie rules)
+    return ws
+
+
+def _python(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_report_from_a_small_sweep_has_every_claim_and_figure(tmp_path: Path) -> None:
+    ws, env = _workspace(tmp_path), _env(tmp_path)
+    stage = _python("-m", "pipeline.report", "run", "perceptron_tight", cwd=ws, env=env)
+    assert stage.returncode == 0, stage.stderr[-3000:]
+    report = _python("-m", "pipeline.report", cwd=ws, env=env)
+    assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-2000:]
+    page = (ws / "report" / "index.html").read_text()
+    summary = (ws / "report" / "summary.md").read_text()
+    verdicts = json.loads((ws / "report" / "verdicts.json").read_text())
+    figures = sorted((ws / "results" / "perceptron_tight").glob("*.png"))
+    assert figures and (ws / "results" / "perceptron_tight" / f"{figures[0].stem}.svg").exists()
+    for fig in figures:
+        assert f"alt='{fig.stem}'" in page and f"{fig.stem}.png" in summary
+    assert page.count("data:image/png;base64,") == len(figures)  # self-contained
+    cfg = _compose(["experiment=perceptron_tight"])
+    for claim in cfg.claims:
+        assert f"<code>{claim.bound}</code>" in page and f"`{claim.bound}`" in summary
+        assert verdicts["verdicts"][f"perceptron_tight/{claim.bound}"] == "holds"
+    table = pd.read_parquet(ws / "results" / "perceptron_tight" / "results.parquet")
+    assert table["data_hash"].iloc[0] in page and "violations 0 of 2 runs" in page
+    assert "attained (ratio exactly 1) in every run" in page  # x_t = rho e_t: mistakes = bound = n
+
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+    exp = client.get_experiment_by_name("report")
+    (run_,) = client.search_runs([exp.experiment_id])
+    assert run_.info.status == "FINISHED" and run_.data.metrics["deterministic_failures"] == 0
+    assert {"index.html", "summary.md"} <= {a.path for a in client.list_artifacts(run_.info.run_id)}
+
+
+@pytest.mark.slow
+def test_a_broken_learner_fails_the_report_stage_and_shows_in_the_report(tmp_path: Path) -> None:
+    ws, env = _workspace(tmp_path), _env(tmp_path, broken=True)
+    sweep = _python("-m", "pipeline.stages", "perceptron_tight", cwd=ws, env=env)
+    assert sweep.returncode == 1 and "deterministic bound(s) violated: " in sweep.stderr, sweep.stderr[-2000:]
+    stage = _python("-m", "pipeline.report", "run", "perceptron_tight", cwd=ws, env=env)
+    assert stage.returncode == 0 and "DETERMINISTIC BOUND(S) VIOLATED" in stage.stderr, stage.stderr[-2000:]
+    report = _python("-m", "pipeline.report", cwd=ws, env=env)
+    assert report.returncode == 1, report.stdout[-2000:]
+    assert "FAILING CLAIMS" in report.stderr and "perceptron_tight/novikoff (D) FAILS" in report.stderr
+    page = (ws / "report" / "index.html").read_text()
+    assert "class=\"fails\">FAILS</td>" in page and "violations 2 of 2 runs" in page
+
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+    statuses = {e: {r.info.status for r in client.search_runs([client.get_experiment_by_name(e).experiment_id],
+                                                                 filter_string="tags.`boundlab.sweep_id` != ''")}
+                for e in ("report",)}
+    assert statuses["report"] == {"FAILED"}
+    parents = client.search_runs([client.get_experiment_by_name("perceptron_tight").experiment_id],
+                                 filter_string="attributes.run_name LIKE 'perceptron_tight sweep%'")
+    assert parents and all(r.info.status == "FAILED" for r in parents)
