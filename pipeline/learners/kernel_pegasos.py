@@ -92,8 +92,9 @@ def kernel_pegasos_kernel(K, y, idx, lam, t0, grid, state, beta, g, z, loss, act
                 nb += 2.0 * c * y[j] * g[j] + c * c * K[j, j]
                 beta[j] += c
                 z[j] += H * c
+                cy = c * y[j]  # (c y_j) K_ji: the same product as before, hoisted out of the O(m) loop
                 for i in range(m):
-                    g[i] += c * y[j] * K[j, i]
+                    g[i] += cy * K[j, i]
     state[0], state[1] = nb, H
     return 0
 

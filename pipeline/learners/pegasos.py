@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from pipeline._jit import kernel
+from pipeline._jit import dot, dot_row, kernel
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.params import Param, ParamError, UserError
 
@@ -72,15 +72,14 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
         n_active = 0
         for b in range(k):
             i = idx[r, b]
-            p = 0.0
-            for j in range(d):
-                p += v[j] * X[i, j]
+            p = dot_row(v, X, i)
             margin = ref_margin[i] + y[i] * a * p
             if margin < 1.0:
                 hinge += s[i] * (1.0 - margin)
                 n_active += 1
+                sy = s[i] * y[i]
                 for j in range(d):
-                    buf[j] += s[i] * y[i] * X[i, j]
+                    buf[j] += sy * X[i, j]
         loss[r] = 0.5 * lam * a * a * vv + hinge / k
         active[r] = n_active
         A += a
@@ -94,15 +93,13 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
             new_a = 1.0 / t
         if n_active > 0:
             c = 1.0 / (lam * t * k * new_a)
-            vb = 0.0
-            bb = 0.0
-            for j in range(d):
-                vb += v[j] * buf[j]
-                bb += buf[j] * buf[j]
+            vb = dot(v, buf)
+            bb = dot(buf, buf)
             vv += 2.0 * c * vb + c * c * bb
+            Ac = A * c
             for j in range(d):
                 v[j] += c * buf[j]
-                z[j] += A * c * buf[j]
+                z[j] += Ac * buf[j]
                 buf[j] = 0.0
         a = new_a
         if radius > 0.0:
@@ -119,14 +116,12 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
 
 @kernel
 def margins_kernel(X, y, w):  # noqa: ANN001, ANN201
-    """y_i w.x_i for every row, summed left to right (bit-identical run to run)."""
-    m, d = X.shape
+    """y_i w.x_i for every row, summed in the fixed order of :func:`pipeline._jit.dot_row` (bit-identical
+    run to run)."""
+    m = X.shape[0]
     out = np.empty(m)
     for i in range(m):
-        p = 0.0
-        for j in range(d):
-            p += X[i, j] * w[j]
-        out[i] = y[i] * p
+        out[i] = y[i] * dot_row(w, X, i)
     return out
 
 
