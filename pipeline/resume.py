@@ -51,10 +51,12 @@ def save_data(path: Path, X: object, y: np.ndarray) -> None:
         np.savez(path, X=X, y=y)
 
 
-def record(out: Path, key: str, data_hash: str) -> None:
-    """Mark ``out`` as a finished run of ``key`` (atomic: a crash leaves no half-written marker)."""
+def record(out: Path, key: str, data_hash: str, streamed: bool = False) -> None:
+    """Mark ``out`` as a finished run of ``key`` (atomic: a crash leaves no half-written marker).
+    ``streamed``: the data were a stream regenerated from the config's seed, with no ``data.npz``."""
     tmp = out / f".{MARKER}.tmp"
-    tmp.write_text(json.dumps({"key": key, "code": code_hash(), "data_hash": data_hash}) + "\n")
+    done = {"key": key, "code": code_hash(), "data_hash": data_hash} | ({"streamed": True} if streamed else {})
+    tmp.write_text(json.dumps(done) + "\n")
     os.replace(tmp, out / MARKER)
 
 
@@ -68,6 +70,8 @@ def check(out: Path, key: str) -> str | None:
         return "its config changed"
     if done.get("code") != code_hash():
         return "the code changed"
+    if done.get("streamed"):  # no data file: the same key and code regenerate the same stream
+        return None
     try:
         with np.load(out / "data.npz", allow_pickle=False) as data:
             found = content_hash(_matrix(data), data["y"])

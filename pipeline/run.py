@@ -46,6 +46,9 @@ def prepare(job: Job) -> Dataset:
     if hasattr(ds, "k") and not multiclass:
         raise UserError(f"algorithm={job.learner.name} is a binary learner and dataset {ds.name} has {ds.k} classes; "
                         "use algorithm=multiclass_sgd, multiclass_svm, ova or multiclass_pegasos")
+    if getattr(ds, "streamed", False) and not getattr(job.learner, "reads_chunks", False):
+        raise UserError(f"dataset {ds.name} is streamed in chunks, never held whole; algorithm={job.learner.name} "
+                        "needs the whole sample: use algorithm=perceptron or dataset=margin_binary")
     job.learner.check_data(ds)
     return ds
 
@@ -58,6 +61,9 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
     algorithm_seed = _seeds(job)[1]
     outcome = learner.run(ds, np.random.default_rng(algorithm_seed))
     bounds = bounds_for(learner.name)
+    streamed = getattr(ds, "streamed", False)
+    if streamed:  # no comparator margins are kept for a stream (never materialised): Novikoff, not those bounds
+        bounds = [b for b in bounds if "comparators" not in b.requires]
     stats = ds.stats.as_dict() | outcome.stats
     if any("comparators" in b.requires for b in bounds):
         stats["comparators"] = comparator_margins(ds.X, ds.y, ds.directions)
@@ -65,7 +71,7 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
     ident = {"run": job.key(), "setting": job.key(seeded=False), "experiment": job.experiment, "learner": learner.name, "dataset": ds.name}
     context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable") if k in stats}
     context |= {k: v for k, v in outcome.stats.items() if isinstance(v, (int, float, str, bool)) and k not in context}
-    context["data_hash"] = content_hash(ds.X, ds.y)
+    context["data_hash"] = ds.data_hash if streamed else content_hash(ds.X, ds.y)
     rows, curves = [], {}
     parts = outcome.parts.items() if outcome.parts else [("", outcome)]
     for part, out in parts:  # one-vs-all: every binary problem is judged on its own

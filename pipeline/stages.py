@@ -54,7 +54,8 @@ def write(result: Any, out: Path) -> list[Path]:
     np.savez_compressed(trace, **result.trace)
     from pipeline.resume import save_data
 
-    save_data(out / "data.npz", result.dataset.X, result.dataset.y)
+    if not getattr(result.dataset, "streamed", False):  # a stream is regenerated from its seed, not saved
+        save_data(out / "data.npz", result.dataset.X, result.dataset.y)
     return [table, curve, trace]
 
 
@@ -111,7 +112,7 @@ def job(cfg: DictConfig) -> None:
         resolved = OmegaConf.to_container(cfg, resolve=True)
         params = flatten(resolved) | flatten({"algorithm": spec.learner.get_params(), "dataset": spec.dataset.get_params()})
         tracker.finish(params, result.table, result.curve, files)
-        resume.record(out, spec.key(), result.table["data_hash"].iloc[0])
+        resume.record(out, spec.key(), result.table["data_hash"].iloc[0], streamed=getattr(result.dataset, "streamed", False))
     except Exception as e:
         tracker.fail(e)
         if not multirun:

@@ -23,3 +23,7 @@ DATASETS[Tight.name] = Tight
 from pipeline.data.multiclass_file import MulticlassFile  # noqa: E402
 
 DATASETS[MulticlassFile.name] = MulticlassFile
+
+from pipeline.data.stream import Stream  # noqa: E402
+
+DATASETS[Stream.name] = Stream

@@ -165,9 +165,32 @@ class Perceptron(Learner):
         self.t_ += trace.shape[0]
         return trace
 
+    def learn_chunks(self, chunks: object, n: int) -> np.ndarray:
+        """One pass over a stream of ``n`` examples given as (X, y) chunks, the state carried across
+        chunks: the same trace and weights as :meth:`learn_stream` on the concatenated chunks."""
+        trace = np.zeros(n, dtype=np.int8)
+        tie, t = TIES[self.tie], 0
+        for X, y in chunks:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            self._start(X.shape[1])
+            rows = X.shape[0]
+            self.mistakes_ += perceptron_kernel(X, np.ascontiguousarray(y, dtype=np.float64), self.w_, tie, 1,
+                                                trace[t:t + rows])
+            t += rows
+        if t != n:
+            raise ValueError(f"the stream had {t} examples, {n} were announced")
+        self.t_ += n
+        return trace
+
+    reads_chunks = True  # runs on streamed data (pipeline.data.stream): dataset.chunks(), never materialised
+
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         """``passes`` passes over the dataset in its order (the Perceptron draws no randomness)."""
-        trace = self.learn_stream(dataset.X, dataset.y)
+        if getattr(dataset, "streamed", False):  # each pass regenerates the stream, chunk by chunk
+            parts = [self.learn_chunks(dataset.chunks(), dataset.n) for _ in range(self.passes)]
+            trace = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        else:
+            trace = self.learn_stream(dataset.X, dataset.y)
         t = log_grid(trace.size)
         curves = {q: (t, v) for q, v in self.curve(trace, t).items()}
         return Outcome(quantities=self.quantities(trace), curves=curves, trace={"mistake": trace},
@@ -180,5 +203,6 @@ class Perceptron(Learner):
 
     @staticmethod
     def curve(trace: np.ndarray, t: np.ndarray) -> dict[str, np.ndarray]:
-        """Each quantity after steps ``t`` (1-based): the cumulative number of mistakes."""
-        return {"mistakes": np.cumsum(trace, dtype=np.int64)[t - 1]}
+        """Each quantity after steps ``t`` (1-based): the cumulative number of mistakes (counted from the
+        mistakes' positions: memory in the number of mistakes, not in the length of the trace)."""
+        return {"mistakes": np.searchsorted(np.flatnonzero(trace), t, side="left").astype(np.int64)}

@@ -1,0 +1,489 @@
+"""boundlab's performance, measured side by side in one run, as ratios (the machine is shared: every
+contender runs once per repetition, round robin, and each ratio is reported as min/median/max over the
+repetitions of that ratio).
+
+    python benchmarks/bench.py                 # the README's table; writes benchmarks/results.json
+    python benchmarks/bench.py --tiny          # seconds: what the test suite runs (timings not asserted)
+    python benchmarks/bench.py --only kernels,startup --reps 7   # re-measures these, keeps the rest of --out
+
+Sections: ``kernels`` (one pass of the Perceptron and of Pegasos against scikit-learn with the same
+semantics and against the streaming floor, one compiled read of the same array), ``kernel_pegasos``
+(against a straightforward NumPy implementation), ``cache`` (a new process loads compiled kernels from
+disk), ``startup`` (``boundlab --help``, a rejected config), ``stream`` (T examples generated in chunks,
+never materialised: wall time and peak memory), ``sweep`` (N small jobs against a bare Hydra multirun of N
+jobs, with the per-job cost broken down) and ``parallel`` (the joblib launcher on both cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(ROOT))
+
+from pipeline._jit import kernel  # noqa: E402
+
+
+# --- the streaming floor ----------------------------------------------------------------------------
+
+@kernel
+def stream_floor(X):  # noqa: ANN001, ANN201
+    """One compiled read of every entry of ``X``: eight independent sums, so the loop is limited by
+    memory bandwidth, not by the latency of the additions."""
+    n, d = X.shape
+    flat = X.reshape(n * d)
+    m = n * d
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    for q in range(m >> 3):
+        k = 8 * q
+        s0 += flat[k]
+        s1 += flat[k + 1]
+        s2 += flat[k + 2]
+        s3 += flat[k + 3]
+        s4 += flat[k + 4]
+        s5 += flat[k + 5]
+        s6 += flat[k + 6]
+        s7 += flat[k + 7]
+    for k in range(8 * (m >> 3), m):
+        s0 += flat[k]
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def round_robin(contenders: dict[str, Callable[[], Any]], reps: int) -> dict[str, list[float]]:
+    """Seconds of each contender per repetition; contenders alternate so load hits them alike."""
+    for f in contenders.values():  # warm-up: compilation, caches, page faults
+        f()
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for _ in range(reps):
+        for name, f in contenders.items():
+            t = time.perf_counter()
+            f()
+            times[name].append(time.perf_counter() - t)
+    return times
+
+
+def ratios(times: dict[str, list[float]], num: str, den: str) -> dict[str, float]:
+    """times[num] / times[den] per repetition (same round), as min/median/max."""
+    return spread([a / b for a, b in zip(times[num], times[den])])
+
+
+def linear_data(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Dense float64 data labelled by a random direction (a few mistakes, as in the margin runs)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    w = rng.standard_normal(d)
+    return X, np.where(X @ w > 0, 1.0, -1.0)
+
+
+def boundlab_cmd() -> list[str]:
+    script = Path(sys.executable).parent / "boundlab"
+    return [str(script)] if script.exists() else [sys.executable, "-c", "from pipeline.cli import main; main()"]
+
+
+# --- kernels ----------------------------------------------------------------------------------------
+
+def pegasos_pass(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
+    """One in-order pass of Pegasos (k = 1, no projection) through the kernel, allocated as
+    :meth:`pipeline.learners.pegasos.Pegasos.run` does (per-step loss, active flags, averaged iterate)."""
+    from pipeline.learners.base import log_grid
+    from pipeline.learners.pegasos import SNAPSHOTS, index_stream, pegasos_kernel
+
+    m, d = X.shape
+    idx = index_stream("inorder", y, m, 1, np.random.default_rng(0))
+    grid = log_grid(m, SNAPSHOTS)
+    state = np.array([1.0, 0.0, 0.0])
+    v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
+    loss, active = np.empty(m), np.empty(m, dtype=np.int32)
+    avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))
+    pegasos_kernel(X, y, np.zeros(m), np.ones(m), idx, lam, 0.0, 0, grid, state, v, z, buf, loss, active, avg, last)
+    return state[0] * v
+
+
+def bench_kernels(n: int, dims: list[int], reps: int, max_entries: int) -> dict[str, Any]:
+    from sklearn.linear_model import Perceptron as SkPerceptron
+    from sklearn.linear_model import SGDClassifier
+
+    from pipeline.learners import Perceptron
+    from pipeline.learners.perceptron import TIES, perceptron_kernel
+
+    warnings.filterwarnings("ignore", message=".*max_iter.*")  # one epoch is what we ask for
+    lam = 1e-4
+    out: dict[str, Any] = {}
+    for d in dims:
+        rows = min(n, max_entries // d)
+        X, y = linear_data(rows, d)
+        ours_p = Perceptron(tie="mistake")  # sklearn's Perceptron updates iff y w.x <= 0
+        sk_p = SkPerceptron(fit_intercept=False, shuffle=False, max_iter=1, tol=None, eta0=1.0)
+        # P11's step eta_t = 1/(lam t) with (1 - eta_t lam) shrink: invscaling with eta0 = 1/lam, power_t = 1
+        sk_s = SGDClassifier(loss="hinge", penalty="l2", alpha=lam, fit_intercept=False, shuffle=False, max_iter=1,
+                             tol=None, learning_rate="invscaling", eta0=1.0 / lam, power_t=1.0)
+
+        def perceptron() -> None:
+            for attr in ("w_", "t_", "mistakes_"):  # a fresh start, as sklearn's fit
+                ours_p.__dict__.pop(attr, None)
+            ours_p.learn_stream(X, y)
+
+        result: dict[str, Any] = {}
+        times = round_robin({"floor": lambda: stream_floor(X), "perceptron": perceptron, "sklearn_perceptron": lambda: sk_p.fit(X, y),
+                             "pegasos": lambda: pegasos_pass(X, y, lam), "sklearn_sgd": lambda: sk_s.fit(X, y)}, reps)
+        result["n"], result["d"], result["GB"] = rows, d, X.nbytes / 1e9
+        result["seconds_min"] = {k: min(v) for k, v in times.items()}
+        result["perceptron_vs_sklearn"] = ratios(times, "sklearn_perceptron", "perceptron")
+        result["perceptron_share_of_floor"] = ratios(times, "floor", "perceptron")
+        result["pegasos_vs_sklearn"] = ratios(times, "sklearn_sgd", "pegasos")
+        result["pegasos_share_of_floor"] = ratios(times, "floor", "pegasos")
+        result["sklearn_perceptron_share_of_floor"] = ratios(times, "floor", "sklearn_perceptron")
+        result["best_possible_vs_sklearn_perceptron"] = ratios(times, "sklearn_perceptron", "floor")
+        result["best_possible_vs_sklearn_sgd"] = ratios(times, "sklearn_sgd", "floor")
+        # the same semantics: the same weights up to sklearn's own summation order
+        w_peg = pegasos_pass(X, y, lam)
+        scale = max(1.0, float(np.abs(ours_p.w_).max()))
+        result["max_weight_difference_vs_sklearn"] = {
+            "perceptron": float(np.abs(ours_p.w_ - sk_p.coef_.ravel()).max()) / scale,
+            "pegasos": float(np.abs(w_peg - sk_s.coef_.ravel()).max()) / max(1.0, float(np.abs(w_peg).max())),
+        }
+        # bit-identical run to run, and against the plain reference on a prefix
+        again = Perceptron(tie="mistake")
+        again.learn_stream(X, y)
+        head = min(rows, 3000)
+        w_ref, tr = np.zeros(d), np.zeros(head, dtype=np.int8)
+        perceptron_kernel.py(X[:head], y[:head], w_ref, TIES["mistake"], 1, tr)
+        w_fast, tr_fast = np.zeros(d), np.zeros(head, dtype=np.int8)
+        perceptron_kernel(X[:head], y[:head], w_fast, TIES["mistake"], 1, tr_fast)
+        result["bit_identical"] = {"run_to_run": bool(np.array_equal(again.w_, ours_p.w_)),
+                                   "compiled_vs_reference": bool(np.array_equal(w_ref, w_fast) and np.array_equal(tr, tr_fast))}
+        out[f"d={d}"] = result
+        del X, y
+    return out
+
+
+# --- kernel Pegasos ---------------------------------------------------------------------------------
+
+def kernel_pegasos_numpy(X: np.ndarray, y: np.ndarray, idx: np.ndarray, lam: float, sigma: float) -> tuple[np.ndarray, int]:
+    """The straightforward implementation: BLAS Gram matrix, then each step's margin as K[j] @ (beta y)."""
+    sq = np.einsum("ij,ij->i", X, X)
+    K = np.exp(-np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0) / (2.0 * sigma * sigma))
+    m = y.shape[0]
+    beta, bar = np.zeros(m), np.zeros(m)
+    active = 0
+    for t in range(1, idx.shape[0] + 1):
+        j = idx[t - 1, 0]
+        h = 0.0 if t == 1 else 1.0 / (lam * (t - 1))
+        bar += h * beta
+        if y[j] * (K[j] @ (beta * y)) * h < 1.0:
+            beta[j] += 1.0
+            active += 1
+    return bar / idx.shape[0], active
+
+
+def kernel_pegasos_ours(X: np.ndarray, y: np.ndarray, idx: np.ndarray, lam: float, sigma: float) -> tuple[np.ndarray, int]:
+    from pipeline.learners.base import log_grid
+    from pipeline.learners.kernel_pegasos import gram_kernel, kernel_pegasos_kernel
+
+    K = gram_kernel(X, 2, 2, 1.0, sigma)
+    m, T = y.shape[0], idx.shape[0]
+    grid = log_grid(T, 40)
+    state, beta, g, z = np.zeros(2), np.zeros(m), np.zeros(m), np.zeros(m)
+    loss, active, avg = np.empty(T), np.empty(T, dtype=np.int32), np.empty((grid.size, m))
+    kernel_pegasos_kernel(K, y, idx, lam, 0, grid, state, beta, g, z, loss, active, avg)
+    return avg[-1], int(active.sum())
+
+
+def bench_kernel_pegasos(m: int, d: int, T: int, reps: int) -> dict[str, Any]:
+    from pipeline.data import Shells
+
+    ds = Shells(rho=1.0, n=m, d=d).generate(np.random.default_rng(0))
+    X, y = np.ascontiguousarray(ds.X), np.ascontiguousarray(ds.y)
+    idx = np.random.default_rng(1).integers(0, m, size=(T, 1))
+    lam, sigma = 1e-3, 0.5
+    times = round_robin({"ours": lambda: kernel_pegasos_ours(X, y, idx, lam, sigma),
+                         "numpy": lambda: kernel_pegasos_numpy(X, y, idx, lam, sigma)}, reps)
+    (a_ours, n_ours), (a_np, n_np) = kernel_pegasos_ours(X, y, idx, lam, sigma), kernel_pegasos_numpy(X, y, idx, lam, sigma)
+    return {"m": m, "d": d, "T": T, "seconds_min": {k: min(v) for k, v in times.items()},
+            "speedup_vs_numpy": ratios(times, "numpy", "ours"), "same_active_steps": n_ours == n_np,
+            "max_average_coefficient_difference": float(np.abs(a_ours - a_np).max())}
+
+
+# --- compiled kernels from the disk cache -----------------------------------------------------------
+
+def bench_cache(reps: int) -> dict[str, Any]:
+    """First Perceptron pass in a new process, numba already imported: with the on-disk cache, and
+    compiling (an empty cache dir)."""
+    code = textwrap.dedent("""
+        import time, numba, numpy as np
+        from pipeline.learners import Perceptron
+        X = np.random.default_rng(0).standard_normal((1000, 10)); y = np.sign(X[:, 0])
+        t = time.perf_counter(); Perceptron().learn_stream(X, y); print(time.perf_counter() - t)
+    """)
+    cached, compiling = [], []
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=ROOT)  # fill the cache
+    for _ in range(reps):
+        cached.append(float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                                           cwd=ROOT).stdout))
+        with tempfile.TemporaryDirectory() as empty:
+            env = os.environ | {"NUMBA_CACHE_DIR": empty}
+            compiling.append(float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                                  text=True, cwd=ROOT, env=env).stdout))
+    return {"first_pass_seconds_cached": spread(cached), "first_pass_seconds_compiling": spread(compiling),
+            "compile_over_cached": spread([c / a for a, c in zip(cached, compiling)])}
+
+
+# --- start-up ---------------------------------------------------------------------------------------
+
+def bench_startup(reps: int) -> dict[str, Any]:
+    cmd = boundlab_cmd()
+    cases = {"help": [*cmd, "--help"], "config_error": [*cmd, "gamma=2.0"]}
+    out: dict[str, Any] = {}
+    for name, argv in cases.items():
+        times = []
+        for _ in range(reps + 1):
+            t = time.perf_counter()
+            proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+            times.append(time.perf_counter() - t)
+        expected = 0 if name == "help" else 2
+        if proc.returncode != expected:
+            raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
+        out[name] = {"seconds": spread(times[1:])}  # the first run warms the file cache
+    return out
+
+
+# --- the streamed run -------------------------------------------------------------------------------
+
+STREAM_CODE = """
+import json, resource, sys, time
+import numpy as np
+from pipeline.data import DATASETS
+from pipeline.learners import Perceptron
+T, d, chunk = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+t0 = time.perf_counter()
+ds = DATASETS["stream"](gamma=0.1, rho=1.0, n=T, d=d, chunk=chunk).generate(np.random.default_rng(0))
+out = Perceptron().run(ds, np.random.default_rng(1))
+seconds = time.perf_counter() - t0
+print(json.dumps({"seconds": seconds, "peak_rss_MiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "mistakes": out.quantities["mistakes"], "R": ds.stats.R, "gamma_lo": ds.stats.gamma_lo}))
+"""
+
+
+def bench_stream(T: int, d: int, chunk: int) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-c", STREAM_CODE, str(T), str(d), str(chunk)], capture_output=True,
+                          text=True, cwd=ROOT)
+    if proc.returncode:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"}
+    return {"T": T, "d": d, "chunk": chunk} | json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --- sweeps -----------------------------------------------------------------------------------------
+
+BARE_APP = """
+import hydra
+
+@hydra.main(version_base=None, config_path=None, config_name=None)
+def app(cfg) -> None:
+    pass
+
+if __name__ == "__main__":
+    app()
+"""
+
+
+def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env)
+    elapsed = time.perf_counter() - t
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(argv[:4])} ... exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return elapsed
+
+
+def bench_sweep(jobs: int, job_args: list[str], parallel: bool) -> dict[str, Any]:
+    """Per-job cost = (time of N jobs - time of 1 job) / (N - 1): the process start-up, the sweep's
+    parent run and its figures are paid once and left out; both commands are measured the same way."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}", "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+        (tmp_path / "bare.py").write_text(BARE_APP)
+        bare = [sys.executable, str(tmp_path / "bare.py"), "-m"]
+        ours = [*boundlab_cmd(), "-m", *job_args]
+
+        def sweep(base: list[str], count: int, tag: str, extra: tuple[str, ...] = ()) -> float:
+            seeds = f"seed=range(0,{count})" if base is ours else f"+seed=range(0,{count})"
+            return _timed([*base, seeds, f"hydra.sweep.dir={tmp_path / tag}", *extra], tmp_path, env)
+
+        sweep(ours, 2, "warm")  # the store's schema and the experiment exist, kernels are cached
+        t_bare_1, t_bare_n = sweep(bare, 1, "bare1"), sweep(bare, jobs, "bareN")
+        t_ours_1, t_ours_n = sweep(ours, 1, "ours1"), sweep(ours, jobs, "oursN")
+        bare_job, ours_job = (t_bare_n - t_bare_1) / (jobs - 1), (t_ours_n - t_ours_1) / (jobs - 1)
+        out: dict[str, Any] = {
+            "jobs": jobs, "job": " ".join(job_args),
+            "seconds": {"bare_hydra_1": t_bare_1, "bare_hydra_N": t_bare_n, "boundlab_1": t_ours_1, "boundlab_N": t_ours_n},
+            "per_job_seconds": {"bare_hydra": bare_job, "boundlab": ours_job},
+            "per_job_over_bare_hydra": ours_job / bare_job,
+            "breakdown_per_job_seconds": breakdown(job_args, env, reps=min(jobs, 20)) | {"hydra (bare)": bare_job},
+        }
+        if parallel:
+            t_par = sweep(ours, jobs, "oursP", ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2"))
+            t_par_1 = sweep(ours, 1, "oursP1", ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2"))
+            par_job = (t_par - t_par_1) / (jobs - 1)
+            out["parallel"] = {"launcher": "joblib, n_jobs=2", "seconds_N": t_par, "seconds_1": t_par_1, "per_job_seconds": par_job,
+                               "speedup_per_job_vs_basic": ours_job / par_job, "speedup_wall_vs_basic": t_ours_n / t_par}
+        return out
+
+
+BREAKDOWN_CODE = """
+import json, sys, time
+from pathlib import Path
+from hydra import compose, initialize_config_dir
+from pipeline import resume, tracking
+from pipeline.config import build
+from pipeline.paths import CONF_DIR
+from pipeline.run import prepare, run
+from pipeline.schemas import register
+from pipeline.stages import write
+reps, out_dir, args = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+register()
+with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+    cfgs = [compose("config", overrides=[f"seed={s}", *args]) for s in range(reps + 1)]
+uri = tracking.tracking_uri(None)
+parts = {}
+for j, cfg in enumerate(cfgs):
+    marks = [("", time.perf_counter())]
+    def mark(name):
+        marks.append((name, time.perf_counter()))
+    spec = build(cfg); mark("config")
+    ds = prepare(spec); mark("data (generate, certify)")
+    res = run(spec, ds); mark("learner and bounds")
+    files = write(res, out_dir / str(j)); mark("write outputs")
+    tr = tracking.JobRun(uri, experiment="breakdown", name="x", parent_id=None, tags={"boundlab.config_hash": spec.key()})
+    tr.finish({"seed": j}, res.table, res.curve, files); mark("mlflow")
+    resume.record(out_dir / str(j), spec.key(), res.table["data_hash"].iloc[0]); mark("resume marker")
+    if j:  # the first job pays imports and compilation
+        for (_, a), (name, b) in zip(marks, marks[1:]):
+            parts[name] = parts.get(name, 0.0) + (b - a) / reps
+from pipeline.cli import preflight
+t = time.perf_counter()
+preflight(["-m", f"seed=range(0,{reps})", *args])
+parts["preflight (every job composed and validated before the first)"] = (time.perf_counter() - t) / reps
+print(json.dumps(parts))
+"""
+
+
+def breakdown(job_args: list[str], env: dict[str, str], reps: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([sys.executable, "-c", BREAKDOWN_CODE, str(reps), tmp, *job_args], capture_output=True,
+                              text=True, cwd=ROOT, env=env)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --- main -------------------------------------------------------------------------------------------
+
+SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "stream", "sweep")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tiny", action="store_true", help="tiny sizes (the test suite): seconds, timings meaningless")
+    ap.add_argument("--only", default=None,
+                    help=f"comma-separated sections of {', '.join(SECTIONS)} (default all; --tiny leaves out the sweep)")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 5, tiny 2)")
+    ap.add_argument("--n", type=int, default=1_000_000, help="rows of the kernel benchmark")
+    ap.add_argument("--max-entries", type=float, default=1e8,
+                    help="cap on n x d per array (1e8 = 800 MB; d = 1000 then runs at n = 1e5; raise it for n = 1e6)")
+    ap.add_argument("--stream-T", type=float, default=1e8, help="examples of the streamed run")
+    ap.add_argument("--jobs", type=int, default=1000, help="jobs of the sweep comparison")
+    ap.add_argument("--no-parallel", action="store_true", help="skip the joblib sweep")
+    ap.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
+    args = ap.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else set(SECTIONS) - ({"sweep"} if args.tiny else set())
+    unknown = only - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown section(s) {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
+    reps = args.reps or (2 if args.tiny else 5)
+    n, dims, max_entries = (2000, [10, 100], 1e6) if args.tiny else (args.n, [10, 100, 1000], args.max_entries)
+    earlier = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
+    report: dict[str, Any] = earlier | {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                          "processor": platform.machine(), "load_average_at_start": os.getloadavg()},
+                              "reps": reps, "tiny": args.tiny}
+    steps: dict[str, Callable[[], Any]] = {
+        "kernels": lambda: bench_kernels(n, dims, reps, int(max_entries)),
+        "kernel_pegasos": lambda: bench_kernel_pegasos(*((100, 3, 500) if args.tiny else (2000, 10, 20_000)), reps),
+        "cache": lambda: bench_cache(1 if args.tiny else 3),
+        "startup": lambda: bench_startup(reps),
+        "stream": lambda: bench_stream(*((20_000, 10, 5000) if args.tiny else (int(args.stream_T), 10, 250_000))),
+        "sweep": lambda: bench_sweep(3 if args.tiny else args.jobs, ["algorithm=pegasos", "T=10000", "d=20"],
+                                     parallel=not args.no_parallel),
+    }
+    for name in SECTIONS:
+        if name in only:
+            t = time.perf_counter()
+            report[name] = steps[name]()
+            print(f"{name}: done in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+            args.out.write_text(json.dumps(report, indent=2) + "\n")  # partial results survive a later failure
+    print(table(report))
+    return report
+
+
+def _r(s: dict[str, float], fmt: str = "{:.2f}") -> str:
+    return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}..{fmt.format(s['max'])})"
+
+
+def table(report: dict[str, Any]) -> str:
+    """The README's table: median (min..max) over repetitions of each same-round ratio."""
+    lines = ["| measurement | ratio or value: median (min..max) |", "| --- | --- |"]
+    for key, r in report.get("kernels", {}).items():
+        lines += [
+            f"| Perceptron {key}, n = {r['n']:.0e}: sklearn time / ours | {_r(r['perceptron_vs_sklearn'])}x |",
+            f"| Perceptron {key}: share of the streaming floor | {_r(r['perceptron_share_of_floor'])} |",
+            f"| Pegasos {key}: sklearn SGDClassifier time / ours | {_r(r['pegasos_vs_sklearn'])}x |",
+            f"| Pegasos {key}: share of the streaming floor | {_r(r['pegasos_share_of_floor'])} |",
+            f"| {key}: best possible vs sklearn Perceptron (sklearn / floor) | {_r(r['best_possible_vs_sklearn_perceptron'])}x |",
+        ]
+    if "kernel_pegasos" in report:
+        r = report["kernel_pegasos"]
+        lines.append(f"| kernel Pegasos m = {r['m']}, T = {r['T']}: NumPy time / ours | {_r(r['speedup_vs_numpy'])}x |")
+    if "cache" in report:
+        r = report["cache"]
+        lines.append(f"| first pass in a new process, cached / compiling (s) | {_r(r['first_pass_seconds_cached'], '{:.3f}')}"
+                     f" / {_r(r['first_pass_seconds_compiling'], '{:.2f}')} |")
+    for key, r in report.get("startup", {}).items():
+        lines.append(f"| `boundlab {'--help' if key == 'help' else 'gamma=2.0'}` (s) | {_r(r['seconds'])} |")
+    if "stream" in report and "seconds" in report["stream"]:
+        r = report["stream"]
+        lines.append(f"| streamed Perceptron, T = {r['T']:.0e}, d = {r['d']}: seconds, peak RSS | {r['seconds']:.1f} s, "
+                     f"{r['peak_rss_MiB']:.0f} MiB |")
+    if "sweep" in report:
+        r = report["sweep"]
+        lines.append(f"| sweep of {r['jobs']} jobs ({r['job']}): per-job cost / bare Hydra's | "
+                     f"{r['per_job_over_bare_hydra']:.2f} ({r['per_job_seconds']['boundlab']:.3f} s vs "
+                     f"{r['per_job_seconds']['bare_hydra']:.3f} s) |")
+        if "parallel" in r:
+            lines.append(f"| the same sweep, joblib n_jobs=2: wall-time speed-up | {r['parallel']['speedup_wall_vs_basic']:.2f}x |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""The fast paths against their plain references (fixed summation order, streamed data, curves), and
+the benchmark at a tiny size (its timings are not asserted: speed belongs in the benchmark's output)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline._jit import dot, dot_row
+from pipeline.data import MarginBinary, Stream, certify
+from pipeline.learners import Perceptron
+from pipeline.learners.perceptron import TIES, dot_kernel, perceptron_kernel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 7, 8, 13, 100])
+def test_dot_helpers_sum_in_the_documented_fixed_order(d: int) -> None:
+    rng = np.random.default_rng(d)
+    w, X = rng.standard_normal(d), rng.standard_normal((3, d))
+    s = [0.0, 0.0, 0.0, 0.0]  # four accumulators j mod 4, the tail (j >= 4 floor(d/4)) into the first
+    for j in range(d):
+        s[j % 4 if j < d - d % 4 else 0] += w[j] * X[1, j]
+    expected = (s[0] + s[1]) + (s[2] + s[3])
+    for value in (dot_row(w, X, 1), dot_row.py(w, X, 1), dot(w, X[1]), dot.py(w, X[1]), dot_kernel(w, X[1])):
+        assert value == expected  # bit for bit, compiled and plain
+    assert abs(expected - float(np.dot(w, X[1]))) <= 1e-12 * max(1.0, float(np.abs(w) @ np.abs(X[1])))
+
+
+@pytest.mark.parametrize("tie", sorted(TIES))
+def test_perceptron_kernel_against_a_left_to_right_reference(tie: str) -> None:
+    """Split accumulators change the last bits of w.x only: the same mistakes, weights within 1e-12."""
+    ds = MarginBinary(gamma=0.05, rho=1.0, n=2000, d=37).generate(np.random.default_rng(4))
+    w, trace = np.zeros(37), np.zeros(2000, dtype=np.int8)
+    perceptron_kernel(ds.X, ds.y, w, TIES[tie], 1, trace)
+    w0, trace0 = np.zeros(37), np.zeros(2000, dtype=np.int8)
+    for i in range(2000):  # the textbook loop, np.dot's own summation order
+        s = float(np.dot(w0, ds.X[i]))
+        update = ds.y[i] * s <= 0 if tie == "mistake" else (1.0 if s > 0 or (s == 0 and tie == "positive") else -1.0) != ds.y[i]
+        if update:
+            w0 += ds.y[i] * ds.X[i]
+            trace0[i] = 1
+    assert np.array_equal(trace, trace0) and trace.sum() > 5
+    np.testing.assert_allclose(w, w0, rtol=0, atol=1e-12 * max(1.0, np.abs(w0).max()))
+
+
+def test_stream_is_margin_data_certified_chunk_by_chunk() -> None:
+    data = Stream(gamma=0.05, rho=2.0, n=10_007, d=6, chunk=999).generate(np.random.default_rng(3))
+    X, y = data.materialise()
+    again = np.concatenate([c[0] for c in data.chunks()])
+    assert X.shape == (10_007, 6) and np.array_equal(X, again)  # the same stream every time it is read
+    whole = certify(X, y, data.directions["w*"], (np.abs(y * (X @ data.directions["w*"]) - 0.05) < 1e-12).astype(float))
+    assert data.stats.R == pytest.approx(whole.R, rel=1e-12) and data.stats.R >= np.linalg.norm(X, axis=1).max()
+    assert data.stats.gamma_lo == pytest.approx(whole.gamma_lo, rel=1e-12)
+    assert data.stats.gamma_lo <= 0.05 <= data.stats.gamma_hi and data.stats.gap < 1e-9 and data.stats.separable
+
+
+def test_stream_rows_kernel_equals_its_reference_and_keeps_the_radius() -> None:
+    from pipeline.data.stream import rows_kernel
+
+    rng = np.random.default_rng(5)
+    direction = rng.standard_normal((500, 9), dtype=np.float32)
+    radial, along = rng.random(500), 0.1 * rng.random(500)
+    Q = np.linalg.qr(rng.standard_normal((10, 10)))[0]
+    X, X0 = np.empty((500, 10)), np.empty((500, 10))
+    rows_kernel(direction, radial, along, Q[:, 0].copy(), np.ascontiguousarray(Q[:, 1:]), X)
+    rows_kernel.py(direction, radial, along, Q[:, 0].copy(), np.ascontiguousarray(Q[:, 1:]), X0)
+    assert np.array_equal(X, X0)  # float32 draws, float64 arithmetic in both
+    np.testing.assert_allclose(np.einsum("ij,ij->i", X, X), along**2 + radial**2, rtol=1e-14)
+
+
+@pytest.mark.parametrize("tie", sorted(TIES))
+def test_learning_from_chunks_equals_learning_the_whole_stream(tie: str) -> None:
+    data = Stream(gamma=0.02, rho=1.0, n=5000, d=9, chunk=777).generate(np.random.default_rng(1))
+    X, y = data.materialise()
+    whole, chunked = Perceptron(tie=tie), Perceptron(tie=tie)
+    t_whole = whole.learn_stream(X, y)
+    t_chunked = chunked.learn_chunks(data.chunks(), data.n)
+    assert np.array_equal(t_whole, t_chunked) and np.array_equal(whole.w_, chunked.w_) and t_whole.sum() > 3
+    out = Perceptron(tie=tie, passes=2).run(data, np.random.default_rng(0))
+    assert out.quantities["mistakes"] == Perceptron(tie=tie, passes=2).learn_stream(X, y).sum()
+
+
+def test_mistake_curve_equals_the_cumulative_sum() -> None:
+    trace = (np.random.default_rng(0).random(5000) < 0.01).astype(np.int8)
+    t = np.array([1, 2, 17, 1000, 4999, 5000])
+    assert np.array_equal(Perceptron.curve(trace, t)["mistakes"], np.cumsum(trace, dtype=np.int64)[t - 1])
+
+
+def test_streamed_data_are_refused_by_learners_that_need_the_whole_sample() -> None:
+    from pipeline.config import Job
+    from pipeline.learners import Pegasos
+    from pipeline.params import UserError
+    from pipeline.run import prepare
+
+    job = Job(experiment="x", seed=0, lam=0.1, learner=Pegasos(lam=0.1), dataset=Stream(gamma=0.1, rho=1.0, n=100, d=3))
+    with pytest.raises(UserError, match="streamed"):
+        prepare(job)
+
+
+def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--tiny", "--out", str(out)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    for d in ("d=10", "d=100"):
+        r = report["kernels"][d]
+        assert r["bit_identical"] == {"run_to_run": True, "compiled_vs_reference": True}
+        # the same semantics as scikit-learn's estimators: the same weights up to summation order
+        assert r["max_weight_difference_vs_sklearn"]["perceptron"] < 1e-9
+        assert r["max_weight_difference_vs_sklearn"]["pegasos"] < 1e-9
+        assert {"min", "median", "max"} <= set(r["perceptron_vs_sklearn"])
+    assert report["kernel_pegasos"]["same_active_steps"]
+    assert report["kernel_pegasos"]["max_average_coefficient_difference"] < 1e-9
+    assert report["stream"]["T"] == 20_000 and report["stream"]["mistakes"] > 0
+    assert set(report["startup"]) == {"help", "config_error"}
+    assert "| measurement |" in proc.stdout
