@@ -149,10 +149,11 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
             agg = sel.groupby(x).agg(mean=("empirical", "mean"), sd=("empirical", "std"), n=("empirical", "size"),
                                      bound=("theoretical", "mean")).reset_index()
             half = agg["sd"].fillna(0) * stats.t.ppf(0.975, np.maximum(agg["n"] - 1, 1)) / np.sqrt(agg["n"])
-            label = _fmt(hue, h) if hue else "measured"
-            ax.plot(agg[x], agg["mean"], marker="o", ms=4, color=cmap(i), label=f"{label}: mean over seeds")
+            prefix = f"{_fmt(hue, h)}: " if hue else ""
+            ax.plot(agg[x], agg["mean"], marker="o", ms=4, color=cmap(i),
+                    label=f"{prefix}measured, mean over seeds (95 % band)")
             ax.fill_between(agg[x], agg["mean"] - half, agg["mean"] + half, color=cmap(i), alpha=0.2, lw=0)
-            ax.plot(agg[x], agg["bound"], ls="--", color=cmap(i), lw=1.2, label=f"{label}: bound")
+            ax.plot(agg[x], agg["bound"], ls="--", color=cmap(i), lw=1.2, label=f"{prefix}{first['title']} bound")
         positive = bool((rows["empirical"] > 0).all())
         ax.set(xscale="log", xlabel=x, ylabel=f"{first['quantity']} (mean over seeds, 95 % band)")
         if positive:
@@ -161,7 +162,7 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
             ax.set_yscale("symlog", linthresh=float(rows["theoretical"].min()) / 10)
         seeds = int(rows.groupby(["setting"]).size().max())
         ax.set_title(f"{first['learner']}: {first['quantity']} against {x}, with the {first['title']} bound "
-                     f"({first['guarantee']})\n{first['formula']}  ({seeds} seeds per point)", fontsize=9)
+                     f"({first['guarantee']})\n{first['formula']}\n({seeds} seeds per point)", fontsize=9)
         ax.legend(fontsize=7, loc="best")
         fig.tight_layout()
     return fig
