@@ -19,6 +19,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from pipeline.ray_worker import DRIVER_CWD_ENV
 from pipeline.stages import SWEEP_KEY_ENV, SWEEP_SIZE_ENV, SWEEP_START_ENV
 
 log = logging.getLogger("boundlab")
@@ -116,6 +117,27 @@ def verdict(s: dict[str, Any]) -> str:
     return head
 
 
+def _description(config: DictConfig) -> str:
+    """The parent run's description: the question the sweep asks and the claims it judges."""
+    text = str(config.question or f"Sweep of {config.name}: every applicable bound against what the learner measured.")
+    claims = config.get("claims") or []
+    if claims:
+        text += "\n\nClaims:\n" + "\n".join(f"- {c.bound} ({c.guarantee}): {c.claim}" for c in claims)
+    return text
+
+
+def _swept(config: DictConfig) -> dict[str, str]:
+    """What the sweep varies and fixes (an experiment's grid, then the command's overrides): the parent
+    run's parameters, so a reviewer sees the grid without reading code."""
+    grid = config.hydra.sweeper.get("params") or {}
+    swept = {str(k): str(v) for k, v in grid.items()}
+    for override in config.hydra.overrides.task:
+        key, _, value = override.lstrip("+~").partition("=")
+        if value and not key.startswith("hydra"):
+            swept[key] = value
+    return swept
+
+
 class SweepCallback(Callback):
     """Parent MLflow run, sweep results table, figures and verdict for every ``boundlab -m``."""
 
@@ -135,15 +157,17 @@ class SweepCallback(Callback):
                 self.uri,
                 experiment=config.name,
                 name=f"{config.name} sweep {time.strftime('%Y-%m-%d %H:%M:%S')}",
-                question=str(config.question or f"Sweep of {config.name}"),
+                question=_description(config),
                 sweep_id=self.sweep_id,
                 tags={"boundlab.overrides": " ".join(config.hydra.overrides.task),
                       "boundlab.sweep_dir": str(sweep_dir.resolve())},
+                params=_swept(config),
             )
             log.info("sweep %s: parent run %s in %s", self.sweep_id, self.parent_id, self.uri)
         tracking.announce_sweep(sweep_dir, self.parent_id, self.sweep_id)
         self.started = time.perf_counter()
         os.environ[SWEEP_START_ENV] = str(time.time())
+        os.environ[DRIVER_CWD_ENV] = os.getcwd()  # for launchers whose workers start elsewhere (ray)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from pipeline import plots, tracking

@@ -45,6 +45,17 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+# Overrides that name, describe or steer the sweep rather than choose the run's parameters.
+NOT_PARAMETERS = ("hydra", "experiment=", "force=", "name=", "question=", "tracking.", "scale=")
+
+
+def run_name(learner: str, overrides: Any) -> str:
+    """The learner and the parameters the command chose, e.g. 'perceptron gamma=0.1 seed=0': the name a
+    job's log lines and MLflow run carry."""
+    chosen = [o for o in overrides if not o.lstrip("+~").startswith(NOT_PARAMETERS)]
+    return " ".join([learner, *chosen])
+
+
 def write(result: Any, out: Path) -> list[Path]:
     """Write a run's tables, trace and data into its output directory; return what to log."""
     out.mkdir(parents=True, exist_ok=True)
@@ -78,8 +89,7 @@ def job(cfg: DictConfig) -> None:
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     spec = build(cfg)
-    overrides = [o for o in hc.overrides.task if not o.startswith(("hydra", "experiment=", "force="))]
-    name = " ".join([spec.learner.name, *overrides])
+    name = run_name(spec.learner.name, hc.overrides.task)
     step = progress(hc.job.num) if multirun else ""
     why = resume.check(out, spec.key())
     if why is None and not spec.force:
@@ -103,7 +113,9 @@ def job(cfg: DictConfig) -> None:
         experiment=spec.experiment,
         name=name,
         parent_id=parent_id,
-        tags={"boundlab.config_hash": spec.key(), "boundlab.sweep_id": sweep_id, "boundlab.output_dir": str(out)},
+        tags={"boundlab.config_hash": spec.key(), "boundlab.sweep_id": sweep_id, "boundlab.output_dir": str(out),
+              "mlflow.note.content": f"{name}: one run of the sweep {spec.experiment!r}. "
+                                     + str(cfg.question or "Its measured quantities against every bound that applies.")},
         supersede=why != "not run yet",
     )
     try:

@@ -131,7 +131,8 @@ def _log(client: Any, run_id: str, params: Mapping[str, Any] = {}, metrics: Iter
         client.log_batch(run_id, tags=t)
 
 
-def start_parent(uri: str, experiment: str, name: str, question: str, sweep_id: str, tags: Mapping[str, str]) -> str:
+def start_parent(uri: str, experiment: str, name: str, question: str, sweep_id: str, tags: Mapping[str, str],
+                 params: Mapping[str, str] = {}) -> str:
     """Create the sweep's parent run (with the client API: safe when jobs share the process)."""
     client = _client(uri)
     run = client.create_run(
@@ -139,6 +140,8 @@ def start_parent(uri: str, experiment: str, name: str, question: str, sweep_id: 
         run_name=name,
         tags={"mlflow.note.content": question, "boundlab.sweep_id": sweep_id, "boundlab.git_commit": git_commit(), **tags},
     )
+    if params:
+        _log(client, run.info.run_id, params=params)
     return run.info.run_id
 
 

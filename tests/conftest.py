@@ -44,7 +44,7 @@ def _boundlab(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpr
     return subprocess.run([exe, *args], cwd=cwd, env=env or dict(os.environ), capture_output=True, text=True, timeout=900)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")  # session: module fixtures (a shared sweep) can use it too
 def boundlab():  # noqa: ANN201
     """Run the installed ``boundlab`` command: ``boundlab(*args, cwd=..., env=...)``."""
     return _boundlab
