@@ -47,6 +47,10 @@ def explain(exc: BaseException) -> str:
     if "Ambiguous value for argument '" in text:
         arg = text.split("'")[1]
         return f"{arg}: several values make a sweep: add -m (boundlab -m {arg} ...)"
+    if "LexerNoViableAltException" in text or "mismatched input" in text or "token recognition error" in text:
+        arg = lines[0].split(":", 1)[-1].strip()
+        return (f"{arg}: cannot be read as KEY=VALUE; quote a value with spaces, quotes or special characters "
+                "for Hydra, e.g. 'question=\"Does it hold?\"' (Hydra's override grammar)")
     return " ".join(lines[:2])
 
 

@@ -103,6 +103,8 @@ BAD = [
     (["algorithm=multiclass_svm", "B=0"], "B=0"),
     (["algorithm=ova", "lam=0"], "lam=0"),
     (["algorithm=multiclass_pegasos", "algorithm.sampling=class_balanced"], "algorithm.sampling='class_balanced'"),
+    (["question=Does Novikoff's bound hold?"], "question=Does Novikoff's bound hold?: cannot be read as KEY=VALUE"),
+    (["-m", "seed=0,1", "question=it's"], "question=it's: cannot be read"),
 ]
 
 
