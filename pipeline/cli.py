@@ -98,6 +98,56 @@ def plan_of(argv: Sequence[str]) -> Plan:
     return Plan(True, list(args.overrides), [job for batch in jobs for job in batch])
 
 
+class _Composer:
+    """Job configs for the pre-flight check, composed once per choice of config groups.
+
+    Composing a config costs ~0.1 s; a sweep's jobs mostly differ in values only. Those share one
+    composition of their group choices (and other structural overrides), copied, with each value set
+    the way Hydra sets a plain ``key=value`` override (``OmegaConf.update(cfg, key, value, merge=True)``).
+    Anything that fails that way is composed by Hydra itself, so errors read as Hydra's.
+    """
+
+    def __init__(self) -> None:
+        from hydra.core.global_hydra import GlobalHydra
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        self.parser = OverridesParser.create()
+        self.repository = GlobalHydra.instance().config_loader().repository
+        self.composed: dict[tuple[str, ...], DictConfig] = {}
+
+    def _plain(self, o) -> bool:  # noqa: ANN001
+        return (not (o.is_delete() or o.is_add() or o.is_force_add()) and o.package is None
+                and not o.key_or_group.startswith("hydra") and not self.repository.group_exists(o.key_or_group))
+
+    def __call__(self, job: list[str]) -> DictConfig:
+        import copy
+
+        from omegaconf import OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
+
+        parsed = self.parser.parse_overrides(job)
+        plain = [o for o in parsed if self._plain(o)]
+        structural = tuple(o.input_line for o in parsed if not self._plain(o))
+        if structural not in self.composed:
+            self.composed[structural] = hydra.compose("config", overrides=list(structural))
+        cfg = copy.deepcopy(self.composed[structural])
+        try:
+            for o in plain:
+                OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
+        except OmegaConfBaseException:
+            return hydra.compose("config", overrides=job)
+        return cfg
+
+
+def _trust_preflight() -> None:
+    """Every job of the sweep was composed and validated by ``preflight``: Hydra's basic sweeper need not
+    compose each one once more before launching it (its ``validate_batch_is_legal``; the launcher still
+    composes every job it runs)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    BasicSweeper.validate_batch_is_legal = lambda self, batch: None
+
+
 def preflight(argv: Sequence[str]) -> Plan:
     """Validate every job of ``boundlab argv``; exit with code 2 and one line on the first bad one."""
     from hydra.errors import HydraException
@@ -113,10 +163,11 @@ def preflight(argv: Sequence[str]) -> Plan:
             _fail(str(e))
         except (HydraException, OmegaConfBaseException) as e:
             _fail(explain(e))
+        compose = _Composer()
         for job in plan.jobs:
             where = f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""
             try:
-                cfg = hydra.compose("config", overrides=job)
+                cfg = compose(job)
                 build(cfg)
             except UserError as e:
                 _fail(f"{e}{where}")
@@ -157,6 +208,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             _fail(f"tracking store {uri}: {why}; set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
     if plan.multirun:
         from pipeline.stages import SWEEP_KEY_ENV, SWEEP_SIZE_ENV
+
+        _trust_preflight()
 
         os.environ[SWEEP_SIZE_ENV] = str(len(plan.jobs))
         os.environ[SWEEP_KEY_ENV] = plan.sweep_key()

@@ -81,11 +81,17 @@ def _client(uri: str):  # noqa: ANN202
     return mlflow.MlflowClient(tracking_uri=uri)
 
 
+_EXPERIMENTS: dict[tuple[str, str], str] = {}  # (uri, name) -> id, for the jobs that share a process
+
+
 def experiment_id(uri: str, name: str) -> str:
     """The id of experiment ``name``, created if missing (artifacts next to a SQLite database)."""
+    if (uri, name) in _EXPERIMENTS:
+        return _EXPERIMENTS[uri, name]
     client = _client(uri)
     exp = client.get_experiment_by_name(name)
     if exp is not None:
+        _EXPERIMENTS[uri, name] = exp.experiment_id
         return exp.experiment_id
     location = None
     if uri.startswith("sqlite:///"):
@@ -111,11 +117,6 @@ def git_commit() -> str:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def _chunks(items: list, size: int) -> Iterable[list]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
 def _log(client: Any, run_id: str, params: Mapping[str, Any] = {}, metrics: Iterable[tuple[str, float, int]] = (), tags: Mapping[str, str] = {}) -> None:
     from mlflow.entities import Metric, Param, RunTag
 
@@ -123,12 +124,14 @@ def _log(client: Any, run_id: str, params: Mapping[str, Any] = {}, metrics: Iter
     p = [Param(k, str(v)[:6000]) for k, v in params.items()]
     m = [Metric(k, float(v), now, int(step)) for k, v, step in metrics]
     t = [RunTag(k, str(v)) for k, v in tags.items()]
-    for chunk in _chunks(p, 100):
-        client.log_batch(run_id, params=chunk)
-    for chunk in _chunks(m, 1000):
-        client.log_batch(run_id, metrics=chunk)
-    if t:
-        client.log_batch(run_id, tags=t)
+    # as few calls as MLflow's limits allow (per call: 100 params, 100 tags, 1000 entities): each is a
+    # transaction, and a small job's logging is most of its cost
+    while p or m or t:
+        bp, p = p[:100], p[100:]
+        bt, t = t[:100], t[100:]
+        room = 1000 - len(bp) - len(bt)
+        bm, m = m[:room], m[room:]
+        client.log_batch(run_id, metrics=bm, params=bp, tags=bt)
 
 
 def start_parent(uri: str, experiment: str, name: str, question: str, sweep_id: str, tags: Mapping[str, str],
