@@ -122,6 +122,33 @@ def test_bad_input_is_one_line_naming_the_key(argv: list[str], named: str, capsy
     assert err.count("\n") == 1 and err.startswith("boundlab: error: ") and named in err, err
 
 
+@pytest.mark.parametrize("job", [
+    ["seed=3", "gamma=0.05"],
+    ["algorithm=pegasos", "lam=0.1", "T=500", "algorithm.sampling=perm"],
+    ["experiment=pegasos_imbalanced", "algorithm=pegasos_balanced", "dataset.pos_fraction=0.3", "seed=2"],
+    ["experiment=multiclass_sgd_rate", "T=1000", "seed=1", "B=5"],
+    ["dataset=finite_class", "algorithm=halving", "dataset.cls=intervals", "n=50"],
+    ["+algorithm.unknown=1", "seed=1"],
+])
+def test_preflight_composes_each_job_as_hydra_does(job: list[str]) -> None:
+    """The pre-flight check's shortcut (one composition per choice of groups, values set as Hydra sets
+    them) gives exactly the config Hydra composes for the job."""
+    from omegaconf import OmegaConf
+
+    from pipeline.cli import _Composer
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        composer = _Composer()
+        composer(["n=7", "d=3"])  # values set on a shared composition must not leak into other jobs
+        ours = composer(job)
+        try:
+            theirs = compose("config", overrides=job)
+        except Exception as e:  # noqa: BLE001
+            pytest.fail(f"Hydra rejects {job}: {e}")
+    assert OmegaConf.to_container(ours, resolve=True) == OmegaConf.to_container(theirs, resolve=True)
+
+
 def test_good_sweep_passes_preflight() -> None:
     register()
     assert len(preflight(["-m", "gamma=0.05,0.1", "rho=0.5,1", "seed=0,1,2"]).jobs) == 12
