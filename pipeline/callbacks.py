@@ -3,7 +3,7 @@
 Before the jobs: the tracking store, the experiment and the parent run are created once (so parallel
 workers never race on a fresh SQLite store). After the jobs: the per-job tables are concatenated into
 the sweep's ``results.parquet``, the figures are drawn, everything is logged to the parent run, and a
-failed job or a violated deterministic bound makes the command exit non-zero.
+failed job or a violated bound (pipeline.verdicts) makes the command exit non-zero.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 
 from pipeline.ray_worker import DRIVER_CWD_ENV
 from pipeline.stages import SWEEP_KEY_ENV, SWEEP_SIZE_ENV, SWEEP_START_ENV
+from pipeline.verdicts import VIOLATED, sweep_line
 
 log = logging.getLogger("boundlab")
 
@@ -48,73 +49,11 @@ def collect(sweep_dir: Path, size: int | None = None) -> tuple[Any, Any, list[Pa
     return table, curve, failed
 
 
-def _expectation(rows: Any) -> dict[str, Any]:
-    """(E) in the mean over seeds, per setting: mean measured with a 95 % t interval against the mean
-    bound (BOUNDS.md 9); a setting fails only where the whole interval lies above the bound."""
-    from scipy import stats
-
-    worst, failing, settings = None, 0, 0
-    keys = ["setting", "part"] if "part" in rows and rows["part"].notna().any() else ["setting"]
-    for _, sel in rows.groupby(keys, sort=True, dropna=False):
-        n = len(sel)
-        mean, bound = float(sel["empirical"].mean()), float(sel["theoretical"].mean())
-        half = float(stats.t.ppf(0.975, n - 1) * sel["empirical"].std(ddof=1) / n**0.5) if n > 1 else None
-        settings += 1
-        failing += int(half is not None and mean - half > bound)
-        ratio = mean / bound if bound > 0 else float("inf")
-        if worst is None or ratio > worst["mean_ratio"]:
-            worst = {"mean_ratio": ratio, "ci_half_width_ratio": None if half is None else half / bound, "seeds": n}
-    return {"settings": settings, "settings_above_bound": failing, **(worst or {})}
-
-
-def _probability(rows: Any, delta: float | None) -> dict[str, Any]:
-    """(P): the violation rate over runs with its Clopper-Pearson 95 % interval, against delta."""
-    from scipy import stats
-
-    n, k = len(rows), int((~rows["holds"].astype(bool)).sum())
-    hi = float(stats.beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
-    return {"violation_rate": k / n, "violation_rate_ci_high": hi, **({"delta": delta} if delta is not None else {})}
-
-
 def summary(table: Any) -> dict[str, Any]:
-    """Per bound, the report of BOUNDS.md 9 for its guarantee type: (D) violations and the worst ratio;
-    (E) the mean over seeds against the bound per setting; (P) the violation rate against delta."""
-    out: dict[str, Any] = {"runs": int(table["run"].nunique()) if len(table) else 0}
-    for bound, rows in table.groupby("bound", sort=True) if len(table) else []:
-        applicable = rows[rows["applicable"].astype(bool)]
-        guarantee = rows["guarantee"].iloc[0]
-        out[bound] = {
-            "guarantee": guarantee,
-            "runs": len(rows),
-            "applicable": len(applicable),
-            "violations": int((~applicable["holds"].astype(bool)).sum()) if guarantee == "D" else 0,
-            "max_ratio": float(applicable["ratio"].max()) if len(applicable) else None,
-            "min_ratio": float(applicable["ratio"].min()) if len(applicable) else None,
-        }
-        if guarantee == "E" and len(applicable):
-            out[bound] |= _expectation(applicable)
-        if guarantee == "P" and len(applicable):
-            delta = float(applicable["delta"].iloc[0]) if "delta" in applicable else None
-            out[bound] |= _probability(applicable, delta)
-    return out
+    """Per bound, the sweep's verdict and the numbers behind it (:func:`pipeline.verdicts.summarize`)."""
+    from pipeline.verdicts import summarize
 
-
-def verdict(s: dict[str, Any]) -> str:
-    """One line per bound, in the terms of its guarantee type."""
-    head = f"{s['applicable']}/{s['runs']} applicable"
-    if not s["applicable"]:
-        return head
-    ratios = f"ratio {s['min_ratio']:.3g}..{s['max_ratio']:.3g}"
-    if s["guarantee"] == "D":
-        return f"{head}, {s['violations']} violations, {ratios}"
-    if s["guarantee"] == "E":
-        ci = "" if s["ci_half_width_ratio"] is None else f" +/- {s['ci_half_width_ratio']:.2g}"
-        return (f"{head}, worst mean/bound over seeds {s['mean_ratio']:.3g}{ci} "
-                f"({s['seeds']} seeds), {s['settings_above_bound']}/{s['settings']} settings above the bound")
-    if s["guarantee"] == "P":
-        return (f"{head}, violation rate {s['violation_rate']:.3g} (95 % CI up to {s['violation_rate_ci_high']:.3g})"
-                f" against delta {s.get('delta', float('nan')):g}, {ratios}")
-    return head
+    return summarize(table)
 
 
 def _description(config: DictConfig) -> str:
@@ -186,21 +125,25 @@ class SweepCallback(Callback):
         stats = summary(table) | {"failed_jobs": len(failed)}
         (sweep_dir / "metrics.json").write_text(json.dumps(stats, indent=2) + "\n")
         files.append(sweep_dir / "metrics.json")
-        violated = [b for b, s in stats.items() if isinstance(s, dict) and s["guarantee"] == "D" and s["violations"]]
+        violated = [b for b, s in stats.items() if isinstance(s, dict) and s["verdict"] == VIOLATED]
         metrics = {f"{b}/{k}": v for b, s in stats.items() if isinstance(s, dict)
                    for k, v in s.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        verdict_tags = {f"boundlab.verdict.{b}": f"{s['verdict']}: {s['evidence']}"[:5000]
+                        for b, s in stats.items() if isinstance(s, dict)}
         tracking.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"]},
-                               failed=bool(failed or violated))
+                               failed=bool(failed or violated), tags=verdict_tags)
         elapsed = time.perf_counter() - self.started
         log.info("sweep %s: %d runs in %.1f s; results in %s", self.sweep_id, stats["runs"], elapsed, sweep_dir)
         for b, s in stats.items():
             if isinstance(s, dict):
-                log.info("  %s (%s): %s", b, s["guarantee"], verdict(s))
+                log.info("  %s (%s): %s", b, s["guarantee"], sweep_line(s))
         problems = []
         if failed:
             problems.append(f"{len(failed)} job(s) failed (see error.txt in each): " + ", ".join(str(j) for j in failed))
         if violated:
-            problems.append(f"deterministic bound(s) violated: {', '.join(violated)} (a bug until proven otherwise)")
+            kinds = {b: stats[b]["guarantee"] for b in violated}
+            problems.append("bound(s) violated: " + ", ".join(f"{b} ({g})" for b, g in kinds.items())
+                            + ("; a violated (D) bound is a bug until proven otherwise" if "D" in kinds.values() else ""))
         if problems:
             print("boundlab: sweep " + "; ".join(problems), file=sys.stderr)
             raise SystemExit(1)

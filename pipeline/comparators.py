@@ -1,4 +1,4 @@
-"""Comparator directions for the bounds that hold for every comparator u (BOUNDS.md section 2).
+"""Comparator directions for the bounds that hold for every comparator u (docs/bounds.md section 2).
 
 A bound of the form "for every u: M <= B(u, L_T(u))" may be minimised over any set of u chosen
 without looking at the learner's run. The set here: the directions known by construction (the

@@ -1,6 +1,6 @@
 """Certified comparators for the Pegasos family: exact dual coordinate ascent with a duality gap.
 
-The comparator f* of BOUNDS.md sections 4-6 is never taken on trust from a solver's stopping rule.
+The comparator f* of docs/bounds.md sections 4-6 is never taken on trust from a solver's stopping rule.
 Dual coordinate ascent (SDCA with the hinge loss's closed-form coordinate step: Shalev-Shwartz &
 Zhang, "Stochastic dual coordinate ascent methods for regularized loss minimization", JMLR 14, 2013,
 section 6.2; Hsieh, Chang, Lin, Keerthi & Sundararajan, "A dual coordinate descent method for
@@ -10,7 +10,7 @@ gives the two-sided certificate
     D(alpha) <= F* <= F(w)
 
 for *every* w and every alpha in the box, so the result is certified whatever the iterations did:
-an unfinished run only has a wider gap. The objectives (BOUNDS.md section 0 convention, lambda/2):
+an unfinished run only has a wider gap. The objectives (docs/bounds.md section 0 convention, lambda/2):
 
     F(w) = lam/2 ||w - w_ref||^2 + (1/m) sum_i s_i max(0, 1 - y_i <w, x_i>)
     D(alpha) = (1/m) sum_i alpha_i (1 - y_i <w_ref, x_i>) - lam/2 ||v(alpha)||^2,
@@ -33,10 +33,13 @@ v(alpha) = (lam m)^{-1} sum_i alpha_i y_i x_i (for a Gram matrix, K (alpha y)), 
 ~1/lam larger than the result at small lam, is computed by Dot2 (Ogita, Rump & Oishi, "Accurate sum
 and dot product", SIAM J. Sci. Comput. 26(6), 2005: error-free products and sums, result as if
 computed in twice the working precision), so its error enters only as gamma_m^2. The resulting pad
-is ~5e-13 on the problems of BOUNDS.md (m = 1000, d = 20), far below the target gap 1e-9. Barring
+is ~5e-13 on the problems of docs/bounds.md (m = 1000, d = 20), far below the target gap 1e-9. Barring
 overflow and underflow, what is certified is the problem for the float data as given (X, y, s,
 w_ref, lam; for kernels the matrix K, which must be positive semi-definite: a Gram matrix's own
-rounding, ~1e-16 relative, is part of the data, not of the certificate).
+rounding, ~1e-16 relative, is part of the data, not of the certificate, but it can leave a
+rank-deficient K with eigenvalues just below 0, and then the weak duality behind the certificate
+fails; :func:`psd_gram` certifies K, or shifts it by a rounding-sized multiple of the identity until
+certified).
 """
 
 from __future__ import annotations
@@ -53,8 +56,11 @@ from pipeline.params import ParamError
 
 sparse = LazyModule("scipy.sparse")
 
+from pipeline._rounding import ETA as _ETA  # noqa: E402
 from pipeline._rounding import U as _U  # noqa: E402
+from pipeline._rounding import down as _down  # noqa: E402
 from pipeline._rounding import gamma as _gamma  # noqa: E402
+from pipeline._rounding import up as _up  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -517,7 +523,7 @@ _Pair = tuple[float, float]  # a computed value and a bound of its rounding erro
 
 
 class _Linear:
-    """The linear problem of BOUNDS.md sections 4 and 6 on the rows of X."""
+    """The linear problem of docs/bounds.md sections 4 and 6 on the rows of X."""
 
     def __init__(self, rows: _Dense | _Sparse, y: np.ndarray, lam: float, s: np.ndarray, r: np.ndarray) -> None:
         self.rows, self.y, self.lam, self.s, self.r = rows, y, lam, s, r
@@ -579,7 +585,7 @@ class _Linear:
 
 
 class _Kernel:
-    """The kernel problem of BOUNDS.md section 5 on a Gram matrix K."""
+    """The kernel problem of docs/bounds.md section 5 on a Gram matrix K."""
 
     def __init__(self, K: np.ndarray, y: np.ndarray, lam: float, s: np.ndarray) -> None:
         self.K, self.y, self.lam, self.s = K, y, lam, s
@@ -738,7 +744,7 @@ def _certificate(w: np.ndarray, alpha: np.ndarray, primal: _Pair, dual: _Pair, e
 
 def objective(X: Any, y: np.ndarray, lam: float, w: np.ndarray, *, weights: np.ndarray | None = None,
               w_ref: np.ndarray | None = None) -> float:
-    """The primal objective of BOUNDS.md sections 4 and 6.
+    """The primal objective of docs/bounds.md sections 4 and 6.
 
     F(w) = lam/2 ||w - w_ref||^2 + (1/m) sum_i s_i max(0, 1 - y_i <w, x_i>)
 
@@ -746,7 +752,7 @@ def objective(X: Any, y: np.ndarray, lam: float, w: np.ndarray, *, weights: np.n
     ----------
     X : (m, d) dense array or scipy.sparse matrix.
     y : labels in {-1, +1}.
-    lam : regularisation lambda > 0 (the lambda/2 convention of BOUNDS.md section 0).
+    lam : regularisation lambda > 0 (the lambda/2 convention of docs/bounds.md section 0).
     w : the weight vector.
     weights : s_i > 0 (default 1); section 6 uses s_j = N / (2 N_{y_j}).
     w_ref : transfer reference w_r of section 6 (default 0).
@@ -771,7 +777,7 @@ def sdca(X: Any, y: np.ndarray, lam: float, *, weights: np.ndarray | None = None
         D(alpha) = (1/m) sum_i alpha_i (1 - y_i <w_ref, x_i>) - lam/2 ||v||^2,
         v = (lam m)^{-1} sum_i alpha_i y_i x_i,   alpha_i in [0, s_i],   w = w_ref + v
 
-    (BOUNDS.md sections 4 and 6). The step maximises D exactly along coordinate i:
+    (docs/bounds.md sections 4 and 6). The step maximises D exactly along coordinate i:
     alpha_i <- clip(alpha_i + lam m (1 - y_i <w, x_i>) / ||x_i||^2, 0, s_i). Coordinates are visited
     in random-permutation epochs drawn from ``numpy.random.default_rng(seed)``; v is maintained
     incrementally. Every few epochs (each epoch at first, then ~10 % of the epochs made, at most 50)
@@ -798,7 +804,7 @@ def sdca(X: Any, y: np.ndarray, lam: float, *, weights: np.ndarray | None = None
     -------
     Certificate with ``w`` the weight vector, ``primal`` >= F(w) >= F* >= D(alpha) >= ``dual``.
     Floating point: see the module docstring; the outward rounding makes the inequalities rigorous
-    for the data as given, and is ~1e-12 for the problems of BOUNDS.md.
+    for the data as given, and is ~1e-12 for the problems of docs/bounds.md.
 
     Examples
     --------
@@ -815,7 +821,7 @@ def sdca(X: Any, y: np.ndarray, lam: float, *, weights: np.ndarray | None = None
 
 def kernel_objective(K: np.ndarray, y: np.ndarray, lam: float, a: np.ndarray, *,
                      weights: np.ndarray | None = None) -> float:
-    """The primal objective of BOUNDS.md section 5 for w = sum_i a_i y_i phi(x_i):
+    """The primal objective of docs/bounds.md section 5 for w = sum_i a_i y_i phi(x_i):
 
     F(a) = lam/2 (a y)^T K (a y) + (1/m) sum_i s_i max(0, 1 - y_i (K (a y))_i),
 
@@ -830,7 +836,7 @@ def kernel_objective(K: np.ndarray, y: np.ndarray, lam: float, a: np.ndarray, *,
 
 def kernel_sdca(K: np.ndarray, y: np.ndarray, lam: float, *, weights: np.ndarray | None = None,
                 tol: float = 1e-9, max_epochs: int = 100_000, seed: int = 0) -> Certificate:
-    """Certified minimiser of :func:`kernel_objective` by exact dual coordinate ascent (BOUNDS.md
+    """Certified minimiser of :func:`kernel_objective` by exact dual coordinate ascent (docs/bounds.md
     section 5: the comparator of kernelized Pegasos, on the box [0, s] without the intercept
     constraint sum_i alpha_i y_i = 0 that ``SVC(kernel='precomputed')`` adds).
 
@@ -843,7 +849,8 @@ def kernel_sdca(K: np.ndarray, y: np.ndarray, lam: float, *, weights: np.ndarray
     Parameters
     ----------
     K : (m, m) symmetric positive semi-definite Gram matrix (a nearly symmetric one, to 1e-12
-        relative, is replaced by its symmetric part).
+        relative, is replaced by its symmetric part). Not checked here (a Cholesky test costs m^3/3):
+        pass ``psd_gram(K).K``, certified, when K may not be; for an indefinite K, D(alpha) <= F* fails.
     y, lam, weights, tol, max_epochs, seed : as in :func:`sdca`.
 
     Returns
@@ -853,3 +860,134 @@ def kernel_sdca(K: np.ndarray, y: np.ndarray, lam: float, *, weights: np.ndarray
     y = _labels(y, np.size(y))
     problem = _Kernel(_gram(K, y.shape[0]), y, _lam(lam), _weights(weights, y.shape[0]))
     return _ascend(problem, tol, max_epochs, seed)
+
+
+# --- Positive semi-definite Gram matrices: certified, or shifted until certified ----------------------
+
+EIG_MAX = 4000  # eigvalsh (O(m^3), ~5 s single-threaded at m = 4000) only up to this m; beyond, the Cholesky test alone
+
+
+@dataclass(frozen=True)
+class PsdGram:
+    """A Gram matrix certified positive semi-definite (:func:`psd_gram`).
+
+    Attributes
+    ----------
+    K : the matrix to use: the input when it is certified as it is, else the input with ``shift``
+        added to its diagonal (each diagonal entry rounded upwards, so K >= input + shift I exactly).
+    shift : the diagonal shift, 0.0 when the input itself is certified. The shifted matrix is the Gram
+        matrix of the features (phi(x_i), sqrt(shift) e_i): every ||phi(x_i)||^2 = K_ii grows by it,
+        which the bounds must charge (R^2 = max_i K_ii, docs/bounds.md section 5).
+    min_eig : smallest eigenvalue of the input by ``numpy.linalg.eigvalsh`` (an estimate, reported
+        for information; NaN when m > ``EIG_MAX``).
+    """
+
+    K: np.ndarray
+    shift: float
+    min_eig: float
+
+
+def _single_thread() -> Any:
+    """BLAS on one thread: LAPACK's results then do not depend on the thread count (bit-identical runs)."""
+    try:
+        from threadpoolctl import threadpool_limits  # installed with scikit-learn
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _certified_psd(K: np.ndarray) -> bool:
+    """True only if K is positive semi-definite, proven by a floating-point Cholesky factorisation.
+
+    If Cholesky runs to completion on a symmetric float matrix A, its computed factor has
+    R^T R = A + dA with |dA| <= gamma_(m+1) |R^T| |R| (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2nd ed., Thm 10.3, for any order of the inner products, so also LAPACK's blocked
+    dpotrf), hence ||dA||_2 <= gamma_(m+1) sum_i ||r_i||^2 <= gamma_(m+1) / (1 - gamma_(m+1)) tr(A) and
+    lambda_min(A) >= -that; products that underflow add at most 4 m (2 (m + 1) + max_i A_ii) ETA
+    (Rump, "Verification of positive definiteness", BIT 46, 2006). The test factors A = K - t I with
+    t >= both (diagonal rounded downwards), so success gives lambda_min(K) >= t - ||dA||_2 >= 0.
+    """
+    diag = np.diag(K)
+    m = K.shape[0]
+    if not np.all(diag >= 0.0):
+        return False
+    trace = _up(math.fsum(diag))  # >= tr(K) >= tr(A)
+    t = _up(_up(_gamma(m + 1) * trace) + _up(4.0 * m * (2.0 * (m + 1) + float(diag.max())) * _ETA))
+    A = K.copy()
+    A[np.diag_indices(m)] = _down(diag - t)
+    with _single_thread():
+        try:
+            np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            return False
+    return True
+
+
+def psd_gram(K: np.ndarray, *, error: float = math.inf, max_shift: float = 1e-6) -> PsdGram:
+    """K certified positive semi-definite, or K + shift I with the least shift certified to make it so.
+
+    The duality certificate of :func:`kernel_sdca` and the feature-space bounds of kernel Pegasos hold
+    only for a positive semi-definite K. A Gram matrix computed in floating point need not be one: a
+    rank-deficient kernel (linear or polynomial on more points than features) or a smooth kernel on
+    near-duplicate points has eigenvalues ~ +-m u ||K|| around 0 that rounding puts on either side.
+    K is used as it is if :func:`_certified_psd` (one Cholesky factorisation, m^3/3 flops) proves it
+    positive semi-definite. Otherwise the shift is the least of
+
+    - ``error``, an a-priori bound of ||K - G||_2 for some positive semi-definite G (the exact Gram
+      matrix of which K is the rounded value): K + error I >= G >= 0, no factorisation needed;
+    - 4^j c (j = 1, 2, ...) with K + 4^j c I certified by :func:`_certified_psd`, c = gamma_(m+1) tr(K)
+      being the test's own rounding allowance (so j = 1 passes when K's negative eigenvalues are
+      rounding-sized),
+
+    up to ``max_shift`` max_i K_ii: a larger one means an indefinite K, not rounding, and is refused
+    with a :class:`ParamError` naming ``K``. Deterministic: LAPACK runs on one BLAS thread.
+
+    Parameters
+    ----------
+    K : (m, m) symmetric Gram matrix (as accepted by :func:`kernel_sdca`).
+    error : bound of ||K - G||_2 as above (default: none known).
+    max_shift : largest shift accepted, relative to max_i K_ii.
+
+    Returns
+    -------
+    PsdGram with the matrix to use, the shift (0.0 when K itself is certified) and eigvalsh's estimate
+    of K's smallest eigenvalue.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).standard_normal((50, 3))
+    >>> psd_gram(X @ X.T).shift > 0  # rank 3: rounding leaves eigenvalues on both sides of 0
+    True
+    >>> psd_gram(X @ X.T + np.eye(50)).shift
+    0.0
+    """
+    if not error >= 0:
+        raise ParamError("error", error, "a number >= 0 (a bound of ||K - G||_2), or inf when none is known")
+    K = _gram(K, np.shape(K)[0])
+    m = K.shape[0]
+    if m <= EIG_MAX:
+        with _single_thread():
+            min_eig = float(np.linalg.eigvalsh(K)[0]) if m else math.inf
+    else:
+        min_eig = math.nan
+    if not np.any(K) or _certified_psd(K):  # a zero matrix is the Gram matrix of zero features
+        return PsdGram(K=K, shift=0.0, min_eig=min_eig)
+    diag = np.diag(K)
+    limit = max_shift * float(diag.max())
+    shift = 4.0 * _gamma(m + 1) * math.fsum(diag)
+    while shift < error and shift <= limit:
+        shifted = K.copy()
+        shifted[np.diag_indices(m)] = _up(diag + shift)  # K_ii + shift or above: K + shift I plus a diagonal >= 0
+        if _certified_psd(shifted):
+            return PsdGram(K=shifted, shift=shift, min_eig=min_eig)
+        shift *= 4.0
+    if error <= limit:
+        shifted = K.copy()
+        if error > 0:  # error = 0: K is G itself
+            shifted[np.diag_indices(m)] = _up(diag + error)
+        return PsdGram(K=shifted, shift=float(error), min_eig=min_eig)
+    raise ParamError("K", f"indefinite (smallest eigenvalue {min_eig:.3g}, max K_ii {float(diag.max()):.3g})",
+                     f"a positive semi-definite Gram matrix: no diagonal shift up to {max_shift:g} max K_ii "
+                     "(rounding-sized) makes it one")

@@ -1,16 +1,16 @@
-"""Certified solvers and interval estimates for the multiclass learners (BOUNDS.md sections 7-9).
+"""Certified solvers and interval estimates for the multiclass learners (docs/bounds.md sections 7-9).
 
 - :func:`ghinge_losses`, :func:`zero_one_losses`: the generalized hinge loss of UML eq. 17.3 (multivector
   Psi, Delta = 0-1) and the 0-1 loss with ties counted as errors, from scores summed in a fixed order
   (a compiled kernel), so a loss is bit-identical run to run.
 - :func:`ball_comparator`: min_{||U||_F <= B} L_S^{g-hinge}(U), the comparator of UML Cor. 17.2
-  (BOUNDS.md section 7), as an SOCP (cvxpy + Clarabel), with an achieved upper end and a rigorous lower
+  (docs/bounds.md section 7), as an SOCP (cvxpy + Clarabel), with an achieved upper end and a rigorous lower
   end from the Lagrangian dual of the ball constraint.
 - :func:`multiclass_svm`: the multiclass SVM of UML Cor. 17.1 (lam ||W||_F^2, no 1/2), which is the
   Crammer-Singer machine without biases (Crammer & Singer, "On the algorithmic implementation of
-  multiclass kernel-based vector machines", JMLR 2, 2001; BOUNDS.md section 8), by exact block dual
+  multiclass kernel-based vector machines", JMLR 2, 2001; docs/bounds.md section 8), by exact block dual
   coordinate ascent, certified by a duality gap evaluated from the returned vectors.
-- :func:`clopper_pearson`, :func:`mean_ci`: the held-out intervals of BOUNDS.md section 9.
+- :func:`clopper_pearson`, :func:`mean_ci`: the held-out intervals of docs/bounds.md section 9.
 
 Duality used throughout. For every example i let alpha_{i,j} >= 0 (j != y_i) with
 sum_{j != y_i} alpha_{i,j} <= 1. Since the loss max_{y'}[Delta(y', y_i) + (U_{y'} - U_{y_i}).x_i] is
@@ -23,7 +23,7 @@ so with a(alpha) = (1/n) sum_{i, j} alpha_{i,j} and G(alpha) = (1/n) sum_{i, j !
 right-hand side gives the weak-duality bounds used here:
 
 - over the ball ||U||_F <= B: min_ball L_S >= a(alpha) - B ||G(alpha)||_F (the Lagrangian dual of the
-  ball problem; it is the bound D_{lam'}(alpha) - lam' B^2 of BOUNDS.md section 7 at its best lam',
+  ball problem; it is the bound D_{lam'}(alpha) - lam' B^2 of docs/bounds.md section 7 at its best lam',
   since max_{lam'} -||G||^2/(4 lam') - lam' B^2 = -B ||G||);
 - with the regulariser lam ||W||_F^2: min F >= a(alpha) - ||G(alpha)||_F^2 / (4 lam), attained at
   W = -G(alpha) / (2 lam) (the Crammer-Singer dual).
@@ -102,7 +102,7 @@ def ghinge_losses(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
     """Generalized hinge loss of each example (UML eq. 17.3, multivector Psi, Delta = 0-1).
 
     ghinge(W; x, y) = max_{y'} [1[y' != y] + W_{y'}.x - W_y.x] >= 0, with the scores summed in a fixed
-    order by a compiled kernel (bit-identical run to run; BOUNDS.md section 7).
+    order by a compiled kernel (bit-identical run to run; docs/bounds.md section 7).
 
     Parameters
     ----------
@@ -205,12 +205,12 @@ def _frobenius_hi(M: np.ndarray) -> float:
     return math.sqrt(float(np.sum(M * M)) * (1.0 + _gamma(M.size + 2))) * (1.0 + 4.0 * _U)
 
 
-# --- The ball comparator (BOUNDS.md section 7) -----------------------------------------------------
+# --- The ball comparator (docs/bounds.md section 7) -----------------------------------------------------
 
 
 @dataclass(frozen=True)
 class BallComparator:
-    """Two-sided certificate of min_{||U||_F <= B} L_S^{g-hinge}(U) (BOUNDS.md section 7).
+    """Two-sided certificate of min_{||U||_F <= B} L_S^{g-hinge}(U) (docs/bounds.md section 7).
 
     Attributes
     ----------
@@ -269,11 +269,11 @@ def _loss_constraints(X: np.ndarray, y: np.ndarray, k: int, U: object, xi: objec
 
 
 def ball_comparator(X: np.ndarray, y: np.ndarray, k: int, B: float) -> BallComparator:
-    """Certified min over ||U||_F <= B of the empirical generalized hinge loss (BOUNDS.md section 7).
+    """Certified min over ||U||_F <= B of the empirical generalized hinge loss (docs/bounds.md section 7).
 
     Solves the SOCP min_{U, xi} (1/n) sum_i xi_i s.t. xi_i >= 1[j != y_i] + (U_j - U_{y_i}).x_i for all
     j, ||U||_F <= B with cvxpy + Clarabel (tolerances 1e-11; then Clarabel's defaults, then SCS). The
-    comparator of UML Cor. 17.2 on a sample, and the lower/upper population estimates of BOUNDS.md
+    comparator of UML Cor. 17.2 on a sample, and the lower/upper population estimates of docs/bounds.md
     section 7 on two samples.
 
     Certificate. ``upper`` is the loss achieved by the solver's U scaled into the ball, or scaled onto
@@ -469,8 +469,8 @@ def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: flo
                    max_epochs: int = 2_000) -> SVMCertificate:
     """Certified multiclass SVM: min_W F(W) = lam ||W||_F^2 + (1/m) sum_i ghinge(W; x_i, y_i).
 
-    The UML Cor. 17.1 convention (no 1/2; BOUNDS.md sections 0 and 7), which is the bias-free
-    Crammer-Singer machine 1/2 sum_j ||W_j||^2 + C sum_i xi_i with C = 1/(2 lam m) (BOUNDS.md section 8).
+    The UML Cor. 17.1 convention (no 1/2; docs/bounds.md sections 0 and 7), which is the bias-free
+    Crammer-Singer machine 1/2 sum_j ||W_j||^2 + C sum_i xi_i with C = 1/(2 lam m) (docs/bounds.md section 8).
 
     Solved by block dual coordinate ascent on the Crammer-Singer dual (Crammer & Singer, JMLR 2, 2001,
     section 6; Keerthi et al., "A sequential dual method for large scale multi-class linear SVMs",
@@ -541,7 +541,7 @@ def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: flo
     return SVMCertificate(W=W, primal=primal, dual=dual, gap=max(primal - dual, 0.0))
 
 
-# --- Interval estimates (BOUNDS.md section 9, "Statistics to report") ------------------------------
+# --- Interval estimates (docs/bounds.md section 9, "Statistics to report") ------------------------------
 
 
 def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -550,7 +550,7 @@ def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, fl
     The ends are the beta quantiles B(a/2; x, n-x+1) and B(1-a/2; x+1, n-x), a = 1 - level (0 for
     x = 0, 1 for x = n): Clopper & Pearson, Biometrika 26(4), 1934. Coverage >= level for every p.
     """
-    from scipy.special import betaincinv
+    from pipeline.verdicts import binomial_limits
 
     if int(n) != n or n < 1:
         raise ParamError("n", n, "an integer >= 1")
@@ -558,22 +558,17 @@ def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, fl
         raise ParamError("errors", errors, f"an integer in 0..n = {n}")
     if not 0 < level < 1:
         raise ParamError("level", level, "a number in (0, 1)")
-    x, n, a = int(errors), int(n), 1.0 - level
-    lo = 0.0 if x == 0 else float(betaincinv(x, n - x + 1, a / 2))
-    hi = 1.0 if x == n else float(betaincinv(x + 1, n - x, 1 - a / 2))
-    return lo, hi
+    return binomial_limits(int(errors), int(n), 0.5 + level / 2.0)
 
 
 def mean_ci(values: np.ndarray, level: float = 0.95, *, lo: float | None = None,
             hi: float | None = None) -> tuple[float, float, float]:
-    """Mean and a two-sided interval: Student t (the CLT interval of BOUNDS.md section 9) and, when
+    """Mean and a two-sided interval: Student t (the CLT interval of docs/bounds.md section 9) and, when
     the values are known to lie in [lo, hi], the wider of it and Hoeffding's
     mean +/- (hi - lo) sqrt(ln(2/a) / (2n)), a = 1 - level (valid for any n, not only asymptotically).
 
     Returns (mean, lower, upper); with one value and no range the interval is infinite.
     """
-    from scipy import stats
-
     values = np.asarray(values, dtype=np.float64).ravel()
     if values.size == 0:
         raise UserError("mean_ci needs at least one value")
@@ -583,16 +578,17 @@ def mean_ci(values: np.ndarray, level: float = 0.95, *, lo: float | None = None,
         raise ParamError("level", level, "a number in (0, 1)")
     if (lo is None) != (hi is None):
         raise ParamError("lo" if lo is None else "hi", None, "given together with the other end of the range")
-    n, mean = values.size, float(np.mean(values))
+    from pipeline.verdicts import hoeffding_half_width, t_limits
+
+    n = values.size
     a = 1.0 - level
-    half = math.inf
-    if n >= 2:
-        half = float(stats.t.ppf(1 - a / 2, n - 1)) * float(np.std(values, ddof=1)) / math.sqrt(n)
+    mean, _, upper = t_limits(values, 0.5 + level / 2.0)
+    half = upper - mean
     if lo is not None:
         if not hi >= lo:
             raise ParamError("hi", hi, f">= lo = {lo}")
         if values.min() < lo or values.max() > hi:
             raise UserError(f"mean_ci: values outside the range [{lo}, {hi}] given for Hoeffding")
-        hoeffding = (hi - lo) * math.sqrt(math.log(2 / a) / (2 * n))
+        hoeffding = hoeffding_half_width(n, hi - lo, 1.0 - a / 2.0)
         half = hoeffding if not math.isfinite(half) else max(half, hoeffding)
     return mean, mean - half, mean + half

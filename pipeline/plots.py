@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from pipeline.verdicts import mean_interval  # noqa: E402
+
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
 SWEPT = ("gamma", "rho", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
          "passes", "tie", "pos_fraction", "source",
@@ -59,8 +61,12 @@ def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
                     sel = sel[sel[hue] == h]
                 if mark:
                     sel = sel[sel[mark] == m]
-                ax.scatter(sel["theoretical"], sel["empirical"], color=cmap(i), marker=MARKERS[j % len(MARKERS)],
-                           s=28, alpha=0.85, edgecolor="white", linewidth=0.5, zorder=3)
+                info = sel["informative"].astype(bool) if "informative" in sel else pd.Series(True, index=sel.index)
+                ax.scatter(sel.loc[info, "theoretical"], sel.loc[info, "empirical"], color=cmap(i),
+                           marker=MARKERS[j % len(MARKERS)], s=28, alpha=0.85, edgecolor="white", linewidth=0.5, zorder=3)
+                # a vacuous run (bound >= the trivial value) is drawn hollow: its bound says nothing
+                ax.scatter(sel.loc[~info, "theoretical"], sel.loc[~info, "empirical"], facecolor="none",
+                           edgecolor=cmap(i), marker=MARKERS[j % len(MARKERS)], s=28, linewidth=0.9, zorder=3)
         lo = min(shown["empirical"].min(), shown["theoretical"].min()) / 2 if len(shown) else 1
         hi = max(shown["empirical"].max(), shown["theoretical"].max()) * 2 if len(shown) else 10
         ax.plot([lo, hi], [lo, hi], color=BOUND_COLOR, lw=1.2, label="measured = bound")
@@ -68,10 +74,15 @@ def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), aspect="equal",
                xlabel=f"{first['title']} bound  {first['formula']}", ylabel=f"measured {first['quantity']}")
         violations = int((~rows["holds"].astype(bool)).sum())
+        informative = int(rows["informative"].astype(bool).sum()) if "informative" in rows else len(rows)
         ax.set_title(f"{first['learner'].capitalize()}: measured {first['quantity']} vs {first['title']} "
                      f"bound ({first['guarantee']})\n"
-                     f"{len(rows)} runs, {violations} violations, max ratio {rows['ratio'].max():.3g}", fontsize=10)
+                     f"{len(rows)} runs ({informative} informative), {violations} above the bound, "
+                     f"max ratio {rows['ratio'].max():.3g}", fontsize=10)
         handles, labels = ax.get_legend_handles_labels()
+        if informative < len(rows):
+            handles.append(plt.Line2D([], [], ls="", marker="o", markerfacecolor="none", color="grey"))
+            labels.append("hollow: vacuous (bound >= trivial value)")
         if hue:
             handles += [plt.Line2D([], [], ls="", marker="o", color=cmap(i)) for i in range(len(hues))]
             labels += [_fmt(hue, h) for h in hues]
@@ -136,8 +147,6 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
 def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
     """The measured quantity against ``x`` (T or m) on log-log axes: the mean over seeds with its 95 %
     t band, and the bound (mean over seeds) as a dashed line, one colour per other swept setting."""
-    from scipy import stats
-
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
     first = rows.iloc[0]
     hue = next((c for c in _varying(rows) if c not in (x, "seed")), None)
@@ -146,14 +155,19 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
         groups = list(rows.groupby(hue, sort=True)) if hue else [(None, rows)]
         cmap = plt.get_cmap("viridis", max(len(groups), 2))
         for i, (h, sel) in enumerate(groups):
-            agg = sel.groupby(x).agg(mean=("empirical", "mean"), sd=("empirical", "std"), n=("empirical", "size"),
-                                     bound=("theoretical", "mean")).reset_index()
-            half = agg["sd"].fillna(0) * stats.t.ppf(0.975, np.maximum(agg["n"] - 1, 1)) / np.sqrt(agg["n"])
+            agg = sel.groupby(x).agg(bound=("theoretical", "mean")).reset_index()
+            bands = [_mean_ci(g["empirical"]) for _, g in sel.groupby(x, sort=True)]
+            agg["mean"] = [b[0] for b in bands]
+            half = np.array([b[1] for b in bands])
             prefix = f"{_fmt(hue, h)}: " if hue else ""
             ax.plot(agg[x], agg["mean"], marker="o", ms=4, color=cmap(i),
                     label=f"{prefix}measured, mean over seeds (95 % band)")
             ax.fill_between(agg[x], agg["mean"] - half, agg["mean"] + half, color=cmap(i), alpha=0.2, lw=0)
             ax.plot(agg[x], agg["bound"], ls="--", color=cmap(i), lw=1.2, label=f"{prefix}{first['title']} bound")
+            if "trivial" in sel and sel["trivial"].notna().any():  # above this line the bound says nothing
+                trivial = sel.groupby(x, sort=True)["trivial"].mean()
+                ax.plot(trivial.index, trivial.to_numpy(), ls=":", color=cmap(i), lw=1.2,
+                        label=f"{prefix}trivial value (bound vacuous above it)")
         positive = bool((rows["empirical"] > 0).all())
         ax.set(xscale="log", xlabel=x, ylabel=f"{first['quantity']} (mean over seeds, 95 % band)")
         if positive:
@@ -171,18 +185,11 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
 # Pairs of swept parameters shown as heatmaps of measured/bound, and categorical ones compared side by side.
 HEATMAP_PAIRS = (("gamma", "rho"), ("lam", "T"), ("n", "rho"))
 CATEGORICAL = ("sampling", "kernel", "objective", "learner", "adversary", "cls", "source", "tie")
-CI_LEVEL = 0.975  # two-sided 95 %
 
 
 def _mean_ci(values: pd.Series) -> tuple[float, float]:
     """Mean over seeds and the half-width of its 95 % t interval (0 for a single value)."""
-    from scipy import stats
-
-    n = int(values.count())
-    mean = float(values.mean())
-    if n < 2:
-        return mean, 0.0
-    return mean, float(stats.t.ppf(CI_LEVEL, n - 1) * values.std(ddof=1) / np.sqrt(n))
+    return mean_interval(values.dropna().to_numpy(dtype=np.float64))
 
 
 def ratio_heatmap(table: pd.DataFrame, bound: str, x: str, y: str) -> plt.Figure:

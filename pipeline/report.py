@@ -3,7 +3,7 @@
 It reads what the sweeps wrote (``results/NAME/metrics.json``, the summary of
 :func:`pipeline.callbacks.summary`, and ``results/NAME/results.parquet``) and the claims each
 experiment states (``experiments/NAME.yaml``); it never recomputes a bound. Verdicts speak each
-guarantee's language (BOUNDS.md section 9): (D) violations k of N runs, (E) the worst mean over seeds
+guarantee's language (docs/bounds.md section 9): (D) violations k of N runs, (E) the worst mean over seeds
 against the bound with its 95 % interval, (P) the violation rate against delta.
 
 ``python -m pipeline.report`` writes ``report/index.html`` (self-contained: figures embedded) and
@@ -27,25 +27,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pipeline.verdicts import HOLDS, INCONCLUSIVE, NOT_APPLICABLE, VIOLATED, ClaimVerdict, judge_claim
+
 PACKAGES = ("boundlab", "numpy", "scipy", "pandas", "numba", "scikit-learn", "cvxpy", "clarabel", "hydra-core",
             "mlflow", "dvc", "matplotlib")
-HOLDS, FAILS, MISSING = "holds", "fails", "missing"
-
-
-@dataclass
-class Verdict:
-    """The verdict on one claim: ``status`` is holds / fails / missing, ``text`` the numbers behind it."""
-
-    experiment: str
-    bound: str
-    guarantee: str
-    claim: str
-    status: str
-    text: str
-
-    @property
-    def deterministic_failure(self) -> bool:
-        return self.guarantee == "D" and self.status != HOLDS
 
 
 @dataclass
@@ -54,49 +39,13 @@ class Experiment:
 
     name: str
     question: str
-    verdicts: list[Verdict]
+    verdicts: list[ClaimVerdict]
     figures: list[Path]
     runs: int
     failed_jobs: int
     data_hashes: list[str]
     parent_run: str | None
     comparison: list[dict[str, Any]] = field(default_factory=list)
-
-
-def judge(experiment: str, claim: dict[str, Any], metrics: dict[str, Any]) -> Verdict:
-    """The verdict on ``claim`` from the sweep's summary ``metrics`` (pipeline.callbacks.summary)."""
-    bound, guarantee = claim["bound"], claim["guarantee"]
-    s = metrics.get(bound)
-
-    def out(status: str, text: str) -> Verdict:
-        return Verdict(experiment, bound, guarantee, " ".join(str(claim["claim"]).split()), status, text)
-
-    if not isinstance(s, dict) or not s.get("applicable"):
-        return out(MISSING, "the bound applied in no run" if isinstance(s, dict) else "the bound is not in the results")
-    if s["guarantee"] != guarantee:
-        return out(FAILS, f"the results record the bound as ({s['guarantee']}), the claim as ({guarantee})")
-    n = s["applicable"]
-    if guarantee == "D":
-        text = f"violations {s['violations']} of {n} runs; measured/bound {s['min_ratio']:.3g} to {s['max_ratio']:.3g}"
-        if s["violations"]:
-            return out(FAILS, text)
-        if claim.get("attains"):
-            attained = s["min_ratio"] == 1.0 and s["max_ratio"] == 1.0
-            text += "; attained (ratio exactly 1) in every run" if attained else "; NOT attained in every run"
-            return out(HOLDS if attained else FAILS, text)
-        return out(HOLDS, text)
-    if guarantee == "E":
-        ci = s.get("ci_half_width_ratio")
-        text = (f"worst mean/bound over seeds {s['mean_ratio']:.3g}" + ("" if ci is None else f" +/- {ci:.2g}")
-                + f" (95 % t interval, {s['seeds']} seeds); {s['settings_above_bound']} of {s['settings']} settings"
-                " with the whole interval above the bound")
-        return out(FAILS if s["settings_above_bound"] else HOLDS, text)
-    if guarantee == "P":
-        delta = s.get("delta")
-        text = (f"violation rate {s['violation_rate']:.3g} in {n} runs (95 % Clopper-Pearson up to "
-                f"{s['violation_rate_ci_high']:.3g}) against delta {delta:g}")
-        return out(HOLDS if delta is None or s["violation_rate"] <= delta else FAILS, text)
-    return out(MISSING, f"guarantee type {guarantee!r} is not judged")
 
 
 def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -131,7 +80,7 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
     metrics_file = sweep / "metrics.json"
     metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else {}
     table = pd.read_parquet(sweep / "results.parquet") if (sweep / "results.parquet").exists() else pd.DataFrame()
-    verdicts = [judge(name, c, metrics) for c in spec.get("claims") or []]
+    verdicts = [judge_claim(name, c, metrics) for c in spec.get("claims") or []]
     pngs = sorted(sweep.glob("*.png"))
     comparison: list[dict[str, Any]] = []
     compare = spec.get("compare")
@@ -170,13 +119,14 @@ def provenance() -> dict[str, Any]:
 
 
 def problems(experiments: list[Experiment]) -> list[str]:
-    """What makes the report stage fail: violated (D) claims, claims never judged, lost jobs."""
+    """What makes the report stage fail: violated claims (any guarantee type), claims whose bound never
+    ran, lost jobs. An inconclusive claim is shown as such and does not fail it."""
     out = []
     for e in experiments:
         if e.failed_jobs:
             out.append(f"{e.name}: {'no results' if e.failed_jobs < 0 else f'{e.failed_jobs} job(s) failed'}")
         for v in e.verdicts:
-            if v.deterministic_failure or v.status == MISSING:
+            if v.fails:
                 out.append(f"{e.name}/{v.bound} ({v.guarantee}) {v.status.upper()}: {v.text}")
     return out
 
@@ -191,8 +141,9 @@ table { border-collapse: collapse; margin: .6em 0 1em; font-size: .92em; width: 
 th, td { border: 1px solid #ddd; padding: .3em .5em; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
 .holds { background: #e3f4e3; color: #185c18; font-weight: 600; }
-.fails { background: #fbe0e0; color: #8b1010; font-weight: 700; }
-.missing { background: #fff1d0; color: #7a5200; font-weight: 700; }
+.violated, .fails { background: #fbe0e0; color: #8b1010; font-weight: 700; }
+.not-applicable { background: #fff1d0; color: #7a5200; font-weight: 700; }
+.inconclusive { background: #eef0f7; color: #33406b; font-weight: 600; }
 .figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: 1em; }
 figure { margin: 0; } figure img { width: 100%; border: 1px solid #eee; }
 figcaption { font-size: .8em; color: #555; text-align: center; }
@@ -201,8 +152,21 @@ figcaption { font-size: .8em; color: #555; text-align: center; }
 """
 
 
-def _status_cell(v: Verdict) -> str:
-    return f'<td class="{v.status}">{html.escape(v.status.upper() if v.status != HOLDS else v.status)}</td>'
+def _status_cell(v: ClaimVerdict) -> str:
+    label = v.status.upper() if v.status in (VIOLATED, NOT_APPLICABLE) else v.status
+    return f'<td class="{v.status.replace(" ", "-")}">{html.escape(label)}</td>'
+
+
+def _counts(v: ClaimVerdict) -> str:
+    return f"{v.informative} / {v.runs}"
+
+
+LEGEND = ("Verdicts (docs/bounds.md, section 9): <b>holds</b>, <b>violated</b>, <b>inconclusive</b> (the evidence "
+          "cannot decide: it says how many seeds or runs would), <b>not applicable</b> (the bound applied in no run). "
+          "(D) must hold in every run and at every judged step; (E) one-sided 95 % limits of the mean of measured "
+          "- bound per setting (Holm-corrected for 'violated'); (P) the one-sided 95 % Clopper-Pearson limits of the "
+          "pooled violation rate against delta. A run is <i>informative</i> when its bound is below the trivial value "
+          "(what a learner that never learns measures); only informative runs count as evidence that a bound holds.")
 
 
 def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path) -> str:
@@ -212,29 +176,33 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path)
     issues = problems(experiments)
     verdicts = [v for e in experiments for v in e.verdicts]
     held = sum(v.status == HOLDS for v in verdicts)
+    undecided = sum(v.status == INCONCLUSIVE for v in verdicts)
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>boundlab report</title>"
              f"<style>{CSS}</style></head><body>",
              "<h1>boundlab: online learners against the theorems that bound them</h1>",
-             f"<p>{len(experiments)} experiments, {len(verdicts)} claims, {held} hold. Commit <code>{e_(prov['git commit'])}</code>, "
+             f"<p>{len(experiments)} experiments, {len(verdicts)} claims: {held} hold, {undecided} inconclusive. Commit <code>{e_(prov['git commit'])}</code>, "
              f"written {e_(prov['written'])}.</p>"]
     if issues:
         parts.append("<div class='banner fails'>Failing: " + "<br>".join(e_(i) for i in issues) + "</div>")
     else:
-        parts.append("<div class='banner holds'>Every deterministic claim holds in every run.</div>")
-    parts.append("<h2>Claims</h2><table><tr><th>experiment</th><th>bound</th><th>type</th><th>claim</th>"
-                 "<th>verdict</th><th>evidence</th></tr>")
+        parts.append("<div class='banner holds'>No claim is violated and every claim's bound ran"
+                     + (f"; {undecided} inconclusive" if undecided else "") + ".</div>")
+    parts.append(f"<h2>Claims</h2><p><small>{LEGEND}</small></p><table><tr><th>experiment</th><th>bound</th><th>type</th>"
+                 "<th>claim</th><th>verdict</th><th>informative / runs</th><th>evidence</th><th>decided by</th></tr>")
     for v in verdicts:
         parts.append(f"<tr><td><a href='#{e_(v.experiment)}'>{e_(v.experiment)}</a></td><td><code>{e_(v.bound)}</code></td>"
-                     f"<td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>{_status_cell(v)}<td>{e_(v.text)}</td></tr>")
+                     f"<td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>{_status_cell(v)}<td>{_counts(v)}</td>"
+                     f"<td>{e_(v.text)}</td><td>{e_(v.decided_by)}</td></tr>")
     parts.append("</table>")
     for e in experiments:
         parts.append(f"<h2 id='{e_(e.name)}'>{e_(e.name)}</h2><p class='question'>{e_(e.question)}</p>")
         parts.append(f"<p>{e.runs} runs" + (f", <span class='fails'>{e.failed_jobs} failed jobs</span>" if e.failed_jobs else "")
                      + (f"; MLflow parent run <code>{e_(e.parent_run)}</code>" if e.parent_run else "") + "</p>")
-        parts.append("<table><tr><th>bound</th><th>type</th><th>claim</th><th>verdict</th><th>evidence</th></tr>")
+        parts.append("<table><tr><th>bound</th><th>type</th><th>claim</th><th>verdict</th><th>informative / runs</th>"
+                     "<th>evidence</th></tr>")
         for v in e.verdicts:
             parts.append(f"<tr><td><code>{e_(v.bound)}</code></td><td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>"
-                         f"{_status_cell(v)}<td>{e_(v.text)}</td></tr>")
+                         f"{_status_cell(v)}<td>{_counts(v)}</td><td>{e_(v.text)}</td></tr>")
         parts.append("</table>")
         if e.comparison:
             keys = [k for k in e.comparison[0] if k not in ("quantity", "mean", "ci", "runs")]
@@ -262,10 +230,8 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path)
             parts.append(f"<tr><th>{e_(k)}</th><td><code>{e_(str(v))}</code></td></tr>")
     parts.append("<tr><th>packages</th><td>" + ", ".join(f"{e_(p)} {e_(v)}" for p, v in prov["packages"].items())
                  + "</td></tr></table>")
-    parts.append("<p><small>Verdicts: (D) must hold in every run, a violation is a bug; (E) the mean over seeds "
-                 "with a 95 % t interval, failing only where the whole interval lies above the bound; (P) the "
-                 "violation rate against delta. Numbers are read from results/NAME/metrics.json and "
-                 "results.parquet; no bound is recomputed here.</small></p></body></html>")
+    parts.append(f"<p><small>{LEGEND} Numbers are read from results/NAME/metrics.json and results.parquet; no bound "
+                 "is recomputed here.</small></p></body></html>")
     return "\n".join(parts)
 
 
@@ -276,11 +242,12 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
     lines = ["# boundlab report", "", f"Commit `{prov['git commit']}`, written {prov['written']}.", ""]
     issues = problems(experiments)
     lines += (["**FAILING:**", ""] + [f"- {i}" for i in issues] + [""]) if issues else [
-        "Every deterministic claim holds in every run.", ""]
-    lines += ["| experiment | bound | type | verdict | evidence |", "| --- | --- | --- | --- | --- |"]
+        "No claim is violated and every claim's bound ran.", ""]
+    lines += ["| experiment | bound | type | verdict | informative / runs | evidence | decided by |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for e in experiments:
         for v in e.verdicts:
-            lines.append(f"| {e.name} | `{v.bound}` | {v.guarantee} | **{v.status}** | {v.text} |")
+            lines.append(f"| {e.name} | `{v.bound}` | {v.guarantee} | **{v.status}** | {_counts(v)} | {v.text} | {v.decided_by} |")
     for e in experiments:
         lines += ["", f"## {e.name}", "", e.question, "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
         lines += [f"- **{v.status}** ({v.guarantee}) `{v.bound}`: {v.claim} {v.text}." for v in e.verdicts]
@@ -305,8 +272,12 @@ def build(names: list[str] | None = None, results: Path = Path("results"), exper
     (out_dir / "summary.md").write_text(render_markdown(loaded, prov, out_dir))
     verdicts = [v for e in loaded for v in e.verdicts]
     summary = {"experiments": len(loaded), "claims": len(verdicts), "holding": sum(v.status == HOLDS for v in verdicts),
-               "deterministic_failures": sum(v.deterministic_failure for v in verdicts),
-               "verdicts": {f"{v.experiment}/{v.bound}": v.status for v in verdicts}}
+               "violated": sum(v.status == VIOLATED for v in verdicts),
+               "inconclusive": sum(v.status == INCONCLUSIVE for v in verdicts),
+               "not_applicable": sum(v.status == NOT_APPLICABLE for v in verdicts),
+               "deterministic_failures": sum(v.guarantee == "D" and v.fails for v in verdicts),
+               "verdicts": {f"{v.experiment}/{v.bound}": v.status for v in verdicts},
+               "claims_detail": [v.as_dict() for v in verdicts]}
     (out_dir / "verdicts.json").write_text(json.dumps(summary, indent=2) + "\n")
     issues = problems(loaded)
     if track:
@@ -324,7 +295,7 @@ def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any]
                                    question="Every experiment's claims and verdicts", sweep_id="report",
                                    tags={"boundlab.experiments": " ".join(e.name for e in experiments)})
     files = [out_dir / "index.html", out_dir / "summary.md", out_dir / "verdicts.json", *sorted((out_dir / "figures").glob("*"))]
-    metrics = {k: float(v) for k, v in summary.items() if isinstance(v, int)}
+    metrics = {k: float(v) for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
     tracking.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
 
 
@@ -341,10 +312,10 @@ def run_stage(name: str, results: Path = Path("results")) -> None:
         if e.code != 1 or not metrics_file.exists():
             raise
         m = json.loads(metrics_file.read_text())
-        violated = [b for b, s in m.items() if isinstance(s, dict) and s.get("guarantee") == "D" and s.get("violations")]
+        violated = [b for b, s in m.items() if isinstance(s, dict) and s.get("verdict") == VIOLATED]
         if m.get("failed_jobs") or not violated:
             raise
-        print(f"boundlab: {name}: DETERMINISTIC BOUND(S) VIOLATED: {', '.join(violated)}; recorded in {results / name} "
+        print(f"boundlab: {name}: BOUND(S) VIOLATED: {', '.join(violated)}; recorded in {results / name} "
               "and in MLflow (parent run FAILED); the report stage will fail", file=sys.stderr)
 
 
@@ -358,9 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     loaded, issues = build(argv or None)
     verdicts = [v for e in loaded for v in e.verdicts]
     print(f"boundlab report: {len(loaded)} experiments, {len(verdicts)} claims, "
-          f"{sum(v.status == HOLDS for v in verdicts)} hold; report/index.html, report/summary.md")
+          f"{sum(v.status == HOLDS for v in verdicts)} hold, {sum(v.status == INCONCLUSIVE for v in verdicts)} inconclusive; "
+          "report/index.html, report/summary.md")
     for v in verdicts:
-        print(f"  {v.experiment}/{v.bound} ({v.guarantee}): {v.status}: {v.text}")
+        print(f"  {v.experiment}/{v.bound} ({v.guarantee}): {v.status} [{_counts(v)} informative]: {v.text}")
     if issues:
         print("boundlab: report: FAILING CLAIMS:\n  " + "\n  ".join(issues), file=sys.stderr)
         return 1

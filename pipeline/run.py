@@ -79,7 +79,7 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
         label = {"part": part} if part else {}
         if part:  # the part's own statistics (its comparator, constants) as columns of its rows
             label |= {k: v for k, v in out.stats.items() if isinstance(v, (int, float, str, bool))}
-        rows += [ident | b.evaluate(part_stats, out.quantities) | context | label for b in bounds]
+        rows += [ident | b.evaluate(part_stats, out.quantities, out.steps) | context | label for b in bounds]
         prefix = f"{part}/" if part else ""
         curves |= {f"{prefix}{q}": v for q, v in out.curves.items()}
         for b in bounds:  # anytime bounds as curves beside the measured ones (plots never recompute a bound)

@@ -84,6 +84,7 @@ def job(cfg: DictConfig) -> None:
     from pipeline.config import build
     from pipeline.params import UserError
     from pipeline.run import prepare, run
+    from pipeline.verdicts import row_phrase
 
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
@@ -155,9 +156,8 @@ def job(cfg: DictConfig) -> None:
         if not row.applicable:
             log.info("%s%s: %s %g; %s not applicable: %s", step, name_, row.quantity, row.empirical, row.bound, row.reason)
             continue
-        verdict = ("holds" if row.holds else "VIOLATED") if row.guarantee == "D" else f"{row.guarantee}: judged over seeds"
         log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)%s", step, name_, row.quantity, row.empirical, row.bound,
-                 row.theoretical, verdict, row.ratio, f"; {row.reason}" if row.reason else "")
+                 row.theoretical, row_phrase(row), row.ratio, f"; {row.reason}" if row.reason else "")
 
 
 def dvc_stage(experiment: str, params_file: Path = Path("params.yaml")) -> None:

@@ -9,6 +9,7 @@ workers on a fresh SQLite store race on schema migration).
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sqlite3
 import subprocess
@@ -181,9 +182,11 @@ def end_run(uri: str, run_id: str, status: str) -> None:
     _client(uri).set_terminated(run_id, status=status)
 
 
-def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Mapping[str, float], failed: bool) -> None:
+def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Mapping[str, float], failed: bool,
+                  tags: Mapping[str, str] = {}) -> None:
+    """End a parent run: its metrics (non-finite values left out), tags (e.g. each bound's verdict), files."""
     client = _client(uri)
-    _log(client, run_id, metrics=[(k, v, 0) for k, v in metrics.items()])
+    _log(client, run_id, metrics=[(k, v, 0) for k, v in metrics.items() if math.isfinite(v)], tags=tags)
     for path in artifacts:
         client.log_artifact(run_id, str(path))
     client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
@@ -223,13 +226,17 @@ class JobRun:
             key = f"{row.bound}/{part}" if isinstance(part, str) and part else row.bound  # one-vs-all: per class
             metrics += [(f"{key}/empirical", row.empirical, 0)]
             if row.applicable:
-                metrics += [(f"{key}/theoretical", row.theoretical, 0), (f"{key}/ratio", row.ratio, 0)]
+                metrics += [(f"{key}/theoretical", row.theoretical, 0), (f"{key}/ratio", row.ratio, 0),
+                            (f"{key}/trivial", row.trivial, 0), (f"{key}/informative", float(row.informative), 0),
+                            (f"{key}/max_ratio_over_t", row.max_ratio_over_t, 0)]
         first = table.iloc[0]
         metrics += [(k, float(first[k]), 0) for k in STAT_METRICS if k in first and first[k] is not None]
         metrics += [(q, v, t) for q, t, v in curve[["quantity", "t", "empirical"]].itertuples(index=False)]
         holds = table.loc[table["guarantee"] == "D", "holds"].dropna()
+        applicable = table[table["applicable"].astype(bool)]
         tags = {"boundlab.holds": str(bool(holds.all())) if len(holds) else "n/a",
-                "boundlab.data_hash": str(first["data_hash"])}
+                "boundlab.data_hash": str(first["data_hash"]),
+                "boundlab.vacuous": ",".join(sorted(set(applicable.loc[~applicable["informative"].astype(bool), "bound"]))) or "none"}
         _log(self.client, self.run_id, params=params, metrics=metrics, tags=tags)
         for path in artifacts:
             self.client.log_artifact(self.run_id, str(path))

@@ -80,7 +80,7 @@ def _at_most(lo: Fraction, margin: Fraction, norm2: Fraction) -> bool:
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 10, 49, 100, 333])
 @pytest.mark.parametrize("rho", [0.1, 1.0, 3.7, 1e3])
 def test_certificate_brackets_the_closed_form_margin(n: int, rho: float) -> None:
-    """x_t = rho e_t with any labels has gamma* = rho / sqrt(n) (BOUNDS.md section 1)."""
+    """x_t = rho e_t with any labels has gamma* = rho / sqrt(n) (docs/bounds.md section 1)."""
     y = np.where(np.arange(n) % 3 == 0, -1.0, 1.0)
     X = rho * np.eye(n) * y[:, None]  # y_t x_t = rho e_t
     s = certify(X, y, w=np.ones(n), alpha=np.ones(n))

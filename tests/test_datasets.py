@@ -59,7 +59,8 @@ def test_non_separable_sets_are_detected(tmp_path: Path) -> None:
     p = Perceptron()
     from pipeline.bounds import NOVIKOFF
 
-    row = NOVIKOFF.evaluate(iris.stats.as_dict(), p.quantities(p.learn_stream(iris.X, iris.y)))
+    trace = p.learn_stream(iris.X, iris.y)
+    row = NOVIKOFF.evaluate(iris.stats.as_dict() | {"T": trace.size}, p.quantities(trace))
     assert row["applicable"] is False and "separable" in row["reason"]
 
 

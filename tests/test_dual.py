@@ -1,4 +1,4 @@
-"""Certified comparators (BOUNDS.md sections 4-6): the SDCA duality-gap certificate checked against an
+"""Certified comparators (docs/bounds.md sections 4-6): the SDCA duality-gap certificate checked against an
 independent interior-point solver (cvxpy + Clarabel on the primal), against itself across storages
 and kernels, and as a property over random small problems."""
 

@@ -1,4 +1,4 @@
-"""Halving and Weighted Majority (BOUNDS.md section 3): kernels against their references, the three
+"""Halving and Weighted Majority (docs/bounds.md section 3): kernels against their references, the three
 bounds over hypothesis-generated streams, the bisecting adversary reaching Halving's bound exactly,
 |H| as distinct functions, and the refusals (a class too large to tabulate, a non-realisable stream)."""
 
@@ -115,7 +115,7 @@ def test_halving_bound_holds_on_any_realisable_table(seed, H, m, duplicates) -> 
     trace = h.learn_table(table[distinct_rows(table)], y)
     distinct = len(np.unique(table, axis=0))
     assert trace.sum() <= math.floor(math.log2(distinct))
-    assert HALVING.evaluate({"H": distinct, "m_star": 0}, {"mistakes": int(trace.sum())})["holds"]
+    assert HALVING.evaluate({"H": distinct, "m_star": 0, "T": trace.size}, {"mistakes": int(trace.sum())})["holds"]
 
 
 @settings(max_examples=300, deadline=None)

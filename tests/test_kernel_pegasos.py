@@ -1,4 +1,4 @@
-"""Kernelized Pegasos: with a linear kernel it is linear Pegasos (BOUNDS.md 5), its Gram matrices are
+"""Kernelized Pegasos: with a linear kernel it is linear Pegasos (docs/bounds.md section 5), its Gram matrices are
 the textbook kernels, Lemma 1 holds in every run, and a Gaussian kernel separates what a linear one cannot."""
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def test_multiclass_svm_is_certified_and_below_its_bound() -> None:
 
 def test_multiclass_pegasos_with_two_classes_is_binary_pegasos() -> None:
     """k = 2: W_0 = -W_1 throughout, w = W_1 - W_0 follows binary Pegasos with lam/2 on the same stream,
-    and both certified optima coincide (BOUNDS.md 8)."""
+    and both certified optima coincide (docs/bounds.md section 8)."""
     from pipeline.data.certify import Stats
     from pipeline.data.dataset import Dataset
 

@@ -1,4 +1,4 @@
-"""Multiclass data and certified solvers (BOUNDS.md sections 7-9): the generator's margin, radius,
+"""Multiclass data and certified solvers (docs/bounds.md sections 7-9): the generator's margin, radius,
 priors and noise; exact zero loss of W*/gamma; draws; the SVM and ball-comparator certificates against
 independent solvers; interval estimates."""
 

@@ -1,5 +1,5 @@
 """Pegasos: the scaled kernel against the textbook update, Lemma 1 in every generated run (D), the
-expectation bound in the mean over seeds (E), and the variants of BOUNDS.md section 6."""
+expectation bound in the mean over seeds (E), and the variants of docs/bounds.md section 6."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def _check_run(ds, learner: Pegasos, seed: int):  # noqa: ANN001, ANN202
     out = learner.run(ds, np.random.default_rng(seed))
     stats = ds.stats.as_dict() | out.stats
     row = REGRET.evaluate(stats, out.quantities)
-    # BOUNDS.md 4: the comparator's certified gap is <= 1e-9, or <= 1e-3 of the smallest bound in play
+    # docs/bounds.md section 4: the comparator's certified gap is <= 1e-9, or <= 1e-3 of the smallest bound in play
     assert out.stats["dual_gap"] <= max(1e-9, 1e-3 * row["theoretical"]), (out.stats["dual_gap"], row["theoretical"])
     assert row["holds"], (row, learner.get_params())
     # Lemma 1 is anytime: it holds for every prefix of the run as well
@@ -171,7 +171,7 @@ def test_non_iid_sampling_is_flagged_and_last_iterate_is_unguaranteed() -> None:
 
 
 def test_in_order_epochs_average_the_comparator_loss_exactly() -> None:
-    """BOUNDS.md 4: with in-order sampling and T a multiple of m, (1/T) sum f_t(u) = f(u)."""
+    """docs/bounds.md section 4: with in-order sampling and T a multiple of m, (1/T) sum f_t(u) = f(u)."""
     from pipeline import dual
 
     ds = _data(2, m=50)

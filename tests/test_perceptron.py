@@ -1,5 +1,5 @@
 """The Perceptron: fast path against the reference, learn_one against learn_stream, and Novikoff's
-bound over hypothesis-generated streams under every tie convention (BOUNDS.md section 1)."""
+bound over hypothesis-generated streams under every tie convention (docs/bounds.md section 1)."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_bad_parameters_fail_early() -> None:
 def _check_novikoff(X: np.ndarray, y: np.ndarray, stats: dict, tie: str, passes: int) -> None:
     p = Perceptron(tie=tie, passes=passes)
     trace = p.learn_stream(X, y)
-    row = NOVIKOFF.evaluate(stats, p.quantities(trace))
+    row = NOVIKOFF.evaluate(stats | {"T": trace.size}, p.quantities(trace))
     assert row["applicable"]
     assert row["empirical"] == p.mistakes_ == trace.sum()
     assert row["holds"], f"{p.mistakes_} mistakes > bound {row['theoretical']}"
@@ -134,23 +134,24 @@ def test_novikoff_holds_on_lattice_streams(points, direction, tie, passes) -> No
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 10, 17, 64, 100, 257])
 @pytest.mark.parametrize("rho", [0.1, 0.3, 1.0, 3.7, 1e3])
 def test_tight_construction_reaches_the_bound_exactly(tie: str, n: int, rho: float) -> None:
-    """x_t = rho e_t: gamma* = rho/sqrt(n), the bound is n and one pass makes n updates (BOUNDS.md 1).
+    """x_t = rho e_t: gamma* = rho/sqrt(n), the bound is n and one pass makes n updates (docs/bounds.md section 1).
     Reported as holding with ratio exactly 1, whatever the rounding of gamma_lo."""
     label = 1.0 if tie != "positive" else -1.0  # a tie must be a mistake under the convention
     X, y = rho * np.eye(n), np.full(n, label)
     stats = certify(X, y, w=y.copy(), alpha=np.ones(n)).as_dict()
     p = Perceptron(tie=tie)
-    row = NOVIKOFF.evaluate(stats, p.quantities(p.learn_stream(X, y)))
+    trace = p.learn_stream(X, y)
+    row = NOVIKOFF.evaluate(stats | {"T": trace.size}, p.quantities(trace))
     assert row["empirical"] == n and row["theoretical"] == n
     assert row["holds"] is True and row["ratio"] == 1.0
 
 
 def test_novikoff_not_applicable_without_separability() -> None:
-    row = NOVIKOFF.evaluate({"R": 1.0, "gamma_lo": -0.1, "separable": False}, {"mistakes": 5})
+    row = NOVIKOFF.evaluate({"R": 1.0, "gamma_lo": -0.1, "separable": False, "T": 10}, {"mistakes": 5})
     assert row["applicable"] is False and row["holds"] is None and "separable" in row["reason"]
 
 
-# --- Non-separable streams (BOUNDS.md section 2) --------------------------------------------------
+# --- Non-separable streams (docs/bounds.md section 2) --------------------------------------------------
 
 from pipeline.bounds import FREUND_SCHAPIRE, HINGE  # noqa: E402
 from pipeline.comparators import comparator_margins  # noqa: E402

@@ -1,5 +1,5 @@
 """Bounds as data: each theorem is a record naming its learner, guarantee type, the statistics it needs,
-its reference and its formula. Bounds read only the certified statistics they declare (BOUNDS.md).
+its reference and its formula. Bounds read only the certified statistics they declare (docs/bounds.md).
 
 One module per family of theorems; ``BOUNDS`` lists them all.
 """

@@ -6,7 +6,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from pipeline._rounding import U as _U
+from pipeline.verdicts import judge_row
 
 Stats = Mapping[str, Any]
 
@@ -27,6 +30,17 @@ class Bound:
     formula : the bound as text, in the names of the statistics.
     value : statistics -> value of the bound.
     applies : statistics -> None if the bound applies, else the reason it does not.
+    trivial : statistics -> the *trivial value* of the quantity: what a learner that never learns
+        measures (w = w_1 throughout), or where that is not defined the quantity's largest possible
+        value; the bound is informative only below it (docs/bounds.md, each section).
+    trivial_text : that value in words, for the report and docs/bounds.md.
+    anytime : how the steps of a run are judged: "trace" (the bound holds at every step t with its
+        parameters fixed in advance; judged at every t from the learner's per-step ``Outcome.steps``
+        and ``curve``), "monotone" (the quantity never decreases and the bound does not depend on t,
+        so the last step is the worst prefix) or "" (judged at the last step T only: the bound's
+        constants are tuned to T, or it speaks only of the end of the run).
+    range : statistics -> (lo, hi), a range every run's measured quantity lies in, when one is known
+        (used by the distribution-free limit of (E) verdicts); None when unknown.
     """
 
     name: str
@@ -41,6 +55,10 @@ class Bound:
     applies: Callable[[Stats], str | None] = field(default=lambda s: None)
     note: Callable[[Stats], str | None] = field(default=lambda s: None)
     curve: Callable[[Stats, Any], Any] | None = None
+    trivial: Callable[[Stats], float] = field(default=lambda s: math.nan)
+    trivial_text: str = ""
+    anytime: str = ""
+    range: Callable[[Stats], tuple[float, float]] | None = None
     """``value`` may return (value, comparator): the comparator that attained a minimised bound.
     ``note`` flags an applicable bound (e.g. vacuous); ``curve(stats, t)`` is the bound after step t, for
     bounds that are anytime statements about prefixes of the run."""
@@ -52,8 +70,17 @@ class Bound:
             return None
         return self.curve(declared, t)
 
-    def evaluate(self, stats: Stats, empirical: Mapping[str, float]) -> dict[str, Any]:
-        """One row of the results table: the bound next to the measured quantity."""
+    @property
+    def judged_at(self) -> str:
+        """Which steps of a run the verdict covers, in words (the ``judged_at`` column)."""
+        return {"trace": "every t", "monotone": "every t (last step worst)"}.get(self.anytime, "T only")
+
+    def evaluate(self, stats: Stats, empirical: Mapping[str, float],
+                 steps: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One row of the results table: the bound next to the measured quantity, with its trivial
+        value, and judged at every step from ``steps`` (per-step arrays, t = 1..T) for an anytime bound
+        (without ``steps``, at the last step only, and the row says so).
+        The verdict's columns come from :func:`pipeline.verdicts.judge_row`."""
         missing = [k for k in self.requires if k not in stats]
         if missing:
             raise KeyError(f"bound {self.name} needs statistics {missing}")
@@ -67,19 +94,40 @@ class Bound:
             "empirical": float(measured),
             "formula": self.formula,
             "reference": self.reference,
+            "judged_at": self.judged_at,
+            "trivial_text": self.trivial_text,
         }
+        lo, hi = self.range(declared) if self.range is not None else (math.nan, math.nan)
+        row |= {"range_lo": float(lo), "range_hi": float(hi)}
         reason = self.applies(declared)
         if reason is not None:
-            return row | {"theoretical": math.nan, "ratio": math.nan, "holds": None, "applicable": False,
-                          "reason": reason, "comparator": ""}
+            return row | {"theoretical": math.nan, "trivial": math.nan, "ratio": math.nan, "max_ratio_over_t": math.nan,
+                          "holds": None, "informative": False, "applicable": False, "reason": reason, "comparator": ""}
         value = self.value(declared)
         theoretical, comparator = value if isinstance(value, tuple) else (value, "")
-        theoretical = float(theoretical)
-        ratio = measured / theoretical if theoretical > 0 else (0.0 if measured == 0 else math.inf)
+        theoretical, trivial = float(theoretical), float(self.trivial(declared))
+        prefix, judged_at = None, self.judged_at
+        if self.anytime == "trace" and steps is None:  # a direct call without the run's trace: the last step only
+            judged_at = "T only"
+        elif self.anytime == "trace":
+            if self.quantity not in steps:
+                raise KeyError(f"bound {self.name} is judged at every step and the learner gave no per-step {self.quantity!r}")
+            measured_t = steps[self.quantity]
+            t = np.arange(1, len(measured_t) + 1)
+            prefix = (measured_t, self.curve({k: steps.get(k, v) for k, v in declared.items()} | {"T": t}, t))
+        judged = judge_row(measured, theoretical, trivial, prefix)
+        if judged["invalid"]:  # a value that is not a number is never compared with anything
+            return row | {"theoretical": theoretical, "trivial": trivial, "ratio": math.nan, "max_ratio_over_t": math.nan,
+                          "holds": None, "informative": False, "applicable": False,
+                          "reason": f"{judged['invalid']}: not judged", "comparator": comparator}
         return row | {
+            "judged_at": judged_at,
             "theoretical": theoretical,
-            "ratio": float(ratio),
-            "holds": bool(measured <= theoretical),
+            "trivial": trivial,
+            "ratio": float(judged["ratio"]),
+            "max_ratio_over_t": float(judged["max_ratio_over_t"]),
+            "holds": judged["holds"],
+            "informative": judged["informative"],
             "applicable": True,
             "reason": self.note(declared) or "",
             "comparator": comparator,

@@ -1,4 +1,4 @@
-"""Mistake bounds over finite classes: Halving and Weighted Majority (BOUNDS.md section 3).
+"""Mistake bounds over finite classes: Halving and Weighted Majority (docs/bounds.md section 3).
 
 |H| is the number of distinct functions of the class on the sample (what the learners run over), m*
 the best expert's mistakes on the stream, counted exactly from the table.
@@ -22,18 +22,21 @@ HALVING = Bound(
     learner="halving",
     guarantee="D",
     quantity="mistakes",
-    requires=("H", "m_star"),
-    reference="Littlestone 1988; Littlestone & Warmuth 1994; UML section 21.1; BOUNDS.md section 3",
+    requires=("H", "m_star", "T"),
+    reference="Littlestone 1988; Littlestone & Warmuth 1994; UML section 21.1; docs/bounds.md section 3",
     formula="floor(log2 |H|)",
     value=_halving,
     applies=lambda s: None if s["m_star"] == 0 else f"not realisable: the best of |H| = {s['H']} errs {s['m_star']} times",
+    trivial=lambda s: float(s["T"]),
+    trivial_text="T, the rounds presented",
+    anytime="monotone",
 )
 
 
 def _vote_slack(H: int) -> float:
     """Relative error of one step's computed weighted sums (each weight exp(-a) within (a + 2) u of
     its exact value, the leader's exactly 1, and |H| additions): a computed vote or probability is off
-    by at most this fraction of the total weight (BOUNDS.md section 0: rounding never makes a violation)."""
+    by at most this fraction of the total weight (docs/bounds.md section 0: rounding never makes a violation)."""
     return 8.0 * (H + 1) * _U
 
 
@@ -69,11 +72,13 @@ WEIGHTED_MAJORITY = Bound(
     learner="weighted_majority",
     guarantee="D",
     quantity="mistakes",
-    requires=("H", "m_star", "beta", "randomized"),
-    reference="Littlestone & Warmuth 1994; BOUNDS.md section 3",
+    requires=("H", "m_star", "beta", "randomized", "T"),
+    reference="Littlestone & Warmuth 1994; docs/bounds.md section 3",
     formula="(ln|H| + m* ln(1/beta)) / ln(2/(1+beta))",
     value=_weighted_majority,
     applies=_weighted_majority_applies,
+    trivial=lambda s: float(s["T"]),
+    trivial_text="T, the rounds presented",
 )
 
 
@@ -100,10 +105,12 @@ RANDOMIZED_WEIGHTED_MAJORITY = Bound(
     guarantee="D",
     quantity="regret",
     requires=("H", "m_star", "T", "randomized"),
-    reference="UML Thm 21.11; BOUNDS.md section 3 (exact expected mistakes, not sampled)",
+    reference="UML Thm 21.11; docs/bounds.md section 3 (exact expected mistakes, not sampled)",
     formula="sqrt(2 ln|H| T)",
     value=_randomized,
     applies=_randomized_applies,
+    trivial=lambda s: float(s["T"] - s["m_star"]),
+    trivial_text="T - m*, the largest regret possible (every round a certain mistake)",
 )
 
 FINITE_BOUNDS: tuple[Bound, ...] = (HALVING, WEIGHTED_MAJORITY, RANDOMIZED_WEIGHTED_MAJORITY)

@@ -1,4 +1,4 @@
-"""Multiclass guarantees with the generalized hinge loss (UML section 17.2, [S3]; BOUNDS.md 7 and 8):
+"""Multiclass guarantees with the generalized hinge loss (UML section 17.2, [S3]; docs/bounds.md 7 and 8):
 the per-run regret of UML Lemma 14.1 (D) and the excess-risk bounds of Cor. 17.2 (SGD) and Cor. 17.1
 (the multiclass SVM) (E). Multiclass Pegasos and one-vs-all reuse the Pegasos bounds of section 4.
 """
@@ -28,11 +28,15 @@ LEMMA14_1 = Bound(
     learner="multiclass_sgd",
     guarantee="D",
     quantity="regret",
-    requires=("u_norm2", "eta", "vnorm2_sum", "B"),
-    reference="UML Lemma 14.1; [S3]; BOUNDS.md section 7 ((D) check)",
+    requires=("u_norm2", "eta", "vnorm2_sum", "B", "regret_still"),
+    reference="UML Lemma 14.1; [S3]; docs/bounds.md section 7 ((D) check)",
     formula="sum_t [l(w_t, z_t) - l(u, z_t)] <= ||u||^2/(2 eta) + (eta/2) sum_t ||v_t||^2",
     value=_realised,
     applies=_comparator_in_ball,
+    curve=lambda s, t: _realised(s),  # with the per-step sum of ||v_t||^2 (Outcome.steps)
+    trivial=lambda s: float(s["regret_still"]),
+    trivial_text="the regret of w = 0 throughout, sum_t [1 - l(u, z_t)] (the generalised hinge loss of 0 is 1)",
+    anytime="trace",
 )
 
 LEMMA14_1_RATE = Bound(
@@ -41,11 +45,13 @@ LEMMA14_1_RATE = Bound(
     learner="multiclass_sgd",
     guarantee="D",
     quantity="regret",
-    requires=("u_norm2", "B", "rho", "T"),
-    reference="UML Lemma 14.1 and Cor. 14.12 with eta = B/(rho sqrt(T)); BOUNDS.md section 7",
+    requires=("u_norm2", "B", "rho", "T", "regret_still"),
+    reference="UML Lemma 14.1 and Cor. 14.12 with eta = B/(rho sqrt(T)); docs/bounds.md section 7",
     formula="sum_t [l(w_t, z_t) - l(u, z_t)] <= B rho sqrt(T), rho = 2R",
     value=lambda s: s["B"] * s["rho"] * math.sqrt(s["T"]) * _UP,
     applies=_comparator_in_ball,
+    trivial=lambda s: float(s["regret_still"]),
+    trivial_text="the regret of w = 0 throughout, sum_t [1 - l(u, z_t)]",
 )
 
 COR17_2 = Bound(
@@ -54,10 +60,12 @@ COR17_2 = Bound(
     learner="multiclass_sgd",
     guarantee="E",
     quantity="excess",
-    requires=("B", "rho", "T"),
-    reference="UML Cor. 17.2 ([S3]); BOUNDS.md section 7",
+    requires=("B", "rho", "T", "comparator_lower"),
+    reference="UML Cor. 17.2 ([S3]); docs/bounds.md section 7",
     formula="E L_D(w_bar) - min_(||u||<=B) L_D(u) <= B rho / sqrt(T), rho = 2R",
     value=lambda s: s["B"] * s["rho"] / math.sqrt(s["T"]) * _UP,
+    trivial=lambda s: 1.0 - float(s["comparator_lower"]),
+    trivial_text="1 - min_ball L_D (lower estimate): the excess risk of W = 0, whose generalised hinge loss is 1",
 )
 
 COR17_2_SHARP = Bound(
@@ -66,10 +74,12 @@ COR17_2_SHARP = Bound(
     learner="multiclass_sgd",
     guarantee="E",
     quantity="excess",
-    requires=("B", "eta", "rho_sharp", "T"),
-    reference="UML Thm 14.8 / Cor. 14.12 with ||v_t|| <= rho' = sqrt(2) R; BOUNDS.md section 7",
+    requires=("B", "eta", "rho_sharp", "T", "comparator_lower"),
+    reference="UML Thm 14.8 / Cor. 14.12 with ||v_t|| <= rho' = sqrt(2) R; docs/bounds.md section 7",
     formula="E L_D(w_bar) - min_(||u||<=B) L_D(u) <= B^2/(2 eta T) + eta rho'^2 / 2",
     value=lambda s: (s["B"] ** 2 / (2.0 * s["eta"] * s["T"]) + s["eta"] * s["rho_sharp"] ** 2 / 2.0) * _UP,
+    trivial=lambda s: 1.0 - float(s["comparator_lower"]),
+    trivial_text="1 - min_ball L_D (lower estimate): the excess risk of W = 0, whose generalised hinge loss is 1",
 )
 
 COR17_1 = Bound(
@@ -78,10 +88,12 @@ COR17_1 = Bound(
     learner="multiclass_svm",
     guarantee="E",
     quantity="excess",
-    requires=("B", "rho", "m"),
-    reference="UML Cor. 17.1 (via Cor. 13.8) ([S3]); BOUNDS.md section 7",
+    requires=("B", "rho", "m", "comparator_lower"),
+    reference="UML Cor. 17.1 (via Cor. 13.8) ([S3]); docs/bounds.md section 7",
     formula="E L_D(W) - min_(||u||<=B) L_D(u) <= sqrt(8 rho^2 B^2 / m), lam = sqrt(2 rho^2 / (B^2 m))",
     value=lambda s: math.sqrt(8.0 * s["rho"] ** 2 * s["B"] ** 2 / s["m"]) * _UP,
+    trivial=lambda s: 1.0 - float(s["comparator_lower"]),
+    trivial_text="1 - min_ball L_D (lower estimate): the excess risk of W = 0, whose generalised hinge loss is 1",
 )
 
 MULTICLASS_BOUNDS: tuple[Bound, ...] = (

@@ -1,4 +1,4 @@
-"""Pegasos' guarantees (BOUNDS.md sections 4 to 6): the per-run regret of Lemma 1 (D), the expectation
+"""Pegasos' guarantees (docs/bounds.md sections 4 to 6): the per-run regret of Lemma 1 (D), the expectation
 bound on the averaged iterate (E) and its high-probability version (P) [P11 = Shalev-Shwartz, Singer,
 Srebro & Cotter, Math. Program. 127(1), 2011]. Shared by linear and kernelized Pegasos.
 """
@@ -38,10 +38,9 @@ def _iid(s: Stats) -> str | None:
     return f"sampling={s['sampling']}: not covered, the analysis needs sampling with replacement (P11 section 7.5)"
 
 
-def _vacuous(s: Stats) -> str | None:
-    """Flag a bound that the starting point w_1 already meets (BOUNDS.md 4: then it says nothing)."""
-    gap0 = s["f_start"] - s["f_star_lo"]
-    return f"vacuous: the bound exceeds f(w_1) - f* <= {gap0:.3g}, met by w_1 itself" if _rate(s) >= gap0 else None
+def _start_gap(s: Stats) -> float:
+    """f(w_1) - f*_lo: the suboptimality of the learner that never moves from w_1 (docs/bounds.md 4)."""
+    return float(s["f_start"] - s["f_star_lo"])
 
 
 def _high_probability(s: Stats) -> str | None:
@@ -62,11 +61,14 @@ def pegasos_bounds(learner: str, prefix: str = "") -> tuple[Bound, ...]:
             learner=learner,
             guarantee="D",
             quantity="regret",
-            requires=("c", "lam", "T"),
-            reference="P11 Lemma 1 and Thm 1; BOUNDS.md section 4 ((D) check, per run)",
+            requires=("c", "lam", "T", "regret_still"),
+            reference="P11 Lemma 1 and Thm 1; docs/bounds.md section 4 ((D) check, per run)",
             formula="(1/T) sum_t [f_t(w_t) - f_t(u)] <= c (1 + ln T) / (2 lam T)",
             value=_rate,
             curve=_rate_curve,
+            trivial=lambda s: float(s["regret_still"]),
+            trivial_text="the regret of the learner that stays at w_1, (1/T) sum_t [f_t(w_1) - f_t(u)]",
+            anytime="trace",
         ),
         Bound(
             name=f"{prefix}expectation",
@@ -75,12 +77,13 @@ def pegasos_bounds(learner: str, prefix: str = "") -> tuple[Bound, ...]:
             guarantee="E",
             quantity="suboptimality",
             requires=("c", "lam", "T", "sampling", "f_start", "f_star_lo"),
-            reference="P11 Thm 1 and Cor. 1; P07 Thm 2; UML Thm 14.11; BOUNDS.md section 4 ((E) check)",
+            reference="P11 Thm 1 and Cor. 1; P07 Thm 2; UML Thm 14.11; docs/bounds.md section 4 ((E) check)",
             formula="E f(w_bar) - f* <= c (1 + ln T) / (2 lam T)",
             value=_rate,
             applies=_iid,
-            note=_vacuous,
             curve=_rate_curve,
+            trivial=_start_gap,
+            trivial_text="f(w_1) - f*_lo, the suboptimality of the learner that never moves",
         ),
         Bound(
             name=f"{prefix}high_probability",
@@ -88,11 +91,13 @@ def pegasos_bounds(learner: str, prefix: str = "") -> tuple[Bound, ...]:
             learner=learner,
             guarantee="P",
             quantity="suboptimality",
-            requires=("c", "lam", "T", "sampling", "R", "delta"),
-            reference="P11 Lemma 2 and Cor. 2 (Kakade & Tewari 2009, Cor. 7); BOUNDS.md section 4",
+            requires=("c", "lam", "T", "sampling", "R", "delta", "f_start", "f_star_lo"),
+            reference="P11 Lemma 2 and Cor. 2 (Kakade & Tewari 2009, Cor. 7); docs/bounds.md section 4",
             formula="with probability >= 1 - delta: f(w_bar) - f* <= 21 c ln(T/delta) / (lam T)",
             value=lambda s: 21.0 * s["c"] * math.log(s["T"] / s["delta"]) / (s["lam"] * s["T"]) * (1.0 + 16.0 * _U),
             applies=_high_probability,
+            trivial=_start_gap,
+            trivial_text="f(w_1) - f*_lo, the suboptimality of the learner that never moves",
         ),
         Bound(
             name=f"{prefix}last_iterate",
@@ -101,7 +106,7 @@ def pegasos_bounds(learner: str, prefix: str = "") -> tuple[Bound, ...]:
             guarantee="-",
             quantity="suboptimality_last",
             requires=(),
-            reference="BOUNDS.md section 4: no bound for w_(T+1)",
+            reference="docs/bounds.md section 4: no bound for w_(T+1)",
             formula="none",
             value=lambda s: math.nan,
             applies=lambda s: "no guarantee for the last iterate w_(T+1); reported for comparison",

@@ -1,4 +1,4 @@
-"""The Perceptron's mistake bounds (BOUNDS.md sections 1 and 2)."""
+"""The Perceptron's mistake bounds (docs/bounds.md sections 1 and 2)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,14 @@ NOVIKOFF = Bound(
     learner="perceptron",
     guarantee="D",
     quantity="mistakes",
-    requires=("R", "gamma_lo", "separable"),
-    reference="Novikoff 1962; [S2] Thm 2; [S1] slide 6; BOUNDS.md section 1",
+    requires=("R", "gamma_lo", "separable", "T"),
+    reference="Novikoff 1962; [S2] Thm 2; [S1] slide 6; docs/bounds.md section 1",
     formula="floor((R/gamma_lo)^2)",
     value=_novikoff,
     applies=lambda s: None if s["separable"] else "data not certified separable (LP infeasible, or gamma_lo <= 0)",
+    trivial=lambda s: float(s["T"]),
+    trivial_text="T, the rounds presented (a learner errs at most once a round)",
+    anytime="monotone",
 )
 
 # Scales s of u = s v (v a unit comparator direction), relative to 1/R, and margins gamma relative to R.
@@ -45,12 +48,15 @@ def _hinge_all_rounds(s: Stats) -> tuple[float, str]:
     scales = SCALES / R
     for name, m in s["comparators"].items():
         # L_T(s v) for every scale at once; m are lower bounds of the margins, so L_T is over-estimated
-        loss = _passes(s) * np.maximum(0.0, 1.0 - np.outer(scales, m)).sum(axis=1) * (1 + 2 * len(m) * _U)
-        value = ((R * scales + np.sqrt((R * scales) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * _U)
+        # u = v / min margin has L_T(u) = 0 and the bound (R/gamma_v)^2: Novikoff's form, for that v
+        s_all = np.append(scales, 1.0 / m.min()) if m.size and m.min() > 0 else scales
+        loss = _passes(s) * np.maximum(0.0, 1.0 - np.outer(s_all, m)).sum(axis=1) * (1 + 2 * len(m) * _U)
+        value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * _U)
         i = int(np.argmin(value))
         if value[i] < best[0]:
-            best = (float(value[i]), f"u = {scales[i]:.4g} * {name}, L_T(u) = {loss[i]:.4g}")
-    return best
+            best = (float(value[i]), f"u = {s_all[i]:.4g} * {name}, L_T(u) = {loss[i]:.4g}")
+    # mistakes are a whole number: M <= b implies M <= floor(b)
+    return (float(math.floor(best[0])) if math.isfinite(best[0]) else best[0]), best[1]
 
 
 def _freund_schapire(s: Stats) -> tuple[float, str]:
@@ -73,9 +79,11 @@ HINGE = Bound(
     guarantee="D",
     quantity="mistakes",
     requires=("R", "T", "m", "comparators"),
-    reference="[OLS] section 3.3; UML Thm 21.16 and eq. 21.6, with L_T(u) >= L_M(u); BOUNDS.md section 2",
-    formula="min_u ((R||u|| + sqrt(R^2||u||^2 + 4 L_T(u)))/2)^2",
+    reference="[OLS] section 3.3; UML Thm 21.16 and eq. 21.6, with L_T(u) >= L_M(u); docs/bounds.md section 2",
+    formula="floor(min_u ((R||u|| + sqrt(R^2||u||^2 + 4 L_T(u)))/2)^2)",
     value=_hinge_all_rounds,
+    trivial=lambda s: float(s["T"]),
+    trivial_text="T, the rounds presented",
 )
 
 FREUND_SCHAPIRE = Bound(
@@ -85,9 +93,11 @@ FREUND_SCHAPIRE = Bound(
     guarantee="D",
     quantity="mistakes",
     requires=("R", "T", "m", "comparators"),
-    reference="Freund & Schapire 1999, Thm 2; BOUNDS.md section 2",
+    reference="Freund & Schapire 1999, Thm 2; docs/bounds.md section 2",
     formula="min_(u, gamma) ((R + D(u, gamma))/gamma)^2",
     value=_freund_schapire,
+    trivial=lambda s: float(s["T"]),
+    trivial_text="T, the rounds presented",
 )
 
 PERCEPTRON_BOUNDS: tuple[Bound, ...] = (NOVIKOFF, HINGE, FREUND_SCHAPIRE)

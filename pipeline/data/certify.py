@@ -1,10 +1,18 @@
 """Certified statistics of the vectors a learner sees: radius, separability and the best margin.
 
 Every bound in :mod:`pipeline.bounds` is evaluated from the statistics measured here, on exactly the
-array handed to the learner (BOUNDS.md section 0). Statistics are rigorous in floating point: ``R`` is
-an upper bound of max_i ||x_i|| and ``gamma_lo`` a lower bound of the margin attained by an explicit
-witness direction, both with the rounding error of the dot products accounted for (Higham, *Accuracy
-and Stability of Numerical Algorithms*, 2nd ed., eq. 3.5: |fl(a.b) - a.b| <= gamma_d |a|.|b|).
+array handed to the learner (docs/bounds.md section 0). Statistics are rigorous in floating point: ``R``
+is an upper bound of max_i ||x_i||, ``gamma_lo`` a lower bound of the margin attained by an explicit
+witness direction and ``gamma_hi`` an upper bound of the best margin from an explicit dual witness,
+each with the rounding error of its sums, products and norms accounted for (Higham, *Accuracy and
+Stability of Numerical Algorithms*, 2nd ed., eq. 3.5: |fl(a.b) - a.b| <= gamma_d |a|.|b|, plus the
+absolute error of products that underflow, :mod:`pipeline._rounding`).
+
+Extreme scales. Data whose largest entry lies outside 2^-400 .. 2^400 are first scaled by a power of
+two to unit size: exact (refused with :class:`pipeline.params.UserError` when an entry would round),
+and every statistic scales with the data, so nothing overflows and underflow stays negligible. The
+results are scaled back and rounded outwards. Data that are zero throughout, or not finite, have no
+certificate: :func:`certify` raises :class:`pipeline.params.UserError`.
 """
 
 from __future__ import annotations
@@ -19,26 +27,37 @@ from pathlib import Path
 
 import numpy as np
 from pipeline._lazy import LazyModule
+from pipeline.params import UserError
 
 sparse = LazyModule("scipy.sparse")
 
 Matrix = "np.ndarray | sparse.csr_matrix"
 
 
+from pipeline._rounding import ETA as _ETA  # noqa: E402
+from pipeline._rounding import TINY as _TINY  # noqa: E402
 from pipeline._rounding import U as _U  # noqa: E402
+from pipeline._rounding import down as _down  # noqa: E402
 from pipeline._rounding import gamma as _gamma  # noqa: E402
+from pipeline._rounding import up as _up  # noqa: E402
+
+
+class CertificateError(ArithmeticError):
+    """A certificate that contradicts itself (gamma_lo > gamma_hi). Both ends are rigorous, so this
+    means an assumption of the rounding analysis failed (a bug); the numbers are never reported."""
 
 
 @dataclass(frozen=True)
 class Stats:
-    """Certified statistics of a labelled sample (BOUNDS.md sections 1 and 9).
+    """Certified statistics of a labelled sample (docs/bounds.md sections 1 and 9).
 
     Attributes
     ----------
     m, d : sample size and dimension of the vectors the learner sees.
     R : rigorous upper bound of max_i ||x_i||.
     gamma_lo, gamma_hi : two-sided certificate gamma_lo <= gamma*(S) <= gamma_hi of the best margin
-        gamma*(S) = max_{||w||=1} min_i y_i w.x_i; NaN where no certificate exists.
+        gamma*(S) = max_{||w||=1} min_i y_i w.x_i, both ends rigorous; NaN where no certificate exists.
+        An inverted pair (gamma_lo > gamma_hi) raises :class:`CertificateError` on construction.
     separable : True when an explicit w has y_i w.x_i > 0 for every i (then gamma_lo > 0).
     gap : relative gap (gamma_hi - gamma_lo) / gamma_hi of the certificate.
     """
@@ -51,55 +70,216 @@ class Stats:
     separable: bool
     gap: float
 
+    def __post_init__(self) -> None:
+        # Checked here, where every certificate is assembled (whole samples, streams, caches), so an
+        # inverted interval can never reach a report; NaN ends (no certificate) compare False.
+        if self.gamma_lo > self.gamma_hi:
+            raise CertificateError(f"inverted margin certificate: gamma_lo = {self.gamma_lo!r} > gamma_hi = "
+                                   f"{self.gamma_hi!r} (m = {self.m}, d = {self.d})")
+
     def as_dict(self) -> dict[str, float | int | bool]:
         return asdict(self)
 
 
+# --- Scaling by powers of two: exact, and the statistics scale with the data ----------------------
+
+_WINDOW = 400  # entries up to 2^400 keep every square and sum below overflow (d, m < 2^100)
+
+
+def _exponent(top: float, window: int) -> int:
+    """k with top * 2^k in [1/2, 1), or 0 when top is 0 or within 2^-window .. 2^window."""
+    e = math.frexp(top)[1]
+    return 0 if top == 0.0 or -window < e <= window else -e
+
+
+def _largest(X: Matrix) -> float:
+    """max |x_ij|; a NaN or infinite entry is refused (no statistic of such data means anything)."""
+    values = X.data if sparse.issparse(X) else np.asarray(X)
+    top = float(np.abs(values).max(initial=0.0))
+    if not math.isfinite(top):
+        raise UserError("the data contain NaN or infinite values: no radius or margin can be certified on them; "
+                        "drop or impute those entries")
+    return top
+
+
+def _unit_scale(X: Matrix, window: int = _WINDOW, exact: bool = True) -> tuple[Matrix, int]:
+    """(X 2^k, k) with the largest entry in [1/2, 1) when it lies outside 2^-window .. 2^window, else (X, 0).
+
+    R(cX) = c R(X) and gamma*(cX) = c gamma*(X), so statistics of X 2^k scaled by 2^-k are those of X.
+    Scaling up is always exact; scaling down rounds entries that become subnormal, refused (UserError)
+    when ``exact``: the statistics would then be those of other vectors.
+    """
+    top = _largest(X)
+    k = _exponent(top, window)
+    if k == 0:
+        return X, 0
+    if sparse.issparse(X):
+        X = sparse.csr_matrix(X)
+        Xs = X.copy()
+        Xs.data = np.ldexp(X.data, k)
+        rounded = k < 0 and not np.array_equal(np.ldexp(Xs.data, -k), X.data)
+    else:
+        Xs = np.ldexp(np.asarray(X, dtype=np.float64), k)
+        rounded = k < 0 and not np.array_equal(np.ldexp(Xs, -k), X)
+    if rounded and exact:
+        raise UserError(f"the data's entries span more than float64's exponent range (largest {top:.3g}): scaling "
+                        "them to unit size would round the smallest; rescale the data or drop its tiniest entries")
+    return Xs, k
+
+
+def _unit_witness(v: np.ndarray, window: int) -> np.ndarray:
+    """A witness scaled by a power of two (its direction is all that counts) with the largest entry in
+    [1/2, 1) when outside 2^-window .. 2^window. Any rounding only makes it another valid witness."""
+    v = np.asarray(v, dtype=np.float64)
+    top = float(np.abs(v).max(initial=0.0))
+    if not (math.isfinite(top) and top > 0):
+        raise ValueError("a witness must be finite and non-zero")
+    k = _exponent(top, window)
+    return np.ldexp(v, k) if k else v
+
+
+def _scaled_back(x: float | np.ndarray, k: int, outward: object) -> float | np.ndarray:
+    """x 2^-k, exact unless the result is subnormal: then one more step ``outward`` (up or down)."""
+    if k == 0:
+        return x
+    with np.errstate(over="ignore"):  # an infinite result is refused by the caller (_checked_radius)
+        out = np.ldexp(x, -k)
+    out = np.where(np.abs(out) < _TINY, outward(out), out)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+# --- The statistics --------------------------------------------------------------------------------
+
+
 def radius(X: Matrix) -> float:
     """Rigorous upper bound of max_i ||x_i|| for the float rows of ``X`` (dense or sparse)."""
-    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sparse.issparse(X) else np.einsum("ij,ij->i", X, X)
-    return math.sqrt(sq.max(initial=0.0) * (1.0 + _gamma(X.shape[1]))) * (1.0 + 2.0 * _U)
+    Xs, k = _unit_scale(X)
+    sq = np.asarray(Xs.multiply(Xs).sum(axis=1)).ravel() if sparse.issparse(Xs) else np.einsum("ij,ij->i", Xs, Xs)
+    R = math.sqrt(sq.max(initial=0.0) * (1.0 + _gamma(X.shape[1]))) * (1.0 + 2.0 * _U)
+    return _scaled_back(R, k, _up)
 
 
 def margins_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Rigorous lower bounds of each y_i w.x_i / ||w||: the rounding of every dot product and of
     ||w|| is charged against the margin, so each value is below the exact one."""
-    g = _gamma(X.shape[1])
-    margins = y * (X @ w) - g * (abs(X) @ np.abs(w))
+    Xs, k = _unit_scale(X)
+    w = _unit_witness(w, _WINDOW)
+    d = X.shape[1]
+    g = _gamma(d)
+    # d ETA: products that underflow err absolutely, outside the relative model gamma_d covers
+    margins = y * (Xs @ w) - (g * (abs(Xs) @ np.abs(w)) + d * _ETA)
     norm_hi = math.sqrt(float(w @ w) * (1.0 + g)) * (1.0 + 2.0 * _U)
     lo = np.asarray(margins, dtype=np.float64) / norm_hi
-    return np.where(lo > 0, lo * (1.0 - 4.0 * _U), lo * (1.0 + 4.0 * _U))
+    lo = np.where(lo > 0, lo * (1.0 - 4.0 * _U), lo * (1.0 + 4.0 * _U))
+    return _scaled_back(lo, k, _down)
 
 
 def margin_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> float:
     """Rigorous lower bound of min_i y_i w.x_i / ||w||: a margin attained by the explicit ``w``.
 
-    Any ``w`` gives gamma_lo <= gamma*(S) (BOUNDS.md section 1, step 3).
+    Any ``w`` gives gamma_lo <= gamma*(S) (docs/bounds.md section 1, step 3).
     """
-    return float(margins_lower(X, y, w).min())
+    return float(np.min(margins_lower(X, y, w)))
+
+
+_EXACT_PRODUCT = 2.0**-968  # above this, TwoProduct's error term is exact (no underflow in its pieces)
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """a * b = p + e exactly (Dekker's TwoProduct, no FMA needed: Ogita, Rump & Oishi, "Accurate sum and
+    dot product", SIAM J. Sci. Comput. 26(6), 2005, Alg. 2.5), for |a|, |b| < 2^995 and |p| >= 2^-968."""
+    p = a * b
+    t = 134217729.0 * a  # 2^27 + 1: splits a into two halves of 26 bits
+    ah = t - (t - a)
+    al = a - ah
+    t = 134217729.0 * b
+    bh = t - (t - b)
+    bl = b - bh
+    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+
+
+def _up_or_zero(x: float | np.ndarray) -> float | np.ndarray:
+    """:func:`pipeline._rounding.up`, except that an exact zero stays zero (the sums below are exact there)."""
+    out = np.where(np.asarray(x) == 0.0, 0.0, np.nextafter(x, np.inf))
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def margin_upper(X: Matrix, y: np.ndarray, alpha: np.ndarray) -> float:
-    """Upper bound ||p|| of gamma*(S) with p = sum_i alpha_i y_i x_i / sum_i alpha_i, for alpha >= 0.
+    """Rigorous upper bound of ||p|| >= gamma*(S), p = sum_i alpha_i y_i x_i / sum_i alpha_i, alpha >= 0.
 
     For any unit w, min_i y_i w.x_i <= sum_i alpha_i y_i w.x_i / sum_i alpha_i = w.p <= ||p||
-    (BOUNDS.md section 1, step 3). Rounded outwards like :func:`margin_lower`.
+    (docs/bounds.md section 1, step 3). The bound is on the exact p of the float data and ``alpha``, not
+    on a computed value: p's sum cancels (||p|| = gamma* is often far below the terms' size R), so an
+    ordinary float sum can err by ~ n u R / gamma* relative, more than any fixed factor covers. So
+    each component of sum_i alpha_i y_i x_i is computed exactly and rounded once: every product is
+    split exactly into p + e (:func:`_two_product`) and the 2n parts are summed by ``math.fsum``
+    (Shewchuk's algorithm: exact, then correctly rounded). The charged rounding is then one ulp per
+    component, one per square, one for the sum of squares, the square root and the division, all
+    rounded upwards (:func:`pipeline._rounding.up`; sum_i alpha_i rounded downwards), and 8 ETA per
+    product that underflows (TwoProduct is exact only above 2^-968). A component that sums to exactly
+    zero stays zero, so an exactly cancelling p gives gamma_hi = 0.0.
+
+    ``alpha`` is first scaled by a power of two (p does not change) and ``X`` outside 2^-400 .. 2^400
+    (see the module docstring), so no step overflows. Labels must be +/-1 (then alpha_i y_i is exact).
     """
+    alpha = np.asarray(alpha, dtype=np.float64)
     if np.any(alpha < 0) or not alpha.sum() > 0:
         raise ValueError("alpha must be non-negative with a positive sum")
-    p = (X.T @ (alpha * y)) / alpha.sum()
-    g = _gamma(X.shape[0] + X.shape[1])
-    return math.sqrt(float(p @ p) * (1.0 + g)) * (1.0 + g)
+    y = np.asarray(y, dtype=np.float64)
+    if not np.all(np.abs(y) == 1.0):
+        raise ValueError("labels must be +1 or -1")
+    Xs, k = _unit_scale(X)
+    a = _unit_witness(alpha, 0)  # largest entry in [1/2, 1): no product or square below overflows
+    rows = np.flatnonzero(a)  # zero terms round nothing: only rows with alpha_i != 0 are summed
+    v = a[rows] * y[rows]
+    if sparse.issparse(Xs):  # entries grouped by column: CSC of the rows that count
+        cols = sparse.csr_matrix(Xs)[rows].tocsc()
+        starts, values, factor = cols.indptr, cols.data, v[cols.indices]
+    else:
+        dense = np.asarray(Xs, dtype=np.float64)[rows]
+        starts = np.arange(dense.shape[1] + 1) * rows.size  # column j: entries starts[j] .. starts[j + 1]
+        values, factor = dense.T.ravel(), np.tile(v, dense.shape[1])
+    prod, err = _two_product(factor, values)
+    underflow = (values != 0.0) & (np.abs(prod) < _EXACT_PRODUCT)
+    prod, err = prod.tolist(), err.tolist()
+    component = np.zeros(X.shape[1])
+    for j in np.flatnonzero(np.diff(starts)):
+        lo, hi = starts[j], starts[j + 1]
+        component[j] = abs(math.fsum(prod[lo:hi] + err[lo:hi]))  # exact sum, rounded once
+    bound = _up_or_zero(component)  # >= |exact component| (correct rounding: within half an ulp)
+    if underflow.any():
+        counted = np.concatenate([[0], np.cumsum(underflow)])
+        tiny = (counted[starts[1:]] - counted[starts[:-1]]).astype(np.float64)  # underflowing products per column
+        bound = np.where(tiny > 0, _up(bound + tiny * 8.0 * _ETA), bound)
+    norm = _up_or_zero(math.sqrt(_up_or_zero(math.fsum(_up_or_zero(bound * bound).tolist()))))
+    total = _down(math.fsum(a[rows].tolist()))  # fsum is correctly rounded: one step down is below the exact sum
+    return _scaled_back(_up_or_zero(norm / total), k, _up)
+
+
+def _checked_radius(X: Matrix) -> float:
+    """:func:`radius`, refusing data without one (a zero sample; a radius beyond float64)."""
+    R = radius(X)
+    if R == 0.0:
+        raise UserError("every vector of the sample is zero (R = 0): there is no radius or margin to certify; "
+                        "check the data and their scaling")
+    if not math.isfinite(R):
+        raise UserError(f"the radius of the data overflows float64 (R > {np.finfo(float).max:.3g}): rescale the data")
+    return R
 
 
 def certify(X: Matrix, y: np.ndarray, w: np.ndarray, alpha: np.ndarray) -> Stats:
-    """Certified statistics of (X, y) from a primal witness ``w`` and a dual witness ``alpha``."""
+    """Certified statistics of (X, y) from a primal witness ``w`` and a dual witness ``alpha``.
+
+    Raises :class:`pipeline.params.UserError` for data that have no certificate (zero throughout, not
+    finite, beyond float64's range) and :class:`CertificateError` if the two ends were ever inverted.
+    """
+    R = _checked_radius(X)
     lo = margin_lower(X, y, w)
     hi = margin_upper(X, y, alpha)
     return Stats(
         m=int(X.shape[0]),
         d=int(X.shape[1]),
-        R=radius(X),
+        R=R,
         gamma_lo=lo,
         gamma_hi=hi,
         separable=lo > 0,
@@ -107,10 +287,11 @@ def certify(X: Matrix, y: np.ndarray, w: np.ndarray, alpha: np.ndarray) -> Stats
     )
 
 
-# --- Certification of an arbitrary sample (BOUNDS.md section 1, "Real data") -----------------------
+# --- Certification of an arbitrary sample (docs/bounds.md section 1, "Real data") ------------------
 
-CERTIFICATE_VERSION = "lp-highs+qp-clarabel-1"
+CERTIFICATE_VERSION = "lp-highs+qp-clarabel-2"  # 2: gamma_hi charges the rounding of p; solvers see unit-scale data
 TARGET_GAP = 1e-6
+_SOLVER_WINDOW = 20  # the LP and QP tolerances are absolute: data beyond 2^+-20 reach the solvers at unit scale
 
 
 def content_hash(X: Matrix, y: np.ndarray) -> str:
@@ -188,16 +369,20 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
     min 1/2||w||^2 s.t. y_i w.x_i >= 1 is solved by Clarabel (interior point, tolerances 1e-12); its
     solution is the primal witness (gamma_lo) and its duals the dual witness (gamma_hi) of the
     two-sided certificate, both evaluated rigorously by :func:`certify`. A non-separable sample has
-    no margin: gamma_lo = gamma_hi = NaN and ``separable`` False.
+    no margin: gamma_lo = gamma_hi = NaN and ``separable`` False. The solvers see the sample scaled by
+    a power of two to unit size when its entries lie beyond 2^+-20 (their tolerances are absolute).
     """
     key = f"{content_hash(X, y)}-{CERTIFICATE_VERSION}"
     path = (cache_dir or default_cache_dir()) / "stats" / f"{key}.json"
     if path.exists():
         return Stats(**json.loads(path.read_text()))
+    R = _checked_radius(X)
     Z = sparse.diags(y) @ sparse.csr_matrix(X) if sparse.issparse(X) else y[:, None] * X
+    # The solvers only propose witnesses, which certify() evaluates on X itself: their data may round.
+    Z, _ = _unit_scale(Z, window=_SOLVER_WINDOW, exact=False)
     direction = _separating_direction(Z)
     if direction is None:
-        stats = Stats(m=int(X.shape[0]), d=int(X.shape[1]), R=radius(X), gamma_lo=math.nan,
+        stats = Stats(m=int(X.shape[0]), d=int(X.shape[1]), R=R, gamma_lo=math.nan,
                       gamma_hi=math.nan, separable=False, gap=math.nan)
     else:
         w, alpha = _hard_margin(Z, direction)

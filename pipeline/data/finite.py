@@ -1,4 +1,4 @@
-"""Finite hypothesis classes as prediction tables, with random and bisecting streams (BOUNDS.md section 3).
+"""Finite hypothesis classes as prediction tables, with random and bisecting streams (docs/bounds.md section 3).
 
 A finite class is handed to the learners as its prediction table on the presented sample: an
 |H| x m array of +1/-1 (:attr:`pipeline.data.Dataset.hypotheses`). The learners count |H| as the
@@ -83,7 +83,7 @@ class FiniteClass:
       exactly one mistake per query and V keeps floor(|V|/2) hypotheses at best: against thresholds on
       N <= n points that is exactly floor(log2(N+1)) mistakes, the bound. For conjunctions the bound
       need not be attained: the minimax number of mistakes is the Littlestone dimension, which can be
-      below floor(log2 |H|) (BOUNDS.md section 3: for n = 8 the greedy adversary forces 9, the bound is 12).
+      below floor(log2 |H|) (docs/bounds.md section 3: for n = 8 the greedy adversary forces 9, the bound is 12).
 
     ``flip`` flips each label independently (the last random draw): the stream is then usually not
     realisable, the case of Weighted Majority.

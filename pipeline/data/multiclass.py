@@ -1,9 +1,9 @@
-"""Multiclass data: a margin generator with a known W* and scikit-learn's bundled sets (BOUNDS.md sections 7-9).
+"""Multiclass data: a margin generator with a known W* and scikit-learn's bundled sets (docs/bounds.md sections 7-9).
 
-The learners of BOUNDS.md sections 7 and 8 (multiclass SGD of UML section 17.2, the multiclass SVM of
+The learners of docs/bounds.md sections 7 and 8 (multiclass SGD of UML section 17.2, the multiclass SVM of
 Cor. 17.1, one-vs-all and Crammer-Singer) see either fresh i.i.d. draws from a distribution D
 (:meth:`MulticlassDataset.draw`) or a fixed sample S. The statistics they are bounded by are measured
-on exactly the vectors they can see (BOUNDS.md section 0): the radius R bounds every training, test
+on exactly the vectors they can see (docs/bounds.md section 0): the radius R bounds every training, test
 and drawn vector, and the generator's margin is certified so that the generalized hinge loss of
 W*/gamma is exactly zero in floating point, not only in exact arithmetic.
 
@@ -12,7 +12,7 @@ a-priori bound of the rounding error of every score difference involved, both th
 that of evaluating the loss at fl(W*/gamma) (Higham, *Accuracy and Stability of Numerical Algorithms*,
 2nd ed., eq. 3.5: a dot product of length d errs by at most gamma_d |a|.|b|, for any summation order),
 and only if a rigorous upper bound of ||x|| is <= rho. The rejected shells have relative width ~d u
-(u = 2^-53): the law of x differs from the one of BOUNDS.md section 9 by a negligible amount, and the
+(u = 2^-53): the law of x differs from the one of docs/bounds.md section 9 by a negligible amount, and the
 statements R = rho and L^{g-hinge}(W*/gamma) = 0 hold exactly for the floats handed out.
 """
 
@@ -34,7 +34,7 @@ from pipeline._rounding import gamma as _gamma  # noqa: E402
 
 @dataclass(frozen=True)
 class MulticlassStats:
-    """Statistics of a multiclass sample (BOUNDS.md section 9, "Multiclass data").
+    """Statistics of a multiclass sample (docs/bounds.md section 9, "Multiclass data").
 
     Attributes
     ----------
@@ -74,7 +74,7 @@ class MulticlassDataset:
     X_test, y_test : held-out sample for population estimates: ``n_test`` fresh draws from D
         (generator), or S itself (finite set).
     population : "D" (risks on X_test estimate L_D) or "S" (finite set: X_test is S and risks on it are
-        exactly L_S; :meth:`draw` samples S with replacement, BOUNDS.md section 7, pitfalls).
+        exactly L_S; :meth:`draw` samples S with replacement, docs/bounds.md section 7, pitfalls).
     W_star : (k, d) generator's W* with ||W*||_F = 1; None for a finite set.
     gamma : the generator's margin: L_D^{g-hinge}(W*/gamma) = 0 exactly when noise = 0; None for a
         finite set.
@@ -143,7 +143,7 @@ def check_labels(y: np.ndarray, k: int, where: str) -> np.ndarray:
     return y
 
 
-# --- The margin generator (BOUNDS.md section 9) ----------------------------------------------------
+# --- The margin generator (docs/bounds.md section 9) ----------------------------------------------------
 
 
 def _w_star(k: int, d: int, rng: np.random.Generator) -> np.ndarray:
@@ -182,7 +182,7 @@ def largest_margin(k: int, d: int, rho: float) -> float:
 
 
 class _MarginSampler:
-    """Class-conditional rejection sampling from the accepted region of each class (BOUNDS.md section 9).
+    """Class-conditional rejection sampling from the accepted region of each class (docs/bounds.md section 9).
 
     y is drawn from the priors first; then x uniform in the rho-ball is drawn in vectorised batches
     until each class has as many accepted points (label argmax_j W*_j.x, certified margin >= gamma,
@@ -295,7 +295,7 @@ class _MarginSampler:
 
 
 class MulticlassMargin:
-    """Multiclass data with a known W* and margin gamma (BOUNDS.md section 9; UML section 17.2).
+    """Multiclass data with a known W* and margin gamma (docs/bounds.md section 9; UML section 17.2).
 
     W* in R^{k x d} has ||W*||_F = 1 (:func:`_w_star`: a rotated centred regular simplex for k <= d + 1,
     a regular k-gon in a random plane otherwise; all classes have equal volumes). A
@@ -315,7 +315,7 @@ class MulticlassMargin:
     rho : radius of the ball x is uniform in (R = rho).
     d : dimension (>= 2).
     n : training sample size.
-    n_test : held-out sample size (>= 1000; BOUNDS.md section 9 asks >= 1e5 for population estimates).
+    n_test : held-out sample size (>= 1000; docs/bounds.md section 9 asks >= 1e5 for population estimates).
     noise : probability in [0, 1) that a label is replaced by a uniform other label.
     prior_decay : class priors proportional to prior_decay^j, j = 0..k-1 (1: uniform).
 
@@ -380,35 +380,54 @@ MULTICLASS_BUNDLED = ("digits", "iris", "wine")
 
 
 class MulticlassBundled:
-    """A scikit-learn bundled multiclass set as a finite population S (BOUNDS.md section 7, pitfalls).
+    """A scikit-learn bundled multiclass set as a finite population S (docs/bounds.md section 7, pitfalls).
 
-    X_test is S itself and ``draw`` samples S with replacement, so risks measured on X_test are exactly
-    L_S, the risk the SGD guarantee then bounds. R is :func:`pipeline.data.certify.radius` over S after
-    preprocessing (the vectors the learner sees).
+    S is the population D: X_test is S itself and :meth:`MulticlassDataset.draw` samples S with
+    replacement, so a risk measured on X_test is exactly L_D = L_S (the risk the SGD guarantee then
+    bounds). R is :func:`pipeline.data.certify.radius` over S after preprocessing (the vectors the
+    learner sees): it bounds every row of S, hence every example drawn from it.
+
+    Training sample. Without ``sample``, X, y is S itself and the rng is not used (multiclass_sgd draws
+    its own examples from S). With ``sample`` = M, X, y is M examples drawn i.i.d. from S with
+    replacement with the dataset's rng (one :meth:`MulticlassDataset.draw`) and ``stats.m`` = M: the
+    m i.i.d. draws from D that UML Cor. 17.1 speaks of, so the multiclass SVM is judged on the population
+    S, not on its own training set (where RLM optimality alone keeps the excess below lam B^2, half the
+    bound: docs/bounds.md section 7, Cor. 17.1). algorithm=multiclass_svm refuses a bundled set without
+    a sample.
 
     Parameters
     ----------
     source : digits (k = 10), iris (k = 3) or wine (k = 3).
-    standardize, unit_ball : see :func:`pipeline.data.real.preprocess`.
+    standardize, unit_ball : see :func:`pipeline.data.real.preprocess` (computed on the whole of S).
+    sample : training examples drawn from S with replacement (an integer >= 1), or None: train on S.
 
     Examples
     --------
     >>> ds = MulticlassBundled(source="iris", unit_ball=True).generate(np.random.default_rng(0))
     >>> ds.X.shape, ds.k, ds.population, bool(ds.stats.R <= 1.0 + 1e-15)
     ((150, 4), 3, 'S', True)
+    >>> drawn = MulticlassBundled(source="iris", sample=100).generate(np.random.default_rng(0))
+    >>> drawn.X.shape, drawn.X_test.shape, drawn.stats.m
+    ((100, 4), (150, 4), 100)
     """
 
     name = "multiclass_bundled"
     params = (
         Param("source", str, lambda v: v in MULTICLASS_BUNDLED, f"one of {', '.join(MULTICLASS_BUNDLED)}"),
         *PREPROCESS[:2],
+        Param("sample", int, lambda v: v >= 1, "an integer >= 1 (training examples drawn from the set with "
+              "replacement) or null (train on the whole set)", nullable=True),
     )
 
-    def __init__(self, *, source: str = "iris", standardize: bool = False, unit_ball: bool = False) -> None:
-        self.source, self.standardize, self.unit_ball = source, standardize, unit_ball
+    def __init__(self, *, source: str = "iris", standardize: bool = False, unit_ball: bool = False,
+                 sample: int | None = None) -> None:
+        self.source, self.standardize, self.unit_ball, self.sample = source, standardize, unit_ball, sample
 
     def get_params(self) -> dict[str, object]:
-        return get_params(self)
+        params = get_params(self)
+        if params["sample"] is None:  # unset: the run keys (Job.key) of the configs from before it existed
+            del params["sample"]
+        return params
 
     def check(self) -> None:
         check_params(self)
@@ -426,7 +445,13 @@ class MulticlassBundled:
         X = preprocess(X, self.standardize, self.unit_ball, 0.0)
         stats = MulticlassStats(m=int(X.shape[0]), d=int(X.shape[1]), k=k, R=radius(X), margin=math.nan,
                                 acceptance=math.nan)
-        return MulticlassDataset(self.name, X, y, k, stats, X, y, "S", None, None)
+        population = MulticlassDataset(self.name, X, y, k, stats, X, y, "S", None, None)
+        if self.sample is None:
+            return population
+        from dataclasses import replace
+
+        X_train, y_train = population.draw(int(self.sample), rng)  # the same law as every later draw
+        return replace(population, X=X_train, y=y_train, stats=replace(stats, m=int(self.sample)))
 
 
 @functools.lru_cache(maxsize=None)

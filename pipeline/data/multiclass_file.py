@@ -1,4 +1,4 @@
-"""A user's multiclass file (BOUNDS.md sections 7 and 9): the loaders of :class:`pipeline.data.real.File`,
+"""A user's multiclass file (docs/bounds.md sections 7 and 9): the loaders of :class:`pipeline.data.real.File`,
 labels checked to be the classes 0..k-1, each present."""
 
 from __future__ import annotations

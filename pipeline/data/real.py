@@ -2,7 +2,7 @@
 
 Statistics are certified (:func:`pipeline.data.certify.certify_sample`) on exactly the vectors the
 learner sees, after preprocessing (standardise, scale into the unit ball, append a constant bias
-feature c: a regularised bias, which changes R and gamma*, BOUNDS.md section 0). Files are never
+feature c: a regularised bias, which changes R and gamma*, docs/bounds.md section 0). Files are never
 unpickled; a bad file stops with one line naming it and, where it applies, the line.
 """
 

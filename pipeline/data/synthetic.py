@@ -1,4 +1,4 @@
-"""Synthetic binary data with exact margin and radius (BOUNDS.md section 9)."""
+"""Synthetic binary data with exact margin and radius (docs/bounds.md section 9)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pipeline.params import Param, ParamError, check_params, get_params
 
 
 class MarginBinary:
-    """Binary data with exact best margin ``gamma`` and radius ``rho`` (BOUNDS.md section 9).
+    """Binary data with exact best margin ``gamma`` and radius ``rho`` (docs/bounds.md section 9).
 
     Draw a unit w* and an orthonormal basis Q of its complement. Each point is
     x_i = y_i a_i w* + z_i with a_i log-uniform on [gamma, rho] (concentrated near gamma, the hard
@@ -198,7 +198,7 @@ class SparseMargin:
 
 class Shells:
     """Two concentric shells in R^d: label +1 at radius in (1 - width, 1] * inner * rho, label -1 at
-    radius in (1 - width, 1] * rho (BOUNDS.md section 5: data a Gaussian kernel separates and no linear
+    radius in (1 - width, 1] * rho (docs/bounds.md section 5: data a Gaussian kernel separates and no linear
     classifier can). Directions are uniform on the sphere; ||x|| <= rho. A homogeneous linear classifier cannot separate them: the classes are symmetric under x -> -x,
     so w.x and w.(-x) have opposite signs within a class (the LP certificate reports it).
 

@@ -1,4 +1,4 @@
-"""The construction that attains Novikoff's bound (BOUNDS.md section 1): x_t = rho e_t."""
+"""The construction that attains Novikoff's bound (docs/bounds.md section 1): x_t = rho e_t."""
 
 from __future__ import annotations
 

@@ -20,6 +20,8 @@ class Outcome:
     stats : statistics the bounds read beyond the data's certified ones; always ``T`` (steps made).
     parts : sub-runs judged separately (one-vs-all's binary problems): the learner's bounds are
         evaluated on each part, one row per part and bound, named in the ``part`` column.
+    steps : per-step arrays (entry t-1 after step t, for t = 1..T) of the quantities and statistics an
+        anytime bound is judged on at every step (``Bound.anytime == "trace"``), e.g. ``regret``.
     """
 
     quantities: dict[str, float]
@@ -27,6 +29,7 @@ class Outcome:
     trace: dict[str, np.ndarray]
     stats: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, Outcome] = field(default_factory=dict)
+    steps: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class Learner:

@@ -1,5 +1,5 @@
 """Halving and Weighted Majority over a finite class of experts (Littlestone & Warmuth 1994; UML
-section 21.1 and Thm 21.11; BOUNDS.md section 3)."""
+section 21.1 and Thm 21.11; docs/bounds.md section 3)."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ class _Experts(Learner):
 
 class Halving(_Experts):
     """The Halving algorithm over a finite class (Littlestone 1988; Littlestone & Warmuth 1994; UML
-    section 21.1; BOUNDS.md section 3).
+    section 21.1; docs/bounds.md section 3).
 
     V_1 = H. Predict the majority vote of V_t, a tie going to +1 (any tie-break works: a wrong
     majority is at least half of V_t). V_{t+1} = the hypotheses of V_t that were right. If some
@@ -230,7 +230,7 @@ class Halving(_Experts):
 
 class WeightedMajority(_Experts):
     """Weighted Majority over a finite class of experts (Littlestone & Warmuth 1994; UML Thm 21.11;
-    BOUNDS.md section 3), for streams no expert gets entirely right.
+    docs/bounds.md section 3), for streams no expert gets entirely right.
 
     Every expert starts with weight 1; a wrong expert's weight is multiplied by a factor.
 

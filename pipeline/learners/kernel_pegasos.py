@@ -1,17 +1,24 @@
 """Kernelized Pegasos ([S4] Algorithm 2; P11 section 4 and Fig. 3), with linear, polynomial and Gaussian
-kernels. BOUNDS.md section 5.
+kernels. docs/bounds.md section 5.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pipeline._jit import kernel
+from pipeline._rounding import ETA as _ETA
+from pipeline._rounding import gamma as _gamma
+from pipeline._rounding import up as _up
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.pegasos import SNAPSHOTS, index_stream
 from pipeline.params import Param, ParamError
+
+if TYPE_CHECKING:
+    from pipeline.dual import PsdGram
 
 KERNELS = {
     "linear": "K(x, x') = x.x'",
@@ -105,9 +112,19 @@ class KernelPegasos(Learner):
     predict sign(sum_i alpha_i y_i K(x_i, x)).
 
     This is linear Pegasos without projection in the feature space, exactly: w_t =
-    (lam (t-1))^-1 sum_i beta_i y_i phi(x_i) (BOUNDS.md 5), so the bounds of section 4 hold with
+    (lam (t-1))^-1 sum_i beta_i y_i phi(x_i) (docs/bounds.md section 5), so the bounds of section 4 hold with
     R^2 = max_i K(x_i, x_i) and c = 4 R^2. P11 Fig. 3 tests with 1/(lam t) instead, a slightly different
     algorithm; this is [S4]'s. The comparator is kernel SDCA on the box [0, 1] (no intercept).
+
+    A feature space exists only if the Gram matrix is positive semi-definite, and in floating point a
+    rank-deficient one (linear or polynomial kernel on more points than features; a Gaussian kernel on
+    near-duplicate points) has rounding-sized eigenvalues on both sides of 0. So the matrix is first
+    certified (:func:`pipeline.dual.psd_gram`, a Cholesky test): if that fails, learner and comparator
+    both run on K + shift I, the least certified rounding-sized shift (for the linear and polynomial
+    kernels the a-priori bound of the Gram matrix's own rounding, :meth:`gram_error`, ~1e-13 max K_ii),
+    and R^2 includes it (the features (phi(x_i), sqrt(shift) e_i)). The statistics ``gram_shift`` (0.0: K used as it is) and
+    ``gram_min_eig`` (eigvalsh's estimate of K's smallest eigenvalue) record it; a kernel whose
+    Gram matrix is indefinite beyond rounding is refused.
 
     Parameters
     ----------
@@ -174,6 +191,43 @@ class KernelPegasos(Learner):
         X = np.ascontiguousarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
         return gram_kernel(X, list(KERNELS).index(self.kernel), int(self.degree), float(self.coef0), float(self.sigma))
 
+    def psd_gram(self, X: np.ndarray) -> PsdGram:
+        """The Gram matrix certified positive semi-definite, or shifted by a rounding-sized multiple of
+        the identity until certified (:func:`pipeline.dual.psd_gram`); an indefinite one is refused
+        with a :class:`pipeline.params.ParamError` naming ``algorithm.kernel``."""
+        from pipeline import dual
+
+        try:
+            return dual.psd_gram(self.gram(X), error=self.gram_error(X))
+        except ParamError as e:  # the Gram matrix is refused: name the parameter the user chose
+            raise ParamError("algorithm.kernel", self.kernel, "a kernel whose Gram matrix on the sample is finite, "
+                             f"symmetric and positive semi-definite (this one's: {e.value}); "
+                             f"use one of {', '.join(KERNELS)}") from None
+
+    def gram_error(self, X: np.ndarray) -> float:
+        """A bound of ||K - G||_2, K = :meth:`gram`, G the exact (positive semi-definite) Gram matrix of
+        the float rows of X: :func:`pipeline.dual.psd_gram` then certifies K + bound I without factorising.
+
+        Linear and polynomial kernels: each entry is a dot product s raised to a power, so
+        |K_ij - G_ij| <= gamma_(p(d+2)) A_ij with A_ij = (|x_i|.|x_j| + coef0)^p (Higham eq. 3.5 through the
+        p products; p = 1, coef0 = 0 for the linear kernel), plus p (d + 1) (1 + max_i A_ii^(1/p))^(p-1)
+        ETA / 2 per entry for products that underflow (charged 4 times over). A is itself a polynomial
+        kernel matrix with non-negative entries, so ||A||_2 <= tr(A), and ||.||_2 <= m max_ij |.| for the
+        rest. Gaussian kernel: inf (its exp rounds as libm does; the Cholesky test certifies it).
+        """
+        if self.kernel == "gaussian":
+            return math.inf
+        X = np.ascontiguousarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
+        m, d = X.shape
+        p, c0 = (1, 0.0) if self.kernel == "linear" else (int(self.degree), float(self.coef0))
+        sq = np.einsum("ij,ij->i", X, X)
+        q = _up(_up(sq * (1.0 + _gamma(d))) + c0)  # >= ||x_i||^2 + coef0 = A_ii^(1/p)
+        with np.errstate(over="ignore"):  # an infinite bound only leaves the certificate to the Cholesky test
+            trace = _up(math.fsum(_up(q**p * (1.0 + _gamma(p + 1)))))  # >= tr(A), pow's rounding included
+            spread = _up(_up(np.float64(1.0 + q.max(initial=0.0)) ** (p - 1)) * (1.0 + _gamma(p + 1)))
+            underflow = _up(2.0 * m * p * (d + 1) * spread * _ETA)
+            return float(_up(_up(_gamma(p * (d + 2)) * trace) + underflow))
+
     def radius(self, R: float) -> float:
         """A rigorous upper bound of sqrt(max_i K(x_i, x_i)) from the data's certified radius R."""
         if self.kernel == "linear":
@@ -189,7 +243,8 @@ class KernelPegasos(Learner):
         y = np.ascontiguousarray(dataset.y, dtype=np.float64)
         m = y.shape[0]
         lam, T, k = float(self.lam), int(self.T), int(self.batch)
-        K = self.gram(dataset.X)
+        psd = self.psd_gram(dataset.X)
+        K = psd.K  # learner, comparator and R all see this matrix: the Gram matrix, shifted if it had to be
         idx = index_stream(self.sampling, y, T, k, rng)
         grid = log_grid(T, SNAPSHOTS)
         state = np.zeros(2)
@@ -208,17 +263,22 @@ class KernelPegasos(Learner):
         f_u = 0.5 * lam * float((cert.w * y) @ Kay) + hinge_u[idx].sum(axis=1) / k
         steps = np.arange(1, T + 1)
         regret = np.cumsum(loss - f_u) / steps
+        regret_still = float(np.mean(1.0 - f_u))  # beta = 0 throughout: f_t(0) = 1
         sub_avg = np.array([dual.kernel_objective(K, y, lam, a) for a in avg]) - cert.dual
         sub_last = np.array([dual.kernel_objective(K, y, lam, self.alpha_) - cert.dual])  # w_(T+1) only
         t = log_grid(T)
         R = self.radius(float(dataset.stats.R))
+        if psd.shift > 0:  # R^2 = max_i K_ii of the matrix used: the shift is charged to every bound
+            R = max(_up(math.sqrt(_up(_up(R * R) + psd.shift))), _up(math.sqrt(float(np.diag(K).max()))))
         return Outcome(
             quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
                         "suboptimality_last": float(sub_last[-1])},
             curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg),
                     "suboptimality_last": (grid[-1:], sub_last)},
             trace={"active": active, "loss": loss, "comparator_loss": f_u},
-            stats={"T": T, "lam": lam, "R": R, "c": pegasos_constant(R, lam, False), "sampling": self.sampling,
+            steps={"regret": regret},
+            stats={"T": T, "lam": lam, "R": R, "regret_still": regret_still, "c": pegasos_constant(R, lam, False), "sampling": self.sampling,
                    "delta": float(self.delta), "f_star_lo": cert.dual, "f_star_hi": cert.primal, "dual_gap": cert.gap,
-                   "f_start": dual.kernel_objective(K, y, lam, np.zeros(m))},
+                   "f_start": dual.kernel_objective(K, y, lam, np.zeros(m)),
+                   "gram_min_eig": psd.min_eig, "gram_shift": psd.shift},
         )

@@ -1,4 +1,4 @@
-"""Multiclass learners with the generalized hinge loss (UML section 17.2, [S3]; BOUNDS.md sections 7, 8):
+"""Multiclass learners with the generalized hinge loss (UML section 17.2, [S3]; docs/bounds.md sections 7, 8):
 SGD (Cor. 17.2), the multiclass SVM (Cor. 17.1), one-vs-all over binary Pegasos, and multiclass Pegasos
 (Crammer-Singer objective, P11 section 5 Ex. 3).
 
@@ -95,7 +95,7 @@ def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, la
 
 
 def population_comparator(dataset: object, B: float) -> dict[str, object]:
-    """min over ||U|| <= B of the population generalized hinge risk (BOUNDS.md 7, "Comparator").
+    """min over ||U|| <= B of the population generalized hinge risk (docs/bounds.md section 7, "Comparator").
 
     Exactly 0 for the realisable generator (no noise) when B >= 1/gamma: L_D(W*/gamma) = 0. Otherwise
     the lower estimate min_ball L_S1 on the training sample (rigorous for S1 itself; for a finite set S
@@ -109,18 +109,21 @@ def population_comparator(dataset: object, B: float) -> dict[str, object]:
     if dataset.W_star is not None and gamma and noise == 0.0 and B * gamma >= 1.0:
         U = dataset.W_star / gamma
         return {"lower": 0.0, "upper": 0.0, "U": U, "how": "exact: L_D(W*/gamma) = 0 with B >= 1/gamma"}
-    ball = ball_comparator(dataset.X, dataset.y, dataset.k, B)
+    # a finite population S is the comparator's own sample (the training rows may be a draw from it)
+    X, y = (dataset.X_test, dataset.y_test) if dataset.population == "S" else (dataset.X, dataset.y)
+    ball = ball_comparator(X, y, dataset.k, B)
     candidates = {"U_hat": ball.U}
     if dataset.W_star is not None and gamma:  # W*/gamma, scaled into the ball
         candidates["W*/gamma"] = dataset.W_star / gamma * min(1.0, B * gamma)
     held = {name: float(ghinge_losses(dataset.X_test, dataset.y_test, U).mean()) for name, U in candidates.items()}
     best = min(held, key=held.get)
     return {"lower": float(ball.lower), "upper": held[best], "U": ball.U,
-            "how": f"lower: min over the ball on the training sample (m = {dataset.y.size}); upper: {best} held out"}
+            "how": (f"lower: min over the ball on the whole population S (n = {y.size})" if dataset.population == "S"
+                    else f"lower: min over the ball on the training sample (m = {y.size})") + f"; upper: {best} held out"}
 
 
 def held_out(dataset: object, W: np.ndarray) -> dict[str, float]:
-    """Held-out generalized hinge and 0-1 risks of W with 95 % intervals (BOUNDS.md 9)."""
+    """Held-out generalized hinge and 0-1 risks of W with 95 % intervals (docs/bounds.md section 9)."""
     from pipeline.multiclass_solvers import clopper_pearson, ghinge_losses, mean_ci, zero_one_losses
 
     hinge = ghinge_losses(dataset.X_test, dataset.y_test, W)
@@ -152,7 +155,7 @@ class MulticlassSGD(_Multiclass):
 
     Guarantees: UML Lemma 14.1 per run (D): for ||u|| <= B, sum_t [l(w_t, z_t) - l(u, z_t)] <=
     ||u||^2/(2 eta) + (eta/2) sum ||v_t||^2 <= B rho sqrt(T); Cor. 17.2 (E): E L_D(w_bar) - min_(||u||<=B)
-    L_D(u) <= B rho / sqrt(T), also with the sharper rho' = sqrt(2) R (BOUNDS.md 7). Because eta
+    L_D(u) <= B rho / sqrt(T), also with the sharper rho' = sqrt(2) R (docs/bounds.md section 7). Because eta
     depends on T, a learning curve is a set of runs over T.
 
     Parameters
@@ -196,6 +199,7 @@ class MulticlassSGD(_Multiclass):
         regret = np.cumsum(loss - u_loss)
         u2 = float(np.sum(U * U))
         realised = u2 / (2 * eta) + eta / 2 * np.cumsum(vnorm2)
+        regret_still = float(np.sum(1.0 - u_loss))  # W = 0 throughout: its generalised hinge loss is 1
         risks = [held_out(dataset, a)["risk_hinge"] for a in avg]
         final = held_out(dataset, avg[-1])
         excess = np.array(risks) - comp["lower"]
@@ -205,7 +209,9 @@ class MulticlassSGD(_Multiclass):
                         "excess_upper_comparator": final["risk_hinge"] - comp["upper"], "risk_01": final["risk_01"]},
             curves={"regret": (t, regret[t - 1]), "bound/lemma14_1": (t, realised[t - 1]), "excess": (grid, excess)},
             trace={"loss": loss, "comparator_loss": u_loss, "vnorm2": vnorm2, "mistake": wrong},
+            steps={"regret": regret, "vnorm2_sum": np.cumsum(vnorm2)},
             stats={"T": T, "B": B, "R": R, "rho": rho, "rho_sharp": math.sqrt(2.0) * R, "eta": eta, "u_norm2": u2,
+                   "regret_still": regret_still,
                    "vnorm2_sum": float(vnorm2.sum()), "comparator_lower": comp["lower"],
                    "comparator_upper": comp["upper"], "comparator_how": comp["how"], "k": k,
                    "population": dataset.population, **final},
@@ -217,6 +223,13 @@ class MulticlassSVM(_Multiclass):
     lam ||W||^2 + (1/m) sum_i l^(g-hinge)(W; x_i, y_i) (no 1/2) with lam = sqrt(2 rho^2 / (B^2 m)), solved
     with a certified duality gap. Guarantee (E): E L_D(W) <= min_(||u||<=B) L_D(u) + sqrt(8 rho^2 B^2 / m).
 
+    The guarantee is about data the SVM did not train on (docs/bounds.md section 7, Cor. 17.1): on its own
+    training set RLM optimality alone keeps the excess below lam B^2, half the bound. On a finite
+    population S (``population == "S"``: dataset=multiclass_bundled with ``sample``) the training sample
+    is m i.i.d. draws from S, L_D = L_S is measured exactly on the whole of S, and the comparator's lower
+    value is the certified min over the ball of L_S, on S too: the bound then applies exactly. A bundled set
+    without a training sample is refused (:meth:`check_with`, :meth:`check_data`).
+
     Parameters
     ----------
     B : radius of the comparator class.
@@ -224,9 +237,27 @@ class MulticlassSVM(_Multiclass):
 
     name = "multiclass_svm"
     params = (Param("B", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),)
+    NEEDS_SAMPLE = ("algorithm=multiclass_svm on dataset=multiclass_bundled needs dataset.sample=M (training examples "
+                    "drawn from the set; the risk is then measured on the whole set as the population)")
 
     def __init__(self, *, B: float) -> None:
         self.B = B
+
+    def check_with(self, dataset: object) -> None:
+        """Before any data exist: a bundled set needs a training sample drawn from it."""
+        if getattr(dataset, "name", None) == "multiclass_bundled" and getattr(dataset, "sample", None) is None:
+            raise UserError(self.NEEDS_SAMPLE)
+
+    def check_data(self, dataset: object) -> None:
+        """Refuse a finite population S that is also the training sample (the risk would be measured on the
+        training set, where the bound holds by construction)."""
+        super().check_data(dataset)
+        if dataset.population == "S" and dataset.X is dataset.X_test:
+            if dataset.name == "multiclass_bundled":
+                raise UserError(self.NEEDS_SAMPLE)
+            raise UserError(f"algorithm=multiclass_svm on dataset={dataset.name}: the file is the whole population, so the "
+                            "SVM would be judged on its own training set; use dataset=multiclass_bundled with dataset.sample=M "
+                            "or dataset=multiclass_margin")
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         from pipeline.multiclass_solvers import multiclass_svm
@@ -252,7 +283,7 @@ class MulticlassSVM(_Multiclass):
 
 
 class MulticlassPegasos(_Multiclass):
-    """Multiclass Pegasos on the Crammer-Singer objective (P11 section 5 Ex. 3; [S4] 2.3; BOUNDS.md 8):
+    """Multiclass Pegasos on the Crammer-Singer objective (P11 section 5 Ex. 3; [S4] 2.3; docs/bounds.md section 8):
     f(W) = lam/2 ||W||^2 + (1/m) sum_i l^(g-hinge)(W; x_i, y_i), W_(t+1) = (1 - 1/t) W_t -
     (lam t)^-1 (Psi(x, yhat) - Psi(x, y)) over examples drawn from S. The bounds of section 4 hold with
     c = 4 G^2, G = sqrt(2) R (||Psi(x, y') - Psi(x, y)|| <= sqrt(2) R), so c = 8 R^2; f* is the multiclass
@@ -298,6 +329,7 @@ class MulticlassPegasos(_Multiclass):
         hinge_u = ghinge_losses(X, y, cert.W)
         f_u = 0.5 * lam * float(np.sum(cert.W * cert.W)) + hinge_u[idx]
         regret = np.cumsum(loss - f_u) / np.arange(1, T + 1)
+        regret_still = float(np.mean(1.0 - f_u))  # W = 0 throughout: f_t(0) = 1
         sub = np.array([f(a) for a in avg]) - cert.dual
         sub_last = f(W) - cert.dual
         t = log_grid(T)
@@ -306,7 +338,9 @@ class MulticlassPegasos(_Multiclass):
             quantities={"regret": float(regret[-1]), "suboptimality": float(sub[-1]), "suboptimality_last": sub_last},
             curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub)},
             trace={"loss": loss, "comparator_loss": f_u, "mistake": wrong},
+            steps={"regret": regret},
             stats={"T": T, "lam": lam, "R": R, "c": pegasos_constant(math.sqrt(2.0) * R, lam, False),
+                   "regret_still": regret_still,
                    "sampling": self.sampling, "delta": float(self.delta), "f_star_lo": cert.dual,
                    "f_star_hi": cert.primal, "dual_gap": cert.gap, "f_start": f(np.zeros_like(W)), "k": k,
                    **held_out(dataset, avg[-1])},
@@ -314,9 +348,9 @@ class MulticlassPegasos(_Multiclass):
 
 
 class OneVsAll(_Multiclass):
-    """One-vs-all ([S4] 2.3; BOUNDS.md 8): k binary Pegasos models, class j against the rest, each on the
+    """One-vs-all ([S4] 2.3; docs/bounds.md section 8): k binary Pegasos models, class j against the rest, each on the
     class-weighted objective with class-balanced sampling (every subproblem is 1 : (k-1) imbalanced,
-    BOUNDS.md 6); predict argmax_j w_j.x. Only the per-subproblem bounds of section 4 apply: one row per
+    docs/bounds.md section 6); predict argmax_j w_j.x. Only the per-subproblem bounds of section 4 apply: one row per
     class and bound, the class in the ``comparator`` column.
 
     Parameters

@@ -1,7 +1,7 @@
 """Pegasos (Shalev-Shwartz, Singer, Srebro & Cotter, Math. Program. 127(1), 2011 [P11]), linear, with
 the seeds' variants: mini-batches (P11 Fig. 2), projection, random-permutation and in-order epochs ([S4]
 Alg. 1), the class-weighted and class-balanced imbalanced forms and transfer towards w_r ([S4] 2.1-2.2).
-BOUNDS.md sections 4 and 6.
+docs/bounds.md sections 4 and 6.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ MAX_DENSE = 50_000_000  # sparse input is densified up to this many entries (400
 
 
 def index_stream(sampling: str, y: np.ndarray, T: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    """The (T, k) indices A_1..A_T a Pegasos run visits. i.i.d. batches are multisets (BOUNDS.md 4:
+    """The (T, k) indices A_1..A_T a Pegasos run visits. i.i.d. batches are multisets (docs/bounds.md section 4:
     covered by the analysis); epochs cut a permutation (or the sample order) into consecutive batches."""
     m = y.shape[0]
     if sampling == "iid":
@@ -139,10 +139,10 @@ class Pegasos(Learner):
 
     w_1 = 0 (w_r for transfer); at step t draw A_t (k examples), eta_t = 1/(lam t), and with
     A+ = {i in A_t : y_i w_t.x_i < 1}: w_(t+1) = (1 - eta_t lam) w_t + (eta_t / k) sum_(A+) y_i x_i,
-    optionally projected onto the ball of radius 1/sqrt(lam) (BOUNDS.md 4). The output is the average
+    optionally projected onto the ball of radius 1/sqrt(lam) (docs/bounds.md section 4). The output is the average
     w_bar = (1/T) sum_(t<=T) w_t (w_1 included) and the last iterate w_(T+1) (no guarantee).
 
-    Guarantees (BOUNDS.md 4): Lemma 1 of P11 for every run and every sampling scheme (D); with
+    Guarantees (docs/bounds.md section 4): Lemma 1 of P11 for every run and every sampling scheme (D); with
     sampling with replacement, E f(w_bar) - f* <= c (1 + ln T) / (2 lam T) (E, P11 Cor. 1; UML 14.11) and
     a high-probability version (P, P11 Lemma 2 / Cor. 2), where c = 4 R^2 (no projection) or
     (sqrt(lam) + R)^2 (projection), scaled by the class weights for the weighted update.
@@ -252,7 +252,7 @@ class Pegasos(Learner):
         s_step = weights if weights is not None and self.sampling != "class_balanced" else np.ones(m)
         ref_margin = np.zeros(m) if w_ref is None else margins_kernel(X, y, w_ref)
         radius = 0.0
-        if self.projection:  # the ball that holds the optimum, by strong duality (BOUNDS.md 4 and 6)
+        if self.projection:  # the ball that holds the optimum, by strong duality (docs/bounds.md section 4 and 6)
             radius = math.sqrt(np.maximum(0.0, 1.0 - ref_margin).mean() / lam) if w_ref is not None else 1.0 / math.sqrt(lam)
 
         grid = log_grid(T, SNAPSHOTS)
@@ -265,7 +265,7 @@ class Pegasos(Learner):
         self.w_bar_ = avg[-1] + (0.0 if w_ref is None else w_ref)
         self.t_ = T
 
-        # the certified comparator: F* in [D(alpha), F(w)] (BOUNDS.md 4, "Computing the comparator")
+        # the certified comparator: F* in [D(alpha), F(w)] (docs/bounds.md section 4, "Computing the comparator")
         cert = dual.sdca(X, y, lam, weights=weights, w_ref=w_ref, tol=1e-9)
         shift = 0.0 if w_ref is None else w_ref
         u = cert.w - shift
@@ -275,6 +275,9 @@ class Pegasos(Learner):
         f_u = 0.5 * lam * float(u @ u) + hinge_u[idx].sum(axis=1) / k
         steps = np.arange(1, T + 1)
         regret = np.cumsum(loss - f_u) / steps
+        # the learner that never moves from w_1: f_t(w_1) is the hinge at w_r (0 margin without transfer)
+        f_still = (np.maximum(0.0, 1.0 - ref_margin) * s_step)[idx].sum(axis=1) / k
+        regret_still = float(np.mean(f_still - f_u))
 
         def sub(ws: np.ndarray) -> np.ndarray:
             return np.array([dual.objective(X, y, lam, w + shift, weights=weights, w_ref=w_ref) for w in ws]) - cert.dual
@@ -288,7 +291,9 @@ class Pegasos(Learner):
                         "suboptimality_last": float(sub_last[-1])},
             curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg), "suboptimality_last": (grid, sub_last)},
             trace={"active": active, "loss": loss, "comparator_loss": f_u},
+            steps={"regret": regret},
             stats={"T": T, "lam": lam, "c": pegasos_constant(R, lam, self.projection, s_max, radius),
+                   "regret_still": regret_still,
                    "sampling": self.sampling, "delta": float(self.delta), "f_star_lo": cert.dual,
                    "f_star_hi": cert.primal, "dual_gap": cert.gap,
                    "f_start": dual.objective(X, y, lam, np.zeros(d) + shift, weights=weights, w_ref=w_ref)},

@@ -1,4 +1,4 @@
-"""The Perceptron (Rosenblatt 1958), as in the seeds: [S0] Alg. 1, [S1] slide 5, [S2]; BOUNDS.md section 1."""
+"""The Perceptron (Rosenblatt 1958), as in the seeds: [S0] Alg. 1, [S1] slide 5, [S2]; docs/bounds.md section 1."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pipeline._jit import dot, dot_row, kernel
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.params import Param
 
-# Tie conventions for w.x = 0 (BOUNDS.md section 1): every update has y w.x <= 0 under each of them,
+# Tie conventions for w.x = 0 (docs/bounds.md section 1): every update has y w.x <= 0 under each of them,
 # so Novikoff's bound holds for all three.
 TIES = {
     "negative": 0,  # [S0]: sgn(z) = +1 iff z > 0, so sgn(0) = -1
