@@ -72,11 +72,11 @@ def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
         ax.plot([lo, hi], [lo, hi], color=BOUND_COLOR, lw=1.2, label="measured = bound")
         ax.fill_between([lo, hi], [lo, hi], [hi, hi], color="tab:red", alpha=0.07, label="violation region")
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), aspect="equal",
-               xlabel=f"{first['title']} bound  {first['formula']}", ylabel=f"measured {first['quantity']}")
+               ylabel=f"measured {first['quantity']}")
+        ax.set_xlabel(f"{first['title']} bound\n{first['formula']}", fontsize=8)
         violations = int((~rows["holds"].astype(bool)).sum())
         informative = int(rows["informative"].astype(bool).sum()) if "informative" in rows else len(rows)
-        ax.set_title(f"{first['learner'].capitalize()}: measured {first['quantity']} vs {first['title']} "
-                     f"bound ({first['guarantee']})\n"
+        ax.set_title(f"{first['learner'].capitalize()}: {first['quantity']} vs {first['title']} ({first['guarantee']})\n"
                      f"{len(rows)} runs ({informative} informative), {violations} above the bound, "
                      f"max ratio {rows['ratio'].max():.3g}", fontsize=10)
         handles, labels = ax.get_legend_handles_labels()
@@ -151,7 +151,7 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
     first = rows.iloc[0]
     hue = next((c for c in _varying(rows) if c not in (x, "seed")), None)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(6.0, 4.4))
+        fig, ax = plt.subplots(figsize=(6.4, 4.6))
         groups = list(rows.groupby(hue, sort=True)) if hue else [(None, rows)]
         cmap = plt.get_cmap("viridis", max(len(groups), 2))
         for i, (h, sel) in enumerate(groups):
@@ -177,8 +177,9 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
         seeds = int(rows.groupby(["setting"]).size().max())
         ax.set_title(f"{first['learner']}: {first['quantity']} against {x}, with the {first['title']} bound "
                      f"({first['guarantee']})\n{first['formula']}\n({seeds} seeds per point)", fontsize=9)
-        ax.legend(fontsize=7, loc="best")
         fig.tight_layout()
+        # below the axes, outside them: the lines stay visible (save() trims to what is drawn)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=min(3, max(1, len(groups))))
     return fig
 
 
@@ -279,7 +280,7 @@ def save(fig: plt.Figure, directory: Path, stem: str) -> list[Path]:
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
     with plt.rc_context(STYLE):  # svg.hashsalt is read when saving: stable ids, byte-identical files
         for p in paths:
-            fig.savefig(p, metadata={"Date": None} if p.suffix == ".svg" else {"Software": None})
+            fig.savefig(p, metadata={"Date": None} if p.suffix == ".svg" else {"Software": None}, bbox_inches="tight")
     plt.close(fig)
     return paths
 

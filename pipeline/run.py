@@ -68,7 +68,8 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
     if any("comparators" in b.requires for b in bounds):
         stats["comparators"] = comparator_margins(ds.X, ds.y, ds.directions)
 
-    ident = {"run": job.key(), "setting": job.key(seeded=False), "experiment": job.experiment, "learner": learner.name, "dataset": ds.name}
+    ident = {"run": job.key(), "setting": job.key(seeded=False), "experiment": job.experiment, "learner": learner.name,
+             "dataset": ds.name, "param_names": " ".join(["learner", "dataset", *sorted(job.params())])}
     context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable") if k in stats}
     context |= {k: v for k, v in outcome.stats.items() if isinstance(v, (int, float, str, bool)) and k not in context}
     context["data_hash"] = ds.data_hash if streamed else content_hash(ds.X, ds.y)

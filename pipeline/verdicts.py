@@ -190,6 +190,21 @@ def _holm(pvalues: list[float], alpha: float = ALPHA) -> list[bool]:
     return reject
 
 
+def setting_labels(rows: Any) -> dict[Any, str]:
+    """A readable name for each setting: the parameters (``param_names``) that differ between the settings
+    of ``rows``, e.g. 'lam=0.1 T=1000' (the seed excluded), with the one-vs-all part."""
+    keys = _setting_keys(rows)
+    names = str(rows["param_names"].iloc[0]).split() if "param_names" in rows else []
+    varying = [c for c in names if c in rows and c != "seed" and rows[c].nunique(dropna=False) > 1]
+    out = {}
+    for key, sel in rows.groupby(keys, sort=True, dropna=False):
+        first = sel.iloc[0]
+        label = " ".join(f"{c}={first[c]:g}" if isinstance(first[c], float) else f"{c}={first[c]}" for c in varying)
+        part = first.get("part") if "part" in keys else None
+        out[key] = " ".join(x for x in (label, str(part) if isinstance(part, str) else "") if x) or "the only setting"
+    return out
+
+
 def expectation_settings(rows: Any) -> list[dict[str, Any]]:
     """(E) per setting: seeds, mean measured and bound, the limits of the mean of measured - bound, the
     p-value of 'E[measured - bound] <= 0', the limit that decided and the setting's verdict (Holm across
@@ -197,31 +212,36 @@ def expectation_settings(rows: Any) -> list[dict[str, Any]]:
     from scipy import stats
 
     out = []
+    labels = setting_labels(rows)
     for key, sel in _settings(rows):
         diff = (sel["empirical"] - sel["theoretical"]).to_numpy(dtype=np.float64)
+        # a violation is claimed only from the lower estimate of the measured quantity (docs/bounds.md 9)
+        low = sel["empirical_low"] if "empirical_low" in sel else sel["empirical"]
+        diff_low = (low - sel["theoretical"]).to_numpy(dtype=np.float64)
         n = diff.size
         bound = float(sel["theoretical"].mean())
         lo_hi = [sel[c].iloc[0] for c in ("range_lo", "range_hi")] if "range_lo" in sel else [math.nan, math.nan]
         width = float(lo_hi[1] - lo_hi[0]) if all(isinstance(v, (int, float)) and math.isfinite(v) for v in lo_hi) else math.nan
         level = LEVEL if math.isnan(width) else 0.5 + LEVEL / 2.0  # two limits: Bonferroni keeps 95 %
-        mean, t_lo, t_hi = t_limits(diff, level)
+        mean, _, t_hi = t_limits(diff, level)
+        mean_low, t_lo, _ = t_limits(diff_low, level)
         candidates = [("one-sided Student t", t_lo, t_hi)]
         sd = float(diff.std(ddof=1)) if n >= 2 else math.nan
         p_t = 1.0
         if n >= 2:
-            se = sd / math.sqrt(n)
-            p_t = float(stats.t.sf(mean / se, n - 1)) if se > 0 else (0.0 if mean > 0 else 1.0)
+            se = float(diff_low.std(ddof=1)) / math.sqrt(n)
+            p_t = float(stats.t.sf(mean_low / se, n - 1)) if se > 0 else (0.0 if mean_low > 0 else 1.0)
         pvalue = p_t
         if not math.isnan(width):
             h = hoeffding_half_width(n, width, level)
-            candidates.append(("one-sided Hoeffding", mean - h, mean + h))
-            p_h = math.exp(-2.0 * n * mean * mean / (width * width)) if mean > 0 else 1.0
+            candidates.append(("one-sided Hoeffding", mean_low - h, mean + h))
+            p_h = math.exp(-2.0 * n * mean_low * mean_low / (width * width)) if mean_low > 0 else 1.0
             pvalue = min(1.0, 2.0 * min(p_t, p_h))
         upper = min(candidates, key=lambda c: c[2])
         lower = max(candidates, key=lambda c: c[1])
         informative = bool(sel["informative"].astype(bool).all())
         out.append({
-            "setting": key if isinstance(key, tuple) else (key,), "seeds": n, "mean": float(sel["empirical"].mean()),
+            "setting": key if isinstance(key, tuple) else (key,), "label": labels[key], "seeds": n, "mean": float(sel["empirical"].mean()),
             "bound": bound, "trivial": float(sel["trivial"].mean()), "informative": informative,
             "ucl": bound + upper[2], "lcl": bound + lower[1], "upper_by": upper[0], "lower_by": lower[0],
             "pvalue": pvalue, "sd": sd, "holds": bool(upper[2] <= 0.0),
@@ -268,6 +288,8 @@ def _judge_expectation(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
         "seeds": seeds[-1], "worst_ucl_ratio": worst["ucl"] / worst["bound"] if worst["bound"] > 0 else math.inf,
         "worst_mean_ratio": worst["mean"] / worst["bound"] if worst["bound"] > 0 else math.inf,
         "seeds_needed": max((s["seeds_needed"] or MAX_N for s in open_), default=None),
+        "per_setting": [{k: s[k] for k in ("label", "seeds", "mean", "bound", "trivial", "informative", "lcl", "ucl",
+                                           "upper_by", "verdict", "seeds_needed")} for s in settings],
     }
     head = f"{len(settings)} settings of {'/'.join(map(str, seeds))} seeds, {len(informative)} informative"
     decided = f"{' and '.join(by)} 95 % limit"
@@ -293,17 +315,21 @@ def _judge_expectation(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
 
 
 def _fmt_setting(s: Mapping[str, Any]) -> str:
-    return "setting " + "/".join(str(k) for k in s["setting"] if isinstance(k, str) and k)
+    return s["label"]
 
 
 def _judge_probability(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     informative = applicable[applicable["informative"].astype(bool)]
     n = len(informative)
     k = int((~informative["holds"].astype(bool)).sum())
+    low = informative["empirical_low"] if "empirical_low" in informative else informative["empirical"]
+    k_low = int((low > informative["theoretical"]).sum())  # violations even at the lower estimate
     delta = float(applicable["delta"].mean()) if "delta" in applicable else ALPHA
-    lo, hi = binomial_limits(k, n)
-    per_setting = [{"setting": str(key[0] if isinstance(key, tuple) else key), "runs": len(sel),
-                    "violations": int((~sel["holds"].astype(bool)).sum())} for key, sel in _settings(informative)]
+    hi = binomial_limits(k, n)[1]
+    lo = binomial_limits(k_low, n)[0]
+    labels = setting_labels(informative) if n else {}
+    per_setting = [{"setting": labels[key], "runs": len(sel), "violations": int((~sel["holds"].astype(bool)).sum())}
+                   for key, sel in _settings(informative)]
     extra = {"informative_runs": n, "violations": k, "violation_rate": k / n if n else None,
              "violation_rate_lcl": lo, "violation_rate_ucl": hi, "delta": delta,
              "runs_needed": None, "per_setting": per_setting}

@@ -41,6 +41,10 @@ class Bound:
         constants are tuned to T, or it speaks only of the end of the run).
     range : statistics -> (lo, hi), a range every run's measured quantity lies in, when one is known
         (used by the distribution-free limit of (E) verdicts); None when unknown.
+    quantity_low : the learner's quantity that is a lower estimate of ``quantity`` (e.g. measured
+        against the upper end of a comparator's bracket); "" when ``quantity`` is exact. ``quantity`` is
+        the upper estimate a bound must clear to hold; ``quantity_low`` the one that must exceed the
+        bound for a violation to be claimed (docs/bounds.md section 9).
     """
 
     name: str
@@ -59,6 +63,7 @@ class Bound:
     trivial_text: str = ""
     anytime: str = ""
     range: Callable[[Stats], tuple[float, float]] | None = None
+    quantity_low: str = ""
     """``value`` may return (value, comparator): the comparator that attained a minimised bound.
     ``note`` flags an applicable bound (e.g. vacuous); ``curve(stats, t)`` is the bound after step t, for
     bounds that are anytime statements about prefixes of the run."""
@@ -92,6 +97,7 @@ class Bound:
             "guarantee": self.guarantee,
             "quantity": self.quantity,
             "empirical": float(measured),
+            "empirical_low": float(empirical[self.quantity_low]) if self.quantity_low else float(measured),
             "formula": self.formula,
             "reference": self.reference,
             "judged_at": self.judged_at,

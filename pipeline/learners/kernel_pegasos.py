@@ -272,6 +272,7 @@ class KernelPegasos(Learner):
             R = max(_up(math.sqrt(_up(_up(R * R) + psd.shift))), _up(math.sqrt(float(np.diag(K).max()))))
         return Outcome(
             quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
+                        "suboptimality_low": float(sub_avg[-1]) - (cert.primal - cert.dual),
                         "suboptimality_last": float(sub_last[-1])},
             curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg),
                     "suboptimality_last": (grid[-1:], sub_last)},

@@ -335,7 +335,8 @@ class MulticlassPegasos(_Multiclass):
         t = log_grid(T)
         R = float(dataset.stats.R)
         return Outcome(
-            quantities={"regret": float(regret[-1]), "suboptimality": float(sub[-1]), "suboptimality_last": sub_last},
+            quantities={"regret": float(regret[-1]), "suboptimality": float(sub[-1]), "suboptimality_last": sub_last,
+                        "suboptimality_low": float(sub[-1]) - (cert.primal - cert.dual)},
             curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub)},
             trace={"loss": loss, "comparator_loss": f_u, "mistake": wrong},
             steps={"regret": regret},

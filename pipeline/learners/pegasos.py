@@ -288,6 +288,7 @@ class Pegasos(Learner):
         s_max = float(s_step.max())
         return Outcome(
             quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
+                        "suboptimality_low": float(sub_avg[-1]) - (cert.primal - cert.dual),
                         "suboptimality_last": float(sub_last[-1])},
             curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg), "suboptimality_last": (grid, sub_last)},
             trace={"active": active, "loss": loss, "comparator_loss": f_u},
