@@ -287,7 +287,7 @@ def _judge_expectation(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
         "settings_violated": len(violated), "settings_inconclusive": len(open_),
         "seeds": seeds[-1], "worst_ucl_ratio": worst["ucl"] / worst["bound"] if worst["bound"] > 0 else math.inf,
         "worst_mean_ratio": worst["mean"] / worst["bound"] if worst["bound"] > 0 else math.inf,
-        "seeds_needed": max((s["seeds_needed"] or MAX_N for s in open_), default=None),
+        "seeds_needed": max((s["seeds_needed"] or MAX_N for s in open_ if s["seeds"] >= 2), default=None),
         "per_setting": [{k: s[k] for k in ("label", "seeds", "mean", "bound", "trivial", "informative", "lcl", "ucl",
                                            "upper_by", "verdict", "seeds_needed")} for s in settings],
     }
@@ -304,13 +304,17 @@ def _judge_expectation(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     if open_:
         need = extra["seeds_needed"]
         s = max(open_, key=lambda s: s["ucl"] / s["bound"])
-        more = f"about {need} seeds would settle it at the observed spread" if need and need < MAX_N else \
-            "no feasible number of seeds settles it at the observed mean"
+        if any(s["seeds"] < 2 for s in open_):
+            more = "a setting with one seed has no spread to judge by: run more seeds"
+        elif need and need < MAX_N:
+            more = f"about {need} seeds would settle it at the observed spread"
+        else:
+            more = "no feasible number of seeds settles it at the observed mean"
         return Judgement(INCONCLUSIVE, f"{head}; {len(holding)} hold, {len(open_)} undecided, e.g. {_fmt_setting(s)}: "
                          f"mean {s['mean']:.4g}, 95 % upper limit {s['ucl']:.4g} vs bound {s['bound']:.4g}; {more}",
                          decided), extra
     w = max(holding, key=lambda s: s["ucl"] / s["bound"])
-    return Judgement(HOLDS, f"{head}, all {len(holding)} informative settings hold: largest 95 % upper limit of the mean "
+    return Judgement(HOLDS, f"{head}, every informative setting holds: largest 95 % upper limit of the mean "
                      f"{w['ucl'] / w['bound']:.3g} x the bound ({_fmt_setting(w)})", decided), extra
 
 
@@ -324,7 +328,9 @@ def _judge_probability(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     k = int((~informative["holds"].astype(bool)).sum())
     low = informative["empirical_low"] if "empirical_low" in informative else informative["empirical"]
     k_low = int((low > informative["theoretical"]).sum())  # violations even at the lower estimate
-    delta = float(applicable["delta"].mean()) if "delta" in applicable else ALPHA
+    # each run's violation probability is at most its own delta: the pooled rate, at most their mean
+    deltas = applicable["delta"] if "delta" in applicable else None
+    delta = ALPHA if deltas is None else float(deltas.iloc[0]) if deltas.nunique() == 1 else float(deltas.mean())
     hi = binomial_limits(k, n)[1]
     lo = binomial_limits(k_low, n)[0]
     labels = setting_labels(informative) if n else {}

@@ -113,7 +113,8 @@ def test_expectation_inconclusive_with_3_seeds_holds_with_30() -> None:
 
 
 def test_expectation_one_seed_is_inconclusive_unless_the_range_decides() -> None:
-    assert judge_bound(_rows("E", [0.1], 1.0))["verdict"] == INCONCLUSIVE
+    one = judge_bound(_rows("E", [0.1], 1.0))
+    assert one["verdict"] == INCONCLUSIVE and "one seed" in one["evidence"]
     # a value known to lie in [0, 0.2]: Hoeffding's limit decides from one seed, without any spread
     ranged = judge_bound(_rows("E", [0.05], 1.0, range_lo=0.0, range_hi=0.2))
     assert ranged["verdict"] == HOLDS and "Hoeffding" in ranged["decided_by"]
