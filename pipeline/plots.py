@@ -149,7 +149,8 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
     t band, and the bound (mean over seeds) as a dashed line, one colour per other swept setting."""
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
     first = rows.iloc[0]
-    hue = next((c for c in _varying(rows) if c not in (x, "seed")), None)
+    # a colour per other swept setting, but not one that merely renames x (e.g. n when T = m)
+    hue = next((c for c in _varying(rows) if c not in (x, "seed") and rows.groupby(c)[x].nunique().max() > 1), None)
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 4.6))
         groups = list(rows.groupby(hue, sort=True)) if hue else [(None, rows)]
@@ -163,10 +164,11 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
             ax.plot(agg[x], agg["mean"], marker="o", ms=4, color=cmap(i),
                     label=f"{prefix}measured, mean over seeds (95 % band)")
             ax.fill_between(agg[x], agg["mean"] - half, agg["mean"] + half, color=cmap(i), alpha=0.2, lw=0)
-            ax.plot(agg[x], agg["bound"], ls="--", color=cmap(i), lw=1.2, label=f"{prefix}{first['title']} bound")
+            ax.plot(agg[x], agg["bound"], ls="--", marker="_", ms=14, color=cmap(i), lw=1.2,
+                    label=f"{prefix}{first['title']} bound")
             if "trivial" in sel and sel["trivial"].notna().any():  # above this line the bound says nothing
                 trivial = sel.groupby(x, sort=True)["trivial"].mean()
-                ax.plot(trivial.index, trivial.to_numpy(), ls=":", color=cmap(i), lw=1.2,
+                ax.plot(trivial.index, trivial.to_numpy(), ls=":", marker="_", ms=14, color=cmap(i), lw=1.2,
                         label=f"{prefix}trivial value (bound vacuous above it)")
         positive = bool((rows["empirical"] > 0).all())
         ax.set(xscale="log", xlabel=x, ylabel=f"{first['quantity']} (mean over seeds, 95 % band)")
