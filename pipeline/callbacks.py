@@ -4,6 +4,12 @@ Before the jobs: the tracking store, the experiment and the parent run are creat
 workers never race on a fresh SQLite store). After the jobs: the per-job tables are concatenated into
 the sweep's ``results.parquet``, the figures are drawn, everything is logged to the parent run, and a
 failed job or a violated bound (pipeline.verdicts) makes the command exit non-zero.
+
+Hydra 1.3 turns an ``Exception`` raised by a callback into a warning (``Callbacks._notify``) and the
+command would exit 0 with a stale table and a RUNNING parent. So each hook catches its own faults,
+ends the parent FAILED (KILLED when interrupted), prints one line naming what failed and raises
+``SystemExit(1)``, which Hydra lets through. The sweep's files are staged and moved into place with
+``os.replace``: an interrupted aggregation leaves the previous files whole, never half of new ones.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -34,19 +41,65 @@ def _job_dirs(sweep_dir: Path, size: int | None) -> list[Path]:
 
 def collect(sweep_dir: Path, size: int | None = None) -> tuple[Any, Any, list[Path]]:
     """Concatenate the results and curves of the sweep's ``size`` jobs (all job directories if None),
-    in job order; list the jobs that failed or left no results."""
+    in job order; list the jobs that failed or left no readable results."""
     import pandas as pd
 
-    from pipeline.resume import MARKER
+    from pipeline.resume import finished
 
-    jobs = _job_dirs(sweep_dir, size)
-    done = [j for j in jobs if (j / MARKER).exists()]
-    failed = [j for j in jobs if not (j / MARKER).exists()]
-    tables = [pd.read_parquet(j / "results.parquet") for j in done]
-    curves = [pd.read_parquet(j / "curve.parquet") for j in done]
+    tables, curves, failed = [], [], []
+    for j in _job_dirs(sweep_dir, size):
+        if not finished(j):
+            failed.append(j)
+            continue
+        try:
+            table, curve = pd.read_parquet(j / "results.parquet"), pd.read_parquet(j / "curve.parquet")
+        except (OSError, ValueError) as e:  # marked done, table gone or damaged: the job has no result
+            log.error("job %s: marked done but its tables cannot be read (%s: %s)", j, type(e).__name__, e)
+            failed.append(j)
+            continue
+        tables.append(table)
+        curves.append(curve)
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
     return table, curve, failed
+
+
+def _job_label(job_dir: Path) -> str:
+    """A failed job as a reader finds it: its directory and the overrides that chose it."""
+    try:
+        overrides = (job_dir / ".hydra" / "overrides.yaml").read_text().splitlines()
+        chosen = " ".join(line.removeprefix("- ").strip() for line in overrides if line.startswith("- "))
+    except OSError:
+        chosen = ""
+    return f"{job_dir} ({chosen})" if chosen else str(job_dir)
+
+
+def _publish(staged: list[Path], sweep_dir: Path) -> list[Path]:
+    """Move staged files into the sweep directory (``os.replace``: each appears whole or not at all)."""
+    final = []
+    for path in staged:
+        os.replace(path, sweep_dir / path.name)
+        final.append(sweep_dir / path.name)
+    return final
+
+
+def _end_parent(uri: str, parent_id: str | None, status: str) -> None:
+    """End the parent run ``status`` if it was opened; a store that fails here is already reported."""
+    from pipeline import tracking
+
+    if not parent_id:
+        return
+    try:
+        tracking.end_run(uri, parent_id, status)
+    except Exception as e:  # noqa: BLE001 - the original fault is the one to report
+        log.error("could not end parent run %s %s: %s: %s", parent_id, status, type(e).__name__, e)
+
+
+def _stop(what: str, error: BaseException) -> None:
+    """One line on stderr naming what failed, then exit 1 past Hydra (it swallows ``Exception`` only)."""
+    log.debug("sweep %s failed", what, exc_info=error)
+    print(f"boundlab: sweep {what} failed: {type(error).__name__}: {error}", file=sys.stderr)
+    raise SystemExit(1) from error
 
 
 def summary(table: Any) -> dict[str, Any]:
@@ -80,7 +133,20 @@ def _swept(config: DictConfig) -> dict[str, str]:
 class SweepCallback(Callback):
     """Parent MLflow run, sweep results table, figures and verdict for every ``boundlab -m``."""
 
+    parent_id: str | None = None
+    uri: str = ""
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            self._start(config)
+        except KeyboardInterrupt:
+            _end_parent(self.uri, self.parent_id, "KILLED")
+            raise
+        except Exception as e:
+            _end_parent(self.uri, self.parent_id, "FAILED")
+            _stop("start (tracking store, parent run or sweep directory)", e)
+
+    def _start(self, config: DictConfig) -> None:
         from pipeline import tracking
 
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -109,22 +175,47 @@ class SweepCallback(Callback):
         os.environ[DRIVER_CWD_ENV] = os.getcwd()  # for launchers whose workers start elsewhere (ray)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from pipeline import plots, tracking
+        from pipeline import tracking
 
         sweep_dir = Path(config.hydra.sweep.dir)
         size = os.environ.get(SWEEP_SIZE_ENV)
+        # From here this hook owns the parent run: pipeline.cli's interrupt handler must not end it twice.
         for key in (tracking.PARENT_ENV, tracking.SWEEP_ENV, SWEEP_START_ENV, SWEEP_SIZE_ENV, SWEEP_KEY_ENV):
             os.environ.pop(key, None)
-        table, curves, failed = collect(sweep_dir, int(size) if size else None)
-        files: list[Path] = []
+        staging = sweep_dir / f".aggregate.{os.getpid()}.tmp"
+        try:
+            problems = self._aggregate(config, sweep_dir, int(size) if size else None, staging)
+        except KeyboardInterrupt:
+            _end_parent(self.uri, self.parent_id, "KILLED")
+            raise
+        except Exception as e:
+            _end_parent(self.uri, self.parent_id, "FAILED")
+            _stop(f"aggregation in {sweep_dir}", e)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        if problems:
+            print("boundlab: sweep " + "; ".join(problems), file=sys.stderr)
+            raise SystemExit(1)
+
+    def _aggregate(self, config: DictConfig, sweep_dir: Path, size: int | None, staging: Path) -> list[str]:
+        """Collect, stage, publish and log the sweep's files; end the parent. Returns what to report."""
+        from pipeline import plots, tracking
+
+        table, curves, failed = collect(sweep_dir, size)
+        staging.mkdir(parents=True, exist_ok=True)
+        staged: list[Path] = []
         if len(table):
-            table.to_parquet(sweep_dir / "results.parquet", index=False)
-            curves.to_parquet(sweep_dir / "curves.parquet", index=False)
-            files += [sweep_dir / "results.parquet", sweep_dir / "curves.parquet"]
-            files += plots.sweep_figures(table, curves, sweep_dir)
+            table.to_parquet(staging / "results.parquet", index=False)
+            curves.to_parquet(staging / "curves.parquet", index=False)
+            staged += [staging / "results.parquet", staging / "curves.parquet"]
+            staged += plots.sweep_figures(table, curves, staging)
         stats = summary(table) | {"failed_jobs": len(failed)}
-        (sweep_dir / "metrics.json").write_text(json.dumps(stats, indent=2) + "\n")
-        files.append(sweep_dir / "metrics.json")
+        (staging / "metrics.json").write_text(json.dumps(stats, indent=2) + "\n")
+        staged.append(staging / "metrics.json")
+        if not len(table):  # no job finished: an earlier table would pass for this sweep's
+            for name in ("results.parquet", "curves.parquet"):
+                (sweep_dir / name).unlink(missing_ok=True)
+        files = _publish(staged, sweep_dir)
         violated = [b for b, s in stats.items() if isinstance(s, dict) and s["verdict"] == VIOLATED]
         metrics = {f"{b}/{k}": v for b, s in stats.items() if isinstance(s, dict)
                    for k, v in s.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -139,11 +230,9 @@ class SweepCallback(Callback):
                 log.info("  %s (%s): %s", b, s["guarantee"], sweep_line(s))
         problems = []
         if failed:
-            problems.append(f"{len(failed)} job(s) failed (see error.txt in each): " + ", ".join(str(j) for j in failed))
+            problems.append(f"{len(failed)} job(s) failed (see error.txt in each): " + ", ".join(_job_label(j) for j in failed))
         if violated:
             kinds = {b: stats[b]["guarantee"] for b in violated}
             problems.append("bound(s) violated: " + ", ".join(f"{b} ({g})" for b, g in kinds.items())
                             + ("; a violated (D) bound is a bug until proven otherwise" if "D" in kinds.values() else ""))
-        if problems:
-            print("boundlab: sweep " + "; ".join(problems), file=sys.stderr)
-            raise SystemExit(1)
+        return problems

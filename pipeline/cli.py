@@ -46,12 +46,117 @@ def explain(exc: BaseException) -> str:
         return f"{key}: missing; set it on the command line ({key}=...)"
     if "Ambiguous value for argument '" in text:
         arg = text.split("'")[1]
-        return f"{arg}: several values make a sweep: add -m (boundlab -m {arg} ...)"
+        key, _, value = arg.partition("=")
+        quoted = f"""'{key.lstrip("+~")}="{value}"'"""
+        if _looks_like_path(key, value):
+            return (f"{arg}: a comma separates values; if it is part of the file name, quote the value for Hydra: "
+                    f"{quoted} (for a sweep over several files add -m)")
+        return f"{arg}: several values make a sweep: add -m (boundlab -m {arg} ...); or quote one value with a comma: {quoted}"
     if "LexerNoViableAltException" in text or "mismatched input" in text or "token recognition error" in text:
         arg = lines[0].split(":", 1)[-1].strip()
         return (f"{arg}: cannot be read as KEY=VALUE; quote a value with spaces, quotes or special characters "
                 "for Hydra, e.g. 'question=\"Does it hold?\"' (Hydra's override grammar)")
     return " ".join(lines[:2])
+
+
+def _looks_like_path(key: str, value: str) -> bool:
+    """A value that names a file: its key says so (``dataset.path``), or it has a directory or an extension."""
+    import re
+
+    leaf = key.rsplit(".", 1)[-1].lower()
+    return (leaf.endswith(("path", "dir", "file", "uri")) or "/" in value or "\\" in value
+            or re.search(r"\.[A-Za-z][A-Za-z0-9]{0,5}$", value) is not None)
+
+
+# Top-level keys read when present (by the report and the sweep's parent run) that config.yaml leaves out:
+# the only ones a `+key=value` override may add outside hydra and the algorithm/dataset groups.
+ADDABLE = ("claims", "compare")
+
+
+def experiment_names() -> list[str]:
+    """The experiments a user can select: the files of experiments/ (conf/experiment), by name."""
+    return sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
+
+
+def _own_callbacks() -> dict:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml").hydra.callbacks)
+
+
+def _check_experiment(name: object, checked: set[str]) -> None:
+    """``experiment=NAME``: one of the files of experiments/, chosen by name (never a path), whose overlay
+    does not set Hydra callbacks (code Hydra would run) other than the package's own."""
+    from omegaconf import OmegaConf
+
+    from pipeline.params import UserError
+
+    if name is None or name in checked:
+        return
+    options = experiment_names()
+    if name not in options:
+        path = " (an experiment is chosen by name, not by path)" if any(c in str(name) for c in "/\\~") or ".." in str(name) else ""
+        raise UserError(f"experiment={name}: unknown experiment{path}; choose one of {', '.join(options)}")
+    cfg = hydra.compose("config", overrides=[f"experiment={name}"], return_hydra_config=True)
+    callbacks = OmegaConf.to_container(cfg.hydra.callbacks, resolve=False) if cfg.hydra.get("callbacks") else {}
+    own = _own_callbacks()
+    if callbacks != own:
+        extra = sorted(k for k in callbacks if callbacks.get(k) != own.get(k))
+        raise UserError(f"experiment={name}: experiments/{name}.yaml sets hydra.callbacks ({', '.join(extra)}): an "
+                        "experiment may not add code for Hydra to run; remove hydra.callbacks from it")
+    checked.add(name)
+
+
+def check_names(overrides: Sequence, checked: set[str] | None = None) -> None:
+    """``name=`` and ``experiment=`` values are names, checked before Hydra composes or makes directories
+    (``name`` becomes multirun/NAME and an MLflow experiment; ``experiment`` selects experiments/NAME.yaml).
+    Sweeps are checked job by job, once split."""
+    from pipeline.config import NAME_ALLOWED, is_name
+    from pipeline.params import ParamError
+
+    checked = set() if checked is None else checked
+    for o in overrides:
+        if o.is_delete() or o.is_sweep_override() or o.key_or_group not in ("name", "experiment"):
+            continue
+        value = o.value()
+        if o.key_or_group == "experiment":
+            _check_experiment(value, checked)
+        elif not is_name(str(value) if isinstance(value, int) and not isinstance(value, bool) else value):
+            raise ParamError("name", value, NAME_ALLOWED)
+
+
+def check_added(job: list[str], composed_without: DictConfig) -> None:
+    """A ``+key=value`` override must add a key something reads: refuse a misspelt one, with close matches.
+    ``composed_without``: the job's config without its additions (what the code reads)."""
+    import difflib
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    from pipeline.params import UserError
+
+    known = _flat_keys(OmegaConf.to_container(composed_without, resolve=False))
+    for o in OverridesParser.create().parse_overrides(job):
+        if not (o.is_add() or o.is_force_add()):
+            continue
+        key = o.key_or_group
+        # hydra.*: read by Hydra and its launchers; the groups: build() checks algorithm.* and dataset.*
+        # against the learner's and dataset's parameters
+        if key.split(".")[0] in ("hydra", "algorithm", "dataset", "experiment", *ADDABLE) or key in known:
+            continue
+        close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise UserError(f"{o.input_line}: unknown key, nothing reads {key}; {hint}('boundlab --help' lists every key)")
+
+
+def _flat_keys(d: object, prefix: str = "") -> list[str]:
+    if not isinstance(d, dict):
+        return []
+    out = []
+    for k, v in d.items():
+        out.append(f"{prefix}{k}")
+        out += _flat_keys(v, f"{prefix}{k}.")
+    return out
 
 
 @dataclass
@@ -62,6 +167,7 @@ class Plan:
     overrides: list[str] = field(default_factory=list)
     jobs: list[list[str]] = field(default_factory=list)
     tracking_uri: str | None = None
+    ray_init: dict | None = None  # the Ray launcher's ray.init arguments, when the sweep uses it
 
     def sweep_key(self) -> str:
         """Names the sweep directory: the same command (force aside) resumes in the same place."""
@@ -80,6 +186,8 @@ def plan_of(argv: Sequence[str]) -> Plan:
         return Plan()
     parser = OverridesParser.create()
     overrides = parser.parse_overrides(args.overrides)
+    checked: set[str] = set()
+    check_names(overrides, checked)  # before Hydra reads an experiment file or makes a directory
     if not args.multirun:
         return Plan(False, list(args.overrides), [list(args.overrides)])
     fixed = [o.input_line for o in overrides if not o.is_sweep_override()]
@@ -94,8 +202,16 @@ def plan_of(argv: Sequence[str]) -> Plan:
                             "swept options: name the group option on the command line, e.g. dataset=multiclass_margin)") from None
         raise
     params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
-    jobs = BasicSweeper.split_arguments(parser.parse_overrides(params + list(args.overrides)), None)
-    return Plan(True, list(args.overrides), [job for batch in jobs for job in batch])
+    jobs = [job for batch in BasicSweeper.split_arguments(parser.parse_overrides(params + list(args.overrides)), None)
+            for job in batch]
+    for job in jobs:
+        check_names(parser.parse_overrides(job), checked)
+    plan = Plan(True, list(args.overrides), jobs)
+    if "RayLauncher" in str(base.hydra.launcher.get("_target_", "")):
+        from omegaconf import OmegaConf
+
+        plan.ray_init = OmegaConf.to_container(base.hydra.launcher.ray.init, resolve=True)
+    return plan
 
 
 class _Composer:
@@ -169,6 +285,8 @@ def preflight(argv: Sequence[str]) -> Plan:
             try:
                 cfg = compose(job)
                 build(cfg)
+                if any(o.startswith("+") for o in job):
+                    check_added(job, compose([o for o in job if not o.startswith("+")]))
             except UserError as e:
                 _fail(f"{e}{where}")
             except (HydraException, OmegaConfBaseException) as e:
@@ -210,6 +328,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from pipeline.stages import SWEEP_KEY_ENV, SWEEP_SIZE_ENV
 
         _trust_preflight()
+        if plan.ray_init is not None:
+            from pipeline.ray_worker import keep_on_loopback
+
+            keep_on_loopback(plan.ray_init)
 
         os.environ[SWEEP_SIZE_ENV] = str(len(plan.jobs))
         os.environ[SWEEP_KEY_ENV] = plan.sweep_key()

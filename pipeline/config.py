@@ -7,14 +7,28 @@ error names the key the user typed (``gamma``, not ``dataset.gamma``, when the g
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.params import Param, ParamError
+
+# A name becomes a directory (multirun/NAME) and an MLflow experiment: a plain name, never a path.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
+NAME_ALLOWED = "a plain name: 1-100 letters, digits, '_', '-' or '.', not starting with '.' (no '/', no '..')"
+
+
+def is_name(value: object) -> bool:
+    """True for a value that is safe as a directory and experiment name (``NAME_PATTERN``, no '..')."""
+    return isinstance(value, str) and NAME_PATTERN.fullmatch(value) is not None and ".." not in value
+
+
+NAME = Param("name", str, is_name, NAME_ALLOWED)
 
 TOP_LEVEL = (
     Param("seed", int, lambda v: v >= 0, "an integer >= 0"),
@@ -63,7 +77,9 @@ def _make(registry: dict[str, type], node: DictConfig, group: str) -> Any:
     kwargs = {k: node[k] for k in node if k != "name"}
     for k in kwargs:
         if k not in allowed:
-            raise ParamError(f"{group}.{k}", kwargs[k], f"left out: {name} takes {', '.join(allowed)}")
+            close = difflib.get_close_matches(k, allowed, n=3)
+            hint = f" (did you mean {' or '.join(f'{group}.{c}' for c in close)}?)" if close else ""
+            raise ParamError(f"{group}.{k}", kwargs[k], f"left out: {name} takes {', '.join(allowed)}{hint}")
     obj = cls(**kwargs)
     try:
         obj.check()
@@ -87,4 +103,6 @@ def build(cfg: DictConfig) -> Job:
         group = "algorithm" if e.name in cfg.algorithm else "dataset" if e.name in cfg.dataset else None
         key = _user_key(cfg[group], group, e.name) if group else e.name
         raise ParamError(key, e.value, e.allowed) from None
-    return Job(experiment=str(cfg.get("name", "boundlab")), dataset=dataset, learner=learner, **top)
+    name = cfg.get("name", "boundlab")  # also a name an experiment file sets
+    experiment = NAME.coerce(str(name) if isinstance(name, int) and not isinstance(name, bool) else name)
+    return Job(experiment=experiment, dataset=dataset, learner=learner, **top)

@@ -6,8 +6,31 @@ work with one line naming the parameter, the value and what is allowed.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
+
+# Where float64 stops representing the statistics the bounds are computed from (the one place this is
+# decided). A data radius (rho, R, a kernel bandwidth) lies in [1/SCALE, SCALE]: its square, the
+# products of entries and (R/gamma)^2 are then finite, normal doubles (no underflow to 0, no overflow).
+SCALE = 1e100
+SCALE_WORDS = "a number in [1e-100, 1e100] (squares and products of the data must stay finite, normal doubles)"
+MAX_STEPS = 10**8  # per-step arrays (indices, losses) of T entries are held in memory: 10^8 int64 = 800 MB
+STEPS_WORDS = f"an integer in [1, {MAX_STEPS:.0e}] (steps; per-step arrays of T entries are held in memory)"
+STATE_LIMIT = 2.0**500  # a learner's running quantity below this has a finite square (< 2^1000)
+
+
+def in_scale(v: float) -> bool:
+    """True when ``v`` is a usable data scale: 1/SCALE <= v <= SCALE."""
+    return 1.0 / SCALE <= v <= SCALE
+
+
+def reciprocal_finite(v: float) -> bool:
+    """True for a finite v > 0 whose reciprocal 1/v is finite too (v a normal double: v >= 2.2e-308)."""
+    return sys.float_info.min <= v <= sys.float_info.max
+
+
+POSITIVE_WORDS = "a finite number >= 2.2e-308 (the smallest normal double: 1/lam must be finite)"
 
 
 class UserError(ValueError):
@@ -69,3 +92,10 @@ def check_params(obj: Any) -> None:
 def get_params(obj: Any) -> dict[str, Any]:
     """The declared parameters of ``obj`` and their current values."""
     return {p.name: getattr(obj, p.name) for p in obj.params}
+
+
+def check_margin_scale(gamma: float, rho: float) -> None:
+    """Refuse a margin so far below the radius that (rho/gamma)^2, the Perceptron's bound, overflows."""
+    if rho / gamma > SCALE:
+        raise ParamError("gamma", gamma, f">= rho / 1e100 = {rho / SCALE:.3g} ((rho/gamma)^2, Novikoff's bound, must be a "
+                         "finite double)")

@@ -1,9 +1,11 @@
 """Resume: a job directory holds a finished run only if its ``done.json`` marker says so and matches.
 
 The marker is written last, atomically, after the outputs and the MLflow run are complete. It records
-the run's config hash, the hash of the code that produced it and the content hash of its data, so a
-re-run of the same command skips exactly the finished jobs, and reruns a job whose config or code
-changed or whose data file no longer matches (data integrity).
+the run's config hash, the hash of the code that produced it, the fingerprint of every input file the
+dataset reads (:func:`inputs`) and the content hash of its data, so a re-run of the same command skips
+exactly the finished jobs, and reruns a job whose config, code or input files changed, whose outputs
+are missing or whose data file no longer matches (data integrity). A marker that cannot be read means
+"not done": the job reruns, never crashes.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import json
 import os
 from pathlib import Path
 
+from typing import Any, Mapping
+
 import numpy as np
 
 from pipeline.data.certify import content_hash
 from pipeline.paths import PACKAGE_ROOT
 
 MARKER = "done.json"
+OUTPUTS = ("results.parquet", "curve.parquet")  # what the sweep's aggregation reads from a finished job
 
 
 @functools.cache
@@ -51,35 +56,112 @@ def save_data(path: Path, X: object, y: np.ndarray) -> None:
         np.savez(path, X=X, y=y)
 
 
-def record(out: Path, key: str, data_hash: str, streamed: bool = False) -> None:
+def _file_hash(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+_FILE_HASHES: dict[tuple[str, int, int], str] = {}  # (path, size, mtime): a file is hashed once per version
+
+
+def fingerprint(path: str | os.PathLike[str]) -> str:
+    """Content fingerprint of one input file: 'size:sha256' of its bytes ('missing' if absent).
+
+    The content decides, not the mtime: touching a file reruns nothing (results stay bit-identical);
+    size and mtime only key the in-process cache so a sweep's jobs hash each file once.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    cache_key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if cache_key not in _FILE_HASHES:
+        _FILE_HASHES[cache_key] = _file_hash(cache_key[0])
+    return f"{st.st_size}:{_FILE_HASHES[cache_key]}"
+
+
+def inputs(dataset: Any) -> dict[str, str]:
+    """Fingerprint of every file ``dataset`` reads, by the path its config names (``dataset.path``).
+
+    The config hash names a file, not its content: without this an edited file would look "done".
+    Generated and bundled datasets read no user file: {}.
+    """
+    path = getattr(dataset, "path", None)
+    return {str(path): fingerprint(path)} if isinstance(path, (str, os.PathLike)) and str(path) else {}
+
+
+def record(out: Path, key: str, data_hash: str, streamed: bool = False, sources: Mapping[str, str] | None = None) -> None:
     """Mark ``out`` as a finished run of ``key`` (atomic: a crash leaves no half-written marker).
-    ``streamed``: the data were a stream regenerated from the config's seed, with no ``data.npz``."""
+    ``streamed``: the data were a stream regenerated from the config's seed, with no ``data.npz``.
+    ``sources``: :func:`inputs` of the dataset, taken before it was read (so an edit made while the
+    job ran is seen as a change by the next check, never hidden)."""
     tmp = out / f".{MARKER}.tmp"
     done = {"key": key, "code": code_hash(), "data_hash": data_hash} | ({"streamed": True} if streamed else {})
+    if sources:
+        done["inputs"] = dict(sources)
     tmp.write_text(json.dumps(done) + "\n")
     os.replace(tmp, out / MARKER)
 
 
-def check(out: Path, key: str) -> str | None:
-    """None if ``out`` holds an intact finished run of ``key``; otherwise why it must (re)run."""
+def _read_marker(marker: Path) -> dict[str, Any] | str:
+    """The marker's record, or why it cannot be trusted (truncated, not JSON, not an object)."""
+    try:
+        done = json.loads(marker.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return f"its {MARKER} is unreadable ({type(e).__name__}); it is treated as not done"
+    if (not isinstance(done, dict) or not all(isinstance(done.get(k), str) for k in ("key", "code"))
+            or not isinstance(done.get("inputs", {}), dict)):
+        return f"its {MARKER} is not a valid marker ({type(done).__name__}); it is treated as not done"
+    return done
+
+
+def check(out: Path, key: str, sources: Mapping[str, str] | None = None) -> str | None:
+    """None if ``out`` holds an intact finished run of ``key`` made from ``sources`` (:func:`inputs`,
+    as the files are now); otherwise why it must (re)run. Never raises for a damaged job directory."""
     marker = out / MARKER
     if not marker.exists():
         return "not run yet" if not (out / "results.parquet").exists() else "interrupted"
-    done = json.loads(marker.read_text())
+    done = _read_marker(marker)
+    if isinstance(done, str):
+        return done
     if done.get("key") != key:
         return "its config changed"
     if done.get("code") != code_hash():
         return "the code changed"
-    if done.get("streamed"):  # no data file: the same key and code regenerate the same stream
-        return None
+    recorded = done.get("inputs") or {}
+    current = dict(sources or {})
+    if recorded != current:
+        changed = sorted(p for p in set(recorded) | set(current) if recorded.get(p) != current.get(p))
+        return f"its input file(s) changed since it ran: {', '.join(changed)}"
+    if not done.get("streamed"):  # a stream has no data file: the same key and code regenerate it
+        why = _data_mismatch(out, done.get("data_hash"))
+        if why:
+            return why
+    missing = [name for name in OUTPUTS if not (out / name).is_file()]
+    if missing:
+        return f"its output(s) are missing: {', '.join(missing)}"
+    return None
+
+
+def _data_mismatch(out: Path, recorded: object) -> str | None:
+    """Why the saved data of ``out`` do not match the hash its marker recorded (None if they do)."""
     try:
         with np.load(out / "data.npz", allow_pickle=False) as data:
             found = content_hash(_matrix(data), data["y"])
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, EOFError) as e:
         return f"its data file is unreadable ({type(e).__name__})"
-    if found != done.get("data_hash"):
-        return f"its data file no longer matches its recorded hash ({found} != {done.get('data_hash')})"
+    if found != recorded:
+        return f"its data file no longer matches its recorded hash ({found} != {recorded})"
     return None
+
+
+def finished(out: Path) -> bool:
+    """Whether the last attempt of the job in ``out`` completed: its marker is there and no error was
+    recorded after it (what the sweep's aggregation counts; :func:`check` decides whether to rerun)."""
+    return (out / MARKER).is_file() and not (out / "error.txt").exists()
 
 
 def invalidate(out: Path) -> None:

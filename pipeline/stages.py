@@ -70,12 +70,18 @@ def write(result: Any, out: Path) -> list[Path]:
     return [table, curve, trace]
 
 
+def _name_of_error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
 def job(cfg: DictConfig) -> None:
     """One Hydra job: build, run, write, track, mark done.
 
-    In a sweep, a job whose directory already holds an intact finished run of the same config and
-    code is skipped (``force=true`` reruns it), and a job's own failure is recorded (FAILED run,
-    ``error.txt``) without stopping the sweep; the sweep's end reports it and exits non-zero.
+    In a sweep, a job whose directory already holds an intact finished run of the same config, code and
+    input files is skipped (``force=true`` reruns it). Any fault of the job, wherever it arises (resume
+    check, data, cache, tracking, the learner, writing), is recorded (a FAILED run when one can be
+    opened, ``error.txt``, no ``done.json``) without stopping the sweep; the sweep's end reports it and
+    exits non-zero. Outside a sweep the fault is recorded the same way, then raised.
     """
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
@@ -92,49 +98,72 @@ def job(cfg: DictConfig) -> None:
     spec = build(cfg)
     name = run_name(spec.learner.name, hc.overrides.task)
     step = progress(hc.job.num) if multirun else ""
-    why = resume.check(out, spec.key())
-    if why is None and not spec.force:
-        log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
-        return
-    if why not in ("not run yet", None):
-        log.warning("%s%s: rerun because %s", step, name, why)
+    why: str | None = "unknown (its resume check failed)"
+    tracker: tracking.JobRun | None = None
+
+    def open_run() -> tracking.JobRun:
+        parent_id, sweep_id = tracking.sweep_context(Path(hc.sweep.dir)) if multirun else (None, "")
+        return tracking.JobRun(
+            tracking.tracking_uri(cfg.tracking.uri),
+            experiment=spec.experiment,
+            name=name,
+            parent_id=parent_id,
+            tags={"boundlab.config_hash": spec.key(), "boundlab.sweep_id": sweep_id, "boundlab.output_dir": str(out),
+                  "mlflow.note.content": f"{name}: one run of the sweep {spec.experiment!r}. "
+                                         + str(cfg.question or "Its measured quantities against every bound that applies.")},
+            supersede=why != "not run yet",
+        )
+
     try:
-        dataset = prepare(spec)
-    except UserError as e:  # the learner cannot take these data: one line, no run recorded
-        if not multirun:
-            raise
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "error.txt").write_text(f"{e}\n")
-        log.error("%s%s: %s", step, name, e)
-        return
-    resume.invalidate(out)
-    parent_id, sweep_id = tracking.sweep_context(Path(hc.sweep.dir)) if multirun else (None, "")
-    tracker = tracking.JobRun(
-        tracking.tracking_uri(cfg.tracking.uri),
-        experiment=spec.experiment,
-        name=name,
-        parent_id=parent_id,
-        tags={"boundlab.config_hash": spec.key(), "boundlab.sweep_id": sweep_id, "boundlab.output_dir": str(out),
-              "mlflow.note.content": f"{name}: one run of the sweep {spec.experiment!r}. "
-                                     + str(cfg.question or "Its measured quantities against every bound that applies.")},
-        supersede=why != "not run yet",
-    )
-    try:
+        sources = resume.inputs(spec.dataset)  # before the data are read: an edit during the run reruns it next time
+        why = resume.check(out, spec.key(), sources)
+        if why is None and not spec.force:
+            log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
+            return
+        if why not in ("not run yet", None):
+            log.warning("%s%s: rerun because %s", step, name, why)
+        try:
+            dataset = prepare(spec)
+        except UserError as e:  # the learner cannot take these data: one line, no run recorded
+            if not multirun:
+                raise
+            resume.invalidate(out)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "error.txt").write_text(f"{e}\n")
+            log.error("%s%s: %s", step, name, e)
+            return
+        resume.invalidate(out)
+        tracker = open_run()
         result = run(spec, dataset)
         files = write(result, out)
         resolved = OmegaConf.to_container(cfg, resolve=True)
         params = flatten(resolved) | flatten({"algorithm": spec.learner.get_params(), "dataset": spec.dataset.get_params()})
         tracker.finish(params, result.table, result.curve, files)
-        resume.record(out, spec.key(), result.table["data_hash"].iloc[0], streamed=getattr(result.dataset, "streamed", False))
+        resume.record(out, spec.key(), result.table["data_hash"].iloc[0], streamed=getattr(result.dataset, "streamed", False),
+                      sources=sources)
     except Exception as e:
-        tracker.fail(e)
+        if isinstance(e, UserError) and tracker is None and not multirun:
+            raise  # data this learner cannot take, outside a sweep: the command's one-line error, no run
+        # Recorded before anything else can fail: the directory must not keep an earlier done.json
+        # (the sweep would count the job as finished), and error.txt is what the sweep's end points to.
+        error = traceback.format_exc()
+        try:
+            resume.invalidate(out)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "error.txt").write_text(error)
+        except OSError as disk:
+            log.error("%s%s: cannot record its failure in %s: %s", step, name, out, _name_of_error(disk))
+        try:
+            (tracker or open_run()).fail(e)
+        except Exception as tracking_error:  # the store itself may be the fault: error.txt still tells
+            log.error("%s%s: cannot record its failure in MLflow: %s", step, name, _name_of_error(tracking_error))
         if not multirun:
             raise
-        (out / "error.txt").write_text(traceback.format_exc())
-        log.error("%s%s: FAILED: %s: %s (see %s)", step, name, type(e).__name__, e, out / "error.txt")
+        log.error("%s%s: FAILED: %s (see %s)", step, name, _name_of_error(e), out / "error.txt")
         return
     except KeyboardInterrupt as e:
-        tracker.fail(e)
+        if tracker is not None:
+            tracker.fail(e)
         raise
     if not multirun and {"dual_gap", "f_star_lo"} <= set(result.table):
         first = result.table.iloc[0]

@@ -35,23 +35,25 @@ def tracking_uri(configured: str | None = None) -> str:
 
 
 def check_store(uri: str) -> str | None:
-    """None if the store at ``uri`` can take runs now; otherwise why not. Cheap: no mlflow import."""
-    if uri.startswith("sqlite:///"):
-        path = Path(uri.removeprefix("sqlite:///"))
-        if not path.parent.is_dir():
-            return f"its directory {path.parent} does not exist"
-        if not path.exists():
-            return None if os.access(path.parent, os.W_OK) else f"its directory {path.parent} is not writable"
-        try:
-            conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=2.0)
-            try:
-                conn.execute("BEGIN IMMEDIATE")  # takes the write lock, as a run would
-                conn.rollback()
-            finally:
-                conn.close()
-        except sqlite3.Error as e:
-            return f"the database cannot be written ({e})"
-    elif uri.startswith(("http://", "https://")):
+    """None if the store at ``uri`` can take runs now; otherwise why not (one clause). Cheap: no mlflow import.
+
+    File stores (``file:`` URIs and plain paths) are refused: MLflow 3 keeps them in maintenance mode and
+    this project's parent/child runs are tested on database and server stores only.
+    """
+    from urllib.parse import urlsplit
+
+    if uri.lower() in ("databricks", "databricks-uc", "uc"):  # MLflow's URIs that are not paths
+        return None
+    scheme = urlsplit(uri).scheme.lower() if "://" in uri or uri.lower().startswith("file:") else ""
+    engine = scheme.split("+", 1)[0]
+    if scheme in ("", "file"):  # MLflow reads a bare path as a file store
+        return ("a file store: MLflow 3 deprecates file stores and boundlab refuses them; "
+                "use a SQLite store, e.g. sqlite:////absolute/path/mlflow.db")
+    if engine == "sqlite":
+        return _check_sqlite(uri)
+    if engine in ("postgresql", "mysql", "mssql"):  # MLflow's other SQLAlchemy engines
+        return _check_driver(uri)
+    if scheme in ("http", "https"):
         try:
             with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5.0):
                 pass
@@ -60,12 +62,67 @@ def check_store(uri: str) -> str | None:
     return None
 
 
+def _check_sqlite(uri: str) -> str | None:
+    """A SQLite store: on disk (not in memory), in an existing directory, and writable now."""
+    import tempfile
+
+    rest = uri.split("://", 1)[1]
+    raw, _, query = rest.partition("?")
+    path_text = raw[1:] if raw.startswith("/") else raw  # sqlite:///rel.db -> rel.db, sqlite:////abs -> /abs
+    if path_text in ("", ":memory:") or "mode=memory" in query or path_text.startswith("file::memory:"):
+        return "an in-memory SQLite database: every run would be lost when the process ends"
+    path = Path(path_text)
+    if not path.parent.is_dir():
+        return f"its directory {path.parent} does not exist"
+    if not path.exists():
+        try:  # a real write: permission bits alone do not tell (root, read-only mounts)
+            with tempfile.TemporaryFile(dir=path.parent):
+                pass
+        except OSError as e:
+            return f"its directory {path.parent} is not writable ({e.strerror or e})"
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=2.0, isolation_level=None)
+        try:
+            # take the write lock as a run would, then write for real (a read-only file, directory or mount
+            # only fails on a write), and undo it
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("CREATE TABLE boundlab_write_probe (x)")
+            conn.execute("INSERT INTO boundlab_write_probe VALUES (1)")
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        return f"the database cannot be written ({e})"
+    return None
+
+
+def _check_driver(uri: str) -> str | None:
+    """A SQLAlchemy database URI: its driver must be importable (MLflow would fail on the first run)."""
+    try:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+        url = make_url(uri)
+        dialect = url.get_dialect()
+    except ImportError:
+        return "a database store, but SQLAlchemy is not installed"
+    except (ArgumentError, NoSuchModuleError) as e:
+        return f"not a database URI SQLAlchemy can read ({e})"
+    try:
+        dialect.import_dbapi()
+    except ImportError as e:
+        module = e.name or str(e)
+        return (f"its database driver {module} ({url.get_backend_name()}+{url.get_driver_name()}) is not installed: "
+                f"pip install it, or name an installed driver ({url.get_backend_name()}+DRIVER://...)")
+    return None
+
+
 def sweep_context(sweep_dir: Path) -> tuple[str | None, str]:
     """The parent run id and sweep id of the running sweep, from the environment or the sweep dir."""
     parent, sweep = os.environ.get(PARENT_ENV), os.environ.get(SWEEP_ENV, "")
-    marker = sweep_dir / PARENT_FILE
-    if not parent and marker.exists():
-        parent, sweep = marker.read_text().split()
+    if not parent:
+        parent, sweep = read_parent_marker(sweep_dir) or (None, "")
     return parent, sweep
 
 
@@ -73,7 +130,33 @@ def announce_sweep(sweep_dir: Path, parent_id: str, sweep_id: str) -> None:
     """Make the parent run id known to the sweep's jobs, whichever process they run in."""
     os.environ[PARENT_ENV], os.environ[SWEEP_ENV] = parent_id, sweep_id
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    (sweep_dir / PARENT_FILE).write_text(f"{parent_id} {sweep_id}\n")
+    tmp = sweep_dir / f"{PARENT_FILE}.{os.getpid()}.tmp"  # a job reading the marker never sees half of it
+    tmp.write_text(f"{parent_id} {sweep_id}\n")
+    os.replace(tmp, sweep_dir / PARENT_FILE)
+
+
+def read_parent_marker(sweep_dir: Path) -> tuple[str, str] | None:
+    """(parent run id, sweep id) from the sweep directory's marker; None, with a warning, when it is
+    missing, empty or garbled: such a marker means "no parent to resume", never a crash."""
+    import logging
+
+    marker = sweep_dir / PARENT_FILE
+    if not marker.exists():
+        return None
+    try:
+        fields = marker.read_text().split()
+    except (OSError, UnicodeDecodeError) as e:
+        fields, why = [], f"unreadable ({type(e).__name__})"
+    else:
+        why = "empty" if not fields else f"garbled ({len(fields)} field(s), expected a run id and a sweep id)"
+    # an MLflow run id is 32 hex digits; anything else was not written by announce_sweep
+    if len(fields) == 2 and len(fields[0]) == 32 and all(c in "0123456789abcdef" for c in fields[0]):
+        return fields[0], fields[1]
+    if len(fields) == 2:
+        why = f"garbled (run id {fields[0][:40]!r} is not an MLflow run id)"
+    logging.getLogger("boundlab").warning("sweep %s: parent-run marker %s is %s; no parent run to resume",
+                                          sweep_dir, marker.name, why)
+    return None
 
 
 def _client(uri: str):  # noqa: ANN202
@@ -155,10 +238,10 @@ def resume_parent(uri: str, sweep_dir: Path) -> tuple[str, str, int] | None:
     Its children still RUNNING were interrupted (the process died with them): they end KILLED.
     Returns (parent id, sweep id, runs marked KILLED), or None when there is no parent to resume.
     """
-    marker = sweep_dir / PARENT_FILE
-    if not marker.exists():
+    found = read_parent_marker(sweep_dir)
+    if found is None:
         return None
-    parent_id, sweep_id = marker.read_text().split()
+    parent_id, sweep_id = found
     client = _client(uri)
     try:
         parent = client.get_run(parent_id)

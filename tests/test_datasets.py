@@ -115,7 +115,7 @@ BAD_FILES = [
     ("word.csv", "1,2,1\n3,x,0\n", [], "'x' is not a number", 2),
     ("token.svm", "1 1:2\n-1 1:2 2:y\n", [], "not valid svmlight", 2),
     ("three.csv", "a,y\n1,0\n2,1\n3,2\n", [], "has 3 classes", None),
-    ("one.svm", "1 1:1\n1 1:2\n", [], "has 1 class (1)", None),
+    ("one.svm", "2 1:1\n2 1:2\n", [], "has 1 class (2)", None),  # labels in {-1, +1} run as they are
     ("wide.svm", "1 1:2\n-1 7:1\n", ["dataset.d=3"], "input file contains 7 features", 2),
     ("narrow.csv", "1,2,1\n3,4,0\n", ["dataset.d=3"], "has 2 features, but dataset.d=3", None),
     ("pickled.npz", None, [], "without unpickling", None),

@@ -311,13 +311,39 @@ def content_hash(X: Matrix, y: np.ndarray) -> str:
     return h.hexdigest()[:16]
 
 
+class SolverError(RuntimeError):
+    """A solver that proved nothing (iteration limit, numerical trouble, out of memory, an exception): its
+    answer is neither a certificate nor "not separable", and nothing is cached. Names the solver and status."""
+
+    def __init__(self, solver: str, status: object, detail: str = "") -> None:
+        self.solver, self.status = solver, status
+        more = f" ({detail})" if detail else ""
+        super().__init__(f"{solver} ended with status {status}{more}: it proved neither separability nor its absence, "
+                         "so no statistics were certified or cached; retry, or reduce or rescale the data")
+
+
+_LP_SOLVER = "scipy.optimize.linprog (HiGHS)"
+_LP_OPTIMAL, _LP_INFEASIBLE = 0, 2  # linprog's statuses that prove something: a feasible w, or none exists
+
+
 def _separating_direction(Z: Matrix) -> np.ndarray | None:
-    """A w with Z w >= 1 (LP feasibility, HiGHS), or None when the LP is infeasible."""
+    """A w with Z w >= 1 (LP feasibility, HiGHS), or None when HiGHS proves the LP infeasible.
+
+    Only those two statuses are facts about the data; any other (iteration limit, numerical
+    difficulties, an exception such as MemoryError) raises :class:`SolverError`.
+    """
     from scipy.optimize import linprog
 
     d = Z.shape[1]
-    res = linprog(np.zeros(d), A_ub=-Z, b_ub=-np.ones(Z.shape[0]), bounds=[(None, None)] * d, method="highs")
-    return res.x if res.status == 0 else None
+    try:
+        res = linprog(np.zeros(d), A_ub=-Z, b_ub=-np.ones(Z.shape[0]), bounds=[(None, None)] * d, method="highs")
+    except Exception as e:  # MemoryError included: an exception proves nothing about the data
+        raise SolverError(_LP_SOLVER, type(e).__name__, str(e).splitlines()[0] if str(e) else "") from e
+    if res.status == _LP_OPTIMAL and res.x is not None and np.all(np.isfinite(res.x)):
+        return np.asarray(res.x, dtype=np.float64)
+    if res.status == _LP_INFEASIBLE:
+        return None
+    raise SolverError(_LP_SOLVER, res.status, str(getattr(res, "message", "")).splitlines()[0] if getattr(res, "message", "") else "")
 
 
 def _hard_margin(Z: Matrix, fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -371,12 +397,19 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
     two-sided certificate, both evaluated rigorously by :func:`certify`. A non-separable sample has
     no margin: gamma_lo = gamma_hi = NaN and ``separable`` False. The solvers see the sample scaled by
     a power of two to unit size when its entries lie beyond 2^+-20 (their tolerances are absolute).
+
+    Only proven answers become statistics or cache entries: HiGHS's "optimal" (a separating w) or
+    "infeasible" (not separable); any other outcome raises :class:`SolverError` and caches nothing. A
+    cache entry is used only if it is consistent with the sample (:func:`_cache_problem`); otherwise it is
+    recomputed, with a warning.
     """
     key = f"{content_hash(X, y)}-{CERTIFICATE_VERSION}"
     path = (cache_dir or default_cache_dir()) / "stats" / f"{key}.json"
-    if path.exists():
-        return Stats(**json.loads(path.read_text()))
     R = _checked_radius(X)
+    if path.exists():
+        cached = _read_cached(path, X, R)
+        if cached is not None:
+            return cached
     Z = sparse.diags(y) @ sparse.csr_matrix(X) if sparse.issparse(X) else y[:, None] * X
     # The solvers only propose witnesses, which certify() evaluates on X itself: their data may round.
     Z, _ = _unit_scale(Z, window=_SOLVER_WINDOW, exact=False)
@@ -392,11 +425,70 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
             better = certify(X, y, w_polished, alpha_polished)
             lo, hi = max(stats.gamma_lo, better.gamma_lo), min(stats.gamma_hi, better.gamma_hi)
             stats = Stats(stats.m, stats.d, stats.R, lo, hi, lo > 0, (hi - lo) / hi)
+    if _cache_problem(stats.as_dict(), X, R) is not None:  # valid, but not an entry a later read would accept
+        return stats
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(stats.as_dict()) + "\n")
     os.replace(tmp, path)
     return stats
+
+
+_FIELDS = {"m": int, "d": int, "R": float, "gamma_lo": float, "gamma_hi": float, "separable": bool, "gap": float}
+
+
+def _cache_problem(entry: object, X: Matrix, R: float) -> str | None:
+    """Why a cache entry cannot be the statistics of ``X`` (None when it is consistent with them).
+
+    The entry must have exactly the fields of :class:`Stats` with their types, the sample's shape, the
+    radius just certified on ``X`` (cheap, so recomputed and compared bit for bit) and a margin
+    certificate that is either absent (NaN ends, not separable) or finite with
+    gamma_lo <= gamma_hi <= R, gamma_hi >= 0, ``separable`` == (gamma_lo > 0) and the gap it implies.
+    """
+    if not isinstance(entry, dict) or set(entry) != set(_FIELDS):
+        return f"fields {sorted(entry) if isinstance(entry, dict) else type(entry).__name__}, not {sorted(_FIELDS)}"
+    for name, kind in _FIELDS.items():
+        value = entry[name]
+        ok = isinstance(value, bool) if kind is bool else (
+            isinstance(value, int) and not isinstance(value, bool) if kind is int
+            else isinstance(value, (int, float)) and not isinstance(value, bool))
+        if not ok:
+            return f"{name} = {value!r} is not a{'n' if kind is int else ''} {kind.__name__}"
+    if (entry["m"], entry["d"]) != tuple(X.shape):
+        return f"shape ({entry['m']}, {entry['d']}) is not the sample's {tuple(X.shape)}"
+    if float(entry["R"]) != R:
+        return f"R = {entry['R']!r} is not the sample's certified radius {R!r}"
+    lo, hi, gap = float(entry["gamma_lo"]), float(entry["gamma_hi"]), float(entry["gap"])
+    if math.isnan(lo) and math.isnan(hi):
+        return None if not entry["separable"] and math.isnan(gap) else "a missing margin certificate with separable or a gap"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"margin certificate [{lo!r}, {hi!r}] is not finite"
+    if not (lo <= hi and 0.0 <= hi <= R):
+        return f"margin certificate violates gamma_lo <= gamma_hi <= R: [{lo!r}, {hi!r}], R = {R!r}"
+    if entry["separable"] != (lo > 0):
+        return f"separable = {entry['separable']} with gamma_lo = {lo!r}"
+    expected = (hi - lo) / hi if hi > 0 else math.inf
+    if not (gap == expected or (math.isnan(gap) and math.isnan(expected))):
+        return f"gap = {gap!r} is not (gamma_hi - gamma_lo) / gamma_hi = {expected!r}"
+    return None
+
+
+def _read_cached(path: Path, X: Matrix, R: float) -> Stats | None:
+    """The cached statistics at ``path`` if they are readable and consistent with ``X``; otherwise a
+    warning and None (the caller recomputes them and overwrites the entry). Never trusted unchecked."""
+    try:
+        entry = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        problem = f"unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+    else:
+        problem = _cache_problem(entry, X, R)
+    if problem is None:
+        try:
+            return Stats(**entry)
+        except CertificateError as e:  # unreachable after the checks above; kept so a bad entry is never used
+            problem = str(e)
+    warnings.warn(f"stats cache entry {path} ignored and recomputed: {problem}", RuntimeWarning, stacklevel=3)
+    return None
 
 
 def default_cache_dir() -> Path:

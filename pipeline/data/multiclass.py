@@ -26,7 +26,7 @@ import numpy as np
 
 from pipeline.data.certify import radius
 from pipeline.data.real import PREPROCESS, preprocess
-from pipeline.params import Param, ParamError, UserError, check_params, get_params
+from pipeline.params import SCALE_WORDS, Param, ParamError, UserError, check_margin_scale, check_params, get_params, in_scale
 
 from pipeline._rounding import U as _U  # noqa: E402
 from pipeline._rounding import gamma as _gamma  # noqa: E402
@@ -330,7 +330,7 @@ class MulticlassMargin:
     params = (
         Param("k", int, lambda v: v >= 2, "an integer >= 2"),
         Param("gamma", float, lambda v: v > 0, "a number > 0 (and below the largest margin in the rho-ball)"),
-        Param("rho", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
+        Param("rho", float, in_scale, SCALE_WORDS),
         Param("d", int, lambda v: v >= 2, "an integer >= 2"),
         Param("n", int, lambda v: v >= 1, "an integer >= 1"),
         Param("n_test", int, lambda v: v >= 1000, "an integer >= 1000"),
@@ -349,6 +349,7 @@ class MulticlassMargin:
     def check(self) -> None:
         """Raise :class:`pipeline.params.ParamError` on an invalid parameter (before any sampling)."""
         check_params(self)
+        check_margin_scale(self.gamma, self.rho)
         top = largest_margin(int(self.k), int(self.d), float(self.rho))
         if self.gamma >= top:
             raise ParamError("gamma", self.gamma, f"< {top:.4g}, the largest margin of a point of the rho-ball for k={self.k}, "

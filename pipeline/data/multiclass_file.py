@@ -9,7 +9,7 @@ import numpy as np
 
 from pipeline.data.certify import radius
 from pipeline.data.multiclass import MulticlassDataset, MulticlassStats, check_labels
-from pipeline.data.real import FORMATS, File, preprocess
+from pipeline.data.real import FORMATS, File, check_radius_scale, preprocess
 from pipeline.params import DataError, Param, UserError, check_params, get_params
 
 
@@ -62,6 +62,8 @@ class MulticlassFile:
         check_params(self)
         X, y = self._read()
         X = np.ascontiguousarray(preprocess(X, self.standardize, self.unit_ball, 0.0), dtype=np.float64)
-        stats = MulticlassStats(m=int(X.shape[0]), d=int(X.shape[1]), k=int(self.k), R=radius(X), margin=math.nan,
+        R = radius(X)
+        check_radius_scale(R, self.path)
+        stats = MulticlassStats(m=int(X.shape[0]), d=int(X.shape[1]), k=int(self.k), R=R, margin=math.nan,
                                 acceptance=math.nan)
         return MulticlassDataset(self.name, X, y, int(self.k), stats, X, y, "S", None, None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import functools
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ sparse = LazyModule("scipy.sparse")
 
 from pipeline.data.certify import certify_sample
 from pipeline.data.dataset import Dataset
-from pipeline.params import DataError, Param, ParamError, check_params, get_params
+from pipeline.params import DataError, Param, ParamError, check_params, get_params, in_scale
 
 PREPROCESS = (
     Param("standardize", bool, lambda v: True, "true or false (centre and scale each feature; dense data)"),
@@ -50,6 +51,11 @@ def binary_labels(labels: np.ndarray, positive: float | None, negative: float | 
     """Rows to keep and +/-1 labels: ``positive`` against ``negative`` (or the rest); with neither,
     the data must have exactly two classes and the larger is +1."""
     classes = np.unique(labels)
+    if positive is None and negative is None and len(classes) == 1 and abs(classes[0]) == 1.0:
+        # already +/-1, only one of them (e.g. the tight stream, every label +1): the labels as they are
+        warnings.warn(f"{where}: every label is {classes[0]:+g}; a one-class sample is used as it is (labels +/-1 "
+                      "need no mapping)", UserWarning, stacklevel=2)
+        return np.ones(len(labels), bool), labels.astype(np.float64)
     if positive is None:
         if len(classes) != 2:
             raise DataError(where, f"has {len(classes)} class{'es' if len(classes) != 1 else ''} ({', '.join(f'{c:g}' for c in classes[:6])}); "
@@ -64,6 +70,14 @@ def binary_labels(labels: np.ndarray, positive: float | None, negative: float | 
     return keep, np.where(labels[keep] == positive, 1.0, -1.0)
 
 
+def check_radius_scale(R: float, where: str) -> None:
+    """Refuse data whose certified radius lies outside [1/SCALE, SCALE] (pipeline.params.SCALE): their squares
+    and products underflow or overflow in the learners and bounds (e.g. all entries subnormal)."""
+    if not in_scale(R):
+        raise DataError(where, f"its radius after preprocessing is R = {R:.3g}, outside [1e-100, 1e100] where squares "
+                        "and products of the data stay normal doubles; rescale the data or set dataset.unit_ball=true")
+
+
 class _Real:
     """Shared behaviour of real datasets: preprocessing, labels, certification, seeded order."""
 
@@ -74,6 +88,7 @@ class _Real:
         keep, y = binary_labels(labels, self.positive, self.negative, where)
         X = preprocess(X[keep], self.standardize, self.unit_ball, self.bias)
         stats = certify_sample(X, y)  # order-free statistics, cached by content
+        check_radius_scale(stats.R, where)
         if self.shuffle:
             order = rng.permutation(len(y))
             X, y = X[order], y[order]

@@ -19,7 +19,7 @@ import numpy as np
 
 from pipeline._jit import kernel
 from pipeline.data.certify import Stats, margin_lower, margin_upper, radius
-from pipeline.params import Param, ParamError, check_params, get_params
+from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_params, get_params, in_scale
 
 
 @kernel
@@ -138,7 +138,7 @@ class Stream:
     name = "stream"
     params = (
         Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho)"),
-        Param("rho", float, lambda v: v > 0, "a number > 0"),
+        Param("rho", float, in_scale, SCALE_WORDS),
         Param("n", int, lambda v: v >= 2, "an integer >= 2 (examples in the stream)"),
         Param("d", int, lambda v: v >= 2, "an integer >= 2"),
         Param("chunk", int, lambda v: v >= 2, "an integer >= 2 (rows generated at a time)"),
@@ -151,6 +151,7 @@ class Stream:
         check_params(self)
         if self.gamma > self.rho:
             raise ParamError("gamma", self.gamma, f"<= rho = {self.rho} (no point of norm <= rho has a larger margin)")
+        check_margin_scale(self.gamma, self.rho)
 
     def get_params(self) -> dict[str, float | int]:
         return get_params(self)

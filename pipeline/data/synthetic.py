@@ -8,7 +8,7 @@ import numpy as np
 
 from pipeline.data.certify import certify, certify_sample
 from pipeline.data.dataset import Dataset
-from pipeline.params import Param, ParamError, check_params, get_params
+from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_params, get_params, in_scale
 
 
 class MarginBinary:
@@ -47,7 +47,7 @@ class MarginBinary:
     name = "margin_binary"
     params = (
         Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho)"),
-        Param("rho", float, lambda v: v > 0, "a number > 0"),
+        Param("rho", float, in_scale, SCALE_WORDS),
         Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)"),
         Param("d", int, lambda v: v >= 2, "an integer >= 2"),
         Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)"),
@@ -74,6 +74,7 @@ class MarginBinary:
         check_params(self)
         if self.gamma > self.rho:
             raise ParamError("gamma", self.gamma, f"<= rho = {self.rho} (no point of norm <= rho has a larger margin)")
+        check_margin_scale(self.gamma, self.rho)
 
     def get_params(self) -> dict[str, float | int]:
         return get_params(self)
@@ -128,7 +129,7 @@ class SparseMargin:
     name = "sparse_margin"
     params = (
         Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho / sqrt(2))"),
-        Param("rho", float, lambda v: v > 0, "a number > 0"),
+        Param("rho", float, in_scale, SCALE_WORDS),
         Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)"),
         Param("d", int, lambda v: v >= 3, "an integer >= 3"),
         Param("nnz", int, lambda v: v >= 2, "an integer >= 2 (non-zeros per row)"),
@@ -146,6 +147,7 @@ class SparseMargin:
         check_params(self)
         if self.gamma * math.sqrt(2) > self.rho:
             raise ParamError("gamma", self.gamma, f"<= rho / sqrt(2) = {self.rho / math.sqrt(2):g} (non-negative words)")
+        check_margin_scale(self.gamma, self.rho)
         if self.nnz > self.d - 1:
             raise ParamError("nnz", self.nnz, f"<= d - 1 = {self.d - 1}")
 
@@ -211,7 +213,7 @@ class Shells:
 
     name = "shells"
     params = (
-        Param("rho", float, lambda v: v > 0, "a number > 0 (outer radius)"),
+        Param("rho", float, in_scale, f"{SCALE_WORDS[:-1]}; the outer radius)"),
         Param("n", int, lambda v: v >= 2, "an integer >= 2"),
         Param("d", int, lambda v: v >= 2, "an integer >= 2"),
         Param("inner", float, lambda v: 0 < v < 1, "a number in (0, 1) (inner radius / outer radius)"),

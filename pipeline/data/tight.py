@@ -6,7 +6,7 @@ import numpy as np
 
 from pipeline.data.certify import certify
 from pipeline.data.dataset import Dataset
-from pipeline.params import Param, check_params, get_params
+from pipeline.params import SCALE_WORDS, Param, check_params, get_params, in_scale
 
 MAX_N = 5000  # the sample is the dense n x n matrix rho I
 
@@ -28,7 +28,7 @@ class Tight:
 
     name = "tight"
     params = (
-        Param("rho", float, lambda v: v > 0, "a number > 0"),
+        Param("rho", float, in_scale, SCALE_WORDS),
         Param("n", int, lambda v: 1 <= v <= MAX_N, f"an integer in [1, {MAX_N}] (the sample is n x n)"),
         Param("label", int, lambda v: v in (-1, 1), "+1 or -1 (the label a tie must get wrong)"),
     )

@@ -15,7 +15,8 @@ from pipeline._rounding import gamma as _gamma
 from pipeline._rounding import up as _up
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.pegasos import SNAPSHOTS, index_stream
-from pipeline.params import Param, ParamError
+from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, SCALE_WORDS, STATE_LIMIT, STEPS_WORDS, Param, ParamError, in_scale,
+                             reciprocal_finite)
 
 if TYPE_CHECKING:
     from pipeline.dual import PsdGram
@@ -148,14 +149,14 @@ class KernelPegasos(Learner):
 
     name = "kernel_pegasos"
     params = (
-        Param("lam", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
-        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps)"),
+        Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
+        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS),
         Param("batch", int, lambda v: v >= 1, "an integer >= 1 (and at most the sample size)"),
         Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder"),
         Param("kernel", str, lambda v: v in KERNELS, f"one of {', '.join(KERNELS)}"),
         Param("degree", int, lambda v: 1 <= v <= 10, "an integer in 1..10"),
         Param("coef0", float, lambda v: v >= 0, "a number >= 0"),
-        Param("sigma", float, lambda v: v > 0, "a number > 0 (the Gaussian kernel's bandwidth)"),
+        Param("sigma", float, in_scale, f"{SCALE_WORDS[:-1]}; the Gaussian kernel's bandwidth)"),
         Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)"),
     )
 
@@ -177,9 +178,29 @@ class KernelPegasos(Learner):
             raise ParamError("batch", self.batch, f"at most the sample size n = {n}")
         if isinstance(n, int) and n > MAX_GRAM:
             raise ParamError("n", n, f"at most {MAX_GRAM} for algorithm=kernel_pegasos (the Gram matrix is held in memory)")
+        rho = getattr(dataset, "rho", None)
+        if isinstance(rho, (int, float)):  # generated data: R <= rho (1 + rounding), known before they exist
+            self.check_scale(float(rho) * (1.0 + 1e-12))
+
+    def check_scale(self, R: float) -> None:
+        """Refuse a Gram matrix or a state beyond float64: the polynomial kernel's (R^2 + coef0)^degree must
+        stay below 2^500 (its key named), and lam >= T (R_K + 1)^2 / 2^500 with R_K the feature-space radius."""
+        if self.kernel == "polynomial":
+            base = R * R + float(self.coef0)
+            if not math.log2(max(base, 1.0)) * int(self.degree) <= math.log2(STATE_LIMIT):
+                key = "algorithm.coef0" if float(self.coef0) >= R * R else "algorithm.degree"
+                value = self.coef0 if key == "algorithm.coef0" else self.degree
+                raise ParamError(key, value, f"such that (R^2 + coef0)^degree <= 2^500 (R = {R:.3g}, coef0 = {self.coef0}, "
+                                 f"degree = {self.degree}): larger Gram entries overflow float64")
+        RK = self.radius(R)
+        need = int(self.T) * (RK + 1.0) * (RK + 1.0) / STATE_LIMIT
+        if not self.lam >= need:
+            raise ParamError("lam", self.lam, f"a number >= T (R + 1)^2 / 2^500 = {need:.3g} (T = {self.T}, feature-space "
+                             f"R = {RK:.3g}): below it the margins T R^2 / lam overflow float64")
 
     def check_data(self, dataset: object) -> None:
         m = dataset.y.shape[0]
+        self.check_scale(float(dataset.stats.R))
         if hasattr(dataset.X, "toarray") and m * dataset.X.shape[1] > 50_000_000:
             raise ParamError("dataset", dataset.name, "dense enough to hold (m x d at most 5e7) for algorithm=kernel_pegasos")
         if self.batch > m:

@@ -14,7 +14,7 @@ import numpy as np
 
 from pipeline._jit import kernel
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.params import Param, ParamError, UserError
+from pipeline.params import MAX_STEPS, POSITIVE_WORDS, STEPS_WORDS, Param, ParamError, UserError, reciprocal_finite
 
 
 @kernel
@@ -176,7 +176,7 @@ class MulticlassSGD(_Multiclass):
     name = "multiclass_sgd"
     params = (
         Param("B", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
-        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps)"),
+        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS),
     )
 
     def __init__(self, *, B: float, T: int = 10_000) -> None:
@@ -299,8 +299,8 @@ class MulticlassPegasos(_Multiclass):
 
     name = "multiclass_pegasos"
     params = (
-        Param("lam", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
-        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps)"),
+        Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
+        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS),
         Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder"),
         Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)"),
     )
@@ -361,8 +361,8 @@ class OneVsAll(_Multiclass):
 
     name = "ova"
     params = (
-        Param("lam", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
-        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps of each binary run)"),
+        Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
+        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS),
     )
 
     def __init__(self, *, lam: float, T: int = 10_000) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from pipeline._jit import dot, dot_row, kernel
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.params import Param, ParamError, UserError
+from pipeline.params import MAX_STEPS, POSITIVE_WORDS, STATE_LIMIT, STEPS_WORDS, Param, ParamError, UserError, reciprocal_finite
 
 SAMPLINGS = {
     "iid": "i.i.d. with replacement (P11 Fig. 1-2; the expectation bounds need this)",
@@ -171,8 +171,8 @@ class Pegasos(Learner):
 
     name = "pegasos"
     params = (
-        Param("lam", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
-        Param("T", int, lambda v: v >= 1, "an integer >= 1 (steps)"),
+        Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
+        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS),
         Param("batch", int, lambda v: v >= 1, "an integer >= 1 (and at most the sample size)"),
         Param("sampling", str, lambda v: v in SAMPLINGS, f"one of {', '.join(SAMPLINGS)}"),
         Param("projection", bool, lambda v: True, "true or false"),
@@ -205,9 +205,21 @@ class Pegasos(Learner):
         n = getattr(dataset, "n", None)
         if isinstance(n, int) and self.batch > n:
             raise ParamError("batch", self.batch, f"at most the sample size n = {n}")
+        rho = getattr(dataset, "rho", None)
+        if isinstance(rho, (int, float)):  # generated data: R <= rho (1 + rounding), known before they exist
+            self.check_scale(float(rho) * (1.0 + 1e-12))
+
+    def check_scale(self, R: float) -> None:
+        """Refuse lam < T (R + 1)^2 / 2^500: below it the state ||v||^2 <= (T R / lam)^2 of the kernel and
+        the constant c / (lam T) of the bounds (c <= 4 (R + 1)^2) leave float64's range."""
+        need = int(self.T) * (R + 1.0) * (R + 1.0) / STATE_LIMIT
+        if not self.lam >= need:
+            raise ParamError("lam", self.lam, f"a number >= T (R + 1)^2 / 2^500 = {need:.3g} (T = {self.T}, R = {R:.3g}): "
+                             "below it Pegasos's state (T R / lam)^2 overflows float64")
 
     def check_data(self, dataset: object) -> None:
         m, d = dataset.X.shape
+        self.check_scale(float(dataset.stats.R))
         if hasattr(dataset.X, "toarray") and m * d > MAX_DENSE:
             raise UserError(f"algorithm={self.name}: dataset {dataset.name} is sparse with m x d = {m * d:.3g} entries; "
                             f"Pegasos reads dense rows, at most {MAX_DENSE:.0e} entries (use a smaller dataset.d or n)")
