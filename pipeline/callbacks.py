@@ -120,12 +120,14 @@ def _description(config: DictConfig) -> str:
 
 def _swept(config: DictConfig) -> dict[str, str]:
     """What the sweep varies and fixes (an experiment's grid, then the command's overrides): the parent
-    run's parameters, so a reviewer sees the grid without reading code."""
+    run's parameters, so a reviewer sees the grid without reading code. ``force`` and the launcher say
+    how the sweep runs, not what it ran (the same directory, pipeline.cli's sweep key): left out, so that
+    ``force=true`` reruns under the same parent."""
     grid = config.hydra.sweeper.get("params") or {}
     swept = {str(k): str(v) for k, v in grid.items()}
     for override in config.hydra.overrides.task:
         key, _, value = override.lstrip("+~").partition("=")
-        if value and not key.startswith("hydra"):
+        if value and not key.startswith("hydra") and key != "force":
             swept[key] = value
     return swept
 
@@ -151,7 +153,8 @@ class SweepCallback(Callback):
 
         sweep_dir = Path(config.hydra.sweep.dir)
         self.uri = tracking.tracking_uri(config.tracking.uri)
-        resumed = tracking.resume_parent(self.uri, sweep_dir)
+        swept = _swept(config)
+        resumed = tracking.resume_parent(self.uri, sweep_dir, params=swept)  # None after another grid: new parent
         if resumed:
             self.parent_id, self.sweep_id, killed = resumed
             log.info("sweep %s: resuming in %s (parent run %s; %d interrupted run(s) marked KILLED)",
@@ -166,7 +169,7 @@ class SweepCallback(Callback):
                 sweep_id=self.sweep_id,
                 tags={"boundlab.overrides": " ".join(config.hydra.overrides.task),
                       "boundlab.sweep_dir": str(sweep_dir.resolve())},
-                params=_swept(config),
+                params=swept,
             )
             log.info("sweep %s: parent run %s in %s", self.sweep_id, self.parent_id, self.uri)
         tracking.announce_sweep(sweep_dir, self.parent_id, self.sweep_id)

@@ -232,12 +232,17 @@ def start_parent(uri: str, experiment: str, name: str, question: str, sweep_id: 
     return run.info.run_id
 
 
-def resume_parent(uri: str, sweep_dir: Path) -> tuple[str, str, int] | None:
+def resume_parent(uri: str, sweep_dir: Path, params: Mapping[str, str] | None = None) -> tuple[str, str, int] | None:
     """Reopen the parent run recorded in ``sweep_dir`` by an earlier start of the same sweep.
 
     Its children still RUNNING were interrupted (the process died with them): they end KILLED.
     Returns (parent id, sweep id, runs marked KILLED), or None when there is no parent to resume.
+    ``params``: the grid of the sweep about to run. A parent that recorded other params ran another
+    grid in this directory: it is left as it was (MLflow params cannot be overwritten) and None is
+    returned, with one log line, so that the caller starts a new parent.
     """
+    import logging
+
     found = read_parent_marker(sweep_dir)
     if found is None:
         return None
@@ -249,6 +254,15 @@ def resume_parent(uri: str, sweep_dir: Path) -> tuple[str, str, int] | None:
         return None
     if parent.info.lifecycle_stage != "active":
         return None
+    if params is not None:
+        wanted = {str(k): str(v)[:6000] for k, v in params.items()}  # as _log records them
+        if parent.data.params != wanted:
+            changed = sorted(k for k in wanted.keys() | parent.data.params.keys()
+                             if wanted.get(k) != parent.data.params.get(k))
+            logging.getLogger("boundlab").warning(
+                "sweep %s: reused with another grid (%s differ from parent run %s, left as it was); "
+                "starting a new parent run", sweep_dir, ", ".join(changed), parent_id)
+            return None
     stale = client.search_runs(
         [parent.info.experiment_id],
         filter_string=f"tags.mlflow.parentRunId = '{parent_id}' and attributes.status = 'RUNNING'",
@@ -280,25 +294,36 @@ class JobRun:
 
     def __init__(self, uri: str, experiment: str, name: str, parent_id: str | None, tags: Mapping[str, str],
                  supersede: bool = False) -> None:
-        """``supersede``: a rerun in a sweep; earlier runs of the same config under the same parent are
-        soft-deleted (restorable in the UI) so the sweep keeps one live run per config."""
+        """Open the job's run, then keep one live run per job (per config under the sweep's parent).
+
+        Earlier runs of the same config under the same parent that ended FAILED or KILLED are always
+        soft-deleted (restorable in the UI): the rerun replaces them whether or not the job's directory
+        remembers them. ``supersede`` (a rerun whose earlier result is outdated or forced) soft-deletes
+        every earlier run of the config, FINISHED ones too. The new run is opened first, so a store
+        that fails here never leaves the job without a live run.
+        """
         self.client = _client(uri)
         exp_id = experiment_id(uri, experiment)
         all_tags = {"boundlab.git_commit": git_commit(), **tags}
         if parent_id:
             all_tags["mlflow.parentRunId"] = parent_id
-            if supersede:
-                self._supersede(exp_id, parent_id, all_tags["boundlab.config_hash"])
         run = self.client.create_run(exp_id, run_name=name, tags=all_tags)
         self.run_id = run.info.run_id
+        if parent_id and "boundlab.config_hash" in all_tags:
+            self._supersede(exp_id, parent_id, all_tags["boundlab.config_hash"], everything=supersede)
 
-    def _supersede(self, exp_id: str, parent_id: str, key: str) -> None:
-        earlier = self.client.search_runs(
+    def _supersede(self, exp_id: str, parent_id: str, key: str, everything: bool) -> None:
+        """Soft-delete the earlier live runs of config ``key`` under ``parent_id``: the FAILED and KILLED
+        ones, or (``everything``) all of them but this one."""
+        earlier = self.client.search_runs(  # live runs only (MLflow's default view)
             [exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}' and tags.`boundlab.config_hash` = '{key}'",
             max_results=10_000,
         )
         for run in earlier:
-            self.client.set_tag(run.info.run_id, "boundlab.superseded", "rerun in the same sweep")
+            if run.info.run_id == self.run_id or not (everything or run.info.status in ("FAILED", "KILLED")):
+                continue
+            self.client.set_tag(run.info.run_id, "boundlab.superseded",
+                                f"rerun in the same sweep as run {self.run_id} (this one ended {run.info.status})")
             self.client.delete_run(run.info.run_id)
 
     def finish(self, params: Mapping[str, Any], table: Any, curve: Any, artifacts: Iterable[Path]) -> None:

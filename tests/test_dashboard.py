@@ -34,6 +34,7 @@ pytestmark = pytest.mark.slow
 HOST = "127.0.0.1"
 SERVER_START_TIMEOUT = 120.0  # s; ~10 s on a 2-core machine
 UI_TIMEOUT = 60.0  # s for any one thing to appear in the browser
+RUN_PAGE_TIMEOUT = 90.0  # s for a run page's header (the run's name), per load; the page is reloaded once
 EXPERIMENT = "server_e2e"
 QUESTION = "Does the Novikoff bound hold when every run goes through a shared server?"
 GRID = {(g, s) for g in ("0.1", "0.25") for s in ("0", "1")}  # (gamma, seed) as logged params
@@ -265,19 +266,46 @@ def _png_width(data: bytes) -> int:
 class Page:
     """The browser, with bounded waits and screenshots for a reviewer (and for whoever debugs a failure)."""
 
-    def __init__(self, driver: Any, base: str, shots: Path) -> None:
+    def __init__(self, driver: Any, base: str, shots: Path, evidence: Path) -> None:
+        """``shots``: the screenshots a reviewer looks at; ``evidence``: where a failed wait leaves what the
+        browser showed (a screenshot and the page source)."""
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support.ui import WebDriverWait
 
-        self.driver, self.base, self.shots, self.By = driver, base, shots, By
+        self.driver, self.base, self.shots, self.evidence, self.By = driver, base, shots, evidence, By
         self.wait = WebDriverWait(driver, UI_TIMEOUT, poll_frequency=0.25)
         self.saved: list[Path] = []
+        self.failures = 0
         shots.mkdir(parents=True, exist_ok=True)
 
     def open(self, route: str) -> None:
         sep = "&" if "?" in route else "?"
         # a fresh profile opens MLflow 3 in its GenAI view; runs, metrics and artifacts are in "Model training"
         self.driver.get(f"{self.base}/#{route}{sep}workflowType=machine_learning")
+
+    def keep_evidence(self) -> str:
+        """Save a screenshot and the page source of what the browser shows now; where they are, for an
+        assertion message (a browser too broken to answer is said so instead)."""
+        self.failures += 1
+        stem = self.evidence / f"failure_{self.failures}"
+        kept = []
+        try:
+            self.driver.save_screenshot(str(stem.with_suffix(".png")))
+            kept.append(f"screenshot {stem.with_suffix('.png')}")
+        except Exception as e:  # noqa: BLE001 - the failure being reported matters more
+            kept.append(f"no screenshot ({type(e).__name__}: {e})")
+        try:
+            stem.with_suffix(".html").write_text(f"<!-- {self.driver.current_url} -->\n{self.driver.page_source}")
+            kept.append(f"page source {stem.with_suffix('.html')}")
+        except Exception as e:  # noqa: BLE001
+            kept.append(f"no page source ({type(e).__name__}: {e})")
+        return "; ".join(kept)
+
+    def _url(self) -> str:
+        try:
+            return self.driver.current_url
+        except Exception:  # noqa: BLE001 - only for a message
+            return "(unknown URL)"
 
     def visible(self, xpath: str, what: str) -> Any:
         """The first displayed element matching ``xpath``, waiting for it (``what`` names it in the error)."""
@@ -288,13 +316,42 @@ class Page:
             return self.wait.until(find)
         except Exception as e:
             raise AssertionError(f"a reviewer would not see {what} within {UI_TIMEOUT:.0f} s on "
-                                 f"{self.driver.current_url}") from e
+                                 f"{self._url()} ({self.keep_evidence()})") from e
 
     def until(self, condition: Callable[[Any], Any], what: str) -> Any:
         try:
             return self.wait.until(condition)
         except Exception as e:
-            raise AssertionError(f"{what}: not within {UI_TIMEOUT:.0f} s on {self.driver.current_url}") from e
+            raise AssertionError(f"{what}: not within {UI_TIMEOUT:.0f} s on {self._url()} "
+                                 f"({self.keep_evidence()})") from e
+
+    def open_run(self, route: str, name: str, what: str) -> Any:
+        """Open a run's page and wait until its header shows the run's ``name`` (the browser's title only
+        names the run id). A page still without it after
+        :data:`RUN_PAGE_TIMEOUT` is reloaded once; then the wait fails with a screenshot and the page
+        source saved, their paths in the message."""
+        from selenium.common.exceptions import TimeoutException
+        from selenium.webdriver.support import expected_conditions as EC
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        text = _literal(" ".join(name.split()))
+        # MLflow 3 shows the name in <h2><span data-testid="runs-header">; the h2 alone if the test id goes
+        header = (self.By.XPATH, f"//*[@data-testid='runs-header'][normalize-space()={text}]"
+                                 f" | //h2//*[normalize-space(text())={text}]")
+        waits = []
+        for attempt in ("load", "reload"):
+            started = time.monotonic()
+            try:
+                if attempt == "load":
+                    self.open(route)
+                else:
+                    self.driver.refresh()
+                return WebDriverWait(self.driver, RUN_PAGE_TIMEOUT, poll_frequency=0.25).until(
+                    EC.visibility_of_element_located(header))
+            except TimeoutException:  # the page (or driver.get itself, past the page-load timeout) never came
+                waits.append(f"{time.monotonic() - started:.0f} s after the {attempt}")
+        raise AssertionError(f"a reviewer would not see {what} on {self._url()}: not there {' nor '.join(waits)} "
+                             f"({self.keep_evidence()})")
 
     def close_assistant(self) -> None:
         """Close MLflow's assistant side panel if it is open: it hides a third of the page."""
@@ -354,8 +411,8 @@ def _runs_table(page: Page, eid: str, parent: dict, children: list[dict]) -> Non
 
 def _parent_page(page: Page, eid: str, parent: dict, children: list[dict]) -> None:
     """The sweep's parent run: its name, the question as its description, its children linked."""
-    page.open(f"/experiments/{eid}/runs/{parent['id']}")
-    page.visible(_text_is(parent["name"]), f"the parent run's name {parent['name']!r} as the page title")
+    page.open_run(f"/experiments/{eid}/runs/{parent['id']}", parent["name"],
+                  f"the parent run's name {parent['name']!r} as the run page's title")
     page.close_assistant()
     page.visible(_text_is(QUESTION), "the sweep's question as the parent run's description")
     for child in children:
@@ -368,8 +425,8 @@ def _parent_page(page: Page, eid: str, parent: dict, children: list[dict]) -> No
 def _child_pages(page: Page, eid: str, parent: dict, children: list[dict]) -> None:
     """Each child run: its name, its parent, and the Novikoff metrics (measured, bound, ratio) with values."""
     for i, child in enumerate(children):
-        page.open(f"/experiments/{eid}/runs/{child['id']}")
-        page.visible(_text_is(child["name"]), f"the child run's name {child['name']!r} as the page title")
+        page.open_run(f"/experiments/{eid}/runs/{child['id']}", child["name"],
+                      f"the child run's name {child['name']!r} as the run page's title")
         page.close_assistant()
         page.visible(f"//a[normalize-space()={_literal(parent['name'])}]", "the link to the parent run")
         for metric in METRICS:
@@ -401,17 +458,18 @@ def test_dashboard_shows_a_reviewer_the_sweep(tracking_server: SimpleNamespace, 
     _check_sweep(tracking_server, server_sweep)
     exp, parent, children = _logged(tracking_server.url)
     eid = exp["experiment_id"]
-    page = Page(browser, tracking_server.url, tmp_path / "screenshots")
+    page = Page(browser, tracking_server.url, tmp_path / "screenshots", evidence=tmp_path)
     try:
         _runs_table(page, eid, parent, children)
         _parent_page(page, eid, parent, children)
         _child_pages(page, eid, parent, children)
         _figure(page, eid, parent, (server_sweep.sweep / FIGURE).read_bytes())
     except BaseException:
-        try:  # what the browser showed, for whoever debugs this
+        try:  # what the browser showed at the end, for whoever debugs this (failed waits kept their own)
             page.shot("failure.png")
             body = browser.find_element(page.By.TAG_NAME, "body").text
             (page.shots / "failure.txt").write_text(f"{browser.current_url}\n\n{body}\n")
+            (page.shots / "failure.html").write_text(browser.page_source)
         except Exception as e:  # noqa: BLE001 - the original failure matters more
             print(f"(no failure screenshot: {e})")
         raise

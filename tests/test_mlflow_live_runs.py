@@ -1,0 +1,161 @@
+"""One live MLflow run per job of a sweep, and a parent whose params are the grid it ran.
+
+Reruns of a sweep soft-delete the job's earlier FAILED and KILLED runs (same parent, same
+``boundlab.config_hash``); a sweep directory reused with another grid gets a new parent run, the old
+one left as it was. Each case is a tiny ``boundlab -m`` subprocess on a temporary SQLite store; a
+failing (or hanging) job is injected by a ``sitecustomize.py`` on ``PYTHONPATH`` (:data:`INJECTOR`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# Wraps pipeline.run.run so that the job whose overrides include BOUNDLAB_FAIL_JOB raises, or, with
+# BOUNDLAB_HANG_FLAG set, touches that file and sleeps (to be stopped from outside). Keyed on the job,
+# not on a call count: a rerun skips the jobs already done.
+INJECTOR = """\
+import os
+job = os.environ.get("BOUNDLAB_FAIL_JOB")
+if job:
+    import functools, time
+    import pipeline.run
+
+    original = pipeline.run.run
+
+    @functools.wraps(original)
+    def faulty(*args, **kwargs):
+        from hydra.core.hydra_config import HydraConfig
+
+        if job in HydraConfig.get().overrides.task:
+            flag = os.environ.get("BOUNDLAB_HANG_FLAG")
+            if flag:
+                open(flag, "w").close()
+                time.sleep(300)
+            raise RuntimeError(f"injected fault in the job {job}")
+        return original(*args, **kwargs)
+
+    pipeline.run.run = faulty
+"""
+
+NAME = "liveruns"
+GRID = ("-m", "seed=0,1", "n=50", f"name={NAME}")
+FAILING = "seed=1"
+
+
+def _env(tmp_path: Path, fail: bool = False, **extra: str) -> tuple[str, dict[str, str]]:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, **extra}
+    if fail:
+        site = tmp_path / "site"
+        site.mkdir(exist_ok=True)
+        (site / "sitecustomize.py").write_text(INJECTOR)
+        env |= {"BOUNDLAB_FAIL_JOB": FAILING, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    return uri, env
+
+
+def _runs(uri: str) -> list:
+    """Every run of the experiment, deleted ones too."""
+    import mlflow
+    from mlflow.entities import ViewType
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(NAME)
+    return client.search_runs([exp.experiment_id], run_view_type=ViewType.ALL, max_results=10_000)
+
+
+def _live_children(uri: str) -> dict[str, Counter]:
+    """Per job (its seed param, or its run name while it has no params), the statuses of its live runs."""
+    out: dict[str, Counter] = {}
+    for r in _runs(uri):
+        if r.info.lifecycle_stage == "active" and "mlflow.parentRunId" in r.data.tags:
+            job = "seed=1" if "seed=1" in r.info.run_name else "seed=0"
+            out.setdefault(job, Counter())[r.info.status] += 1
+    return out
+
+
+def _parents(uri: str) -> list:
+    return sorted((r for r in _runs(uri) if "mlflow.parentRunId" not in r.data.tags), key=lambda r: r.info.start_time)
+
+
+def test_rerunning_a_failing_job_keeps_one_live_failed_run(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    uri, env = _env(tmp_path, fail=True)
+    sweep = tmp_path / "sweep"
+    for _ in range(3):
+        proc = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+        assert proc.returncode == 1 and "1 job(s) failed" in proc.stderr, proc.stderr[-3000:]
+    live = _live_children(uri)
+    assert live == {"seed=0": Counter(FINISHED=1), "seed=1": Counter(FAILED=1)}, live
+    runs = _runs(uri)
+    deleted = [r for r in runs if r.info.lifecycle_stage == "deleted"]
+    assert len(deleted) == 2 and all(r.info.status == "FAILED" and "boundlab.superseded" in r.data.tags for r in deleted)
+    assert len(_parents(uri)) == 1  # the same grid: the same parent, reopened
+
+
+def test_a_failed_job_that_then_succeeds_leaves_one_live_finished_run(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    uri, _ = _env(tmp_path)
+    sweep = tmp_path / "sweep"
+    failing = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=_env(tmp_path, fail=True)[1])
+    assert failing.returncode == 1, failing.stderr[-3000:]
+    fixed = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=_env(tmp_path)[1])
+    assert fixed.returncode == 0 and fixed.stdout.count("already done") == 1, fixed.stderr[-3000:]
+    assert _live_children(uri) == {"seed=0": Counter(FINISHED=1), "seed=1": Counter(FINISHED=1)}
+    (parent,) = _parents(uri)
+    assert parent.info.status == "FINISHED"
+
+
+def test_a_killed_job_that_then_succeeds_leaves_one_live_finished_run(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    flag = tmp_path / "hanging"
+    uri, env = _env(tmp_path, fail=True, BOUNDLAB_HANG_FLAG=str(flag))
+    sweep = tmp_path / "sweep"
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "boundlab"), *GRID, f"hydra.sweep.dir={sweep}"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and not flag.exists() and proc.poll() is None:
+        time.sleep(0.05)
+    assert flag.exists(), "the job to stop never started"
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert _live_children(uri) == {"seed=0": Counter(FINISHED=1), "seed=1": Counter(KILLED=1)}
+    again = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=_env(tmp_path)[1])
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _live_children(uri) == {"seed=0": Counter(FINISHED=1), "seed=1": Counter(FINISHED=1)}
+
+
+def test_a_sweep_dir_reused_with_another_grid_gets_a_new_parent(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    uri, env = _env(tmp_path)
+    sweep = tmp_path / "sweep"
+    first = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (old,) = _parents(uri)
+    assert old.data.params == {"seed": "0,1", "n": "50", "name": NAME}
+
+    other = ("-m", "seed=2,3", "n=50", f"name={NAME}")
+    second = boundlab(*other, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    said = [ln for ln in (second.stdout + second.stderr).splitlines() if "another grid" in ln]
+    assert len(said) == 1 and "seed" in said[0] and old.info.run_id in said[0], said
+    then, new = _parents(uri)
+    assert then.info.run_id == old.info.run_id
+    assert new.data.params == {"seed": "2,3", "n": "50", "name": NAME} and new.info.status == "FINISHED"
+    # the old parent as it was: its params, status, end and children untouched
+    assert (then.data.params, then.info.status, then.info.end_time) == (old.data.params, old.info.status, old.info.end_time)
+    children = [r for r in _runs(uri) if "mlflow.parentRunId" in r.data.tags]
+    by_parent = Counter(r.data.tags["mlflow.parentRunId"] for r in children if r.info.lifecycle_stage == "active")
+    assert by_parent == {old.info.run_id: 2, new.info.run_id: 2}
+    assert {r.data.params["seed"] for r in children if r.data.tags["mlflow.parentRunId"] == new.info.run_id} == {"2", "3"}
+
+    again = boundlab(*other, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)  # the same grid: resumed
+    assert again.returncode == 0 and again.stdout.count("already done") == 2, again.stderr[-3000:]
+    assert "another grid" not in again.stdout + again.stderr and len(_parents(uri)) == 2
