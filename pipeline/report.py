@@ -2,16 +2,17 @@
 
 It reads what the sweeps wrote (``results/NAME/metrics.json``, the summary of
 :func:`pipeline.callbacks.summary`, and ``results/NAME/results.parquet``) and the claims each
-experiment states (``experiments/NAME.yaml``); it never recomputes a bound. Verdicts speak each
-guarantee's language (docs/bounds.md section 9): (D) violations k of N runs, (E) the worst mean over seeds
-against the bound with its 95 % interval, (P) the violation rate against delta.
+experiment states (``experiments/NAME.yaml``); it never recomputes a bound or a verdict: each claim
+takes its sweep's verdict through :func:`pipeline.verdicts.judge_claim` (docs/bounds.md section 9), with
+its informative runs and the limit that decided it.
 
 ``python -m pipeline.report`` writes ``report/index.html`` (self-contained: figures embedded) and
-``report/summary.md``, logs both to MLflow (experiment ``report``), and exits 1 if a deterministic
-claim is violated, a claim's bound never ran, or a sweep lost jobs: the report is written first, so the
-failure is in it. ``python -m pipeline.report run NAME`` is the DVC stage of one experiment: the sweep
-of :func:`pipeline.stages.dvc_stage`, whose violated (D) bounds are left for the report to fail on
-(loudly, after every experiment ran), while any other failure stops the pipeline at once.
+``report/summary.md``, logs both to MLflow (experiment ``report``), and exits 1 if a claim of any
+guarantee type is violated, a claim's bound never ran, or a sweep lost jobs (an inconclusive claim is
+shown, and does not fail it): the report is written first, so the failure is in it.
+``python -m pipeline.report run NAME`` is the DVC stage of one experiment: the sweep of
+:func:`pipeline.stages.dvc_stage`, whose violated bounds are left for the report to fail on (loudly,
+after every experiment ran), while any other failure stops the pipeline at once.
 """
 
 from __future__ import annotations
@@ -301,7 +302,7 @@ def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any]
 
 def run_stage(name: str, results: Path = Path("results")) -> None:
     """The DVC stage of experiment ``name``: its sweep into ``results/NAME``. A sweep whose only problem
-    is a violated (D) bound is recorded (results, metrics, MLflow parent run FAILED) and the stage goes on,
+    is a violated bound is recorded (results, metrics, MLflow parent run FAILED) and the stage goes on,
     so the report shows it and then fails the pipeline; any other failure stops it here."""
     from pipeline.stages import dvc_stage
 
