@@ -2,8 +2,8 @@
 
 Every call goes through an explicit ``MlflowClient`` and run id (no fluent active-run state), so
 jobs that share a process (basic launcher) or a store (joblib workers) never collide. The database,
-the experiment and a sweep's parent run are created once, before jobs start (ECOSYSTEM.md: parallel
-workers on a fresh SQLite store race on schema migration).
+the experiment and a sweep's parent run are created once, before jobs start: parallel workers that
+open a fresh SQLite store together race on MLflow's schema migration.
 """
 
 from __future__ import annotations

@@ -48,3 +48,23 @@ def _boundlab(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpr
 def boundlab():  # noqa: ANN201
     """Run the installed ``boundlab`` command: ``boundlab(*args, cwd=..., env=...)``."""
     return _boundlab
+
+
+@pytest.fixture
+def one_line_error(capsys: pytest.CaptureFixture):  # noqa: ANN201
+    """``one_line_error(argv)``: the command's pre-flight check on ``argv`` must stop with exit code 2 and
+    one line 'boundlab: error: ...' on stderr, which is returned."""
+    from pipeline.cli import preflight
+    from pipeline.schemas import register
+
+    def check(argv: list[str]) -> str:
+        register()
+        with pytest.raises(SystemExit) as exit_:
+            preflight(argv)
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("boundlab: error: "), err
+        return err
+
+    return check
+

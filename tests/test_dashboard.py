@@ -90,7 +90,7 @@ def _start_server(root: Path) -> tuple[subprocess.Popen, str, Path]:
     exe = Path(sys.executable).parent / "mlflow"
     exe = str(exe) if exe.exists() else shutil.which("mlflow")
     assert exe, "no mlflow command next to the interpreter or on PATH"
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # the light form (ECOSYSTEM.md)
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job-execution workers: a light server
     for _ in range(3):
         port = _free_port()
         log = root / f"server-{port}.log"

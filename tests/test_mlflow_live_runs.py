@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import with_sitecustomize
 
 pytestmark = pytest.mark.slow
 
@@ -56,10 +57,7 @@ def _env(tmp_path: Path, fail: bool = False, **extra: str) -> tuple[str, dict[st
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, **extra}
     if fail:
-        site = tmp_path / "site"
-        site.mkdir(exist_ok=True)
-        (site / "sitecustomize.py").write_text(INJECTOR)
-        env |= {"BOUNDLAB_FAIL_JOB": FAILING, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+        env = with_sitecustomize(tmp_path, INJECTOR, env | {"BOUNDLAB_FAIL_JOB": FAILING})
     return uri, env
 
 

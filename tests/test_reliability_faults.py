@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import with_sitecustomize
 
 from pipeline import resume, tracking
 from pipeline.callbacks import collect
@@ -58,11 +59,7 @@ def _env(tmp_path: Path, fault: str | None = None, call: int = 0, **extra: str) 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, **extra}
     if fault:
-        site = tmp_path / "site"
-        site.mkdir(exist_ok=True)
-        (site / "sitecustomize.py").write_text(INJECTOR)
-        env |= {"BOUNDLAB_FAULT": fault, "BOUNDLAB_FAULT_CALL": str(call),
-                "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+        env = with_sitecustomize(tmp_path, INJECTOR, env | {"BOUNDLAB_FAULT": fault, "BOUNDLAB_FAULT_CALL": str(call)})
     return uri, env
 
 

@@ -193,23 +193,17 @@ def _cache_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 
 
-@pytest.mark.parametrize("status", LP_FAILURES)
-def test_an_unproven_lp_status_raises_naming_solver_and_status(status: int, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("scipy.optimize.linprog", _failing_linprog(status))
+SOLVER_FAILURES = [(_failing_linprog(status), str(status)) for status in LP_FAILURES] + [
+    (_raising_linprog(exc("simulated")), exc.__name__) for exc in (MemoryError, ValueError, RuntimeError)]
+
+
+@pytest.mark.parametrize(("linprog", "status"), SOLVER_FAILURES, ids=[s for _, s in SOLVER_FAILURES])
+def test_an_unproven_solver_outcome_raises_naming_solver_and_status(linprog, status: str, tmp_path: Path,  # noqa: ANN001
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unproven LP status, or an exception in the solver, is an error naming both; nothing is cached."""
+    monkeypatch.setattr("scipy.optimize.linprog", linprog)
     X, y = _separable()
     with pytest.raises(SolverError, match=rf"HiGHS.*status {status}"):
-        certify_sample(X, y, cache_dir=tmp_path)
-    assert _cache_files(tmp_path) == []
-
-
-@pytest.mark.parametrize("exc", [MemoryError("simulated"), ValueError("simulated"), RuntimeError("simulated")],
-                         ids=lambda e: type(e).__name__)
-def test_a_solver_exception_raises_naming_solver_and_status(exc: BaseException, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("scipy.optimize.linprog", _raising_linprog(exc))
-    X, y = _separable()
-    with pytest.raises(SolverError, match=rf"HiGHS.*status {type(exc).__name__}"):
         certify_sample(X, y, cache_dir=tmp_path)
     assert _cache_files(tmp_path) == []
 
