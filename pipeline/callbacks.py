@@ -132,6 +132,19 @@ def _swept(config: DictConfig) -> dict[str, str]:
     return swept
 
 
+_sweep_lock: int | None = None  # pipeline.resume.hold on the running sweep's directory
+
+
+def release_sweep() -> None:
+    """Drop the running sweep's directory lock (the process's end drops it too; this is for a process that
+    goes on, e.g. a sweep run in-process by a test or a notebook after an interrupt)."""
+    global _sweep_lock
+    from pipeline import resume
+
+    resume.release(_sweep_lock)
+    _sweep_lock = None
+
+
 class SweepCallback(Callback):
     """Parent MLflow run, sweep results table, figures and verdict for every ``boundlab -m``."""
 
@@ -139,13 +152,27 @@ class SweepCallback(Callback):
     uri: str = ""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from pipeline import resume
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        global _sweep_lock
+        release_sweep()
+        try:  # the sweep owns its directory while it runs: a twin is refused before it touches anything
+            _sweep_lock = resume.hold(sweep_dir)
+        except resume.Held as e:
+            print(f"boundlab: error: sweep directory {sweep_dir} is in use by process {e.holder} (the same sweep, "
+                  "already running); wait for it to finish or stop it, then run the command again to resume",
+                  file=sys.stderr)
+            raise SystemExit(1) from None
         try:
             self._start(config)
         except KeyboardInterrupt:
             _end_parent(self.uri, self.parent_id, "KILLED")
+            release_sweep()
             raise
         except Exception as e:
             _end_parent(self.uri, self.parent_id, "FAILED")
+            release_sweep()
             _stop("start (tracking store, parent run or sweep directory)", e)
 
     def _start(self, config: DictConfig) -> None:
@@ -196,6 +223,7 @@ class SweepCallback(Callback):
             _stop(f"aggregation in {sweep_dir}", e)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            release_sweep()
         if problems:
             print("boundlab: sweep " + "; ".join(problems), file=sys.stderr)
             raise SystemExit(1)

@@ -21,6 +21,8 @@ from omegaconf import DictConfig
 from pipeline.paths import CONF_DIR
 
 USAGE_EXIT = 2
+DRIVER_PID_ENV = "BOUNDLAB_DRIVER_PID"  # the command's process: the sweep's workers watch it (pipeline.stages)
+RUN_TOKEN_ENV = "BOUNDLAB_RUN_TOKEN"  # makes a single run's output directory its own (conf/config.yaml)
 
 
 def _fail(message: str) -> None:
@@ -336,7 +338,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.environ[SWEEP_SIZE_ENV] = str(len(plan.jobs))
         os.environ[SWEEP_KEY_ENV] = plan.sweep_key()
     sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
-    signal.signal(signal.SIGTERM, _interrupt)
+    os.environ[DRIVER_PID_ENV] = str(os.getpid())  # a sweep's workers stop when this process is gone
+    os.environ[RUN_TOKEN_ENV] = str(os.getpid())  # two runs started in the same second: two directories
+    guard = StopGuard(plan.tracking_uri)
     try:
         _app()
     except KeyboardInterrupt:
@@ -347,11 +351,89 @@ def main(argv: Sequence[str] | None = None) -> None:
             tracking.end_run(tracking.tracking_uri(plan.tracking_uri), parent, "KILLED")
         print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
         raise SystemExit(130) from None
+    finally:
+        guard.close()
+        if "pipeline.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
+            sys.modules["pipeline.callbacks"].release_sweep()
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM ends a job like Ctrl-C does: its run ends KILLED and the sweep can be resumed."""
-    raise KeyboardInterrupt
+class StopGuard:
+    """Ctrl-C and SIGTERM stop the command within seconds, even during a long native call.
+
+    Both raise ``KeyboardInterrupt`` in the main thread (the job's run then ends KILLED, the sweep's
+    parent too, and the same command resumes). Python runs that handler only between bytecodes, so a
+    long call into compiled code (HiGHS, Clarabel, a numba kernel) would delay it for minutes. Those
+    calls release the GIL, and the signal also reaches a pipe (``signal.set_wakeup_fd``) that a watcher
+    thread reads at once: if the main thread has not taken the signal ``grace`` seconds later, the
+    watcher ends this process's open runs and the sweep's parent KILLED, prints one line and exits (130).
+    Caches are written to a temporary file and renamed, so no entry is ever half-written.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, tracking: str | None, grace: float = 2.0) -> None:
+        import threading
+
+        self.tracking, self.grace = tracking, grace
+        self.received = self.taken = 0
+        self.taken_event = threading.Condition()
+        self.previous = {s: signal.signal(s, self._take) for s in self.SIGNALS}
+        self.read, self.write = os.pipe()
+        os.set_blocking(self.write, False)
+        self.previous_fd = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, name="boundlab-stop-guard", daemon=True).start()
+
+    def _take(self, signum: int, frame: object) -> None:
+        """The main thread's handler: count the signal as taken, then stop like Ctrl-C."""
+        with self.taken_event:
+            self.taken += 1
+            self.taken_event.notify_all()
+        raise KeyboardInterrupt
+
+    def _watch(self) -> None:
+        while True:
+            try:
+                data = os.read(self.read, 64)
+            except OSError:
+                return
+            if not data:  # the write end closed: the command is done
+                os.close(self.read)
+                return
+            arrived = [b for b in data if b in self.SIGNALS]
+            if not arrived:
+                continue
+            self.received += len(arrived)
+            with self.taken_event:
+                if self.taken_event.wait_for(lambda: self.taken >= self.received, timeout=self.grace):
+                    continue
+            self._stop_now(signal.Signals(arrived[-1]).name)
+
+    def _stop_now(self, name: str) -> None:
+        """The main thread is inside a native call: end the runs it holds KILLED, and the process."""
+        from pipeline import tracking
+
+        reason = KeyboardInterrupt(f"{name} during a long native call (a solver or a compiled loop)")
+        for run in list(tracking.OPEN_RUNS.values()):
+            try:
+                run.fail(reason)
+            except Exception:  # noqa: BLE001 - stopping matters more; the rerun marks it KILLED
+                pass
+        parent = os.environ.get(tracking.PARENT_ENV)
+        if parent:
+            try:
+                tracking.end_run(tracking.tracking_uri(self.tracking), parent, "KILLED")
+            except Exception:  # noqa: BLE001
+                pass
+        print(f"boundlab: stopped by {name} during a long native call; finished jobs are kept: run the same "
+              "command to resume", file=sys.stderr, flush=True)
+        os._exit(130)
+
+    def close(self) -> None:
+        """Restore the handlers (a process that goes on, e.g. a test calling main) and stop the watcher."""
+        signal.set_wakeup_fd(self.previous_fd)
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+        os.close(self.write)  # the watcher reads the end of the pipe and closes its read end
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ work with one line naming the parameter, the value and what is allowed.
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -99,3 +101,54 @@ def check_margin_scale(gamma: float, rho: float) -> None:
     if rho / gamma > SCALE:
         raise ParamError("gamma", gamma, f">= rho / 1e100 = {rho / SCALE:.3g} ((rho/gamma)^2, Novikoff's bound, must be a "
                          "finite double)")
+
+
+# --- Memory: sizes checked before anything is allocated ---------------------------------------------
+
+GIB = float(2**30)
+FLOAT_BYTES = 8  # float64, int64
+
+
+def available_memory() -> float:
+    """Bytes of memory available to a new allocation: MemAvailable of /proc/meminfo, else the free (then
+    total) physical pages (os.sysconf); infinite when the system says neither (nothing is refused)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    for pages in ("SC_AVPHYS_PAGES", "SC_PHYS_PAGES"):
+        try:
+            count, size = os.sysconf(pages), os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            continue
+        if count > 0 and size > 0:
+            return float(count) * float(size)
+    return math.inf
+
+
+def memory_shortfall(nbytes: float, what: str = "the data") -> str | None:
+    """None when ``nbytes`` fit in the available memory; else the words saying they do not."""
+    available = available_memory()
+    if not nbytes > available:
+        return None
+    return f"{what} need ~{nbytes / GIB:.3g} GiB, more than the {available / GIB:.3g} GiB of memory available"
+
+
+def check_memory(param: str, value: Any, nbytes: float, hint: str, what: str = "the data") -> None:
+    """Refuse a size parameter whose arrays (an upper-ish estimate ``nbytes`` of the dominant ones, float64
+    8 bytes each, counting the copies the code makes) exceed the available memory: one line naming ``param``
+    with the estimate, raised before anything is allocated. ``hint`` says what to lower."""
+    shortfall = memory_shortfall(nbytes, what)
+    if shortfall is not None:
+        raise ParamError(param, value, f"smaller: {shortfall}; {hint}")
+
+
+def check_sizes(terms: dict[str, tuple[Any, float]], hint: str, what: str = "the data") -> None:
+    """:func:`check_memory` on the sum of several terms ``{param: (value, bytes)}``, naming the parameter
+    with the largest term."""
+    total = math.fsum(float(b) for _, b in terms.values())
+    name = max(terms, key=lambda k: terms[k][1])
+    check_memory(name, terms[name][0], total, hint, what)

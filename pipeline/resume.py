@@ -6,17 +6,22 @@ dataset reads (:func:`inputs`) and the content hash of its data, so a re-run of 
 exactly the finished jobs, and reruns a job whose config, code or input files changed, whose outputs
 are missing or whose data file no longer matches (data integrity). A marker that cannot be read means
 "not done": the job reruns, never crashes.
+
+Which process holds a job or a sweep is decided here too (:func:`hold`): an advisory lock on a file in
+its directory, taken by the process that runs it and released by the kernel when that process ends, so a
+lock never outlives its holder. A second identical sweep is refused at once, naming the holder; a job
+whose directory another live process holds waits for it instead of running twice into one directory.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
 import os
 from pathlib import Path
-
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -24,6 +29,7 @@ from pipeline.data.certify import content_hash
 from pipeline.paths import PACKAGE_ROOT
 
 MARKER = "done.json"
+LOCK = ".lock"  # held (flock) by the process running the job or the sweep in that directory
 OUTPUTS = ("results.parquet", "curve.parquet")  # what the sweep's aggregation reads from a finished job
 
 
@@ -168,3 +174,45 @@ def invalidate(out: Path) -> None:
     """Remove the marker and error of a job about to (re)run."""
     for name in (MARKER, "error.txt"):
         (out / name).unlink(missing_ok=True)
+
+
+class Held(Exception):
+    """``directory`` is held by another live process (``holder``: its pid as it wrote it)."""
+
+    def __init__(self, directory: Path, holder: str) -> None:
+        super().__init__(f"{directory} is in use by process {holder}")
+        self.directory, self.holder = directory, holder
+
+
+def hold(directory: Path, wait: bool = False, waiting: Callable[[str], None] | None = None) -> int:
+    """Take ``directory``'s lock for this process; return the descriptor that holds it (close it to release).
+
+    The lock is ``flock`` on ``directory/.lock``: the kernel drops it when the holder exits, however it
+    exits, so a crash or a kill never leaves a stale lock. Held by another process: :class:`Held` at once
+    (``wait=False``), or block until it is free (``wait=True``; ``waiting(holder)`` is called first, and a
+    signal interrupts the wait). The holder's pid is written into the file for the refusal to name.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            if not wait:
+                raise Held(directory, holder) from None
+            if waiting is not None:
+                waiting(holder)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def release(fd: int | None) -> None:
+    """Release a lock taken by :func:`hold` (the file stays; only the lock is dropped)."""
+    if fd is not None:
+        os.close(fd)

@@ -70,6 +70,56 @@ def write(result: Any, out: Path) -> list[Path]:
     return [table, curve, trace]
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+_watching: list[int] = []  # the driver this worker process watches (started once per process)
+_in_job = False  # whether this process is inside job() (the watchdog interrupts it, or exits at once)
+
+
+def watch_driver(grace: float = 5.0, every: float = 0.5) -> None:
+    """In a sweep's worker process (joblib/loky), stop when the command's process is gone.
+
+    A worker whose sweep died (killed, crashed) would otherwise finish jobs the rerun runs again. A
+    daemon thread checks the driver (``BOUNDLAB_DRIVER_PID``, set by the command) every ``every`` s;
+    once it is gone, an idle worker exits at once, and a running job is interrupted like Ctrl-C (its
+    run ends KILLED, no marker is written) and the worker exits ``grace`` s later whatever it is doing
+    (a long native call). Does nothing in the driver's own process or without the variable.
+    """
+    import _thread
+    import threading
+
+    from pipeline.cli import DRIVER_PID_ENV
+
+    driver = os.environ.get(DRIVER_PID_ENV, "")
+    if not driver.isdigit() or int(driver) == os.getpid() or _watching:
+        return
+    _watching.append(int(driver))
+
+    def watch() -> None:
+        while _alive(int(driver)):
+            time.sleep(every)
+        log.error("the sweep's process %s is gone: this worker (process %d) stops", driver, os.getpid())
+        if _in_job:
+            _thread.interrupt_main()
+            time.sleep(grace)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="boundlab-driver-watch", daemon=True).start()
+
+
 def _name_of_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
@@ -114,7 +164,15 @@ def job(cfg: DictConfig) -> None:
             supersede=why != "not run yet",
         )
 
+    global _in_job
+    if multirun:
+        watch_driver()
+    lock = None
+    _in_job = True
     try:
+        # one process per job directory: a twin (an orphaned worker, the same directory named twice) is waited for
+        lock = resume.hold(out, wait=True, waiting=lambda pid: log.warning(
+            "%s%s: waiting for process %s, which holds %s", step, name, pid, out))
         sources = resume.inputs(spec.dataset)  # before the data are read: an edit during the run reruns it next time
         why = resume.check(out, spec.key(), sources)
         if why is None and not spec.force:
@@ -165,6 +223,9 @@ def job(cfg: DictConfig) -> None:
         if tracker is not None:
             tracker.fail(e)
         raise
+    finally:
+        _in_job = False
+        resume.release(lock)
     if not multirun and {"dual_gap", "f_star_lo"} <= set(result.table):
         first = result.table.iloc[0]
         log.info("comparator: f* in [%.10g, %.10g] (certified duality gap %.2g)", first["f_star_lo"], first["f_star_hi"],

@@ -8,6 +8,7 @@ open a fresh SQLite store together race on MLflow's schema migration.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import math
 import os
@@ -162,7 +163,28 @@ def read_parent_marker(sweep_dir: Path) -> tuple[str, str] | None:
 def _client(uri: str):  # noqa: ANN202
     import mlflow  # lazy: importing mlflow costs ~1.4 s
 
-    return mlflow.MlflowClient(tracking_uri=uri)
+    path = _sqlite_path(uri)
+    if path is None:
+        return mlflow.MlflowClient(tracking_uri=uri)
+    # MLflow creates and migrates a new SQLite store's tables when a client first opens it, and two
+    # processes doing so at once fail ("table experiments already exists", an alembic version mismatch):
+    # two runs started together on a fresh store. The first to open it does it alone, under flock on the
+    # database file (SQLite's own locks are fcntl byte ranges, independent of flock).
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return mlflow.MlflowClient(tracking_uri=uri)
+    finally:
+        os.close(fd)
+
+
+def _sqlite_path(uri: str) -> str | None:
+    """The file of a ``sqlite:///`` URI on disk (None for other stores and in-memory databases)."""
+    if not uri.lower().startswith("sqlite"):
+        return None
+    raw = uri.split("://", 1)[1].partition("?")[0]
+    path = raw[1:] if raw.startswith("/") else raw
+    return path if path not in ("", ":memory:") and not path.startswith("file:") else None
 
 
 _EXPERIMENTS: dict[tuple[str, str], str] = {}  # (uri, name) -> id, for the jobs that share a process
@@ -309,6 +331,7 @@ class JobRun:
             all_tags["mlflow.parentRunId"] = parent_id
         run = self.client.create_run(exp_id, run_name=name, tags=all_tags)
         self.run_id = run.info.run_id
+        OPEN_RUNS[self.run_id] = self
         if parent_id and "boundlab.config_hash" in all_tags:
             self._supersede(exp_id, parent_id, all_tags["boundlab.config_hash"], everything=supersede)
 
@@ -349,8 +372,13 @@ class JobRun:
         for path in artifacts:
             self.client.log_artifact(self.run_id, str(path))
         self.client.set_terminated(self.run_id, status="FINISHED")
+        OPEN_RUNS.pop(self.run_id, None)
 
     def fail(self, error: BaseException) -> None:
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
         self.client.set_tag(self.run_id, "boundlab.error", f"{type(error).__name__}: {error}"[:5000])
         self.client.set_terminated(self.run_id, status=status)
+        OPEN_RUNS.pop(self.run_id, None)
+
+
+OPEN_RUNS: dict[str, JobRun] = {}  # this process's job runs not ended yet (pipeline.cli ends them on a hard stop)

@@ -216,6 +216,34 @@ def test_only_proven_infeasibility_means_not_separable(tmp_path: Path, monkeypat
     assert len(_cache_files(tmp_path)) == 1
 
 
+@pytest.mark.parametrize(("make", "flip"), [("margin", 0.1), ("margin", 0.2), ("shells", 0.0)])
+def test_noisy_samples_the_simplex_cannot_settle_are_proven_not_separable(make: str, flip: float, tmp_path: Path) -> None:
+    """HiGHS's dual simplex ends these (2000 x 300, noisy labels) with status "unknown"; the interior-point
+    method proves them infeasible: a proven "not separable", never a SolverError, and never a margin."""
+    from pipeline.data.synthetic import MarginBinary, Shells
+
+    ds = (MarginBinary(gamma=0.1, rho=1.0, n=2000, d=300, flip=flip) if make == "margin"
+          else Shells(rho=1.0, n=2000, d=300)).generate(np.random.default_rng(0))
+    stats = certify_sample(ds.X, ds.y, cache_dir=tmp_path)
+    assert not stats.separable and math.isnan(stats.gamma_lo) and math.isnan(stats.gamma_hi)
+
+
+def test_the_interior_point_method_is_asked_only_after_an_unproven_simplex_status(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from scipy.optimize import linprog as real
+
+    methods: list[str] = []
+
+    def linprog(*args, method: str, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        methods.append(method)
+        return real(*args, method=method, **kwargs)
+
+    monkeypatch.setattr("scipy.optimize.linprog", linprog)
+    X, y = _separable()
+    assert certify_sample(X, y, cache_dir=tmp_path).separable
+    assert methods == ["highs"]
+
+
 # --- 3. A corrupt or edited cache entry is never used -------------------------------------------------
 
 def _corruptions(entry: dict) -> list[tuple[str, str]]:

@@ -14,7 +14,8 @@ import numpy as np
 
 from pipeline.data.certify import certify_sample
 from pipeline.data.dataset import Dataset
-from pipeline.params import Param, ParamError, check_params, get_params
+from pipeline.data.dataset import sample_bytes
+from pipeline.params import Param, ParamError, check_memory, check_params, get_params
 
 CLASSES = ("thresholds", "intervals", "conjunctions", "linear")
 ADVERSARIES = ("random", "bisect")
@@ -137,6 +138,14 @@ class FiniteClass:
                 most += 1
             raise ParamError("size", self.size, f"at most {most} for cls={self.cls} with n={n} (|H| = "
                              f"{class_size(self.cls, size):,} is too large to tabulate: |H| x n <= {MAX_ENTRIES:.0e} entries)")
+        H = float(class_size(self.cls, size))
+        width = {"thresholds": 1, "intervals": 2, "conjunctions": size + 2, "linear": 1}[self.cls]
+        features = {"thresholds": 2, "intervals": 3, "conjunctions": size + 1, "linear": 2}[self.cls]
+        # the class's parameters (int64, with their temporaries), the table (bool, int64 and int8 copies,
+        # the bisecting adversary's sub-tables) and the certified features
+        need = 3.0 * 8 * H * width + 24.0 * H * n + sample_bytes(n, features)
+        name = "n" if n * 24.0 >= 3.0 * 8 * width else "size"
+        check_memory(name, getattr(self, name), need, "lower size or n")
 
     def _size(self) -> int:
         return int(DEFAULT_SIZE[self.cls] if self.size is None else self.size)

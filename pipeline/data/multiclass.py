@@ -26,7 +26,8 @@ import numpy as np
 
 from pipeline.data.certify import radius
 from pipeline.data.real import PREPROCESS, preprocess
-from pipeline.params import SCALE_WORDS, Param, ParamError, UserError, check_margin_scale, check_params, get_params, in_scale
+from pipeline.params import (SCALE_WORDS, Param, ParamError, UserError, check_margin_scale, check_params, check_sizes,
+                             get_params, in_scale)
 
 from pipeline._rounding import U as _U  # noqa: E402
 from pipeline._rounding import gamma as _gamma  # noqa: E402
@@ -354,6 +355,13 @@ class MulticlassMargin:
         if self.gamma >= top:
             raise ParamError("gamma", self.gamma, f"< {top:.4g}, the largest margin of a point of the rho-ball for k={self.k}, "
                              f"d={self.d} (lower gamma or raise rho)")
+        k, d, n, n_test = int(self.k), int(self.d), int(self.n), int(self.n_test)
+        batch = max(1024, _MarginSampler.BATCH_ELEMENTS // d)  # candidates per batch
+        # the samples (accepted pools, their concatenation, the result), a batch of candidates (x, |x|, the
+        # scores and their bounds), W* and |W*|, and the simplex's k x k SVD and d x k QR
+        check_sizes({"n": (self.n, 8.0 * 3 * n * d), "n_test": (self.n_test, 8.0 * 3 * n_test * d),
+                     "k": (self.k, 8.0 * 5 * batch * k + 8.0 * 4 * k * d + (8.0 * 4 * k * k if k <= d + 1 else 0.0)),
+                     "d": (self.d, 8.0 * 3 * batch * d)}, "lower n, n_test, k or d")
 
     def priors(self) -> np.ndarray:
         p = float(self.prior_decay) ** np.arange(int(self.k), dtype=np.float64)
@@ -432,6 +440,9 @@ class MulticlassBundled:
 
     def check(self) -> None:
         check_params(self)
+        if self.sample is not None:  # the drawn training sample, and the index and copy of the draw
+            check_sizes({"sample": (self.sample, (3 * 8.0 * self.read()[0].shape[1] + 16.0) * int(self.sample))},
+                        "lower sample")
         labels = self.read()[1]
         check_labels(labels, int(labels.max()) + 1 if labels.size else 0, self.source)
 

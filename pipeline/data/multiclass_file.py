@@ -10,7 +10,7 @@ import numpy as np
 from pipeline.data.certify import radius
 from pipeline.data.multiclass import MulticlassDataset, MulticlassStats, check_labels
 from pipeline.data.real import FORMATS, File, check_radius_scale, preprocess
-from pipeline.params import DataError, Param, UserError, check_params, get_params
+from pipeline.params import DataError, Param, UserError, check_params, get_params, memory_shortfall
 
 
 class MulticlassFile:
@@ -44,23 +44,44 @@ class MulticlassFile:
     def get_params(self) -> dict[str, object]:
         return get_params(self)
 
+    # dense float64 m x d copies while densifying and preprocessing (toarray, centring, scaling, the
+    # contiguous result, the radius's products), and the learners' copies of the sample
+    DENSE_COPIES = 6
+
     def _read(self) -> tuple[np.ndarray, np.ndarray]:
+        """The file as read (sparse svmlight stays sparse: nothing is densified here) and its labels 0..k-1."""
         X, labels = File(path=self.path, format=self.format, d=self.d, label_column=self.label_column).read()
         try:
             y = check_labels(labels, int(self.k), f"dataset.path={self.path!r}")
         except UserError as e:  # name the file and the key that sets k
             raise DataError(self.path, f"{str(e).split(': ', 1)[1]} (set k to the file's number of classes)") from None
-        X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
         return X, y
 
+    def _check_dense(self, X: object) -> None:
+        """Refuse, before densifying, a sample whose dense m x d copies exceed the available memory."""
+        m, d = X.shape
+        shortfall = memory_shortfall(8.0 * self.DENSE_COPIES * m * d, "its dense copies")
+        if shortfall is not None:
+            raise DataError(self.path, f"has {m} rows and {d} features, held dense by the multiclass learners: {shortfall}; "
+                            "use fewer rows or features (svmlight: number the features 1..d with a smaller d)")
+
+    def shape(self) -> tuple[int, int]:
+        """(m, d) of the sample (the file read and cached, never densified), for the learners' size checks."""
+        X = self._read()[0]
+        return int(X.shape[0]), int(X.shape[1])
+
     def check(self) -> None:
-        """Validate the parameters and read the file (cached): a bad file fails here, before work."""
+        """Validate the parameters, read the file (cached) and its labels, and check the size of its dense
+        copies: a bad file fails here, before work, and nothing is densified."""
         check_params(self)
-        self._read()
+        X, _ = self._read()
+        self._check_dense(X)
 
     def generate(self, rng: np.random.Generator) -> MulticlassDataset:
         check_params(self)
         X, y = self._read()
+        self._check_dense(X)
+        X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
         X = np.ascontiguousarray(preprocess(X, self.standardize, self.unit_ball, 0.0), dtype=np.float64)
         R = radius(X)
         check_radius_scale(R, self.path)

@@ -20,8 +20,8 @@ from pipeline._lazy import LazyModule
 sparse = LazyModule("scipy.sparse")
 
 from pipeline.data.certify import certify_sample
-from pipeline.data.dataset import Dataset
-from pipeline.params import DataError, Param, ParamError, check_params, get_params, in_scale
+from pipeline.data.dataset import SOLVER_BYTES_PER_FEATURE, Dataset, sample_bytes
+from pipeline.params import DataError, Param, ParamError, check_params, get_params, in_scale, memory_shortfall
 
 PREPROCESS = (
     Param("standardize", bool, lambda v: True, "true or false (centre and scale each feature; dense data)"),
@@ -183,6 +183,12 @@ class File(_Real):
         check_params(self)
         X, labels = self.read()
         binary_labels(labels, self.positive, self.negative, self.path)
+        check_file_memory(self.path, X, dense=bool(self.standardize), extra=1 if self.bias > 0 else 0)
+
+    def shape(self) -> tuple[int, int]:
+        """(n, d) of the sample the learner sees (the file read and cached), for the learners' size checks."""
+        X = self.read()[0]
+        return int(X.shape[0]), int(X.shape[1]) + (1 if self.bias > 0 else 0)
 
     def read(self) -> tuple[np.ndarray | sparse.csr_matrix, np.ndarray]:
         path = Path(self.path)
@@ -204,15 +210,32 @@ class File(_Real):
         return self._finish(X, labels, self.path, rng)
 
 
+def check_file_memory(shown: str, X: np.ndarray | sparse.csr_matrix, dense: bool = False, extra: int = 0) -> None:
+    """Refuse a file whose preprocessing and certificate would exceed the available memory (before any of it)."""
+    n, d = X.shape[0], X.shape[1] + extra
+    entries = float(n) * d if dense or not sparse.issparse(X) else float(X.nnz + n * extra)
+    shortfall = memory_shortfall(sample_bytes(n, d, entries=entries, copies=4 if dense or not sparse.issparse(X) else 6))
+    if shortfall is not None:
+        raise DataError(shown, f"has {n} rows and {d} features ({entries:.3g} entries): preprocessing and certifying "
+                        f"{shortfall}; use fewer rows or features")
+
+
 @functools.lru_cache(maxsize=8)
 def _read(path: str, fmt: str, d: int | None, label_column: str | None, mtime: int, size: int, shown: str):  # noqa: ANN202
     X, labels = {"svmlight": _read_svmlight, "csv": _read_csv, "npz": _read_npz}[fmt](path, d, label_column, shown)
     if d is not None and X.shape[1] != d:
         raise DataError(shown, f"has {X.shape[1]} features, but dataset.d={d}")
+    if X.shape[0] == 0:
+        raise DataError(shown, "the file has no data rows")
+    if X.shape[1] == 0:
+        raise DataError(shown, "has no feature columns, only labels: a learner needs at least one feature")
     values = X.data if sparse.issparse(X) else X
     if not np.isfinite(values).all() or not np.isfinite(labels).all():
         row = _first_bad_row(X, labels)
-        raise DataError(shown, "has a NaN or infinite value", line=_line_of_row(path, fmt, row))
+        where = f" (row {row} of X or y)" if fmt == "npz" else ""
+        raise DataError(shown, f"has a NaN or infinite value{where}", line=_line_of_row(path, fmt, row))
+    if not values.any():
+        raise DataError(shown, "every feature value is zero (only labels): there is no radius or margin to learn or certify")
     return X, labels
 
 
@@ -250,7 +273,29 @@ def _read_svmlight(path: str, d: int | None, label_column: str | None, shown: st
     except (ValueError, UnicodeDecodeError) as e:
         line = _first_bad_svmlight_line(path, d)
         raise DataError(shown, f"not valid svmlight/LibSVM ({str(e).splitlines()[0]})", line=line) from None
+    except OverflowError:  # an index beyond the loader's integers (2^31 - 1)
+        line, index = _largest_index_line(path)
+        raise DataError(shown, f"feature index {index} is too large (at most 2147483647, and d-sized vectors must fit in "
+                        "memory); number the features 1..d with a smaller d", line=line) from None
+    # d is the largest index: the learners' weights and the certificate's solvers hold d-sized vectors
+    shortfall = memory_shortfall(SOLVER_BYTES_PER_FEATURE * float(X.shape[1]), "the d-sized vectors")
+    if shortfall is not None:
+        line, index = _largest_index_line(path)
+        raise DataError(shown, f"feature index {index} makes d = {X.shape[1]} features: {shortfall}; number the "
+                        "features 1..d with a smaller d", line=line)
     return sparse.csr_matrix(X), labels.astype(np.float64)
+
+
+def _largest_index_line(path: str) -> tuple[int | None, int | None]:
+    """The first line holding the file's largest feature index, and that index."""
+    best, where = -1, None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            for item in line.split("#", 1)[0].split()[1:]:
+                index = item.split(":", 1)[0]
+                if index.isdigit() and int(index) > best:
+                    best, where = int(index), number
+    return where, (best if best >= 0 else None)
 
 
 def _first_bad_svmlight_line(path: str, d: int | None) -> int | None:
@@ -261,12 +306,14 @@ def _first_bad_svmlight_line(path: str, d: int | None) -> int | None:
                 continue
             try:
                 float(fields[0])
+                previous = -1
                 for item in fields[1:]:
                     if item.startswith("qid:"):
                         continue
                     index, value = item.split(":")
-                    if int(index) < 1 or (d is not None and int(index) > d):
+                    if int(index) < 0 or (d is not None and int(index) > d) or int(index) <= previous:
                         return number
+                    previous = int(index)
                     float(value)
             except ValueError:
                 return number
@@ -274,40 +321,50 @@ def _first_bad_svmlight_line(path: str, d: int | None) -> int | None:
 
 
 def _is_header(line: str) -> bool:
-    try:
-        [float(v) for v in next(csv.reader([line]))]
-        return False
-    except ValueError:
-        return True
+    """A header only when it is clearly one: no field of the line is a number (a first data row with a typo,
+    ``1,0.5,0.3x``, is reported as a bad number, not silently dropped as a header)."""
+    fields = next(csv.reader([line]), [])
+    return bool(fields) and not any(_is_number(v) for v in fields)
 
 
 def _read_csv(path: str, d: int | None, label_column: str | None, shown: str):  # noqa: ANN202
+    """Rows parsed one at a time into a flat float64 buffer: memory ~ 8 bytes a field (never a list of
+    every row's strings)."""
+    import array
+
+    header, width, count, values = None, None, 0, array.array("d")
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        rows = list(enumerate(csv.reader(f), start=1))
-    rows = [(n, r) for n, r in rows if r and any(v.strip() for v in r)]
-    if not rows:
+        for number, row in enumerate(csv.reader(f), start=1):
+            if not row or not any(v.strip() for v in row):
+                continue
+            if width is None:
+                width = len(row)
+                if _is_header(",".join(row)):
+                    header = row
+                    continue
+            if len(row) != width:
+                raise DataError(shown, f"has {len(row)} fields where the file has {width} (ragged rows)", line=number)
+            try:
+                values.extend([float(v) for v in row])
+            except ValueError:
+                at, bad = next((i, v) for i, v in enumerate(row) if not _is_number(v))
+                named = f"column {header[at]!r}" if header else f"field {at + 1}"
+                first = " (a header row must have no numeric field)" if count == 0 and header is None else ""
+                raise DataError(shown, f"{bad!r} is not a number ({named}){first}", line=number) from None
+            count += 1
+    if width is None:
         raise DataError(shown, "the file has no data rows")
-    header = rows[0][1] if _is_header(",".join(rows[0][1])) else None
-    body = rows[1:] if header else rows
-    width = len(header or body[0][1])
+    if count == 0:
+        raise DataError(shown, "the file has a header but no data rows")
     if label_column is None:
         label_at = width - 1
     elif header is None or label_column not in header:
         raise DataError(shown, f"has no column {label_column!r}" + (f"; columns: {', '.join(header)}" if header else " (no header)"))
     else:
         label_at = header.index(label_column)
-    values = np.empty((len(body), width))
-    for i, (number, row) in enumerate(body):
-        if len(row) != width:
-            raise DataError(shown, f"has {len(row)} fields where the file has {width} (ragged rows)", line=number)
-        try:
-            values[i] = [float(v) for v in row]
-        except ValueError:
-            bad = next(v for v in row if not _is_number(v))
-            raise DataError(shown, f"{bad!r} is not a number", line=number) from None
-    if not body:
-        raise DataError(shown, "the file has a header but no data rows")
-    return np.ascontiguousarray(np.delete(values, label_at, axis=1)), values[:, label_at]
+    table = np.frombuffer(values, dtype=np.float64).reshape(count, width)
+    labels = table[:, label_at].copy()
+    return np.ascontiguousarray(np.delete(table, label_at, axis=1)), labels
 
 
 def _is_number(text: str) -> bool:
@@ -318,18 +375,61 @@ def _is_number(text: str) -> bool:
         return False
 
 
+NPZ_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip archive (np.savez), an empty one
+
+
+def _npz_header(archive: object, name: str, shown: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of the member ``name`` from its .npy header alone (nothing of the array read)."""
+    with archive.open(f"{name}.npy") as member:
+        try:
+            version = np.lib.format.read_magic(member)
+            reader = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+            if version not in reader:
+                raise ValueError(f"unsupported .npy version {version}")
+            shape, _, dtype = reader[version](member)
+        except ValueError as e:
+            raise DataError(shown, f"array {name} is not a readable .npy array ({str(e).splitlines()[0]})") from None
+    if dtype.hasobject:
+        raise DataError(shown, f"array {name} is an object array (dtype {dtype}), which cannot be read without unpickling; "
+                        "X and y must be plain numeric arrays (save with np.savez(path, X=X.astype(float), y=y))")
+    if dtype.fields is not None or dtype.subdtype is not None:
+        raise DataError(shown, f"array {name} is a structured (record) array (dtype {dtype}); X and y must be plain numeric "
+                        "arrays (save with np.savez(path, X=X.astype(float), y=y))")
+    if dtype.kind not in "biuf":
+        raise DataError(shown, f"array {name} has dtype {dtype} ({'complex' if dtype.kind == 'c' else 'not a real number'}); "
+                        "X and y must hold real numbers (integers or floats)")
+    return shape, dtype
+
+
 def _read_npz(path: str, d: int | None, label_column: str | None, shown: str):  # noqa: ANN202
+    import zipfile
+
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic.startswith(b"\x93NUMPY"):
+        raise DataError(shown, "is a single .npy array (np.save), not an NPZ archive; save X and y with "
+                        "np.savez(path, X=X, y=y)")
+    if not magic.startswith(NPZ_MAGIC):
+        raise DataError(shown, "is not an NPZ (zip) archive; save X and y with np.savez(path, X=X, y=y), or set dataset.format")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if "X" not in data or "y" not in data:
-                raise DataError(shown, f"needs arrays X and y; it has {', '.join(data.files) or 'none'}")
-            X, labels = np.asarray(data["X"], dtype=np.float64), np.asarray(data["y"], dtype=np.float64)
+        with zipfile.ZipFile(path) as archive:
+            names = [n[:-4] for n in archive.namelist() if n.endswith(".npy")]
+            if "X" not in names or "y" not in names:
+                raise DataError(shown, f"needs arrays X and y; it has {', '.join(names) or 'none'}")
+            (x_shape, _), (y_shape, _) = _npz_header(archive, "X", shown), _npz_header(archive, "y", shown)
+            if len(x_shape) != 2 or len(y_shape) != 1 or y_shape[0] != x_shape[0]:
+                raise DataError(shown, f"X must be 2-D and y 1-D of the same length; got {x_shape} and {y_shape}")
+            need = 8.0 * 3 * (x_shape[0] * x_shape[1] + y_shape[0])  # the stored arrays, as float64, and a copy
+            shortfall = memory_shortfall(need, "its arrays")
+            if shortfall is not None:
+                raise DataError(shown, f"X has shape {x_shape}: {shortfall}; use fewer rows or features")
     except DataError:
         raise
-    except (OSError, ValueError) as e:
-        raise DataError(shown, f"not a readable NPZ without unpickling ({str(e).splitlines()[0]})") from None
-    if X.ndim != 2 or labels.shape != (X.shape[0],):
-        raise DataError(shown, f"X must be 2-D and y 1-D of the same length; got {X.shape} and {labels.shape}")
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise DataError(shown, f"not a readable NPZ archive ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            X, labels = np.asarray(data["X"], dtype=np.float64), np.asarray(data["y"], dtype=np.float64)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise DataError(shown, f"not a readable NPZ without unpickling ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     return np.ascontiguousarray(X), labels
-
-

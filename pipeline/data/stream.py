@@ -19,7 +19,9 @@ import numpy as np
 
 from pipeline._jit import kernel
 from pipeline.data.certify import Stats, margin_lower, margin_upper, radius
-from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_params, get_params, in_scale
+from pipeline.data.synthetic import householder_direction, reflect_rows
+from pipeline.params import (SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, get_params,
+                             in_scale)
 
 
 @kernel
@@ -39,6 +41,28 @@ def rows_kernel(direction, radial, along, w_star, Q, X):  # noqa: ANN001, ANN201
             for j in range(e):
                 acc += Q[c, j] * np.float64(direction[i, j])
             X[i, c] = along[i] * w_star[c] + f * acc
+    return 0
+
+
+@kernel
+def reflected_rows_kernel(direction, radial, along, w_star, v, X):  # noqa: ANN001, ANN201
+    """X[i] = along[i] w* + radial[i] H (0, u_i), u_i = direction[i] / ||direction[i]||, H = I - 2 v v^T the
+    Householder reflection of :func:`pipeline.data.synthetic.householder_direction`: O(d) per row, sums in
+    a fixed order (bit-identical run to run, no BLAS)."""
+    k, e = direction.shape
+    d = w_star.shape[0]
+    for i in range(k):
+        nrm2 = 0.0
+        for j in range(e):
+            u = np.float64(direction[i, j])
+            nrm2 += u * u
+        f = radial[i] / math.sqrt(nrm2)
+        vz = 0.0
+        for j in range(e):
+            vz += v[j + 1] * (f * np.float64(direction[i, j]))
+        X[i, 0] = along[i] * w_star[0] - 2.0 * vz * v[0]
+        for c in range(1, d):
+            X[i, c] = along[i] * w_star[c] + (f * np.float64(direction[i, c - 1]) - 2.0 * vz * v[c])
     return 0
 
 
@@ -69,13 +93,16 @@ class StreamedData:
         pinned = c == 0  # the pinned pair lies in the first chunk
         k = rows - 2 if pinned else rows
         gamma, rho, d = self._gamma, self._rho, self.d
-        w_star, Q = self._basis[:, 0], self._basis[:, 1:]
         y = np.where(rng.random(k) < 0.5, 1.0, -1.0)
         a = gamma * (rho / gamma) ** rng.random(k)
         direction = rng.standard_normal((k, d - 1), dtype=np.float32)  # a direction only: float32 draws, 2x faster
         radial = np.sqrt(np.maximum(rho**2 - a**2, 0.0)) * rng.random(k) ** (1.0 / (d - 1))
         X = np.empty((k, d))
-        rows_kernel(direction, radial, y * a, w_star, np.ascontiguousarray(Q), X)
+        w_star = self.directions["w*"]
+        if self._basis.ndim == 2:  # a d x d rotation (d <= min(n, chunk))
+            rows_kernel(direction, radial, y * a, w_star, np.ascontiguousarray(self._basis[:, 1:]), X)
+        else:  # the Householder vector v (d > min(n, chunk)): O(d) per row
+            reflected_rows_kernel(direction, radial, y * a, w_star, self._basis, X)
         if pinned:  # radius exactly rho, best margin exactly gamma (MarginBinary's pair)
             pair = np.stack([gamma * w_star + self._z0, -gamma * w_star + self._z0])
             at = self._pair_at
@@ -152,6 +179,11 @@ class Stream:
         if self.gamma > self.rho:
             raise ParamError("gamma", self.gamma, f"<= rho = {self.rho} (no point of norm <= rho has a larger margin)")
         check_margin_scale(self.gamma, self.rho)
+        d, rows = int(self.d), min(int(self.n), int(self.chunk))
+        # one chunk at a time: float32 draws, the rows, np.insert's copy, the certificate's products
+        need = 8.0 * 5 * rows * d + (3.0 * 8 * d * d if d <= rows else 0.0)
+        name = "chunk" if rows >= d and int(self.chunk) <= int(self.n) else "d" if d > rows else "n"
+        check_memory(name, getattr(self, name), need, "lower chunk or d")
 
     def get_params(self) -> dict[str, float | int]:
         return get_params(self)
@@ -159,9 +191,17 @@ class Stream:
     def generate(self, rng: np.random.Generator) -> StreamedData:
         self.check()
         gamma, rho, n, d = float(self.gamma), float(self.rho), int(self.n), int(self.d)
-        basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
-        z0_dir = rng.standard_normal(d - 1)
-        z0 = basis[:, 1:] @ (z0_dir / np.linalg.norm(z0_dir)) * math.sqrt(max(rho**2 - gamma**2, 0.0))
+        if d <= min(n, int(self.chunk)):  # a d x d rotation no larger than a chunk: the original construction
+            basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
+            z0_dir = rng.standard_normal(d - 1)
+            z0 = basis[:, 1:] @ (z0_dir / np.linalg.norm(z0_dir)) * math.sqrt(max(rho**2 - gamma**2, 0.0))
+            w_star = basis[:, 0].copy()
+        else:  # w* and a Householder reflection (MarginBinary's construction for d > n): O(d) memory
+            w_star, basis = householder_direction(rng, d)
+            z0_dir = rng.standard_normal(d - 1)
+            z0 = np.zeros((1, d))
+            z0[0, 1:] = z0_dir / np.linalg.norm(z0_dir)
+            z0 = reflect_rows(z0, basis)[0] * math.sqrt(max(rho**2 - gamma**2, 0.0))
         pair_at = np.sort(rng.choice(min(n, int(self.chunk)), size=2, replace=False))  # in the first chunk
         entropy = int(rng.integers(0, 2**63))
-        return StreamedData(self.name, n, d, int(self.chunk), entropy, basis[:, 0].copy(), basis, gamma, rho, pair_at, z0)
+        return StreamedData(self.name, n, d, int(self.chunk), entropy, w_star, basis, gamma, rho, pair_at, z0)

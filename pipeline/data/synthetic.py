@@ -7,8 +7,35 @@ import math
 import numpy as np
 
 from pipeline.data.certify import certify, certify_sample
-from pipeline.data.dataset import Dataset
-from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_params, get_params, in_scale
+from pipeline.data.dataset import Dataset, sample_bytes, size_param
+from pipeline.params import (SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, get_params,
+                             in_scale)
+
+BLOCK_FLOATS = 1 << 20  # rows are moved into w*'s complement in blocks of about this many floats (8 MB)
+
+
+def householder_direction(rng: np.random.Generator, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """A unit w* uniform on the sphere of R^d (d draws) and the unit vector v of the Householder reflection
+    H = I - 2 v v^T that maps e_1 to +/-w*: H maps span(e_2..e_d) onto w*'s orthogonal complement, so
+    H (0, u) for u uniform on the unit sphere of R^(d-1) is uniform on the unit sphere of that complement
+    (the law of Q u for an orthonormal basis Q of it), in O(d) memory and time per row."""
+    g = rng.standard_normal(d)
+    w_star = g / np.linalg.norm(g)
+    v = w_star.copy() if w_star[0] >= 0 else -w_star
+    v[0] += 1.0  # |v_0| >= 1: no cancellation
+    return w_star, v / np.linalg.norm(v)
+
+
+def reflect_rows(Z: np.ndarray, v: np.ndarray, along: np.ndarray | None = None, w_star: np.ndarray | None = None) -> np.ndarray:
+    """In place: each row z of Z (z_0 = 0) becomes H z = z - 2 (v.z) v, plus along_i w* when given; in
+    blocks of rows, so that no temporary exceeds ~BLOCK_FLOATS floats."""
+    rows = max(1, BLOCK_FLOATS // max(Z.shape[1], 1))
+    for start in range(0, Z.shape[0], rows):
+        block = Z[start:start + rows]
+        block -= np.multiply.outer(2.0 * (block @ v), v)
+        if along is not None:
+            block += np.multiply.outer(along[start:start + rows], w_star)
+    return Z
 
 
 class MarginBinary:
@@ -75,6 +102,10 @@ class MarginBinary:
         if self.gamma > self.rho:
             raise ParamError("gamma", self.gamma, f"<= rho = {self.rho} (no point of norm <= rho has a larger margin)")
         check_margin_scale(self.gamma, self.rho)
+        n, d = int(self.n), int(self.d)
+        noisy = self.flip > 0 or self.violators > 0
+        need = sample_bytes(n, d, solvers=noisy) + (3.0 * 8 * d * d if d <= n else 0.0)
+        check_memory(size_param(n, d), self.d if d > n else self.n, need, "lower n or d")
 
     def get_params(self) -> dict[str, float | int]:
         return get_params(self)
@@ -82,8 +113,15 @@ class MarginBinary:
     def generate(self, rng: np.random.Generator) -> Dataset:
         self.check()
         gamma, rho, n, d = float(self.gamma), float(self.rho), int(self.n), int(self.d)
-        basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
-        w_star, Q = basis[:, 0], basis[:, 1:]
+        # d <= n: a random rotation (QR of a d x d Gaussian), no larger than the sample (the original
+        # construction: its output for a seed is unchanged). d > n: w* and a Householder reflection, O(n d)
+        # memory; the same law (w* uniform on the sphere, the z_i uniform in balls of its complement).
+        rotation = d <= n
+        if rotation:
+            basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
+            w_star, Q = basis[:, 0], basis[:, 1:]
+        else:
+            w_star, v = householder_direction(rng, d)
 
         k = n - 2
         y = np.where(rng.random(k) < self.pos_fraction, 1.0, -1.0)
@@ -94,10 +132,22 @@ class MarginBinary:
         direction = rng.standard_normal((k, d - 1))
         direction /= np.linalg.norm(direction, axis=1, keepdims=True)
         r = np.sqrt(np.maximum(rho**2 - a**2, 0.0)) * rng.random(k) ** (1.0 / (d - 1))
-        X = (y * a)[:, None] * w_star + (r[:, None] * direction) @ Q.T
+        if rotation:
+            X = (y * a)[:, None] * w_star + (r[:, None] * direction) @ Q.T
+        else:
+            X = np.zeros((k, d))
+            X[:, 1:] = direction
+            del direction
+            X[:, 1:] *= r[:, None]
+            reflect_rows(X, v, y * a, w_star)
 
         z0_dir = rng.standard_normal(d - 1)
-        z0 = Q @ (z0_dir / np.linalg.norm(z0_dir)) * math.sqrt(max(rho**2 - gamma**2, 0.0))
+        if rotation:
+            z0 = Q @ (z0_dir / np.linalg.norm(z0_dir)) * math.sqrt(max(rho**2 - gamma**2, 0.0))
+        else:
+            z0 = np.zeros((1, d))
+            z0[0, 1:] = z0_dir / np.linalg.norm(z0_dir)
+            z0 = reflect_rows(z0, v)[0] * math.sqrt(max(rho**2 - gamma**2, 0.0))
         pair = np.stack([gamma * w_star + z0, -gamma * w_star + z0])
         at = np.sort(rng.choice(n, size=2, replace=False))
         X = np.insert(X, [at[0], at[1] - 1], pair, axis=0)
@@ -150,6 +200,11 @@ class SparseMargin:
         check_margin_scale(self.gamma, self.rho)
         if self.nnz > self.d - 1:
             raise ParamError("nnz", self.nnz, f"<= d - 1 = {self.d - 1}")
+        n, d, entries = int(self.n), int(self.d), float(self.n) * float(self.nnz)
+        # rows, columns and values as Python lists (~120 B an entry), the COO and CSR copies, the solvers
+        need = sample_bytes(n, d, entries=entries, copies=20) + 3.0 * 8 * d
+        name = "d" if 8.0 * d > entries else "n"
+        check_memory(name, getattr(self, name), need, "lower n, nnz or d")
 
     def _words(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
         """``count`` distinct background words (indices >= 2) with positive weights of unit norm."""
@@ -232,6 +287,8 @@ class Shells:
         check_params(self)
         if self.inner >= 1 - self.width:
             raise ParamError("width", self.width, f"< 1 - inner = {1 - self.inner:g} (the shells must not touch)")
+        n, d = int(self.n), int(self.d)
+        check_memory(size_param(n, d), self.d if d > n else self.n, sample_bytes(n, d), "lower n or d")
 
     def generate(self, rng: np.random.Generator) -> Dataset:
         self.check()

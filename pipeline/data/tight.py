@@ -6,7 +6,8 @@ import numpy as np
 
 from pipeline.data.certify import certify
 from pipeline.data.dataset import Dataset
-from pipeline.params import SCALE_WORDS, Param, check_params, get_params, in_scale
+from pipeline.data.dataset import sample_bytes
+from pipeline.params import SCALE_WORDS, Param, check_memory, check_params, get_params, in_scale
 
 MAX_N = 5000  # the sample is the dense n x n matrix rho I
 
@@ -39,6 +40,8 @@ class Tight:
     def check(self) -> None:
         """Raise :class:`pipeline.params.ParamError` on an invalid parameter."""
         check_params(self)
+        n = int(self.n)
+        check_memory("n", self.n, sample_bytes(n, n, solvers=False), "lower n (the sample is the n x n matrix rho I)")
 
     def get_params(self) -> dict[str, float | int]:
         return get_params(self)

@@ -54,6 +54,18 @@ class Learner:
         raise NotImplementedError
 
 
+def planned_shape(dataset: Any) -> tuple[int | None, int | None]:
+    """(n, d) of a dataset's sample as configured, before it exists (None where unknown): a file's from its
+    cached read (``shape()``), a generator's from its parameters (d = n for the tight construction)."""
+    shape = getattr(dataset, "shape", None)
+    if callable(shape):
+        return shape()
+    n, d = getattr(dataset, "n", None), getattr(dataset, "d", None)
+    n = int(n) if isinstance(n, int) and not isinstance(n, bool) else None
+    d = int(d) if isinstance(d, int) and not isinstance(d, bool) else (n if getattr(dataset, "name", "") == "tight" else None)
+    return n, d
+
+
 def log_grid(T: int, points: int = 200) -> np.ndarray:
     """Steps 1..T on a log-spaced grid, T included."""
     return np.unique(np.geomspace(1, T, num=min(points, T)).round().astype(np.int64))

@@ -125,6 +125,19 @@ class _Experts(Learner):
                             f"got shape {table.shape}")
         return np.ascontiguousarray(table[distinct_rows(table)], dtype=np.int8)
 
+    def check_with(self, dataset: object) -> None:
+        """Before the data exist: the ``experts`` random directions (experts x d, drawn and normalised) and
+        their predictions on the sample (n x experts, float64 then int8) fit in memory."""
+        from pipeline.learners.base import planned_shape
+        from pipeline.params import check_sizes
+
+        if getattr(dataset, "name", "") == "finite_class":  # its own table: sized by the dataset's check
+            return
+        n, d = planned_shape(dataset)
+        experts = int(getattr(self, "experts", 0))
+        check_sizes({"experts": (self.experts, 8.0 * 2 * experts * (d or 0) + 10.0 * experts * (n or 0))},
+                    "lower experts (or d)", "the experts")
+
     def check_data(self, dataset: object) -> None:
         m = len(dataset.y)
         H = len(dataset.hypotheses) if getattr(dataset, "hypotheses", None) is not None else self.experts + len(dataset.directions)

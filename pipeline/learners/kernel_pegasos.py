@@ -181,6 +181,20 @@ class KernelPegasos(Learner):
         rho = getattr(dataset, "rho", None)
         if isinstance(rho, (int, float)):  # generated data: R <= rho (1 + rounding), known before they exist
             self.check_scale(float(rho) * (1.0 + 1e-12))
+        from pipeline.learners.base import planned_shape
+
+        self.check_memory(*planned_shape(dataset))
+
+    def check_memory(self, n: int | None, d: int | None) -> None:
+        """Refuse T, batch or n whose arrays exceed the available memory: the Gram matrix and its certified
+        (shifted, factorised) copies (4 n x n), the snapshots of the dual weights, the index stream and the
+        per-step arrays, the dense sample."""
+        from pipeline.params import check_sizes
+
+        T, k = int(self.T), int(self.batch)
+        gram = 8.0 * 4 * n * n + 8.0 * SNAPSHOTS * n + 8.0 * 2 * n * (d or 0) if n is not None else 0.0
+        check_sizes({"T": (self.T, T * (24.0 * k + 64.0)), "batch": (self.batch, 0.0), "n": (n, gram)},
+                    "lower T, batch or n (the Gram matrix is n x n)", "the run")
 
     def check_scale(self, R: float) -> None:
         """Refuse a Gram matrix or a state beyond float64: the polynomial kernel's (R^2 + coef0)^degree must
@@ -201,6 +215,7 @@ class KernelPegasos(Learner):
     def check_data(self, dataset: object) -> None:
         m = dataset.y.shape[0]
         self.check_scale(float(dataset.stats.R))
+        self.check_memory(m, int(dataset.X.shape[1]))
         if hasattr(dataset.X, "toarray") and m * dataset.X.shape[1] > 50_000_000:
             raise ParamError("dataset", dataset.name, "dense enough to hold (m x d at most 5e7) for algorithm=kernel_pegasos")
         if self.batch > m:

@@ -136,9 +136,26 @@ def held_out(dataset: object, W: np.ndarray) -> dict[str, float]:
 
 
 class _Multiclass(Learner):
-    """Shared checks: the data must be multiclass."""
+    """Shared checks: the data must be multiclass, and the run's arrays must fit in memory."""
 
     multiclass = True
+
+    def run_bytes(self, n: int | None, d: int | None, k: int | None) -> dict[str, tuple[object, float]]:
+        """The run's dominant arrays, ``{param: (value, bytes)}``: per-step arrays and the training sample's
+        losses (overridden where the learner draws or loops differently)."""
+        T = int(getattr(self, "T", 0) or 0)
+        d, k, n = d or 0, k or 0, n or 0
+        return {"T": (getattr(self, "T", None), T * (8.0 * 8 + 8.0 * 3 * k)),
+                "k": (k, 8.0 * 4 * k * d + 8.0 * 40 * k * d + 8.0 * 4 * n * k)}
+
+    def check_with(self, dataset: object) -> None:
+        from pipeline.learners.base import planned_shape
+        from pipeline.params import check_sizes
+
+        n, d = planned_shape(dataset)
+        k = getattr(dataset, "k", None)
+        k = int(k) if isinstance(k, int) and not isinstance(k, bool) else None
+        check_sizes(self.run_bytes(n, d, k), "lower T, k or d", "the run")
 
     def check_data(self, dataset: object) -> None:
         if not hasattr(dataset, "k") or not hasattr(dataset, "X_test"):
@@ -182,6 +199,13 @@ class MulticlassSGD(_Multiclass):
     def __init__(self, *, B: float, T: int = 10_000) -> None:
         self.B = B
         self.T = T
+
+    def run_bytes(self, n: int | None, d: int | None, k: int | None) -> dict[str, tuple[object, float]]:
+        """Besides the per-step arrays: the T fresh examples drawn at once (T x d, with the sampler's copies)."""
+        terms = super().run_bytes(n, d, k)
+        T = int(self.T)
+        terms["T"] = (self.T, terms["T"][1] + 8.0 * 3 * T * (d or 0))
+        return terms
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         from pipeline.multiclass_solvers import ghinge_losses
@@ -247,6 +271,7 @@ class MulticlassSVM(_Multiclass):
         """Before any data exist: a bundled set needs a training sample drawn from it."""
         if getattr(dataset, "name", None) == "multiclass_bundled" and getattr(dataset, "sample", None) is None:
             raise UserError(self.NEEDS_SAMPLE)
+        super().check_with(dataset)
 
     def check_data(self, dataset: object) -> None:
         """Refuse a finite population S that is also the training sample (the risk would be measured on the

@@ -12,7 +12,9 @@ import numpy as np
 
 from pipeline._jit import dot, dot_row, kernel
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.params import MAX_STEPS, POSITIVE_WORDS, STATE_LIMIT, STEPS_WORDS, Param, ParamError, UserError, reciprocal_finite
+from pipeline.learners.base import planned_shape
+from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, STATE_LIMIT, STEPS_WORDS, Param, ParamError, UserError, check_sizes,
+                             reciprocal_finite)
 
 SAMPLINGS = {
     "iid": "i.i.d. with replacement (P11 Fig. 1-2; the expectation bounds need this)",
@@ -208,6 +210,15 @@ class Pegasos(Learner):
         rho = getattr(dataset, "rho", None)
         if isinstance(rho, (int, float)):  # generated data: R <= rho (1 + rounding), known before they exist
             self.check_scale(float(rho) * (1.0 + 1e-12))
+        self.check_memory(*planned_shape(dataset))
+
+    def check_memory(self, n: int | None, d: int | None) -> None:
+        """Refuse T, batch or a sample whose arrays exceed the available memory: the index stream (T x batch
+        int64) and the comparator's losses on it, ~8 per-step float arrays, and the dense sample's copies."""
+        T, k = int(self.T), int(self.batch)
+        sample = 8.0 * 4 * n * d + 8.0 * 2 * SNAPSHOTS * d if n is not None and d is not None else 0.0
+        check_sizes({"T": (self.T, T * (24.0 * k + 64.0)), "batch": (self.batch, 0.0), "n": (n, sample)},
+                    "lower T, batch, n or d", "the run")
 
     def check_scale(self, R: float) -> None:
         """Refuse lam < T (R + 1)^2 / 2^500: below it the state ||v||^2 <= (T R / lam)^2 of the kernel and
@@ -220,6 +231,7 @@ class Pegasos(Learner):
     def check_data(self, dataset: object) -> None:
         m, d = dataset.X.shape
         self.check_scale(float(dataset.stats.R))
+        self.check_memory(m, d)
         if hasattr(dataset.X, "toarray") and m * d > MAX_DENSE:
             raise UserError(f"algorithm={self.name}: dataset {dataset.name} is sparse with m x d = {m * d:.3g} entries; "
                             f"Pegasos reads dense rows, at most {MAX_DENSE:.0e} entries (use a smaller dataset.d or n)")

@@ -120,6 +120,16 @@ class Perceptron(Learner):
         self.tie = tie
         self.passes = passes
 
+    def check_with(self, dataset: object) -> None:
+        """The trace of passes x n steps (int8, the concatenated passes, the mistakes' int64 positions) fits."""
+        from pipeline.learners.base import planned_shape
+        from pipeline.params import check_memory
+
+        n, d = planned_shape(dataset)
+        if n is not None:
+            check_memory("passes", self.passes, 10.0 * int(self.passes) * n + 8.0 * (d or 0),
+                         "lower passes or n (the run keeps a per-step trace of passes x n steps)", "the run's trace")
+
     def _start(self, d: int) -> None:
         if not hasattr(self, "w_"):
             self.check()
