@@ -91,7 +91,10 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
         stem = f"{name}_{compare['quantity']}_by_{compare['by']}"
         fig = plots.compare(table, compare["quantity"], compare["by"], compare.get("x"))
         pngs.append(next(p for p in plots.save(fig, figures, stem) if p.suffix == ".png"))
-    parent = sweep / ".boundlab_parent"
+    from pipeline.stages import WORK_DIR
+    from pipeline.tracking import PARENT_FILE
+
+    parent = WORK_DIR / name / PARENT_FILE  # where the stage's sweep ran (results/NAME holds only its results)
     return Experiment(
         name=name,
         question=" ".join(str(spec.get("question") or "").split()),
@@ -105,18 +108,28 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
     )
 
 
-def provenance() -> dict[str, Any]:
-    """Git commit, Python and package versions, platform, and when the report was written."""
-    from pipeline.tracking import git_commit
+PROVENANCE = "provenance.json"  # beside the report, outside DVC's outs: the run's circumstances
 
+
+def provenance() -> dict[str, Any]:
+    """What determines the numbers: the Python and package versions (in the report's pages)."""
     versions = {}
     for p in PACKAGES:
         try:
             versions[p] = metadata.version(p)
         except metadata.PackageNotFoundError:
             versions[p] = "not installed"
-    return {"git commit": git_commit(), "python": platform.python_version(), "platform": platform.platform(),
-            "written": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "packages": versions}
+    return {"python": platform.python_version(), "packages": versions}
+
+
+def circumstances(experiments: list[Experiment]) -> dict[str, Any]:
+    """How this report was made: git commit, machine, time, each experiment's MLflow parent run. Written to
+    ``report/provenance.json`` and the report's MLflow run, not into the pages DVC tracks: a fresh clone's
+    ``dvc repro`` must reproduce them byte for byte (the commit alone would change with every commit)."""
+    from pipeline.tracking import git_commit
+
+    return {"git commit": git_commit(), "platform": platform.platform(), "written": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "mlflow parent runs": {e.name: e.parent_run for e in experiments}}
 
 
 def problems(experiments: list[Experiment]) -> list[str]:
@@ -170,6 +183,10 @@ LEGEND = ("Verdicts (docs/bounds.md, section 9): <b>holds</b>, <b>violated</b>, 
           "(what a learner that never learns measures); only informative runs count as evidence that a bound holds.")
 
 
+RECORD = ("The git commit, machine, time and MLflow parent runs of this report are in provenance.json beside "
+          "it and in its MLflow run (experiment 'report'); these pages hold only what the computation determines.")
+
+
 def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path) -> str:
     """One self-contained page: summary of every claim, then each experiment with its figures (PNG
     embedded as data URIs), then the provenance."""
@@ -181,8 +198,7 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path)
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>boundlab report</title>"
              f"<style>{CSS}</style></head><body>",
              "<h1>boundlab: online learners against the theorems that bound them</h1>",
-             f"<p>{len(experiments)} experiments, {len(verdicts)} claims: {held} hold, {undecided} inconclusive. Commit <code>{e_(prov['git commit'])}</code>, "
-             f"written {e_(prov['written'])}.</p>"]
+             f"<p>{len(experiments)} experiments, {len(verdicts)} claims: {held} hold, {undecided} inconclusive.</p>"]
     if issues:
         parts.append("<div class='banner fails'>Failing: " + "<br>".join(e_(i) for i in issues) + "</div>")
     else:
@@ -198,7 +214,7 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path)
     for e in experiments:
         parts.append(f"<h2 id='{e_(e.name)}'>{e_(e.name)}</h2><p class='question'>{e_(e.question)}</p>")
         parts.append(f"<p>{e.runs} runs" + (f", <span class='fails'>{e.failed_jobs} failed jobs</span>" if e.failed_jobs else "")
-                     + (f"; MLflow parent run <code>{e_(e.parent_run)}</code>" if e.parent_run else "") + "</p>")
+                     + "</p>")
         parts.append("<table><tr><th>bound</th><th>type</th><th>claim</th><th>verdict</th><th>informative / runs</th>"
                      "<th>evidence</th></tr>")
         for v in e.verdicts:
@@ -231,6 +247,7 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path)
             parts.append(f"<tr><th>{e_(k)}</th><td><code>{e_(str(v))}</code></td></tr>")
     parts.append("<tr><th>packages</th><td>" + ", ".join(f"{e_(p)} {e_(v)}" for p, v in prov["packages"].items())
                  + "</td></tr></table>")
+    parts.append(f"<p>{e_(RECORD)}</p>")
     parts.append(f"<p><small>{LEGEND} Numbers are read from results/NAME/metrics.json and results.parquet; no bound "
                  "is recomputed here.</small></p></body></html>")
     return "\n".join(parts)
@@ -240,7 +257,7 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
     """The summary: every claim with its verdict, the figures as links, the provenance."""
     import os
 
-    lines = ["# boundlab report", "", f"Commit `{prov['git commit']}`, written {prov['written']}.", ""]
+    lines = ["# boundlab report", ""]
     issues = problems(experiments)
     lines += (["**FAILING:**", ""] + [f"- {i}" for i in issues] + [""]) if issues else [
         "No claim is violated and every claim's bound ran.", ""]
@@ -255,7 +272,7 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
         lines += [""] + [f"- [{f.stem}]({Path(os.path.relpath(f, out_dir)).as_posix()})" for f in e.figures]
     lines += ["", "## Provenance", ""]
     lines += [f"- {k}: `{v}`" for k, v in prov.items() if k != "packages"]
-    lines += ["- packages: " + ", ".join(f"{p} {v}" for p, v in prov["packages"].items()), ""]
+    lines += ["- packages: " + ", ".join(f"{p} {v}" for p, v in prov["packages"].items()), "", RECORD, ""]
     return "\n".join(lines)
 
 
@@ -280,13 +297,16 @@ def build(names: list[str] | None = None, results: Path = Path("results"), exper
                "verdicts": {f"{v.experiment}/{v.bound}": v.status for v in verdicts},
                "claims_detail": [v.as_dict() for v in verdicts]}
     (out_dir / "verdicts.json").write_text(json.dumps(summary, indent=2) + "\n")
+    record = circumstances(loaded)
+    (out_dir / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n")
     issues = problems(loaded)
     if track:
-        _track(loaded, out_dir, summary, failed=bool(issues))
+        _track(loaded, out_dir, summary, failed=bool(issues), record=record)
     return loaded, issues
 
 
-def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any], failed: bool) -> None:
+def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any], failed: bool,
+           record: dict[str, Any]) -> None:
     """The report as one MLflow run (experiment ``report``): the pages, the figures it drew, and the
     counts of claims as metrics; FAILED when the report stage fails."""
     from pipeline import tracking
@@ -294,8 +314,10 @@ def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any]
     uri = tracking.tracking_uri()
     run_id = tracking.start_parent(uri, experiment="report", name=f"report {time.strftime('%Y-%m-%d %H:%M:%S')}",
                                    question="Every experiment's claims and verdicts", sweep_id="report",
-                                   tags={"boundlab.experiments": " ".join(e.name for e in experiments)})
-    files = [out_dir / "index.html", out_dir / "summary.md", out_dir / "verdicts.json", *sorted((out_dir / "figures").glob("*"))]
+                                   tags={"boundlab.experiments": " ".join(e.name for e in experiments),
+                                         "boundlab.report_commit": str(record["git commit"])})
+    files = [out_dir / "index.html", out_dir / "summary.md", out_dir / "verdicts.json", out_dir / PROVENANCE,
+             *sorted((out_dir / "figures").glob("*"))]
     metrics = {k: float(v) for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
     tracking.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
 

@@ -1,7 +1,8 @@
 """Thin entry points: the Hydra job, and the DVC stage that runs a named experiment.
 
-``python -m pipeline.stages NAME`` runs ``boundlab -m experiment=NAME`` into ``results/NAME`` with the
-overrides in ``params.yaml`` (a list value sweeps), so ``dvc exp run -S gamma=0.2`` changes the sweep.
+``python -m pipeline.stages NAME`` runs ``boundlab -m experiment=NAME`` with the overrides in ``params.yaml``
+(a list value sweeps), so ``dvc exp run -S gamma=0.2`` changes the sweep, and publishes its results into
+``results/NAME`` (:func:`dvc_stage`).
 """
 
 from __future__ import annotations
@@ -250,8 +251,18 @@ def job(cfg: DictConfig) -> None:
                  row.theoretical, row_phrase(row), row.ratio, f"; {row.reason}" if row.reason else "")
 
 
-def dvc_stage(experiment: str, params_file: Path = Path("params.yaml")) -> None:
-    """Run the named experiment into results/NAME with the overrides of ``params_file``."""
+WORK_DIR = Path("multirun") / "dvc"  # the DVC stages' sweeps run here; results/NAME gets what they determine
+PUBLISHED = ("results.parquet", "curves.parquet", "metrics.json", "*.png", "*.svg")
+
+
+def dvc_stage(experiment: str, params_file: Path = Path("params.yaml"), results: Path = Path("results")) -> None:
+    """Run the named experiment with the overrides of ``params_file``, then publish it into results/NAME.
+
+    The sweep runs in ``multirun/dvc/NAME`` (its job directories, logs, Hydra's records with absolute
+    paths, done markers with code hashes, the parent run's id): a rerun resumes there. DVC tracks
+    results/NAME, which receives only what the computation determines (:func:`publish`), so a fresh
+    clone's ``dvc repro`` reproduces the committed ``dvc.lock``. A sweep that ends with exit code 1 (a
+    failed job or a violated bound) is published too, then the exit is passed on."""
     from pipeline.cli import main
 
     params = OmegaConf.to_container(OmegaConf.load(params_file)) if params_file.exists() else {}
@@ -262,7 +273,31 @@ def dvc_stage(experiment: str, params_file: Path = Path("params.yaml")) -> None:
         if isinstance(value, list):
             value = ",".join(str(v) for v in value)
         overrides.append(f"{key}={value}")
-    main(["-m", f"experiment={experiment}", f"hydra.sweep.dir=results/{experiment}", *overrides])
+    work = WORK_DIR / experiment
+    try:
+        main(["-m", f"experiment={experiment}", f"hydra.sweep.dir={work}", *overrides])
+    except SystemExit as e:
+        if e.code == 1 and (work / "metrics.json").exists():
+            publish(work, results / experiment)
+        raise
+    publish(work, results / experiment)
+
+
+def publish(sweep_dir: Path, dest: Path) -> list[Path]:
+    """Copy the sweep's tables, verdict summary and figures (:data:`PUBLISHED`) into ``dest``, replacing it
+    whole: staged beside it and renamed, so ``dest`` never mixes two sweeps' files."""
+    import shutil
+
+    staging = dest.with_name(f".{dest.name}.{os.getpid()}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for pattern in PUBLISHED:
+        for path in sorted(sweep_dir.glob(pattern)):
+            shutil.copyfile(path, staging / path.name)
+    if dest.exists():
+        shutil.rmtree(dest)
+    os.replace(staging, dest)
+    return sorted(dest.iterdir())
 
 
 if __name__ == "__main__":

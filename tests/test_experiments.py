@@ -129,7 +129,7 @@ def _env(tmp_path: Path, broken: bool = False) -> dict[str, str]:
 
 def _workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
-    ws.mkdir()
+    ws.mkdir(parents=True)
     (ws / "experiments").symlink_to(ROOT / "experiments")
     (ws / "params.yaml").write_text("n: [6]\nrho: [1]\n")  # 2 jobs of perceptron_tight (both tie rules)
     return ws
@@ -168,7 +168,34 @@ def test_report_from_a_small_sweep_has_every_claim_and_figure(tmp_path: Path) ->
     exp = client.get_experiment_by_name("report")
     (run_,) = client.search_runs([exp.experiment_id])
     assert run_.info.status == "FINISHED" and run_.data.metrics["deterministic_failures"] == 0
-    assert {"index.html", "summary.md"} <= {a.path for a in client.list_artifacts(run_.info.run_id)}
+    assert {"index.html", "summary.md", "provenance.json"} <= {a.path for a in client.list_artifacts(run_.info.run_id)}
+    # what DVC tracks holds only what the computation determines; the circumstances are beside it
+    published = sorted(p.name for p in (ws / "results" / "perceptron_tight").iterdir())
+    assert all(p.endswith((".parquet", ".json", ".png", ".svg")) for p in published), published
+    assert (ws / "multirun" / "dvc" / "perceptron_tight" / "0" / "done.json").exists()
+    record = json.loads((ws / "report" / "provenance.json").read_text())
+    parent = record["mlflow parent runs"]["perceptron_tight"]
+    assert parent and client.get_run(parent).info.status == "FINISHED"
+    for text in (page, summary, json.dumps(verdicts)):
+        assert record["git commit"] not in text and record["written"] not in text and parent not in text
+        assert str(ws) not in text and str(tmp_path) not in text
+
+
+@pytest.mark.slow
+def test_the_tracked_outputs_of_two_fresh_workspaces_are_byte_identical(tmp_path: Path) -> None:
+    """What DVC tracks (results/NAME, the report's pages and figures) is the same in two workspaces with
+    their own MLflow stores, run ids, paths and times: a fresh clone's ``dvc repro`` reproduces dvc.lock."""
+    outputs = []
+    for i in range(2):
+        ws, env = _workspace(tmp_path / str(i)), _env(tmp_path / str(i))
+        for args in (("-m", "pipeline.report", "run", "perceptron_tight"), ("-m", "pipeline.report")):
+            done = _python(*args, cwd=ws, env=env)
+            assert done.returncode == 0, done.stderr[-3000:]
+        tracked = [*(ws / "results").rglob("*"), *(ws / "report").rglob("*")]
+        outputs.append({p.relative_to(ws).as_posix(): p.read_bytes() for p in tracked
+                        if p.is_file() and p.name != "provenance.json"})
+    assert len(outputs[0]) > 5 and outputs[0].keys() == outputs[1].keys()
+    assert [k for k in outputs[0] if outputs[0][k] != outputs[1][k]] == []
 
 
 @pytest.mark.slow
