@@ -347,8 +347,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from pipeline import tracking
 
         parent = os.environ.get(tracking.PARENT_ENV)
-        if parent:
-            tracking.end_run(tracking.tracking_uri(plan.tracking_uri), parent, "KILLED")
+        if parent:  # the launcher has stopped its workers (joblib kills them): their runs end with the parent
+            uri = tracking.tracking_uri(plan.tracking_uri)
+            tracking.end_children(uri, parent, "KeyboardInterrupt: the sweep was interrupted while this job ran")
+            tracking.end_run(uri, parent, "KILLED")
         print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
         raise SystemExit(130) from None
     finally:
@@ -412,16 +414,13 @@ class StopGuard:
         """The main thread is inside a native call: end the runs it holds KILLED, and the process."""
         from pipeline import tracking
 
-        reason = KeyboardInterrupt(f"{name} during a long native call (a solver or a compiled loop)")
-        for run in list(tracking.OPEN_RUNS.values()):
-            try:
-                run.fail(reason)
-            except Exception:  # noqa: BLE001 - stopping matters more; the rerun marks it KILLED
-                pass
+        tracking.end_open_runs(f"{name} during a long native call (a solver or a compiled loop)")
         parent = os.environ.get(tracking.PARENT_ENV)
         if parent:
             try:
-                tracking.end_run(tracking.tracking_uri(self.tracking), parent, "KILLED")
+                uri = tracking.tracking_uri(self.tracking)
+                tracking.end_children(uri, parent, f"KeyboardInterrupt: {name}: the sweep was stopped while this job ran")
+                tracking.end_run(uri, parent, "KILLED")
             except Exception:  # noqa: BLE001
                 pass
         print(f"boundlab: stopped by {name} during a long native call; finished jobs are kept: run the same "

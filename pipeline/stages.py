@@ -116,6 +116,9 @@ def watch_driver(grace: float = 5.0, every: float = 0.5) -> None:
         if _in_job:
             _thread.interrupt_main()
             time.sleep(grace)
+            from pipeline import tracking
+
+            tracking.end_open_runs(f"the sweep's process {driver} ended while this job ran")  # still in a native call
         os._exit(1)
 
     threading.Thread(target=watch, name="boundlab-driver-watch", daemon=True).start()

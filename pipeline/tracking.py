@@ -285,16 +285,25 @@ def resume_parent(uri: str, sweep_dir: Path, params: Mapping[str, str] | None = 
                 "sweep %s: reused with another grid (%s differ from parent run %s, left as it was); "
                 "starting a new parent run", sweep_dir, ", ".join(changed), parent_id)
             return None
+    stale = end_children(uri, parent_id, "interrupted: its process ended before the run did")
+    client.update_run(parent_id, status="RUNNING")
+    return parent_id, sweep_id, stale
+
+
+def end_children(uri: str, parent_id: str, reason: str) -> int:
+    """End the parent's child runs still RUNNING as KILLED with ``reason`` (their processes are gone: a
+    stopped sweep's workers, or an earlier start of the sweep). Returns how many."""
+    client = _client(uri)
+    parent = client.get_run(parent_id)
     stale = client.search_runs(
         [parent.info.experiment_id],
         filter_string=f"tags.mlflow.parentRunId = '{parent_id}' and attributes.status = 'RUNNING'",
         max_results=10_000,
     )
     for run in stale:
-        client.set_tag(run.info.run_id, "boundlab.error", "interrupted: its process ended before the run did")
+        client.set_tag(run.info.run_id, "boundlab.error", reason)
         client.set_terminated(run.info.run_id, status="KILLED")
-    client.update_run(parent_id, status="RUNNING")
-    return parent_id, sweep_id, len(stale)
+    return len(stale)
 
 
 def end_run(uri: str, run_id: str, status: str) -> None:
@@ -381,4 +390,14 @@ class JobRun:
         OPEN_RUNS.pop(self.run_id, None)
 
 
-OPEN_RUNS: dict[str, JobRun] = {}  # this process's job runs not ended yet (pipeline.cli ends them on a hard stop)
+OPEN_RUNS: dict[str, JobRun] = {}  # this process's job runs not ended yet (end_open_runs on a hard stop)
+
+
+def end_open_runs(reason: str) -> None:
+    """End this process's open job runs KILLED with ``reason``, from a thread other than the one running the
+    job (which is stuck in a native call, or about to be stopped): a hard stop leaves no run RUNNING."""
+    for run in list(OPEN_RUNS.values()):
+        try:
+            run.fail(KeyboardInterrupt(reason))
+        except Exception:  # noqa: BLE001 - stopping matters more; a rerun marks it KILLED
+            pass

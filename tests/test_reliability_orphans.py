@@ -230,7 +230,7 @@ if where:
     module = importlib.import_module(module_name)
     original = getattr(module, attr)
     def hang(*args, **kwargs):
-        open(os.environ["BOUNDLAB_NATIVE_FLAG"], "w").close()
+        open(os.environ["BOUNDLAB_NATIVE_FLAG"] + "." + str(os.getpid()), "w").close()
         hashlib.pbkdf2_hmac("sha256", b"boundlab", b"salt", 500_000_000)
         return original(*args, **kwargs)
     setattr(module, attr, hang)
@@ -255,7 +255,7 @@ def test_a_signal_during_a_long_native_call_stops_the_run_within_seconds(tmp_pat
     argv = [*_command(), *(["-m", "seed=0,1"] if sweep else []), "dataset=file", f"dataset.path={svm_file}", "name=native"]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(flag.exists, 300, "the run to enter the native call")
+        _wait_for(lambda: list(tmp_path.glob("in-native-call.*")), 300, "the run to enter the native call")
         time.sleep(0.5)
         sent = time.monotonic()
         proc.send_signal(sig)
@@ -280,3 +280,31 @@ def test_a_signal_during_a_long_native_call_stops_the_run_within_seconds(tmp_pat
     # no cache entry from the interrupted job, whole or partial
     assert not [p for p in cache.rglob("*") if p.is_file() and "lp-highs" in p.name and where.endswith("direction")]
     assert not list(cache.rglob("*.tmp"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_a_joblib_sweep_whose_workers_are_in_native_calls(tmp_path: Path, sig: int) -> None:
+    """The driver stops at once; its workers are gone within seconds; every run it started ends KILLED."""
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = with_sitecustomize(tmp_path, NATIVE_HANG, {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_NATIVE_AT": "pipeline.run:run",
+                                                     "BOUNDLAB_NATIVE_FLAG": str(tmp_path / "in-native-call")})
+    argv = [*_command(), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1,2", "n=100", "d=5"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: len(list(tmp_path.glob("in-native-call.*"))) == 2, 300, "two workers in a native call")
+        workers = [int(p.name.rsplit(".", 1)[1]) for p in tmp_path.glob("in-native-call.*")]
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == 130
+        assert time.monotonic() - sent < 6
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    _wait_for(lambda: not any(_alive(w) for w in workers), 15, "the workers to stop")
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert len(runs) == 3 and all(r.info.status == "KILLED" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
