@@ -164,6 +164,8 @@ class SweepCallback(Callback):
                   "already running); wait for it to finish or stop it, then run the command again to resume",
                   file=sys.stderr)
             raise SystemExit(1) from None
+        except Exception as e:  # a directory that cannot be created or locked (read-only, no flock on the mount)
+            _stop(f"start (cannot take the sweep directory {sweep_dir})", e)
         try:
             self._start(config)
         except KeyboardInterrupt:

@@ -213,11 +213,14 @@ def experiment_id(uri: str, name: str) -> str:
 
 @functools.cache
 def git_commit() -> str:
-    """The commit of the project checkout, with '+dirty' when it has uncommitted changes."""
+    """The commit of the project checkout, with '+dirty' when it has uncommitted changes to what the runs
+    compute from. ``dvc.lock`` is left out: ``dvc repro`` itself rewrites it while the stages run, so every
+    run of the main job would otherwise call its own commit dirty."""
     root = project_root()
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)dvc.lock"],
+                               cwd=root, capture_output=True, text=True)
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

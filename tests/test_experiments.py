@@ -222,3 +222,22 @@ def test_a_broken_learner_fails_the_report_stage_and_shows_in_the_report(tmp_pat
     parents = client.search_runs([client.get_experiment_by_name("perceptron_tight").experiment_id],
                                  filter_string="attributes.run_name LIKE 'perceptron_tight sweep%'")
     assert parents and all(r.info.status == "FAILED" for r in parents)
+
+
+def test_the_commit_is_dirty_for_edited_code_but_not_for_the_lock_dvc_rewrites(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import tracking
+
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "fixture"]):
+        subprocess.run([*git, *cmd], cwd=tmp_path, check=True)
+    monkeypatch.setattr(tracking, "project_root", lambda: tmp_path)
+    commit = getattr(tracking.git_commit, "__wrapped__", tracking.git_commit)  # uncached: the checkout changes here
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert commit() == head
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")  # what dvc repro does while it runs
+    assert commit() == head
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert commit() == f"{head}+dirty"
