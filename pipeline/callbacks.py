@@ -232,7 +232,7 @@ class SweepCallback(Callback):
 
     def _aggregate(self, config: DictConfig, sweep_dir: Path, size: int | None, staging: Path) -> list[str]:
         """Collect, stage, publish and log the sweep's files; end the parent. Returns what to report."""
-        from pipeline import plots, tracking
+        from pipeline import plots, resume, tracking
 
         table, curves, failed = collect(sweep_dir, size)
         staging.mkdir(parents=True, exist_ok=True)
@@ -254,10 +254,14 @@ class SweepCallback(Callback):
                    for k, v in s.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         verdict_tags = {f"boundlab.verdict.{b}": f"{s['verdict']}: {s['evidence']}"[:5000]
                         for b, s in stats.items() if isinstance(s, dict)}
-        tracking.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"]},
+        # jobs whose result came from the job store: their runs stay where they are, linked from this parent
+        reused = [r for j in _job_dirs(sweep_dir, size) if (r := resume.reused_run(j)) and resume.finished(j)]
+        verdict_tags["boundlab.reused_runs"] = (" ".join(reused) or "none")[:5000]
+        tracking.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"], "reused_jobs": len(reused)},
                                failed=bool(failed or violated), tags=verdict_tags)
         elapsed = time.perf_counter() - self.started
-        log.info("sweep %s: %d runs in %.1f s; results in %s", self.sweep_id, stats["runs"], elapsed, sweep_dir)
+        log.info("sweep %s: %d runs in %.1f s (%d reused from earlier sweeps); results in %s", self.sweep_id, stats["runs"],
+                 elapsed, len(reused), sweep_dir)
         for b, s in stats.items():
             if isinstance(s, dict):
                 log.info("  %s (%s): %s", b, s["guarantee"], sweep_line(s))

@@ -99,13 +99,15 @@ def inputs(dataset: Any) -> dict[str, str]:
     return {str(path): fingerprint(path)} if isinstance(path, (str, os.PathLike)) and str(path) else {}
 
 
-def record(out: Path, key: str, data_hash: str, streamed: bool = False, sources: Mapping[str, str] | None = None) -> None:
+def record(out: Path, key: str, data_hash: str, streamed: bool = False, sources: Mapping[str, str] | None = None,
+           code: str | None = None) -> None:
     """Mark ``out`` as a finished run of ``key`` (atomic: a crash leaves no half-written marker).
     ``streamed``: the data were a stream regenerated from the config's seed, with no ``data.npz``.
     ``sources``: :func:`inputs` of the dataset, taken before it was read (so an edit made while the
-    job ran is seen as a change by the next check, never hidden)."""
+    job ran is seen as a change by the next check, never hidden). ``code``: the job's :func:`job_code`
+    (the whole package's :func:`code_hash` if not given)."""
     tmp = out / f".{MARKER}.tmp"
-    done = {"key": key, "code": code_hash(), "data_hash": data_hash} | ({"streamed": True} if streamed else {})
+    done = {"key": key, "code": code or code_hash(), "data_hash": data_hash} | ({"streamed": True} if streamed else {})
     if sources:
         done["inputs"] = dict(sources)
     tmp.write_text(json.dumps(done) + "\n")
@@ -124,9 +126,10 @@ def _read_marker(marker: Path) -> dict[str, Any] | str:
     return done
 
 
-def check(out: Path, key: str, sources: Mapping[str, str] | None = None) -> str | None:
+def check(out: Path, key: str, sources: Mapping[str, str] | None = None, code: str | None = None) -> str | None:
     """None if ``out`` holds an intact finished run of ``key`` made from ``sources`` (:func:`inputs`,
-    as the files are now); otherwise why it must (re)run. Never raises for a damaged job directory."""
+    as the files are now) by ``code`` (:func:`job_code`; the whole package's hash if not given); otherwise
+    why it must (re)run. Never raises for a damaged job directory."""
     marker = out / MARKER
     if not marker.exists():
         return "not run yet" if not (out / "results.parquet").exists() else "interrupted"
@@ -135,8 +138,8 @@ def check(out: Path, key: str, sources: Mapping[str, str] | None = None) -> str 
         return done
     if done.get("key") != key:
         return "its config changed"
-    if done.get("code") != code_hash():
-        return "the code changed"
+    if done.get("code") != (code or code_hash()):
+        return "the code it runs changed"
     recorded = done.get("inputs") or {}
     current = dict(sources or {})
     if recorded != current:
@@ -171,8 +174,8 @@ def finished(out: Path) -> bool:
 
 
 def invalidate(out: Path) -> None:
-    """Remove the marker and error of a job about to (re)run."""
-    for name in (MARKER, "error.txt"):
+    """Remove the marker, error and reuse record of a job about to (re)run."""
+    for name in (MARKER, "error.txt", REUSED):
         (out / name).unlink(missing_ok=True)
 
 
@@ -216,3 +219,190 @@ def release(fd: int | None) -> None:
     """Release a lock taken by :func:`hold` (the file stays; only the lock is dropped)."""
     if fd is not None:
         os.close(fd)
+
+
+# --- Job identity: what a job is, whichever command reached it ------------------------------------------
+
+def _module_file(name: str) -> Path | None:
+    """The source file of module ``name`` (a package's ``__init__.py``), or None if it has none."""
+    import importlib.util
+
+    parts = name.split(".")
+    if parts[0] == "pipeline":  # ours: by path, without importing anything
+        base = PACKAGE_ROOT.joinpath(*parts)
+        for candidate in (base / "__init__.py", base.with_suffix(".py")):
+            if candidate.is_file():
+                return candidate
+        return None
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return Path(origin) if origin and origin.endswith(".py") else None
+
+
+def _imports(name: str, path: Path, packages: frozenset[str]) -> set[str]:
+    """The modules of ``packages`` that module ``name`` imports anywhere in its source (functions included:
+    the lazy imports count), read from its syntax tree, never by importing it."""
+    import ast
+
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.add(module)
+            found |= {f"{module}.{alias.name}" for alias in node.names}  # `from pkg import submodule`
+    return {m for m in found if m and m.split(".")[0] in packages}
+
+
+@functools.cache
+def closure(roots: tuple[str, ...]) -> dict[str, Path]:
+    """``roots`` and every module they import, transitively, within their own top-level packages (the
+    parents of a module included: they run first), each with its source file."""
+    packages = frozenset(r.split(".")[0] for r in roots)
+    seen: dict[str, Path] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = _module_file(name)
+        if path is None:
+            continue
+        seen[name] = path
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+        todo += sorted(_imports(name, path, packages))
+    return dict(sorted(seen.items()))
+
+
+def code_of(roots: tuple[str, ...]) -> str:
+    """Hash of the source of :func:`closure` ``(roots)``. Editing a module outside it (the report, the plots,
+    the tracking) leaves a job's identity unchanged; editing one inside it (a learner, a kernel, a bound,
+    the data) changes it. Where unsure it includes more: a module reached is included whole, and a
+    package's ``__init__`` reaches every module it imports (all learners, all datasets)."""
+    h = hashlib.sha256()
+    for name, path in closure(roots).items():
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def job_roots(spec: Any) -> tuple[str, ...]:
+    """The modules a job runs from: the run loop (which reaches the bounds, comparators and certificates),
+    its learner's and its dataset's modules (plug-ins included)."""
+    return tuple(sorted({"pipeline.run", type(spec.learner).__module__, type(spec.dataset).__module__}))
+
+
+_JOB_CODE: dict[tuple[str, ...], str] = {}  # per process: the sources are read once (a sweep's jobs share them)
+
+
+def job_code(spec: Any) -> str:
+    """:func:`code_of` the job's :func:`job_roots`."""
+    roots = job_roots(spec)
+    if roots not in _JOB_CODE:
+        _JOB_CODE[roots] = code_of(roots)
+    return _JOB_CODE[roots]
+
+
+# --- The job store: a finished job, found by its identity from any sweep ----------------------------------
+
+REUSED = "reused.json"  # in a job directory whose result was taken from the store: the run that made it
+ENTRY = "job.json"
+KEPT = ("results.parquet", "curve.parquet", "trace.npz", "data.npz")  # what a job directory holds of its result
+
+
+def identity(key: str, code: str, sources: Mapping[str, str] | None) -> str:
+    """What a job is: its config (``Job.key``: the learner, the dataset and their resolved parameters,
+    whatever command or override order chose them), the code it runs (:func:`job_code`) and its input
+    files' content (:func:`inputs`)."""
+    payload = json.dumps({"config": key, "code": code, "inputs": dict(sources or {})}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def store_dir() -> Path:
+    """``jobs`` in the statistics cache (``BOUNDLAB_CACHE``, else ``.cache`` in the project root)."""
+    from pipeline.data.certify import default_cache_dir
+
+    return default_cache_dir() / "jobs"
+
+
+def hold_identity(ident: str, waiting: Callable[[str], None] | None = None) -> int:
+    """Hold job ``ident`` for this process, waiting while another process (a concurrent sweep that reached
+    the same job) runs it: it is then found in the store, never run twice."""
+    return hold(store_dir() / "locks" / ident, wait=True, waiting=waiting)
+
+
+def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, Any] | None:
+    """The store's entry for job ``ident`` when it can be reused: whole (its files there, its data matching
+    its recorded hash), tracked in the same store ``uri``, and its run still a live FINISHED run
+    (``finished(run_id)``); None otherwise (the job runs)."""
+    entry_dir = store_dir() / ident
+    try:
+        entry = json.loads((entry_dir / ENTRY).read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("identity") != ident or entry.get("tracking_uri") != uri:
+        return None
+    needed = [n for n in KEPT if n != "data.npz" or not entry.get("streamed")]
+    if not all((entry_dir / n).is_file() for n in needed):
+        return None
+    if not entry.get("streamed") and _data_mismatch(entry_dir, entry.get("data_hash")):
+        return None
+    try:
+        alive = finished(str(entry.get("run_id")))
+    except Exception:  # noqa: BLE001 - a run the store cannot show is not reused
+        return None
+    return entry | {"dir": str(entry_dir)} if alive else None
+
+
+def put(ident: str, out: Path, entry: Mapping[str, Any]) -> None:
+    """Keep the finished job in ``out`` as the store's entry ``ident`` (copies, staged and renamed into
+    place: a reader sees a whole entry or none; a forced rerun replaces the earlier entry)."""
+    import shutil
+
+    root = store_dir()
+    staging = root / f".{ident}.{os.getpid()}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name in KEPT:
+        if (out / name).is_file():
+            shutil.copyfile(out / name, staging / name)
+    (staging / ENTRY).write_text(json.dumps(dict(entry) | {"identity": ident}, sort_keys=True) + "\n")
+    target = root / ident
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(staging, target)
+
+
+def reuse(entry: Mapping[str, Any], out: Path, experiment: str) -> None:
+    """Put the stored job ``entry`` into the job directory ``out`` as this sweep's result: its files, its
+    table's rows under this sweep's experiment name, and :data:`REUSED` naming the run that made it."""
+    import shutil
+
+    import pandas as pd
+
+    source = Path(str(entry["dir"]))
+    out.mkdir(parents=True, exist_ok=True)
+    for name in KEPT:
+        if (source / name).is_file() and name != "results.parquet":
+            shutil.copyfile(source / name, out / name)
+    table = pd.read_parquet(source / "results.parquet")
+    table["experiment"] = experiment  # the same job, reached by another experiment: its rows are this one's
+    table.to_parquet(out / "results.parquet", index=False)
+    (out / REUSED).write_text(json.dumps({k: entry.get(k) for k in ("run_id", "experiment", "output_dir")}) + "\n")
+
+
+def reused_run(out: Path) -> str | None:
+    """The run whose result the job directory ``out`` reused, if it did."""
+    try:
+        return str(json.loads((out / REUSED).read_text())["run_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -171,17 +171,33 @@ def job(cfg: DictConfig) -> None:
     global _in_job
     if multirun:
         watch_driver()
-    lock = None
+    lock = held = None
     _in_job = True
     try:
         # one process per job directory: a twin (an orphaned worker, the same directory named twice) is waited for
         lock = resume.hold(out, wait=True, waiting=lambda pid: log.warning(
             "%s%s: waiting for process %s, which holds %s", step, name, pid, out))
         sources = resume.inputs(spec.dataset)  # before the data are read: an edit during the run reruns it next time
-        why = resume.check(out, spec.key(), sources)
+        code = resume.job_code(spec)
+        why = resume.check(out, spec.key(), sources, code)
         if why is None and not spec.force:
             log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
             return
+        # the same job reached by another command or sweep: wait while another process runs it, then reuse it
+        ident = resume.identity(spec.key(), code, sources)
+        held = resume.hold_identity(ident, waiting=lambda pid: log.warning(
+            "%s%s: waiting for process %s, which runs the same job", step, name, pid))
+        uri = tracking.tracking_uri(cfg.tracking.uri)
+        if multirun and not spec.force:
+            entry = resume.stored(ident, uri, finished=lambda run_id: tracking.is_finished(uri, run_id))
+            if entry is not None:
+                resume.invalidate(out)
+                resume.reuse(entry, out, spec.experiment)
+                resume.record(out, spec.key(), str(entry["data_hash"]), streamed=bool(entry.get("streamed")),
+                              sources=sources, code=code)
+                log.info("%s%s: the same job finished in run %s (%s): reused, not rerun (force=true reruns it)",
+                         step, name, entry["run_id"], entry.get("output_dir"))
+                return
         if why not in ("not run yet", None):
             log.warning("%s%s: rerun because %s", step, name, why)
         try:
@@ -201,8 +217,14 @@ def job(cfg: DictConfig) -> None:
         resolved = OmegaConf.to_container(cfg, resolve=True)
         params = flatten(resolved) | flatten({"algorithm": spec.learner.get_params(), "dataset": spec.dataset.get_params()})
         tracker.finish(params, result.table, result.curve, files)
-        resume.record(out, spec.key(), result.table["data_hash"].iloc[0], streamed=getattr(result.dataset, "streamed", False),
-                      sources=sources)
+        streamed = bool(getattr(result.dataset, "streamed", False))
+        data_hash = str(result.table["data_hash"].iloc[0])
+        resume.record(out, spec.key(), data_hash, streamed=streamed, sources=sources, code=code)
+        try:  # the store is a cache: a job whose result cannot be kept there is still finished
+            resume.put(ident, out, {"run_id": tracker.run_id, "tracking_uri": uri, "experiment": spec.experiment,
+                                    "output_dir": str(out), "data_hash": data_hash, "streamed": streamed})
+        except OSError as e:
+            log.warning("%s%s: not kept in the job store (%s); later sweeps rerun it", step, name, _name_of_error(e))
     except Exception as e:
         if isinstance(e, UserError) and tracker is None and not multirun:
             raise  # data this learner cannot take, outside a sweep: the command's one-line error, no run
@@ -229,6 +251,7 @@ def job(cfg: DictConfig) -> None:
         raise
     finally:
         _in_job = False
+        resume.release(held)
         resume.release(lock)
     if not multirun and {"dual_gap", "f_star_lo"} <= set(result.table):
         first = result.table.iloc[0]

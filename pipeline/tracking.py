@@ -309,6 +309,15 @@ def end_children(uri: str, parent_id: str, reason: str) -> int:
     return len(stale)
 
 
+def is_finished(uri: str, run_id: str) -> bool:
+    """Whether ``run_id`` is a live (not deleted) FINISHED run of the store ``uri``."""
+    try:
+        run = _client(uri).get_run(run_id)
+    except Exception:  # noqa: BLE001 - not in this store, or purged
+        return False
+    return run.info.status == "FINISHED" and run.info.lifecycle_stage == "active"
+
+
 def end_run(uri: str, run_id: str, status: str) -> None:
     _client(uri).set_terminated(run_id, status=status)
 

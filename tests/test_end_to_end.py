@@ -142,7 +142,8 @@ def test_parallel_sweep_is_complete_and_identical_to_the_basic_launcher(tmp_path
     grid = ["-m", "gamma=0.1,0.2", "rho=1,2", "seed=0,1", "n=200", "d=4", "name=launchers"]
     runs = {}
     for launcher in ("basic", "joblib"):
-        extra = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"] if launcher == "joblib" else []
+        # force=true: the joblib sweep computes every job itself instead of reusing the basic sweep's (job store)
+        extra = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "force=true"] if launcher == "joblib" else []
         proc = boundlab(*grid, *extra, f"hydra.sweep.dir={tmp_path / launcher}", cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
         runs[launcher] = tmp_path / launcher

@@ -1,0 +1,186 @@
+"""The job store: a job is what it computes (config, the code it runs, its input files), whichever command,
+override order, grid or experiment reaches it; a finished job is reused, never run twice (pipeline.resume)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers import with_sitecustomize
+
+from pipeline import resume
+
+
+def _children(uri: str, experiment: str) -> list:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id], max_results=1000) if exp else []
+    return [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+
+
+def _parents(uri: str, experiment: str) -> list:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    return [r for r in client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+            if "mlflow.parentRunId" not in r.data.tags]
+
+
+def _env(tmp_path: Path) -> tuple[str, dict[str, str]]:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    return uri, {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+
+
+def _rows(sweep: Path) -> pd.DataFrame:
+    table = pd.read_parquet(sweep / "results.parquet")
+    return table.sort_values(["run", "bound"]).reset_index(drop=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("first", "second", "runs"), [
+    (["seed=0,1,2"], ["seed=0,1,2,3"], 4),  # the grid grows by a seed: one more job
+    (["gamma=0.1,0.2", "seed=0,1"], ["seed=0,1", "gamma=0.1,0.2"], 4),  # the same grid in another order
+    (["gamma=0.1,0.2", "seed=0,1"], ["gamma=0.2", "seed=1,2"], 5),  # overlapping grids
+], ids=["grid-grows", "override-order", "overlap"])
+def test_a_job_reached_by_another_command_is_reused_not_rerun(tmp_path: Path, boundlab, first: list[str],  # noqa: ANN001
+                                                              second: list[str], runs: int) -> None:
+    uri, env = _env(tmp_path)
+    common = ["n=200", "d=5", "name=store"]
+    a = boundlab("-m", *first, *common, f"hydra.sweep.dir={tmp_path / 'a'}", cwd=tmp_path, env=env)
+    assert a.returncode == 0, a.stderr[-3000:]
+    b = boundlab("-m", *second, *common, f"hydra.sweep.dir={tmp_path / 'b'}", cwd=tmp_path, env=env)
+    assert b.returncode == 0, b.stderr[-3000:]
+    children = _children(uri, "store")
+    assert len(children) == runs and all(r.info.status == "FINISHED" for r in children)
+    assert len({r.data.tags["boundlab.config_hash"] for r in children}) == runs  # each job run exactly once
+    first_parent, second_parent = _parents(uri, "store")
+    reused = second_parent.data.tags["boundlab.reused_runs"].split()
+    mine = {r.info.run_id for r in children if r.data.tags["mlflow.parentRunId"] == second_parent.info.run_id}
+    theirs = {r.info.run_id for r in children if r.data.tags["mlflow.parentRunId"] == first_parent.info.run_id}
+    assert set(reused) <= theirs and len(reused) + len(mine) == second_parent.data.metrics["runs"]
+    assert second_parent.data.metrics["reused_jobs"] == len(reused) > 0
+    # the second sweep's table has a row set for every job it covers; the reused ones equal the first's
+    table_a, table_b = _rows(tmp_path / "a"), _rows(tmp_path / "b")
+    assert table_b["run"].nunique() == second_parent.data.metrics["runs"]
+    shared = sorted(set(table_a["run"]) & set(table_b["run"]))
+    assert len(shared) == len(reused)
+    pd.testing.assert_frame_equal(table_a[table_a["run"].isin(shared)].reset_index(drop=True),
+                                  table_b[table_b["run"].isin(shared)].reset_index(drop=True))
+
+
+@pytest.mark.slow
+def test_force_and_another_tracking_store_rerun_a_stored_job(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    uri, env = _env(tmp_path)
+    grid = ["-m", "seed=0,1", "n=200", "d=5", "name=store"]
+    assert boundlab(*grid, f"hydra.sweep.dir={tmp_path / 'a'}", cwd=tmp_path, env=env).returncode == 0
+    forced = boundlab(*grid, "force=true", f"hydra.sweep.dir={tmp_path / 'b'}", cwd=tmp_path, env=env)
+    assert forced.returncode == 0 and "reused, not rerun" not in forced.stdout
+    assert len(_children(uri, "store")) == 4
+    other_uri = f"sqlite:///{tmp_path / 'other.db'}"  # a run in another store cannot be linked: the job runs
+    other = boundlab(*grid, f"hydra.sweep.dir={tmp_path / 'c'}", cwd=tmp_path, env={**env, "MLFLOW_TRACKING_URI": other_uri})
+    assert other.returncode == 0 and "reused, not rerun" not in other.stdout
+    assert len(_children(other_uri, "store")) == 2
+
+
+@pytest.mark.slow
+def test_a_deleted_run_or_a_damaged_entry_is_not_reused(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    import mlflow
+
+    uri, env = _env(tmp_path)
+    grid = ["-m", "seed=0,1", "n=200", "d=5", "name=store"]
+    assert boundlab(*grid, f"hydra.sweep.dir={tmp_path / 'a'}", cwd=tmp_path, env=env).returncode == 0
+    first = {r.data.tags["boundlab.config_hash"]: r for r in _children(uri, "store")}
+    deleted, damaged = sorted(first)
+    mlflow.MlflowClient(tracking_uri=uri).delete_run(first[deleted].info.run_id)
+    (entry,) = [p.parent for p in (tmp_path / "cache" / "jobs").glob(f"*/{resume.ENTRY}")
+                if resume.json.loads(p.read_text())["run_id"] == first[damaged].info.run_id]
+    (entry / "data.npz").write_bytes(b"not the data")
+    again = boundlab(*grid, f"hydra.sweep.dir={tmp_path / 'b'}", cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "reused, not rerun" not in again.stdout, again.stdout[-2000:]
+    live = [r for r in _children(uri, "store") if r.info.lifecycle_stage == "active"]
+    assert Counter(r.data.tags["boundlab.config_hash"] for r in live) == Counter({deleted: 1, damaged: 2})
+
+
+SLOW = """\
+import os, time
+if os.environ.get("BOUNDLAB_SLOW_JOB"):
+    import pipeline.run
+    original = pipeline.run.run
+    def slow(*args, **kwargs):
+        time.sleep(float(os.environ["BOUNDLAB_SLOW_JOB"]))
+        return original(*args, **kwargs)
+    pipeline.run.run = slow
+"""
+
+
+@pytest.mark.slow
+def test_two_sweeps_sharing_jobs_run_each_job_once(tmp_path: Path) -> None:
+    uri, env = _env(tmp_path)
+    env = with_sitecustomize(tmp_path, SLOW, env | {"BOUNDLAB_SLOW_JOB": "2"})
+    exe = Path(sys.executable).parent / "boundlab"
+    argv = {"a": ["seed=0,1,2"], "b": ["seed=2,1,0"]}  # the same jobs, another order: another sweep directory
+    procs = [subprocess.Popen([str(exe), "-m", *grid, "n=200", "d=5", "name=store", f"hydra.sweep.dir={tmp_path / k}"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k, grid in argv.items()]
+    outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
+    assert [code for code, _, _ in outs] == [0, 0], [err[-2000:] for _, _, err in outs]
+    children = _children(uri, "store")
+    assert len(children) == 3 and len({r.data.tags["boundlab.config_hash"] for r in children}) == 3
+    assert sum(out.count("reused, not rerun") for _, out, _ in outs) == 3
+    for k in argv:
+        assert _rows(tmp_path / k)["run"].nunique() == 3
+
+
+# ---------------------------------------------------------------- a job's code: the modules it runs
+
+def test_a_jobs_code_is_its_import_closure_not_the_whole_package() -> None:
+    modules = set(resume.closure(("pipeline.run",)))
+    for needed in ("pipeline.run", "pipeline._jit", "pipeline.bounds.perceptron", "pipeline.learners.pegasos",
+                   "pipeline.data.certify", "pipeline.dual", "pipeline.comparators"):
+        assert needed in modules
+    for outside in ("pipeline.report", "pipeline.plots", "pipeline.tracking", "pipeline.callbacks", "pipeline.cli",
+                    "pipeline.stages"):
+        assert outside not in modules
+
+
+@pytest.mark.parametrize(("edited", "changes"), [("kernel", True), ("bound", True), ("report", False), ("plots", False)])
+def test_editing_a_module_changes_the_identity_of_exactly_the_jobs_that_run_it(tmp_path: Path, edited: str, changes: bool,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = f"plugpkg_{edited}"  # its own name: another case's package stays in sys.modules
+    package = tmp_path / pkg
+    package.mkdir()
+    sources = {
+        "__init__.py": "",
+        "learner.py": f"from {pkg} import kernel\nfrom {pkg}.bound import BOUND\n\ndef run():\n    from . import lazy\n",
+        "kernel.py": "def step(x):\n    return x\n",
+        "bound.py": "BOUND = 1\n",
+        "lazy.py": "",
+        "report.py": f"from {pkg} import learner\n",
+        "plots.py": "import matplotlib\n",
+    }
+    for name, text in sources.items():
+        (package / name).write_text(textwrap.dedent(text))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    resume.closure.cache_clear()
+    before = resume.code_of((f"{pkg}.learner",))
+    assert set(resume.closure((f"{pkg}.learner",))) == {pkg, f"{pkg}.learner", f"{pkg}.kernel", f"{pkg}.bound", f"{pkg}.lazy"}
+    with (package / f"{edited}.py").open("a") as f:
+        f.write("# edited\n")
+    assert (resume.code_of((f"{pkg}.learner",)) != before) is changes
+    resume.closure.cache_clear()
+
+
+def test_identity_is_the_config_the_code_and_the_input_files() -> None:
+    base = resume.identity("key", "code", {"data.svm": "10:abc"})
+    assert base == resume.identity("key", "code", {"data.svm": "10:abc"})
+    assert len({base, resume.identity("key2", "code", {"data.svm": "10:abc"}), resume.identity("key", "code2", {"data.svm": "10:abc"}),
+                resume.identity("key", "code", {"data.svm": "10:abd"}), resume.identity("key", "code", {})}) == 5
