@@ -68,7 +68,9 @@ def _user_key(node: DictConfig, group: str, key: str) -> str:
     return f"{group}.{key}"
 
 
-def _make(registry: dict[str, type], node: DictConfig, group: str) -> Any:
+def _make(registry: Any, node: DictConfig, group: str) -> Any:
+    """The ``group``'s object named by ``node.name``, from ``registry`` (a :class:`pipeline.plugins.Registry`:
+    a plug-in that fails to import raises its one-line :class:`pipeline.plugins.PluginError` here)."""
     name = node.get("name")
     if name not in registry:
         raise ParamError(group, name, f"one of {', '.join(sorted(registry))}")
@@ -97,6 +99,9 @@ def build(cfg: DictConfig) -> Job:
     top = {p.name: p.coerce(cfg.get(p.name)) for p in TOP_LEVEL}
     dataset = _make(DATASETS, cfg.dataset, "dataset")
     learner = _make(LEARNERS, cfg.algorithm, "algorithm")
+    from pipeline.plugins import BOUNDS
+
+    BOUNDS.check_for(learner.name)  # a plug-in learner's own bound entry points load (nothing for a built-in)
     try:
         getattr(learner, "check_with", lambda _: None)(dataset)
     except ParamError as e:

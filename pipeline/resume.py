@@ -297,8 +297,12 @@ def code_of(roots: tuple[str, ...]) -> str:
 
 def job_roots(spec: Any) -> tuple[str, ...]:
     """The modules a job runs from: the run loop (which reaches the bounds, comparators and certificates),
-    its learner's and its dataset's modules (plug-ins included)."""
-    return tuple(sorted({"pipeline.run", type(spec.learner).__module__, type(spec.dataset).__module__}))
+    its learner's and its dataset's modules, and the modules defining its learner's bounds (plug-ins
+    included)."""
+    from pipeline.plugins import BOUNDS
+
+    modules = {"pipeline.run", type(spec.learner).__module__, type(spec.dataset).__module__}
+    return tuple(sorted(modules | set(BOUNDS.modules_for(spec.learner.name))))
 
 
 _JOB_CODE: dict[tuple[str, ...], str] = {}  # per process: the sources are read once (a sweep's jobs share them)

@@ -3,12 +3,20 @@ defaults, registered in Hydra's ConfigStore as ``schema/GROUP/NAME``.
 
 A group's YAML option extends its schema, so ``algorithm.passes=3`` is a plain override, ``--help``
 shows every parameter with its default, and YAML holds only what differs from the code.
+
+Plug-ins (:mod:`pipeline.plugins`) get the same ``schema/GROUP/NAME`` node and, when ``conf/GROUP`` has no
+``NAME.yaml``, a ``GROUP/NAME`` option too (``algorithm=NAME`` then works with no YAML): the schema with
+each parameter that shares its name with a top-level sweep key (``n``, ``d``, ``gamma``, ``lam``, ``T``, ...)
+interpolating it, as the built-ins' YAML files do. A plug-in's nodes are *lazy*: its class is imported
+only when Hydra loads the node (the command selects it), never by ``--help`` or by another command.
 """
 
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
+from hydra.core.config_store import ConfigNode
 from omegaconf import MISSING
 
 
@@ -17,19 +25,96 @@ def node(cls: type) -> dict[str, object]:
     signature = inspect.signature(cls.__init__).parameters
     out: dict[str, object] = {"name": cls.name}
     for p in cls.params:
-        default = signature[p.name].default
+        default = signature[p.name].default if p.name in signature else inspect.Parameter.empty
         out[p.name] = MISSING if default is inspect.Parameter.empty else default
     return out
+
+
+def shared_keys() -> tuple[str, ...]:
+    """The top-level scalar keys of conf/config.yaml that the groups interpolate (gamma, rho, lam, T, n, ...)."""
+    from omegaconf import OmegaConf
+
+    from pipeline.paths import CONF_DIR
+
+    top = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"), resolve=False)
+    skip = {"name", "question", "seed", "force", "defaults"}
+    return tuple(k for k, v in top.items() if k not in skip and isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def option_node(group: str, name: str) -> dict[str, object]:
+    """A plug-in's ``GROUP/NAME`` option: its schema, with the parameters named like a top-level key
+    interpolating it (``n: ${n}``), or ``{name}`` alone when the plug-in cannot be imported (the job's
+    build then reports why, in one line)."""
+    from pipeline import plugins
+
+    registry = plugins.LEARNERS if group == "algorithm" else plugins.DATASETS
+    try:
+        cls = registry[name]
+    except plugins.PluginError:
+        return {"name": name}
+    shared = set(shared_keys())
+    return {k: (f"${{{k}}}" if k in shared else v) for k, v in node(cls).items()}
+
+
+def schema_node(group: str, name: str) -> dict[str, object]:
+    from pipeline import plugins
+
+    registry = plugins.LEARNERS if group == "algorithm" else plugins.DATASETS
+    try:
+        return node(registry[name])
+    except plugins.PluginError:
+        return {"name": name}
+
+
+class LazyConfigNode(ConfigNode):
+    """A ConfigStore entry whose node is built on first load (Hydra reads ``.node`` only then): listing
+    a group's options (``--help``) imports nothing. Picklable (launchers ship the store to workers)."""
+
+    def __init__(self, name: str, group: str, make: str, option: tuple[str, str]) -> None:  # noqa: D107
+        self.name, self.group, self.package, self.provider = name, group, None, "boundlab.plugins"
+        self._make, self._option, self._node = make, option, None
+
+    @property  # type: ignore[override]
+    def node(self) -> Any:
+        if self._node is None:
+            from omegaconf import OmegaConf
+
+            self._node = OmegaConf.create(MAKERS[self._make](*self._option))
+        return self._node
+
+    @node.setter
+    def node(self, value: Any) -> None:
+        self._node = value
+
+
+MAKERS = {"schema_node": schema_node, "option_node": option_node}
+
+
+def _store_lazy(cs: Any, group: str, name: str, make: str, option: tuple[str, str]) -> None:
+    cur = cs.repo
+    for part in group.split("/"):
+        cur = cur.setdefault(part, {})
+    file = f"{name}.yaml"
+    if not isinstance(cur.get(file), LazyConfigNode):  # idempotent: a node already built stays built
+        cur[file] = LazyConfigNode(file, group, make, option)
 
 
 def register() -> None:
     """Store the schemas (idempotent)."""
     from hydra.core.config_store import ConfigStore
 
-    from pipeline.data import DATASETS
-    from pipeline.learners import LEARNERS
+    from pipeline import plugins
+    from pipeline.paths import CONF_DIR
 
     cs = ConfigStore.instance()
-    for group, registry in (("algorithm", LEARNERS), ("dataset", DATASETS)):
-        for name, cls in registry.items():
-            cs.store(group=f"schema/{group}", name=name, node=node(cls))
+    for group, registry in (("algorithm", plugins.LEARNERS), ("dataset", plugins.DATASETS)):
+        for name in list(registry):
+            if registry.is_builtin(name) or registry.entry(name) is None:  # built-ins (and in-process classes)
+                try:
+                    cs.store(group=f"schema/{group}", name=name, node=node(registry[name]))
+                except plugins.PluginError as e:  # a built-in that does not import: its selection says why
+                    plugins.warn(str(e))
+                continue
+            _store_lazy(cs, f"schema/{group}", name, "schema_node", (group, name))
+            if not (CONF_DIR / group / f"{name}.yaml").exists():
+                _store_lazy(cs, group, name, "option_node", (group, name))

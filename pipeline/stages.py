@@ -183,6 +183,8 @@ def job(cfg: DictConfig) -> None:
         if why is None and not spec.force:
             log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
             return
+        if why not in ("not run yet", None):
+            log.warning("%s%s: not done in %s because %s", step, name, out, why)
         # the same job reached by another command or sweep: wait while another process runs it, then reuse it
         ident = resume.identity(spec.key(), code, sources)
         held = resume.hold_identity(ident, waiting=lambda pid: log.warning(
@@ -198,8 +200,6 @@ def job(cfg: DictConfig) -> None:
                 log.info("%s%s: the same job finished in run %s (%s): reused, not rerun (force=true reruns it)",
                          step, name, entry["run_id"], entry.get("output_dir"))
                 return
-        if why not in ("not run yet", None):
-            log.warning("%s%s: rerun because %s", step, name, why)
         try:
             dataset = prepare(spec)
         except UserError as e:  # the learner cannot take these data: one line, no run recorded

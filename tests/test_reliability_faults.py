@@ -311,9 +311,19 @@ def test_sweep_with_a_corrupt_done_json_reruns_that_job(tmp_path: Path, boundlab
     assert "treated as not done" in again.stdout
     assert (sweep / "results.parquet").read_bytes() == before  # same inputs: bit-identical
     key = json.loads((sweep / "1" / resume.MARKER).read_text())["key"]  # rewritten whole by the rerun
-    assert resume.check(sweep / "1", key) is None
+    assert resume.check(sweep / "1", key, code=_perceptron_code()) is None
     parents, children = _runs(uri, "corrupt")
     assert all(r.info.status == "FINISHED" for r in parents + children) and len(children) == 2
+
+
+def _perceptron_code() -> str:
+    """The code identity of a Perceptron job on the margin generator (what its marker records)."""
+    from types import SimpleNamespace
+
+    from pipeline.data import MarginBinary
+    from pipeline.learners import Perceptron
+
+    return resume.job_code(SimpleNamespace(learner=Perceptron(), dataset=MarginBinary(gamma=0.1, rho=1.0)))
 
 
 CALLBACK_FAULTS = {

@@ -1,10 +1,14 @@
 """Bounds as data: each theorem is a record naming its learner, guarantee type, the statistics it needs,
 its reference and its formula. Bounds read only the certified statistics they declare (docs/bounds.md).
 
-One module per family of theorems; ``BOUNDS`` lists them all.
+One module per family of theorems, each registered under the ``boundlab.bounds`` entry points
+(pyproject.toml), as installed plug-ins register theirs (:mod:`pipeline.plugins`, docs/plugins.md).
+``BOUNDS`` lists them all, built-ins first; ``bounds_for(learner)`` those of one learner.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pipeline.bounds.base import Bound, Stats
 from pipeline.bounds.finite import FINITE_BOUNDS
@@ -12,13 +16,24 @@ from pipeline.bounds.multiclass import MULTICLASS_BOUNDS
 from pipeline.bounds.pegasos import PEGASOS_BOUNDS, pegasos_bounds
 from pipeline.bounds.perceptron import FREUND_SCHAPIRE, HINGE, NOVIKOFF, PERCEPTRON_BOUNDS
 
-BOUNDS: tuple[Bound, ...] = (*PERCEPTRON_BOUNDS, *PEGASOS_BOUNDS, *pegasos_bounds("kernel_pegasos", "kernel_"), *FINITE_BOUNDS,
-                           *MULTICLASS_BOUNDS)
+KERNEL_PEGASOS_BOUNDS: tuple[Bound, ...] = pegasos_bounds("kernel_pegasos", "kernel_")
 
 
 def bounds_for(learner: str) -> tuple[Bound, ...]:
-    """Every bound that speaks about ``learner``."""
-    return tuple(b for b in BOUNDS if b.learner == learner)
+    """Every bound that speaks about ``learner``: the built-ins' and the plug-ins' (a plug-in bound names
+    its learner in ``Bound.learner``)."""
+    from pipeline.plugins import BOUNDS as registry
+
+    return registry.for_learner(learner)
 
 
-__all__ = ["BOUNDS", "FREUND_SCHAPIRE", "HINGE", "NOVIKOFF", "Bound", "Stats", "bounds_for"]
+def __getattr__(name: str) -> Any:
+    if name == "BOUNDS":  # every registered bound (imports the bound plug-ins: on first use, not at import)
+        from pipeline.plugins import BOUNDS as registry
+
+        return registry.all()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["BOUNDS", "FINITE_BOUNDS", "FREUND_SCHAPIRE", "HINGE", "KERNEL_PEGASOS_BOUNDS", "MULTICLASS_BOUNDS", "NOVIKOFF",
+           "PEGASOS_BOUNDS", "PERCEPTRON_BOUNDS", "Bound", "Stats", "bounds_for"]

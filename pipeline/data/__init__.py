@@ -1,4 +1,8 @@
-"""Data: generators, loaders, and the certified statistics of exactly the vectors a learner sees."""
+"""Data: generators, loaders, and the certified statistics of exactly the vectors a learner sees.
+
+``DATASETS`` maps a name to its generator class over every ``boundlab.datasets`` entry point: the
+built-ins (declared in pyproject.toml) and installed plug-ins alike (:mod:`pipeline.plugins`, docs/plugins.md).
+"""
 
 from __future__ import annotations
 
@@ -6,24 +10,13 @@ from pipeline.data.certify import Stats, certify, margin_lower, margin_upper, ra
 from pipeline.data.dataset import Dataset
 from pipeline.data.finite import FiniteClass
 from pipeline.data.multiclass import MulticlassBundled, MulticlassDataset, MulticlassMargin, MulticlassStats, check_labels
+from pipeline.data.multiclass_file import MulticlassFile
 from pipeline.data.real import Bundled, File
+from pipeline.data.stream import Stream
 from pipeline.data.synthetic import MarginBinary, Shells, SparseMargin
+from pipeline.data.tight import Tight
+from pipeline.plugins import DATASETS
 
-DATASETS = {cls.name: cls for cls in (MarginBinary, SparseMargin, Shells, Bundled, File, FiniteClass,
-                                      MulticlassMargin, MulticlassBundled)}
-
-__all__ = ["DATASETS", "Bundled", "Dataset", "File", "MarginBinary", "MulticlassBundled", "MulticlassDataset",
-           "MulticlassMargin", "MulticlassStats", "Shells", "SparseMargin", "Stats", "certify", "check_labels", "margin_lower",
-           "margin_upper", "radius"]
-
-from pipeline.data.tight import Tight  # noqa: E402
-
-DATASETS[Tight.name] = Tight
-
-from pipeline.data.multiclass_file import MulticlassFile  # noqa: E402
-
-DATASETS[MulticlassFile.name] = MulticlassFile
-
-from pipeline.data.stream import Stream  # noqa: E402
-
-DATASETS[Stream.name] = Stream
+__all__ = ["DATASETS", "Bundled", "Dataset", "File", "FiniteClass", "MarginBinary", "MulticlassBundled", "MulticlassDataset", "MulticlassFile",
+           "MulticlassMargin", "MulticlassStats", "Shells", "SparseMargin", "Stats", "Stream", "Tight", "certify", "check_labels",
+           "margin_lower", "margin_upper", "radius"]

@@ -1,0 +1,226 @@
+"""Plug-ins: entry-point discovery (built-ins and plug-ins alike), the conformance check over every registered
+learner, bound and dataset, the worked example installed and swept, and broken or colliding plug-ins."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pipeline import plugins
+from pipeline.bounds import BOUNDS, bounds_for
+from pipeline.data import DATASETS
+from pipeline.learners import LEARNERS, Perceptron
+from pipeline.testing import check_bound, check_dataset, check_learner
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "boundlab-passive-aggressive"
+
+
+# --- The registries -----------------------------------------------------------------------------------
+
+def test_builtins_are_entry_points_and_the_views_are_unchanged() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    for kind, registry in (("learners", plugins.LEARNERS), ("datasets", plugins.DATASETS), ("bounds", plugins.BOUNDS)):
+        builtin = {n: e.value for n, e in registry.entries().items() if e.builtin}
+        assert builtin == declared[plugins.GROUPS[kind]], f"reinstall boundlab (pip install -e .): {kind} metadata is stale"
+    assert LEARNERS["perceptron"] is Perceptron and LEARNERS is plugins.LEARNERS
+    assert {"perceptron", "pegasos", "halving", "multiclass_sgd"} <= set(LEARNERS)
+    assert {"margin_binary", "tight", "stream", "multiclass_file"} <= set(DATASETS)
+    assert [b.name for b in bounds_for("perceptron")] == ["novikoff", "hinge_all_rounds", "freund_schapire"]
+    assert len({b.name for b in BOUNDS}) == len(BOUNDS) >= 27
+
+
+def test_discovery_imports_nothing(example: Path) -> None:
+    code = ("import sys; from pipeline.schemas import register; from pipeline.learners import LEARNERS; register(); "
+            "print('passive_aggressive' in LEARNERS, sorted(m for m in sys.modules if m.startswith('boundlab_pa')))")
+    out = subprocess.run([sys.executable, "-c", code], env=_env(example), capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True []"
+
+
+# --- The conformance check over everything registered ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def files(svm_file: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    labels = tmp_path_factory.mktemp("labels") / "three.csv"
+    labels.write_text("".join(f"{i % 7},{(i * 3) % 5},{i % 3}\n" for i in range(30)))
+    return {"file": {"path": str(svm_file)}, "multiclass_file": {"path": str(labels), "k": 3},
+            "sparse_margin": {"d": 500, "nnz": 5}}
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_learner_conforms(name: str) -> None:
+    report = check_learner(LEARNERS[name], seeds=(0, 1))
+    assert {"determinism", "pickling", "parameter validation", "no mutation of inputs"} <= set(report.passed)
+    assert ("learn_one equals run" in report.passed) == (name == "perceptron")
+
+
+@pytest.mark.parametrize("bound", [b.name for b in BOUNDS])
+def test_bound_conforms(bound: str) -> None:
+    record = next(b for b in BOUNDS if b.name == bound)
+    report = check_bound(record, seeds=(0,))
+    assert "statistics provided" in report.passed
+    assert ("no (D) bound violated" in report.passed) == (record.guarantee == "D")
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_dataset_conforms(name: str, files: dict[str, dict]) -> None:
+    report = check_dataset(DATASETS[name], **files.get(name, {}))
+    assert {"determinism", "pickling", "certified statistics agree with the arrays"} <= set(report.passed)
+
+
+class Mutating(Perceptron):
+    name = "mutating"
+
+    def run(self, dataset, rng):  # noqa: ANN001, ANN201
+        dataset.X[0, 0] += 1.0
+        return super().run(dataset, rng)
+
+
+class Unseeded(Perceptron):
+    name = "unseeded"
+
+    def run(self, dataset, rng):  # noqa: ANN001, ANN201
+        import numpy as np
+
+        out = super().run(dataset, rng)
+        out.stats["noise"] = float(np.random.default_rng().random())
+        return out
+
+
+class Unchecked(Perceptron):
+    name = "unchecked"
+
+    def check(self) -> None:
+        pass
+
+
+def test_the_check_catches_a_broken_learner() -> None:
+    with pytest.raises(AssertionError, match="no mutation of inputs: run.. changed the dataset's array X"):
+        check_learner(Mutating, seeds=(0,))
+    with pytest.raises(AssertionError, match="determinism: two runs with seed 0 differ"):
+        check_learner(Unseeded, seeds=(0,))
+    with pytest.raises(AssertionError, match="parameter validation: tie=12345 is accepted"):
+        check_learner(Unchecked, seeds=(0,))
+
+
+# --- The worked example: installed beside the venv, swept ---------------------------------------------
+
+def _install_example_dir() -> Path:
+    """The example package installed into a fresh directory (its dist metadata and module), venv untouched.
+    setuptools (in the venv) writes the metadata from its pyproject.toml; ``pip install --target`` would need
+    the ``wheel`` package, which a fresh venv lacks."""
+    import tempfile
+
+    target = Path(tempfile.mkdtemp(prefix="boundlab-plugin-"))
+    subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "egg_info", "--egg-base", str(target)],
+                   cwd=EXAMPLE, check=True, capture_output=True)
+    shutil.copy(EXAMPLE / "boundlab_pa.py", target)
+    return target
+
+
+def _env(*paths: Path, tracking: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, paths), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    if tracking is not None:
+        env["MLFLOW_TRACKING_URI"] = f"sqlite:///{tracking / 'mlflow.db'}"
+    return env
+
+
+@pytest.fixture(scope="module")
+def example() -> Path:
+    target = _install_example_dir()
+    yield target
+    shutil.rmtree(target, ignore_errors=True)
+
+
+def test_example_conforms(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(example))
+    import boundlab_pa
+
+    assert "learn_one equals run" in check_learner(boundlab_pa.PassiveAggressive, bounds=boundlab_pa.BOUNDS).passed
+    for bound in boundlab_pa.BOUNDS:
+        assert "no (D) bound violated" in check_bound(bound, learner=boundlab_pa.PassiveAggressive).passed
+
+
+def test_example_sweeps_and_is_judged(example: Path, tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    done = boundlab("-m", "algorithm=passive_aggressive", "seed=0,1,2", "n=200", cwd=tmp_path,
+                    env=_env(example, tracking=tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "warning" not in done.stderr
+    (table,) = [pd.read_parquet(p) for p in tmp_path.glob("multirun/*/*/results.parquet")]
+    assert set(table["learner"]) == {"passive_aggressive"} and sorted(table["seed"].unique()) == [0, 1, 2]
+    assert set(table["bound"]) == {"pa_mistakes", "pa_squared_hinge"}
+    assert table["holds"].all() and table["informative"].all() and (table["guarantee"] == "D").all()
+    assert "pa_mistakes (D): holds: 0 violations in 3 runs" in done.stdout + done.stderr
+    helped = boundlab("--help", cwd=tmp_path, env=_env(example))
+    assert "passive_aggressive" in helped.stdout.split("== Config ==")[0]
+
+
+# --- Broken and colliding plug-ins --------------------------------------------------------------------
+
+def _fake(root: Path, dist: str, entry_points: str, module: str = "", source: str = "") -> None:
+    info = root / f"{dist.replace('-', '_')}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    if module:
+        (root / f"{module}.py").write_text(source)
+
+
+@pytest.fixture(scope="module")
+def fakes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fakes")
+    _fake(root, "fake-collide", "[boundlab.learners]\nperceptron = fake_collide:Perceptron\n", "fake_collide",
+          "from pipeline.learners import Perceptron\n")
+    _fake(root, "fake-broken", "[boundlab.learners]\nbroken = fake_broken:Broken\n"
+          "[boundlab.bounds]\nbroken = fake_broken:BOUNDS\n", "fake_broken", "import no_such_module_anywhere\n")
+    _fake(root, "fake-bound", "[boundlab.bounds]\nstray = fake_stray:BOUNDS\n", "fake_stray", "raise RuntimeError('boom')\n")
+    _fake(root, "fake-twin-a", "[boundlab.datasets]\ntwin = fake_twin:A\n")
+    _fake(root, "fake-twin-b", "[boundlab.datasets]\ntwin = fake_twin:B\n")
+    return root
+
+
+def _warnings(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.startswith("boundlab: warning:")]
+
+
+def test_collisions_warn_and_unselected_broken_plugins_do_not_crash(fakes: Path, tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    done = boundlab("--help", cwd=tmp_path, env=_env(fakes))
+    assert done.returncode == 0, done.stderr
+    lines = _warnings(done.stderr)
+    assert len(lines) == 2 and len(done.stderr.splitlines()) == 2, done.stderr
+    collide = next(ln for ln in lines if "fake-collide" in ln)
+    assert "boundlab.learners: perceptron = fake_collide:Perceptron (distribution fake-collide 0.1)" in collide
+    assert "collides with boundlab's built-in 'perceptron' and is ignored; rename the entry point" in collide
+    twin = next(ln for ln in lines if "twin" in ln)
+    assert "fake-twin-a 0.1" in twin and "fake-twin-b 0.1" in twin and "uninstall one" in twin
+    assert "broken" in done.stdout  # listed, not imported
+    # the built-in keeps its name; the stray bound plug-in that does not import is a warning, the run goes on
+    run = boundlab("n=30", cwd=tmp_path, env=_env(fakes, tracking=tmp_path))
+    assert run.returncode == 0, run.stderr[-2000:]
+    stray = [ln for ln in _warnings(run.stderr) if "fake_stray" in ln]
+    assert len(stray) == 1 and "failed to import (RuntimeError: boom)" in stray[0] and "(distribution fake-bound 0.1)" in stray[0]
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["algorithm=broken", "n=30"], "boundlab: error: entry point boundlab.learners: broken = fake_broken:Broken "
+     "(distribution fake-broken 0.1) failed to import (ModuleNotFoundError: No module named 'no_such_module_anywhere'); "
+     "fix or reinstall fake-broken, or uninstall it (pip uninstall fake-broken)"),
+    (["dataset=twin"], "boundlab: error: boundlab.datasets entry point 'twin' is registered by fake-twin-a 0.1 "
+     "(fake_twin:A) and fake-twin-b 0.1 (fake_twin:B); boundlab will not guess: uninstall one of them or rename its "
+     "entry point"),
+])
+def test_selecting_a_broken_plugin_is_one_line_exit_2(fakes: Path, tmp_path: Path, boundlab, argv: list[str],  # noqa: ANN001
+                                                      expected: str) -> None:
+    done = boundlab(*argv, cwd=tmp_path, env=_env(fakes, tracking=tmp_path))
+    assert done.returncode == 2, done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if not ln.startswith("boundlab: warning:")]
+    assert errors == [expected]
+    assert not (tmp_path / "outputs").exists()
