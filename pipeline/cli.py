@@ -349,8 +349,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         parent = os.environ.get(tracking.PARENT_ENV)
         if parent:  # the launcher has stopped its workers (joblib kills them): their runs end with the parent
             uri = tracking.tracking_uri(plan.tracking_uri)
-            tracking.end_children(uri, parent, "KeyboardInterrupt: the sweep was interrupted while this job ran")
-            tracking.end_run(uri, parent, "KILLED")
+            try:
+                tracking.end_children(uri, parent, "KeyboardInterrupt: the sweep was interrupted while this job ran")
+                tracking.end_run(uri, parent, "KILLED")
+            except Exception as e:  # noqa: BLE001 - the store may be the fault; the rerun marks them KILLED
+                print(f"boundlab: could not end the sweep's runs KILLED ({type(e).__name__}: {e}); the next run of "
+                      "the same command marks them", file=sys.stderr)
         print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
         raise SystemExit(130) from None
     finally:

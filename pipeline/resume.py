@@ -187,16 +187,23 @@ class Held(Exception):
         self.directory, self.holder = directory, holder
 
 
-def hold(directory: Path, wait: bool = False, waiting: Callable[[str], None] | None = None) -> int:
-    """Take ``directory``'s lock for this process; return the descriptor that holds it (close it to release).
+_HOLDING: dict[int, str] = {}  # descriptor -> lock file this process holds (a second hold of one is a no-op)
+
+
+def hold(directory: Path, wait: bool = False, waiting: Callable[[str], None] | None = None) -> int | None:
+    """Take ``directory``'s lock for this process; return the descriptor that holds it (:func:`release` it).
 
     The lock is ``flock`` on ``directory/.lock``: the kernel drops it when the holder exits, however it
     exits, so a crash or a kill never leaves a stale lock. Held by another process: :class:`Held` at once
     (``wait=False``), or block until it is free (``wait=True``; ``waiting(holder)`` is called first, and a
     signal interrupts the wait). The holder's pid is written into the file for the refusal to name.
+    Already held by this process (a job directory that is the sweep directory): None, nothing to release.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    path = os.path.realpath(directory / LOCK)
+    if path in _HOLDING.values():
+        return None
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -212,12 +219,14 @@ def hold(directory: Path, wait: bool = False, waiting: Callable[[str], None] | N
     except BaseException:
         os.close(fd)
         raise
+    _HOLDING[fd] = path
     return fd
 
 
 def release(fd: int | None) -> None:
     """Release a lock taken by :func:`hold` (the file stays; only the lock is dropped)."""
     if fd is not None:
+        _HOLDING.pop(fd, None)
         os.close(fd)
 
 

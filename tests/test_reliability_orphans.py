@@ -59,19 +59,23 @@ def test_a_held_directory_is_refused_naming_its_holder_and_freed_when_the_holder
     resume.release(fd)
 
 
-def test_a_waiting_holder_gets_the_directory_when_it_is_released(tmp_path: Path) -> None:
-    first = resume.hold(tmp_path)
+def test_a_waiting_holder_gets_the_directory_when_its_holder_ends(tmp_path: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     told: list[str] = []
-    got: list[int] = []
-    waiter = threading.Thread(target=lambda: got.append(resume.hold(tmp_path, wait=True, waiting=told.append)))
-    waiter.start()
-    _wait_for(lambda: told, 10, "the waiter to be told who holds the directory")
-    assert told == [str(os.getpid())]
-    time.sleep(0.3)
-    assert not got, "the waiter took a held directory"
-    resume.release(first)
+    got: list[int | None] = []
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        waiter = threading.Thread(target=lambda: got.append(resume.hold(tmp_path, wait=True, waiting=told.append)))
+        waiter.start()
+        _wait_for(lambda: told, 10, "the waiter to be told who holds the directory")
+        assert told == [str(holder.pid)]
+        time.sleep(0.3)
+        assert not got, "the waiter took a held directory"
+    finally:
+        holder.kill()
+        holder.wait()
     waiter.join(10)
-    assert got, "the waiter never got the released directory"
+    assert got and got[0] is not None, "the waiter never got the directory its holder left"
     resume.release(got[0])
 
 
@@ -308,3 +312,15 @@ def test_stopping_a_joblib_sweep_whose_workers_are_in_native_calls(tmp_path: Pat
     client = mlflow.MlflowClient(tracking_uri=uri)
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert len(runs) == 3 and all(r.info.status == "KILLED" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
+
+
+def test_a_directory_this_process_already_holds_is_not_waited_for(tmp_path: Path) -> None:
+    """A job directory that is the sweep directory (hydra.sweep.subdir=.) must not deadlock its own sweep."""
+    first = resume.hold(tmp_path)
+    assert first is not None
+    assert resume.hold(tmp_path, wait=True) is None  # at once: no second lock on the same file
+    resume.release(None)
+    resume.release(first)
+    again = resume.hold(tmp_path)  # released: held afresh
+    assert again is not None
+    resume.release(again)
