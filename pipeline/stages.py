@@ -246,7 +246,8 @@ def job(cfg: DictConfig) -> None:
         log.error("%s%s: FAILED: %s (see %s)", step, name, _name_of_error(e), out / "error.txt")
         return
     except KeyboardInterrupt as e:
-        if tracker is not None:
+        # a run already ended FINISHED stays so: its marker may be written, and the rerun then skips the job
+        if tracker is not None and tracker.run_id in tracking.OPEN_RUNS:
             tracker.fail(e)
         raise
     finally:

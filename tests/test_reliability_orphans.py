@@ -324,3 +324,32 @@ def test_a_directory_this_process_already_holds_is_not_waited_for(tmp_path: Path
     again = resume.hold(tmp_path)  # released: held afresh
     assert again is not None
     resume.release(again)
+
+
+SIGTERM_AFTER_FINISH = """\
+import os
+if os.environ.get("BOUNDLAB_TERM_IN_PUT"):
+    import signal, time
+    import pipeline.resume
+    def put(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # the job's run is FINISHED and its marker written
+        time.sleep(5)
+    pipeline.resume.put = put
+"""
+
+
+@pytest.mark.slow
+def test_a_signal_after_a_run_finished_leaves_it_finished_and_the_rerun_skips_it(tmp_path: Path) -> None:
+    """Interrupted between its FINISHED run and the job store, a job keeps its FINISHED run: its marker is
+    written, so the rerun skips it, and it must not be left without a live FINISHED run."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = with_sitecustomize(tmp_path, SIGTERM_AFTER_FINISH, {**os.environ, "MLFLOW_TRACKING_URI": uri,
+                                                              "BOUNDLAB_TERM_IN_PUT": "1"})
+    argv = [*_command(), "-m", "seed=0,1", "n=100", "d=5", "name=late"]
+    first = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 130, first.stderr[-2000:]
+    again = subprocess.run(argv, cwd=tmp_path, env={**env, "BOUNDLAB_TERM_IN_PUT": ""}, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0 and again.stdout.count("already done") == 1, again.stdout[-2000:]
+    children = [c for c in _children(uri).elements()]
+    assert Counter(children) == Counter({(f"perceptron seed={s} n=100 d=5", "FINISHED"): 1 for s in range(2)})
