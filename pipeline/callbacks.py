@@ -26,8 +26,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from pipeline.ray_worker import DRIVER_CWD_ENV
-from pipeline.stages import SWEEP_KEY_ENV, SWEEP_SIZE_ENV, SWEEP_START_ENV
+from pipeline import sweep
 from pipeline.verdicts import VIOLATED, sweep_line
 
 log = logging.getLogger("boundlab")
@@ -203,20 +202,19 @@ class SweepCallback(Callback):
             log.info("sweep %s: parent run %s in %s", self.sweep_id, self.parent_id, self.uri)
         tracking.announce_sweep(sweep_dir, self.parent_id, self.sweep_id)
         self.started = time.perf_counter()
-        os.environ[SWEEP_START_ENV] = str(time.time())
-        os.environ[DRIVER_CWD_ENV] = os.getcwd()  # for launchers whose workers start elsewhere (ray)
+        # the progress of each job's log lines; the directory, for launchers whose workers start elsewhere (ray)
+        sweep.update(start=time.time(), driver_cwd=os.getcwd())
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from pipeline import tracking
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        size = os.environ.get(SWEEP_SIZE_ENV)
+        size = sweep.current().size
         # From here this hook owns the parent run: pipeline.cli's interrupt handler must not end it twice.
-        for key in (tracking.PARENT_ENV, tracking.SWEEP_ENV, SWEEP_START_ENV, SWEEP_SIZE_ENV, SWEEP_KEY_ENV):
-            os.environ.pop(key, None)
+        sweep.current().ended().publish()
         staging = sweep_dir / f".aggregate.{os.getpid()}.tmp"
         try:
-            problems = self._aggregate(config, sweep_dir, int(size) if size else None, staging)
+            problems = self._aggregate(config, sweep_dir, size or None, staging)
         except KeyboardInterrupt:
             _end_parent(self.uri, self.parent_id, "KILLED")
             raise

@@ -18,11 +18,10 @@ from typing import Sequence
 import hydra
 from omegaconf import DictConfig
 
+from pipeline import sweep  # also registers the config's ${boundlab:...} resolver
 from pipeline.paths import CONF_DIR
 
 USAGE_EXIT = 2
-DRIVER_PID_ENV = "BOUNDLAB_DRIVER_PID"  # the command's process: the sweep's workers watch it (pipeline.stages)
-RUN_TOKEN_ENV = "BOUNDLAB_RUN_TOKEN"  # makes a single run's output directory its own (conf/config.yaml)
 
 
 def _fail(message: str) -> None:
@@ -171,6 +170,14 @@ class Plan:
     tracking_uri: str | None = None
     ray_init: dict | None = None  # the Ray launcher's ray.init arguments, when the sweep uses it
 
+    def task_jobs(self) -> list[list[str]]:
+        """The jobs as Hydra's sweeper lists them: without the ``hydra.*`` overrides, which Hydra keeps
+        aside and adds to every job it composes (its ``hydra.overrides.task``)."""
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        parser = OverridesParser.create()
+        return [[o.input_line for o in parser.parse_overrides(job) if not o.is_hydra_override()] for job in self.jobs]
+
     def sweep_key(self) -> str:
         """Names the sweep directory: the same command (force aside) resumes in the same place."""
         kept = [o for o in self.overrides if not o.startswith(("force=", "hydra.launcher", "hydra/launcher"))]
@@ -199,10 +206,11 @@ def plan_of(argv: Sequence[str]) -> Plan:
         from pipeline.params import UserError
 
         swept = [o.key_or_group for o in overrides if o.is_sweep_override()]
-        if swept:
+        if swept and "unknown key" in explain(e):
             raise UserError(f"{explain(e)} (in a sweep over {', '.join(swept)}, the fixed keys must exist without the "
                             "swept options: name the group option on the command line, e.g. dataset=multiclass_margin)") from None
         raise
+    _check_sweeper(base.hydra.sweeper)
     params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
     jobs = [job for batch in BasicSweeper.split_arguments(parser.parse_overrides(params + list(args.overrides)), None)
             for job in batch]
@@ -214,6 +222,24 @@ def plan_of(argv: Sequence[str]) -> Plan:
 
         plan.ray_init = OmegaConf.to_container(base.hydra.launcher.ray.init, resolve=True)
     return plan
+
+
+def _check_sweeper(sweeper: DictConfig) -> None:
+    """The sweep's jobs must be known before it starts (the pre-flight checks each): Hydra's basic sweeper
+    or boundlab's (hydra_plugins/boundlab_sweeper), not a sweeper that chooses its jobs as it goes."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.utils import get_class
+
+    from pipeline.params import UserError
+
+    target = str(sweeper.get("_target_", ""))
+    try:
+        cls = get_class(target)
+    except Exception:  # noqa: BLE001 - Hydra reports a sweeper it cannot load when it instantiates it
+        return
+    if not (isinstance(cls, type) and issubclass(cls, BasicSweeper)):
+        raise UserError(f"hydra/sweeper: {target} chooses its jobs as the sweep goes, and boundlab checks every job "
+                        "before any starts; use hydra/sweeper=boundlab (the default) or hydra/sweeper=basic")
 
 
 class _Composer:
@@ -255,15 +281,6 @@ class _Composer:
         except OmegaConfBaseException:
             return hydra.compose("config", overrides=job)
         return cfg
-
-
-def _trust_preflight() -> None:
-    """Every job of the sweep was composed and validated by ``preflight``: Hydra's basic sweeper need not
-    compose each one once more before launching it (its ``validate_batch_is_legal``; the launcher still
-    composes every job it runs)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
-    BasicSweeper.validate_batch_is_legal = lambda self, batch: None
 
 
 def preflight(argv: Sequence[str]) -> Plan:
@@ -326,27 +343,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         why = check_store(uri)
         if why:
             _fail(f"tracking store {uri}: {why}; set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
+    # The command starts its own context (never one inherited from the environment). Its process: a
+    # sweep's workers stop when it is gone, and a single run's directory is its own.
+    context = sweep.Sweep(driver_pid=os.getpid())
     if plan.multirun:
-        from pipeline.stages import SWEEP_KEY_ENV, SWEEP_SIZE_ENV
-
-        _trust_preflight()
+        sweep.vouch(plan.task_jobs())  # the sweeper (hydra/sweeper=boundlab) need not compose them again
         if plan.ray_init is not None:
             from pipeline.ray_worker import keep_on_loopback
 
             keep_on_loopback(plan.ray_init)
-
-        os.environ[SWEEP_SIZE_ENV] = str(len(plan.jobs))
-        os.environ[SWEEP_KEY_ENV] = plan.sweep_key()
+        context = context.with_(size=len(plan.jobs), key=plan.sweep_key())
+    context.publish()
     sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
-    os.environ[DRIVER_PID_ENV] = str(os.getpid())  # a sweep's workers stop when this process is gone
-    os.environ[RUN_TOKEN_ENV] = str(os.getpid())  # two runs started in the same second: two directories
     guard = StopGuard(plan.tracking_uri)
     try:
         _app()
     except KeyboardInterrupt:
         from pipeline import tracking
 
-        parent = os.environ.get(tracking.PARENT_ENV)
+        parent = sweep.current().parent_run_id
         if parent:  # the launcher has stopped its workers (joblib kills them): their runs end with the parent
             uri = tracking.tracking_uri(plan.tracking_uri)
             try:
@@ -358,6 +373,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
         raise SystemExit(130) from None
     finally:
+        sweep.forget()
         guard.close()
         if "pipeline.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
             sys.modules["pipeline.callbacks"].release_sweep()
@@ -419,7 +435,7 @@ class StopGuard:
         from pipeline import tracking
 
         tracking.end_open_runs(f"{name} during a long native call (a solver or a compiled loop)")
-        parent = os.environ.get(tracking.PARENT_ENV)
+        parent = sweep.current().parent_run_id
         if parent:
             try:
                 uri = tracking.tracking_uri(self.tracking)

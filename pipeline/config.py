@@ -30,6 +30,9 @@ def is_name(value: object) -> bool:
 
 NAME = Param("name", str, is_name, NAME_ALLOWED)
 
+# Top-level keys validated for every job. ``lam`` is a sweep key the groups interpolate (``algorithm.lam:
+# ${lam}``): it reaches a run only through the learners that declare a ``lam`` parameter, so it is checked
+# here (a bad value fails in one line whatever the learner) but is no part of a job (Job.params).
 TOP_LEVEL = (
     Param("seed", int, lambda v: v >= 0, "an integer >= 0"),
     Param("lam", float, lambda v: v > 0, "a number > 0"),
@@ -43,14 +46,14 @@ class Job:
 
     experiment: str
     seed: int
-    lam: float
     learner: Any
     dataset: Any
     force: bool = False
 
     def params(self) -> dict[str, Any]:
-        """The effective parameters of the run (code defaults included), as table columns."""
-        return {"seed": self.seed, "lam": self.lam, **self.dataset.get_params(), **self.learner.get_params()}
+        """The effective parameters of the run (code defaults included), as table columns: the seed and what
+        the dataset and the learner declare, nothing they do not read."""
+        return {"seed": self.seed, **self.dataset.get_params(), **self.learner.get_params()}
 
     def key(self, *, seeded: bool = True) -> str:
         """Content hash of what determines the run's results: learner, dataset and parameters.
@@ -110,4 +113,4 @@ def build(cfg: DictConfig) -> Job:
         raise ParamError(key, e.value, e.allowed) from None
     name = cfg.get("name", "boundlab")  # also a name an experiment file sets
     experiment = NAME.coerce(str(name) if isinstance(name, int) and not isinstance(name, bool) else name)
-    return Job(experiment=experiment, dataset=dataset, learner=learner, **top)
+    return Job(experiment=experiment, dataset=dataset, learner=learner, seed=top["seed"], force=top["force"])

@@ -6,11 +6,12 @@ work with one line naming the parameter, the value and what is allowed.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar, Optional
 
 # Where float64 stops representing the statistics the bounds are computed from (the one place this is
 # decided). A data radius (rho, R, a kernel bandwidth) lies in [1/SCALE, SCALE]: its square, the
@@ -55,15 +56,38 @@ class ParamError(UserError):
         super().__init__(f"{name}={value!r}: must be {allowed}")
 
 
+class _Required:
+    """The default of a parameter that has none: the caller must give it."""
+
+    _instance: _Required | None = None
+
+    def __new__(cls) -> _Required:  # one object, so ``default is REQUIRED`` holds after a pickle round trip too
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return (_Required, ())
+
+
+REQUIRED: Any = _Required()
+
+
 @dataclass(frozen=True)
 class Param:
-    """One parameter: its name, type (int, float, str or bool), validity predicate and allowed values in words."""
+    """One parameter: its name, type (int, float, str or bool), validity predicate, allowed values in words
+    and default (:data:`REQUIRED` when the caller must give it). The declaration is the single source of the
+    constructor's keyword, its default, the config key and its validation (:class:`Declared`)."""
 
     name: str
     type: type
     valid: Callable[[Any], bool]
     allowed: str
     nullable: bool = False
+    default: Any = REQUIRED
 
     def coerce(self, value: Any) -> Any:
         """Return ``value`` converted to ``type``, or raise :class:`ParamError`."""
@@ -94,6 +118,108 @@ def check_params(obj: Any) -> None:
 def get_params(obj: Any) -> dict[str, Any]:
     """The declared parameters of ``obj`` and their current values."""
     return {p.name: getattr(obj, p.name) for p in obj.params}
+
+
+def param_defaults(cls: type) -> dict[str, Any]:
+    """Each declared parameter of ``cls`` and its default (:data:`REQUIRED` if it has none): the declared one,
+    else, for a class whose own ``__init__`` declares it (a plug-in written before ``Param.default``), the
+    constructor's keyword default."""
+    signature = inspect.signature(cls.__init__).parameters
+    out = {}
+    for p in cls.params:
+        default = p.default
+        if default is REQUIRED and p.name in signature and signature[p.name].default is not inspect.Parameter.empty:
+            default = signature[p.name].default
+        out[p.name] = default
+    return out
+
+
+def _signature(params: tuple[Param, ...]) -> inspect.Signature:
+    """``(self, *, name: type = default, ...)`` in declaration order: what ``help()``, :func:`inspect.signature`
+    and scikit-learn's introspection (``get_params``, ``clone``) read."""
+    keywords = [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY,
+                                  default=inspect.Parameter.empty if p.default is REQUIRED else p.default,
+                                  annotation=Optional[p.type] if p.nullable else p.type) for p in params]
+    return inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *keywords])
+
+
+def _store(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Bind the arguments to the parameters ``type(obj)`` declares and store each as an attribute (its
+    declared default when not given). Against the object's own class, so that a subclass's hand-written
+    ``__init__`` can call ``super().__init__(**params)``."""
+    params = type(obj).params
+    try:
+        bound = _signature(params).bind(obj, *args, **kwargs)
+    except TypeError as e:  # an unknown keyword, a missing one, a positional argument
+        raise TypeError(f"{type(obj).__name__}(): {e}") from None
+    for p in params:
+        setattr(obj, p.name, bound.arguments.get(p.name, p.default))
+
+
+def _generated_init(cls: type) -> Callable[..., None]:
+    params = cls.params
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        _store(self, args, kwargs)
+
+    __init__.__signature__ = _signature(params)  # type: ignore[attr-defined]
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
+    __init__.__doc__ = f"Store the declared parameters ({', '.join(p.name for p in params) or 'none'}); nothing else."
+    __init__.generated = True  # type: ignore[attr-defined]
+    return __init__
+
+
+class Declared:
+    """Base of the classes configured by declared parameters (learners, datasets): ``params``, a tuple of
+    :class:`Param`, is the single source of the constructor, the stored attributes and :meth:`get_params`.
+
+    A subclass gets a keyword-only ``__init__`` that only stores each declared parameter as an attribute of
+    the same name (its declared default when not given), with a real signature, unless it defines its own
+    ``__init__`` (one that does more calls ``super().__init__(**params)``). :meth:`check` validates the values.
+
+    >>> class Step(Declared):
+    ...     params = (Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),
+    ...               Param("eta", float, lambda v: v > 0, "a number > 0"))
+    >>> import inspect; inspect.signature(Step)
+    <Signature (*, passes: int = 1, eta: float)>
+    >>> Step(eta=0.5).get_params()
+    {'passes': 1, 'eta': 0.5}
+    >>> Step(eta=0.0).check()
+    Traceback (most recent call last):
+    ...
+    pipeline.params.ParamError: eta=0.0: must be a number > 0
+    """
+
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" not in cls.__dict__ and getattr(cls.__init__, "generated", False):
+            cls.__init__ = _generated_init(cls)  # type: ignore[method-assign]
+            return
+        # a hand-written constructor: the defaults it and the declarations both state must agree
+        signature = inspect.signature(cls.__init__).parameters
+        for p in cls.params:
+            if p.default is REQUIRED or p.name not in signature:
+                continue
+            own = signature[p.name].default
+            if own is not inspect.Parameter.empty and own != p.default:
+                raise TypeError(f"{cls.__qualname__}: parameter {p.name!r} is declared with default {p.default!r} "
+                                f"and {cls.__qualname__}.__init__ has {own!r}; declare it once (Param(..., default=...))")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # each subclass gets one with its own signature
+        _store(self, args, kwargs)
+
+    __init__.generated = True  # type: ignore[attr-defined]
+
+    def get_params(self) -> dict[str, Any]:
+        """The declared parameters and their current values (the config keys, the run's columns)."""
+        return get_params(self)
+
+    def check(self) -> None:
+        """Raise :class:`ParamError` on an invalid parameter (coercing the valid ones to their type)."""
+        check_params(self)
 
 
 def check_margin_scale(gamma: float, rho: float) -> None:

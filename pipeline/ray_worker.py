@@ -2,8 +2,9 @@
 
 Hydra resolves a job's output directory against the working directory of the process that runs it. A
 worker of an existing cluster starts wherever ``ray start`` was run, so the preset's runtime_env names
-this hook and sends the driver's directory: relative sweep directories then mean on the worker what
-they mean on the driver, and the sweep finds its jobs' results where it expects them.
+this hook and sends the sweep context (``pipeline.sweep``), which holds the driver's directory: relative
+sweep directories then mean on the worker what they mean on the driver, and the sweep finds its jobs'
+results where it expects them.
 
 Ray stays on loopback unless the preset is told otherwise (:func:`loopback_env`).
 """
@@ -14,12 +15,12 @@ import os
 import sys
 from typing import Any, Mapping
 
-DRIVER_CWD_ENV = "BOUNDLAB_DRIVER_CWD"
-
 
 def setup() -> None:
     """Move into the driver's working directory (it must exist on this node: one machine or a shared disk)."""
-    cwd = os.environ.get(DRIVER_CWD_ENV)
+    from pipeline import sweep
+
+    cwd = sweep.current().driver_cwd
     if not cwd:
         return
     if not os.path.isdir(cwd):

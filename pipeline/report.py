@@ -9,10 +9,8 @@ its informative runs and the limit that decided it.
 ``python -m pipeline.report`` writes ``report/index.html`` (self-contained: figures embedded) and
 ``report/summary.md``, logs both to MLflow (experiment ``report``), and exits 1 if a claim of any
 guarantee type is violated, a claim's bound never ran, or a sweep lost jobs (an inconclusive claim is
-shown, and does not fail it): the report is written first, so the failure is in it.
-``python -m pipeline.report run NAME`` is the DVC stage of one experiment: the sweep of
-:func:`pipeline.stages.dvc_stage`, whose violated bounds are left for the report to fail on (loudly,
-after every experiment ran), while any other failure stops the pipeline at once.
+shown, and does not fail it): the report is written first, so the failure is in it. The experiments'
+own DVC stages are ``pipeline.dvc_stage``.
 """
 
 from __future__ import annotations
@@ -91,7 +89,7 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
         stem = f"{name}_{compare['quantity']}_by_{compare['by']}"
         fig = plots.compare(table, compare["quantity"], compare["by"], compare.get("x"))
         pngs.append(next(p for p in plots.save(fig, figures, stem) if p.suffix == ".png"))
-    from pipeline.stages import WORK_DIR
+    from pipeline.dvc_stage import WORK_DIR
     from pipeline.tracking import PARENT_FILE
 
     parent = WORK_DIR / name / PARENT_FILE  # where the stage's sweep ran (results/NAME holds only its results)
@@ -322,33 +320,8 @@ def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any]
     tracking.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
 
 
-def run_stage(name: str, results: Path = Path("results")) -> None:
-    """The DVC stage of experiment ``name``: its sweep into ``results/NAME``. A sweep whose only problem
-    is a violated bound is recorded (results, metrics, MLflow parent run FAILED) and the stage goes on,
-    so the report shows it and then fails the pipeline; any other failure stops it here."""
-    from pipeline.stages import dvc_stage
-
-    try:
-        dvc_stage(name)
-    except SystemExit as e:
-        metrics_file = results / name / "metrics.json"
-        if e.code != 1 or not metrics_file.exists():
-            raise
-        m = json.loads(metrics_file.read_text())
-        violated = [b for b, s in m.items() if isinstance(s, dict) and s.get("verdict") == VIOLATED]
-        if m.get("failed_jobs") or not violated:
-            raise
-        print(f"boundlab: {name}: BOUND(S) VIOLATED: {', '.join(violated)}; recorded in {results / name} "
-              "and in MLflow (parent run FAILED); the report stage will fail", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["run"]:
-        if len(argv) != 2:
-            sys.exit("usage: python -m pipeline.report run EXPERIMENT")
-        run_stage(argv[1])
-        return 0
     loaded, issues = build(argv or None)
     verdicts = [v for e in loaded for v in e.verdicts]
     print(f"boundlab report: {len(loaded)} experiments, {len(verdicts)} claims, "

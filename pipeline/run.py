@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 
 from pipeline.bounds import bounds_for
-from pipeline.comparators import comparator_margins
 from pipeline.config import Job
 from pipeline.data import Dataset
 from pipeline.data.certify import content_hash
 from pipeline.params import UserError
+from pipeline.statistics import available, complete
 
 
 @dataclass
@@ -38,17 +38,28 @@ def _seeds(job: Job) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
     return data_seed, algorithm_seed
 
 
+def refusal(learner: object, ds: object) -> str:
+    """Why ``learner`` cannot take ``ds``: the sample's declared kind is not among those the learner
+    ``accepts`` (pipeline.data.dataset.KINDS)."""
+    name = learner.name
+    if ds.kind == "multiclass":
+        return (f"algorithm={name} is a binary learner and dataset {ds.name} has {ds.k} classes; "
+                "use algorithm=multiclass_sgd, multiclass_svm, ova or multiclass_pegasos")
+    if ds.kind == "stream":
+        return (f"dataset {ds.name} is streamed in chunks, never held whole; algorithm={name} "
+                "needs the whole sample: use algorithm=perceptron or dataset=margin_binary")
+    if "multiclass" in learner.accepts:
+        return f"algorithm={name}: dataset {ds.name} is binary; use dataset=multiclass_margin or dataset=multiclass_bundled"
+    return f"algorithm={name} takes {' or '.join(sorted(learner.accepts))} data; dataset {ds.name} is {ds.kind}"
+
+
 def prepare(job: Job) -> Dataset:
     """The job's data, checked against its learner: raises :class:`pipeline.params.UserError` before
-    anything is run or written if the learner cannot take them (e.g. a batch larger than the sample)."""
+    anything is run or written if the learner cannot take them: a kind of data it does not accept
+    (:func:`refusal`), or what its ``check_data`` refuses (e.g. a batch larger than the sample)."""
     ds = job.dataset.generate(np.random.default_rng(_seeds(job)[0]))
-    multiclass = getattr(job.learner, "multiclass", False)
-    if hasattr(ds, "k") and not multiclass:
-        raise UserError(f"algorithm={job.learner.name} is a binary learner and dataset {ds.name} has {ds.k} classes; "
-                        "use algorithm=multiclass_sgd, multiclass_svm, ova or multiclass_pegasos")
-    if getattr(ds, "streamed", False) and not getattr(job.learner, "reads_chunks", False):
-        raise UserError(f"dataset {ds.name} is streamed in chunks, never held whole; algorithm={job.learner.name} "
-                        "needs the whole sample: use algorithm=perceptron or dataset=margin_binary")
+    if ds.kind not in job.learner.accepts:
+        raise UserError(refusal(job.learner, ds))
     job.learner.check_data(ds)
     return ds
 
@@ -60,13 +71,11 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
     learner = job.learner
     algorithm_seed = _seeds(job)[1]
     outcome = learner.run(ds, np.random.default_rng(algorithm_seed))
-    bounds = bounds_for(learner.name)
-    streamed = getattr(ds, "streamed", False)
-    if streamed:  # no comparator margins are kept for a stream (never materialised): Novikoff, not those bounds
-        bounds = [b for b in bounds if "comparators" not in b.requires]
+    streamed = ds.kind == "stream"
+    # a stream is never materialised: no statistic read off the whole sample (the comparators' margins)
+    bounds = [b for b in bounds_for(learner.name) if available(b, ds)]
+    outcome = complete(ds, learner, outcome, bounds)  # the statistics these bounds read, from the providers
     stats = ds.stats.as_dict() | outcome.stats
-    if any("comparators" in b.requires for b in bounds):
-        stats["comparators"] = comparator_margins(ds.X, ds.y, ds.directions)
 
     ident = {"run": job.key(), "setting": job.key(seeded=False), "experiment": job.experiment, "learner": learner.name,
              "dataset": ds.name, "param_names": " ".join(["learner", "dataset", *sorted(job.params())])}

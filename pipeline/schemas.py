@@ -13,7 +13,6 @@ only when Hydra loads the node (the command selects it), never by ``--help`` or 
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from hydra.core.config_store import ConfigNode
@@ -21,13 +20,11 @@ from omegaconf import MISSING
 
 
 def node(cls: type) -> dict[str, object]:
-    """``name`` plus each declared parameter with its constructor default (``???`` if required)."""
-    signature = inspect.signature(cls.__init__).parameters
-    out: dict[str, object] = {"name": cls.name}
-    for p in cls.params:
-        default = signature[p.name].default if p.name in signature else inspect.Parameter.empty
-        out[p.name] = MISSING if default is inspect.Parameter.empty else default
-    return out
+    """``name`` plus each declared parameter with its declared default (``???`` if required;
+    :func:`pipeline.params.param_defaults`)."""
+    from pipeline.params import REQUIRED, param_defaults
+
+    return {"name": cls.name, **{k: MISSING if v is REQUIRED else v for k, v in param_defaults(cls).items()}}
 
 
 def shared_keys() -> tuple[str, ...]:

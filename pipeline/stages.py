@@ -1,15 +1,13 @@
-"""Thin entry points: the Hydra job, and the DVC stage that runs a named experiment.
+"""The Hydra job: one learner on one dataset, built, run, written, tracked and marked done (:func:`job`).
 
-``python -m pipeline.stages NAME`` runs ``boundlab -m experiment=NAME`` with the overrides in ``params.yaml``
-(a list value sweeps), so ``dvc exp run -S gamma=0.2`` changes the sweep, and publishes its results into
-``results/NAME`` (:func:`dvc_stage`).
+``pipeline.cli`` calls it; it reads what the command tells it from the sweep context (``pipeline.sweep``)
+and never imports the command itself. The DVC stage is ``pipeline.dvc_stage``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 import traceback
 from pathlib import Path
@@ -18,20 +16,18 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-log = logging.getLogger("boundlab")
+from pipeline import sweep
 
-SWEEP_SIZE_ENV = "BOUNDLAB_SWEEP_SIZE"  # set by the command after it has checked every job
-SWEEP_START_ENV = "BOUNDLAB_SWEEP_START"  # set when the sweep starts (epoch seconds)
-SWEEP_KEY_ENV = "BOUNDLAB_SWEEP_KEY"  # names the default sweep directory (conf/config.yaml)
+log = logging.getLogger("boundlab")
 
 
 def progress(num: int) -> str:
     """'[done/total, elapsed, ~remaining]' for job ``num`` of a sweep ('' outside a sweep)."""
-    total, start = os.environ.get(SWEEP_SIZE_ENV), os.environ.get(SWEEP_START_ENV)
-    if not total or not start:
+    context = sweep.current()
+    if not context.size or context.start is None:
         return ""
-    done, total_ = num + 1, int(total)
-    elapsed = time.time() - float(start)
+    done, total_ = num + 1, context.size
+    elapsed = time.time() - context.start
     left = elapsed / done * (total_ - done)
     return f"[{done}/{total_}, {elapsed:.0f} s, ~{left:.0f} s left] "
 
@@ -94,23 +90,21 @@ def watch_driver(grace: float = 5.0, every: float = 0.5) -> None:
     """In a sweep's worker process (joblib/loky), stop when the command's process is gone.
 
     A worker whose sweep died (killed, crashed) would otherwise finish jobs the rerun runs again. A
-    daemon thread checks the driver (``BOUNDLAB_DRIVER_PID``, set by the command) every ``every`` s;
+    daemon thread checks the driver (the sweep context's ``driver_pid``, set by the command) every ``every`` s;
     once it is gone, an idle worker exits at once, and a running job is interrupted like Ctrl-C (its
     run ends KILLED, no marker is written) and the worker exits ``grace`` s later whatever it is doing
-    (a long native call). Does nothing in the driver's own process or without the variable.
+    (a long native call). Does nothing in the driver's own process or without a driver.
     """
     import _thread
     import threading
 
-    from pipeline.cli import DRIVER_PID_ENV
-
-    driver = os.environ.get(DRIVER_PID_ENV, "")
-    if not driver.isdigit() or int(driver) == os.getpid() or _watching:
+    driver = sweep.current().driver_pid
+    if driver is None or driver == os.getpid() or _watching:
         return
-    _watching.append(int(driver))
+    _watching.append(driver)
 
     def watch() -> None:
-        while _alive(int(driver)):
+        while _alive(driver):
             time.sleep(every)
         log.error("the sweep's process %s is gone: this worker (process %d) stops", driver, os.getpid())
         if _in_job:
@@ -276,58 +270,3 @@ def job(cfg: DictConfig) -> None:
             continue
         log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)%s", step, name_, row.quantity, row.empirical, row.bound,
                  row.theoretical, row_phrase(row), row.ratio, f"; {row.reason}" if row.reason else "")
-
-
-WORK_DIR = Path("multirun") / "dvc"  # the DVC stages' sweeps run here; results/NAME gets what they determine
-PUBLISHED = ("results.parquet", "curves.parquet", "metrics.json", "*.png", "*.svg")
-
-
-def dvc_stage(experiment: str, params_file: Path = Path("params.yaml"), results: Path = Path("results")) -> None:
-    """Run the named experiment with the overrides of ``params_file``, then publish it into results/NAME.
-
-    The sweep runs in ``multirun/dvc/NAME`` (its job directories, logs, Hydra's records with absolute
-    paths, done markers with code hashes, the parent run's id): a rerun resumes there. DVC tracks
-    results/NAME, which receives only what the computation determines (:func:`publish`), so a fresh
-    clone's ``dvc repro`` reproduces the committed ``dvc.lock``. A sweep that ends with exit code 1 (a
-    failed job or a violated bound) is published too, then the exit is passed on."""
-    from pipeline.cli import main
-
-    params = OmegaConf.to_container(OmegaConf.load(params_file)) if params_file.exists() else {}
-    overrides = []
-    for key, value in (params or {}).items():
-        if value is None:
-            continue
-        if isinstance(value, list):
-            value = ",".join(str(v) for v in value)
-        overrides.append(f"{key}={value}")
-    work = WORK_DIR / experiment
-    try:
-        main(["-m", f"experiment={experiment}", f"hydra.sweep.dir={work}", *overrides])
-    except SystemExit as e:
-        if e.code == 1 and (work / "metrics.json").exists():
-            publish(work, results / experiment)
-        raise
-    publish(work, results / experiment)
-
-
-def publish(sweep_dir: Path, dest: Path) -> list[Path]:
-    """Copy the sweep's tables, verdict summary and figures (:data:`PUBLISHED`) into ``dest``, replacing it
-    whole: staged beside it and renamed, so ``dest`` never mixes two sweeps' files."""
-    import shutil
-
-    staging = dest.with_name(f".{dest.name}.{os.getpid()}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for pattern in PUBLISHED:
-        for path in sorted(sweep_dir.glob(pattern)):
-            shutil.copyfile(path, staging / path.name)
-    if dest.exists():
-        shutil.rmtree(dest)
-    os.replace(staging, dest)
-    return sorted(dest.iterdir())
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m pipeline.stages EXPERIMENT")
-    dvc_stage(sys.argv[1])

@@ -11,9 +11,9 @@ returns a :class:`Report`: the checks that passed and those that do not apply, e
 
 What is checked (small samples, a few seeds: each call takes seconds):
 
-- ``check_learner(Class)``: it declares ``name`` and ``params`` (each a constructor keyword); parameter
-  validation (a value of the wrong type, and values outside each declared :class:`pipeline.params.Param`'s
-  predicate, raise :class:`pipeline.params.UserError` with a one-line message naming the parameter);
+- ``check_learner(Class)``: it declares ``name``, ``params`` (each a constructor keyword) and ``accepts`` (kinds
+  of :data:`pipeline.data.dataset.KINDS`); parameter validation (a value of the wrong type, and values outside
+  each declared :class:`pipeline.params.Param`'s predicate, raise :class:`pipeline.params.UserError` with a one-line message naming the parameter);
   pickling (a fresh learner round-trips and then runs to the same outcome; a learner after its run pickles);
   determinism (the same seed gives a bit-identical :class:`Outcome`); no mutation of the dataset's arrays;
   ``learn_one`` fed row by row equals the whole-stream ``run`` (its ``mistake`` trace, and ``w_``), where the
@@ -21,11 +21,12 @@ What is checked (small samples, a few seeds: each call takes seconds):
   violated on the library's constructions (margin data, noisy margin data, the tight construction, shells, a
   finite class, multiclass margin data, a stream: those the learner accepts) over a few seeds.
 - ``check_bound(bound)``: a well-formed :class:`pipeline.bounds.Bound`; its learner is registered (or given);
-  every statistic it ``requires`` is provided by the dataset's certified statistics and the learner's
-  ``Outcome.stats`` (``comparators`` by the pipeline), its ``quantity`` by ``Outcome.quantities`` (per step in
+  every statistic it ``requires`` is provided by the dataset's certified statistics, the learner's
+  ``Outcome.stats`` or a registered statistic provider (:data:`pipeline.statistics.REGISTRY`), its ``quantity``
+  by ``Outcome.quantities`` or such a provider (per step in
   ``Outcome.steps`` for ``anytime="trace"``); its value is deterministic; a (D) bound is never violated.
-- ``check_dataset(Class, **params)``: it declares ``name`` and ``params``; parameter validation; pickling (the
-  generator and the sample); determinism (the same seed gives bit-identical arrays and statistics); the
+- ``check_dataset(Class, **params)``: it declares ``name``, ``params`` and ``kind``, and ``generate`` makes a sample
+  of that kind; parameter validation; pickling (the generator and the sample); determinism (the same seed gives bit-identical arrays and statistics); the
   certified statistics agree with the arrays (``m``, ``d``, ``R`` >= every row's norm, ``gamma_lo <= gamma_hi``,
   no known direction beats ``gamma_hi``, labels +1/-1 for binary data); some built-in learner runs on it with
   no (D) bound violated.
@@ -41,7 +42,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from pipeline.params import Param, UserError
+from pipeline.params import REQUIRED, Param, UserError, param_defaults
 
 # Values for parameters that need one (no default) or whose default is large: a check runs in seconds.
 SMALL: dict[str, Any] = {"gamma": 0.1, "rho": 1.0, "lam": 0.1, "B": 10.0, "T": 300, "n": 60, "d": 5, "n_test": 1000,
@@ -102,13 +103,25 @@ def _declares(cls: Any, subject: str, need: tuple[str, ...]) -> None:
                     "keywords (config keys are constructor argument names)")
 
 
+def _declares_kinds(cls: Any, subject: str, attr: str) -> None:
+    """A learner's ``accepts`` (a non-empty set of kinds) or a dataset's ``kind``: kinds of KINDS."""
+    from pipeline.data.dataset import KINDS
+
+    value = getattr(cls, attr, None)
+    kinds = value if isinstance(value, (set, frozenset)) else {value} if attr == "kind" else None
+    if not kinds or not all(isinstance(k, str) and k in KINDS for k in kinds):
+        what = "a frozenset of" if attr == "accepts" else "one of"
+        raise _fail(subject, "declares its kinds", f"{attr!r} must be {what} {', '.join(KINDS)} "
+                    f"(pipeline.data.dataset.KINDS); got {value!r}")
+
+
 def _kwargs(cls: type, given: dict[str, Any]) -> dict[str, Any]:
     """Constructor arguments: ``given``, then SMALL values for declared parameters (sizes, required ones)."""
-    signature = inspect.signature(cls.__init__).parameters
-    out = {p.name: SMALL[p.name] for p in cls.params  # not where None means "from the data" (a file's d)
-           if p.name in SMALL and p.name in signature and signature[p.name].default is not None}
+    defaults = param_defaults(cls)
+    out = {name: SMALL[name] for name, default in defaults.items()  # not where None means "from the data" (a file's d)
+           if name in SMALL and default is not None}
     out |= given
-    missing = [p.name for p in cls.params if p.name not in out and signature[p.name].default is inspect.Parameter.empty]
+    missing = [name for name, default in defaults.items() if name not in out and default is REQUIRED]
     if missing:
         raise _fail(cls.__name__, "construction", f"required parameters {missing} have no value: pass them "
                     f"(e.g. check_...({cls.__name__}, {missing[0]}=...))")
@@ -223,27 +236,27 @@ def _compatible(learner: Any, generator: Any, seed: int) -> tuple[Any, str | Non
     from pipeline.run import prepare
 
     try:
-        return prepare(Job(experiment="conformance", seed=seed, lam=0.1, learner=learner, dataset=generator)), None
+        return prepare(Job(experiment="conformance", seed=seed, learner=learner, dataset=generator)), None
     except UserError as e:
         return None, str(e)
 
 
-def _stats(bounds: Iterable[Any], ds: Any, outcome: Any) -> dict[str, Any]:
-    """The statistics the pipeline hands the bounds (pipeline.run.run): the sample's and the outcome's."""
-    stats = ds.stats.as_dict() | outcome.stats
-    if any("comparators" in b.requires for b in bounds) and not getattr(ds, "streamed", False):
-        from pipeline.comparators import comparator_margins
+def _stats(bounds: Iterable[Any], ds: Any, outcome: Any, learner: Any = None) -> dict[str, Any]:
+    """The statistics the pipeline hands the bounds (pipeline.run.run): the sample's and the outcome's,
+    completed by the statistic providers with what ``bounds`` read."""
+    from pipeline.statistics import complete
 
-        stats["comparators"] = comparator_margins(ds.X, ds.y, ds.directions)
-    return stats
+    return ds.stats.as_dict() | complete(ds, learner, outcome, bounds).stats
 
 
-def _judge(bounds: tuple[Any, ...], ds: Any, outcome: Any, subject: str, where: str) -> list[dict[str, Any]]:
+def _judge(bounds: tuple[Any, ...], ds: Any, outcome: Any, subject: str, where: str,
+           learner: Any = None) -> list[dict[str, Any]]:
     """Evaluate ``bounds`` on one run as the pipeline does (each part of a split run on its own); fail on a
-    statistic or quantity the run does not provide, or on a violated (D) bound."""
-    if getattr(ds, "streamed", False):
-        bounds = tuple(b for b in bounds if "comparators" not in b.requires)
-    stats = _stats(bounds, ds, outcome)
+    statistic or quantity neither the run nor a statistic provider gives, or on a violated (D) bound."""
+    from pipeline.statistics import available
+
+    bounds = tuple(b for b in bounds if available(b, ds))
+    stats = _stats(bounds, ds, outcome, learner)
     rows = []
     for part, out in (outcome.parts.items() if outcome.parts else [("", outcome)]):
         part_stats = stats | out.stats
@@ -251,7 +264,8 @@ def _judge(bounds: tuple[Any, ...], ds: Any, outcome: Any, subject: str, where: 
             missing = [k for k in b.requires if k not in part_stats]
             if missing:
                 raise _fail(subject, "statistics provided", f"bound {b.name} requires {missing}, which neither the "
-                            f"dataset's statistics nor the learner's Outcome.stats provide ({where}); provided: "
+                            f"dataset's statistics, the learner's Outcome.stats nor a statistic provider for its "
+                            f"objective {out.objective!r} (pipeline.statistics) provide ({where}); provided: "
                             f"{sorted(part_stats)}")
             for q in (b.quantity, b.quantity_low):
                 if q and q not in out.quantities:
@@ -307,11 +321,14 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
     from pipeline.bounds import bounds_for
     from pipeline.config import Job
     from pipeline.run import run
+    from pipeline.statistics import measure
 
     subject = f"learner {getattr(cls, 'name', cls)!r}"
     report = Report(subject)
     _declares(cls, subject, ("name", "params", "run", "check"))
     report.passed.append("declares name and params")
+    _declares_kinds(cls, subject, "accepts")
+    report.passed.append("declares its kinds")
     kwargs = _kwargs(cls, dict(params or {}))
     fresh = lambda: _make(cls, kwargs, subject)  # noqa: E731
     _check_params(cls, kwargs, subject)
@@ -339,7 +356,7 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
         copy = pickle.loads(pickle.dumps(learner))
     except Exception as e:  # noqa: BLE001
         raise _fail(subject, "pickling", f"a fresh learner does not pickle: {type(e).__name__}: {e}") from None
-    first = learner.run(ds, np.random.default_rng(_seeds(seeds[0])[1]))
+    first = measure(learner, ds, np.random.default_rng(_seeds(seeds[0])[1]))  # the run and its providers' statistics
     diff = next((f"array {k}" for k, v in _arrays(ds).items() if _same(before[k], v)), None) or (
         "arrays removed" if set(_arrays(ds)) != set(before) else None)
     if diff:
@@ -348,13 +365,13 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
         pickle.loads(pickle.dumps(learner))
     except Exception as e:  # noqa: BLE001
         raise _fail(subject, "pickling", f"the learner after its run does not pickle: {type(e).__name__}: {e}") from None
-    second = fresh().run(_compatible(fresh(), generator, seeds[0])[0], np.random.default_rng(_seeds(seeds[0])[1]))
+    second = measure(fresh(), _compatible(fresh(), generator, seeds[0])[0], np.random.default_rng(_seeds(seeds[0])[1]))
     diff = _same(first, second, "Outcome")
     if diff:
         raise _fail(subject, "determinism", f"two runs with seed {seeds[0]} differ ({diff}; {where}): draw every random "
                     "number from the rng passed to run()")
     report.passed += ["determinism", "no mutation of inputs"]
-    from_copy = copy.run(ds, np.random.default_rng(_seeds(seeds[0])[1]))
+    from_copy = measure(copy, ds, np.random.default_rng(_seeds(seeds[0])[1]))
     diff = _same(first, from_copy, "Outcome")
     if diff:
         raise _fail(subject, "pickling", f"the unpickled learner runs to another outcome ({diff}; {where})")
@@ -379,11 +396,11 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
             if ds is None:
                 continue
             if not bounds and datasets is None:  # the pipeline's own loop, exactly as a job runs it
-                result = run(Job(experiment="conformance", seed=seed, lam=0.1, learner=learner, dataset=generator), ds)
+                result = run(Job(experiment="conformance", seed=seed, learner=learner, dataset=generator), ds)
                 _check_table(result.table, subject, f"on {where} seed {seed}")
             else:
                 out = learner.run(ds, np.random.default_rng(_seeds(seed)[1]))
-                _judge(judged, ds, out, subject, f"on {where} seed {seed}")
+                _judge(judged, ds, out, subject, f"on {where} seed {seed}", learner)
     report.passed += ["statistics provided", "no (D) bound violated"]
     if skipped:
         report.not_applicable["runs on " + ", ".join(w.split()[0] for w in skipped)] = "the learner refuses that data"
@@ -402,7 +419,7 @@ def _learn_one(cls: type, fresh: Any, runs: list, seed: int, subject: str, repor
     """``learn_one`` row by row against ``run`` over the same stream (one pass, in order)."""
     for where, generator in runs:
         ds, _ = _compatible(fresh(), generator, seed)
-        if getattr(ds, "streamed", False) or not isinstance(getattr(ds, "X", None), np.ndarray):
+        if ds.kind == "stream" or not isinstance(ds.X, np.ndarray):  # one dense materialised sample
             continue
         out = fresh().run(ds, np.random.default_rng(_seeds(seed)[1]))
         trace = out.trace.get("mistake")
@@ -467,7 +484,7 @@ def check_bound(bound: Any, *, learner: type | None = None, params: dict[str, An
             if ds is None:
                 break
             out = lrn.run(ds, np.random.default_rng(_seeds(seed)[1]))
-            rows = _judge((bound,), ds, out, subject, f"on {where} seed {seed} with learner {learner.name}")
+            rows = _judge((bound,), ds, out, subject, f"on {where} seed {seed} with learner {learner.name}", lrn)
             judged += sum(bool(r["applicable"]) for r in rows)
     report.passed += ["statistics provided", "deterministic bound"]
     if bound.guarantee == "D":
@@ -485,7 +502,7 @@ def check_bound(bound: Any, *, learner: type | None = None, params: dict[str, An
 
 def _materialise(ds: Any) -> dict[str, Any]:
     """The sample's content: arrays (a stream's chunks concatenated), statistics, hypotheses, directions."""
-    if getattr(ds, "streamed", False):
+    if ds.kind == "stream":
         parts = list(ds.chunks())
         X = np.concatenate([np.asarray(x) for x, _ in parts]) if parts else np.zeros((0, 0))
         y = np.concatenate([np.asarray(y) for _, y in parts]) if parts else np.zeros(0)
@@ -505,6 +522,8 @@ def check_dataset(cls: type, *, seeds: Iterable[int] = (0, 1), **params: Any) ->
     report = Report(subject)
     _declares(cls, subject, ("name", "params", "generate", "check", "get_params"))
     report.passed.append("declares name and params")
+    _declares_kinds(cls, subject, "kind")
+    report.passed.append("declares its kinds")
     kwargs = _kwargs(cls, params)
     generator = _make(cls, kwargs, subject)
     _check_params(cls, kwargs, subject)
@@ -512,6 +531,9 @@ def check_dataset(cls: type, *, seeds: Iterable[int] = (0, 1), **params: Any) ->
     seeds = tuple(seeds)
 
     ds = generator.generate(_seeds(seeds[0])[0])
+    if getattr(ds, "kind", None) != cls.kind:
+        raise _fail(subject, "declares its kinds", f"the class declares kind {cls.kind!r} and generate() made a sample "
+                    f"of kind {getattr(ds, 'kind', None)!r} ({type(ds).__name__}; pipeline.data.dataset.KINDS)")
     content = _materialise(ds)
     diff = _same(content, _materialise(_make(cls, kwargs, subject).generate(_seeds(seeds[0])[0])), "sample")
     if diff:
@@ -539,7 +561,7 @@ def check_dataset(cls: type, *, seeds: Iterable[int] = (0, 1), **params: Any) ->
             continue
         for seed in seeds:
             lrn = _make(learner_cls, _kwargs(learner_cls, {}), subject)
-            result = run(Job(experiment="conformance", seed=seed, lam=0.1, learner=lrn, dataset=generator))
+            result = run(Job(experiment="conformance", seed=seed, learner=lrn, dataset=generator))
             _check_table(result.table, subject, f"with algorithm={name} seed {seed}")
         tried.append(name)
         break
@@ -571,7 +593,7 @@ def _check_stats(ds: Any, content: dict[str, Any], subject: str) -> None:
         raise _fail(subject, what, f"gamma_lo = {lo!r} > gamma_hi = {hi!r}")
     if stats.get("separable") and not lo > 0:
         raise _fail(subject, what, f"separable with gamma_lo = {lo!r}: a certified separable sample has gamma_lo > 0")
-    if not hasattr(ds, "k") and "gamma_lo" in stats:
+    if ds.kind != "multiclass" and "gamma_lo" in stats:
         labels = set(np.unique(np.asarray(y)).tolist())
         if not labels <= {-1.0, 1.0}:
             raise _fail(subject, what, f"binary labels must be +1/-1, found {sorted(labels)[:5]}")

@@ -20,10 +20,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from pipeline import sweep
 from pipeline.paths import project_root
 
-PARENT_ENV = "BOUNDLAB_PARENT_RUN_ID"
-SWEEP_ENV = "BOUNDLAB_SWEEP_ID"
 PARENT_FILE = ".boundlab_parent"  # in the sweep directory: reaches jobs where the environment does not
 
 
@@ -120,16 +119,17 @@ def _check_driver(uri: str) -> str | None:
 
 
 def sweep_context(sweep_dir: Path) -> tuple[str | None, str]:
-    """The parent run id and sweep id of the running sweep, from the environment or the sweep dir."""
-    parent, sweep = os.environ.get(PARENT_ENV), os.environ.get(SWEEP_ENV, "")
+    """The parent run id and sweep id of the running sweep, from the sweep context or the sweep dir."""
+    context = sweep.current()
+    parent, sweep_id = context.parent_run_id, context.sweep_id
     if not parent:
-        parent, sweep = read_parent_marker(sweep_dir) or (None, "")
-    return parent, sweep
+        parent, sweep_id = read_parent_marker(sweep_dir) or (None, "")
+    return parent, sweep_id
 
 
 def announce_sweep(sweep_dir: Path, parent_id: str, sweep_id: str) -> None:
     """Make the parent run id known to the sweep's jobs, whichever process they run in."""
-    os.environ[PARENT_ENV], os.environ[SWEEP_ENV] = parent_id, sweep_id
+    sweep.update(parent_run_id=parent_id, sweep_id=sweep_id)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     tmp = sweep_dir / f"{PARENT_FILE}.{os.getpid()}.tmp"  # a job reading the marker never sees half of it
     tmp.write_text(f"{parent_id} {sweep_id}\n")

@@ -98,7 +98,7 @@ def test_streamed_data_are_refused_by_learners_that_need_the_whole_sample() -> N
     from pipeline.params import UserError
     from pipeline.run import prepare
 
-    job = Job(experiment="x", seed=0, lam=0.1, learner=Pegasos(lam=0.1), dataset=Stream(gamma=0.1, rho=1.0, n=100, d=3))
+    job = Job(experiment="x", seed=0, learner=Pegasos(lam=0.1), dataset=Stream(gamma=0.1, rho=1.0, n=100, d=3))
     with pytest.raises(UserError, match="streamed"):
         prepare(job)
 

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline import dual
 from pipeline.bounds import bounds_for
 from pipeline.data import MarginBinary, Shells
 from pipeline.data.certify import (
@@ -31,6 +30,8 @@ from pipeline.data.certify import (
 )
 from pipeline.learners import KernelPegasos
 from pipeline.params import ParamError, UserError
+from pipeline.solvers import dual
+from pipeline.statistics import measure
 
 # --- Exact arithmetic -------------------------------------------------------------------------------
 
@@ -347,13 +348,14 @@ class Duplicates:
         self.stats = Stats(m=80, d=3, R=radius(self.X), gamma_lo=math.nan, gamma_hi=math.nan, separable=False,
                            gap=math.nan)
         self.name = "duplicates"
+        self.kind = "binary"  # a sample declares its kind (pipeline.data.dataset.KINDS)
 
 
 def test_kernel_pegasos_charges_the_shift_on_near_duplicates() -> None:
     ds = Duplicates(0)
     learner = KernelPegasos(lam=0.05, T=2000, kernel="gaussian", sigma=0.5)
     assert first_bad_pivot(learner.gram(ds.X)) is not None  # not even positive definite exactly
-    out = learner.run(ds, np.random.default_rng(1))
+    out = measure(learner, ds, np.random.default_rng(1))
     shift = out.stats["gram_shift"]
     assert shift > 0 and math.isfinite(out.stats["gram_min_eig"])
     assert out.stats["R"] ** 2 >= 1.0 + shift and out.stats["R"] > 1.0  # R^2 = max K_ii includes the shift
@@ -364,7 +366,7 @@ def test_kernel_pegasos_charges_the_shift_on_near_duplicates() -> None:
         if bound.name == "kernel_regret":
             row = bound.evaluate(stats, out.quantities)
             assert row["holds"], row
-    again = learner.run(ds, np.random.default_rng(1))
+    again = measure(learner, ds, np.random.default_rng(1))
     assert again.stats == out.stats and np.array_equal(again.trace["loss"], out.trace["loss"])
 
 
@@ -383,10 +385,10 @@ PINNED = {
 def test_a_certified_gram_matrix_leaves_the_run_bit_identical(case: str) -> None:
     if case == "doctest":
         ds = MarginBinary(gamma=0.1, rho=1.0, n=200, d=5, flip=0.1).generate(np.random.default_rng(0))
-        out = KernelPegasos(lam=0.01, T=1000, kernel="gaussian").run(ds, np.random.default_rng(1))
+        out = measure(KernelPegasos(lam=0.01, T=1000, kernel="gaussian"), ds, np.random.default_rng(1))
     else:
         ds = Shells(rho=1.0, n=120, d=3).generate(np.random.default_rng(3))
-        out = KernelPegasos(lam=0.05, T=800, kernel="gaussian", sigma=0.5).run(ds, np.random.default_rng(4))
+        out = measure(KernelPegasos(lam=0.05, T=800, kernel="gaussian", sigma=0.5), ds, np.random.default_rng(4))
     want = PINNED[case]
     assert out.stats["gram_shift"] == 0.0 and out.stats["gram_min_eig"] > 0
     for key in ("regret", "suboptimality", "suboptimality_last"):

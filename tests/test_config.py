@@ -54,6 +54,19 @@ def test_group_keys_are_the_constructor_arguments() -> None:
     assert job.dataset.gamma == 0.3 and job.dataset.rho == 2.0
 
 
+@pytest.mark.parametrize(("algorithm", "reads_lam"), [("perceptron", False), ("halving", False), ("pegasos", True),
+                                                    ("kernel_pegasos", True)])
+def test_a_key_the_learner_does_not_read_leaves_the_job_unchanged(algorithm: str, reads_lam: bool) -> None:
+    """A job is what its learner and dataset declare, and the seed: the top-level ``lam`` reaches only the
+    learners with a ``lam`` parameter (their YAML interpolates it), so it changes only their jobs."""
+    plain, other = (build(compose_job([f"algorithm={algorithm}", *extra])) for extra in ([], ["lam=0.5"]))
+    assert (plain.key() != other.key()) == reads_lam and (plain.key(seeded=False) != other.key(seeded=False)) == reads_lam
+    assert ("lam" in plain.params()) == reads_lam and set(plain.params()) == set(other.params())
+    assert set(plain.params()) == {"seed", *plain.dataset.get_params(), *plain.learner.get_params()}
+    if reads_lam:
+        assert other.params()["lam"] == 0.5 and other.learner.lam == 0.5
+
+
 BAD = [
     (["gamma=0"], "gamma=0"),
     (["gamma=-1"], "gamma=-1"),

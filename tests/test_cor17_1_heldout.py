@@ -19,11 +19,12 @@ from pipeline.config import Job, build
 from pipeline.data import MulticlassBundled
 from pipeline.data.certify import content_hash
 from pipeline.learners import MulticlassSGD, MulticlassSVM
-from pipeline.multiclass_solvers import ball_comparator, ghinge_losses
 from pipeline.params import ParamError, UserError
 from pipeline.paths import CONF_DIR
 from pipeline.run import prepare, run
 from pipeline.schemas import register
+from pipeline.solvers.multiclass import ball_comparator, ghinge_losses
+from pipeline.statistics import measure
 
 NEEDS_SAMPLE = ("algorithm=multiclass_svm on dataset=multiclass_bundled needs dataset.sample=M (training examples "
                 "drawn from the set; the risk is then measured on the whole set as the population)")
@@ -63,7 +64,7 @@ def test_svm_trains_on_a_draw_from_S_and_is_judged_on_all_of_S(source: str) -> N
 
     svm = MulticlassSVM(B=10.0)
     svm.check_data(ds)
-    out = svm.run(ds, np.random.default_rng(0))
+    out = measure(svm, ds, np.random.default_rng(0))
     risk_S = float(ghinge_losses(S.X, S.y, svm.W_).mean())
     risk_train = float(ghinge_losses(ds.X, ds.y, svm.W_).mean())
     assert out.stats["m"] == 100 and out.stats["n_test"] == n
@@ -85,7 +86,7 @@ def test_the_training_excess_is_not_the_measured_one() -> None:
     minimum, by construction); the measured one is on S and is a different number."""
     ds = MulticlassBundled(source="digits", sample=100).generate(np.random.default_rng(1))
     svm = MulticlassSVM(B=10.0)
-    out = svm.run(ds, np.random.default_rng(0))
+    out = measure(svm, ds, np.random.default_rng(0))
     train_excess = float(ghinge_losses(ds.X, ds.y, svm.W_).mean()) - ball_comparator(ds.X, ds.y, ds.k, 10.0).upper
     assert train_excess <= out.stats["lam_uml"] * 10.0**2
     assert out.quantities["excess"] > train_excess + 0.1, (out.quantities["excess"], train_excess)
@@ -100,7 +101,7 @@ def test_svm_on_bundled_without_sample_is_refused_in_one_line(capsys: pytest.Cap
     with pytest.raises(UserError) as e:  # the config, before any data exist
         build(_compose(SVM_ON_IRIS))
     assert str(e.value) == NEEDS_SAMPLE
-    job = Job(experiment="t", seed=0, lam=0.01, learner=MulticlassSVM(B=10.0), dataset=MulticlassBundled(source="iris"))
+    job = Job(experiment="t", seed=0, learner=MulticlassSVM(B=10.0), dataset=MulticlassBundled(source="iris"))
     with pytest.raises(UserError) as e:  # the run loop's check of the data
         prepare(job)
     assert str(e.value) == NEEDS_SAMPLE
@@ -117,7 +118,7 @@ def test_sgd_on_bundled_without_sample_is_unchanged() -> None:
     assert rng.bit_generator.state == before  # no draw: every later use of the stream is as before
     assert ds.X is ds.X_test and ds.y is ds.y_test and ds.stats.m == ds.y.size
     assert "sample" not in MulticlassBundled(source="wine").get_params()  # run keys as before
-    job = Job(experiment="t", seed=0, lam=0.01, learner=MulticlassSGD(B=10.0, T=200),
+    job = Job(experiment="t", seed=0, learner=MulticlassSGD(B=10.0, T=200),
               dataset=MulticlassBundled(source="wine"))
     assert prepare(job).X.shape == (178, 13)
 

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import sparse
 
-from pipeline.dual import Certificate, kernel_objective, kernel_sdca, objective, sdca
 from pipeline.params import ParamError
+from pipeline.solvers.dual import Certificate, kernel_objective, kernel_sdca, objective, sdca
 
 
 def noisy(m: int, d: int, seed: int, flip: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +125,7 @@ def test_kernel_with_linear_gram_equals_linear() -> None:
 
 
 def test_compiled_kernels_equal_their_python_reference() -> None:
-    from pipeline import dual
+    from pipeline.solvers import dual
 
     X, y = noisy(40, 6, seed=5)
     X[3] = 0.0

@@ -43,6 +43,19 @@ def test_the_issue_lists_every_experiment() -> None:
     assert asked <= set(EXPERIMENTS)
 
 
+def test_dvc_runs_every_experiment_once_then_the_report_over_all() -> None:
+    """dvc.yaml's one templated stage runs each experiment (its list, once); the report depends on them all."""
+    from omegaconf import OmegaConf
+
+    dvc = OmegaConf.to_container(OmegaConf.load(ROOT / "dvc.yaml"))  # DVC's ${...}: left as written
+    listed = [name for entry in dvc["vars"] if "experiments" in entry for name in entry["experiments"]]
+    assert sorted(listed) == EXPERIMENTS and len(set(listed)) == len(listed)
+    stage = dvc["stages"]["experiment"]
+    assert stage["foreach"] == "${experiments}" and stage["do"]["outs"] == ["results/${item}"]
+    assert stage["do"]["cmd"] == "python -m pipeline.dvc_stage ${item}"
+    assert "results" in dvc["stages"]["report"]["deps"] and set(dvc["stages"]) == {"experiment", "report"}
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_states_question_and_claims(name: str) -> None:
     cfg = _compose([f"experiment={name}"])
@@ -142,7 +155,7 @@ def _python(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
 @pytest.mark.slow
 def test_report_from_a_small_sweep_has_every_claim_and_figure(tmp_path: Path) -> None:
     ws, env = _workspace(tmp_path), _env(tmp_path)
-    stage = _python("-m", "pipeline.report", "run", "perceptron_tight", cwd=ws, env=env)
+    stage = _python("-m", "pipeline.dvc_stage", "perceptron_tight", cwd=ws, env=env)
     assert stage.returncode == 0, stage.stderr[-3000:]
     report = _python("-m", "pipeline.report", cwd=ws, env=env)
     assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-2000:]
@@ -188,7 +201,7 @@ def test_the_tracked_outputs_of_two_fresh_workspaces_are_byte_identical(tmp_path
     outputs = []
     for i in range(2):
         ws, env = _workspace(tmp_path / str(i)), _env(tmp_path / str(i))
-        for args in (("-m", "pipeline.report", "run", "perceptron_tight"), ("-m", "pipeline.report")):
+        for args in (("-m", "pipeline.dvc_stage", "perceptron_tight"), ("-m", "pipeline.report")):
             done = _python(*args, cwd=ws, env=env)
             assert done.returncode == 0, done.stderr[-3000:]
         tracked = [*(ws / "results").rglob("*"), *(ws / "report").rglob("*")]
@@ -201,10 +214,10 @@ def test_the_tracked_outputs_of_two_fresh_workspaces_are_byte_identical(tmp_path
 @pytest.mark.slow
 def test_a_broken_learner_fails_the_report_stage_and_shows_in_the_report(tmp_path: Path) -> None:
     ws, env = _workspace(tmp_path), _env(tmp_path, broken=True)
-    sweep = _python("-m", "pipeline.stages", "perceptron_tight", cwd=ws, env=env)
+    sweep = _python("-c", "from pipeline.dvc_stage import run_sweep; run_sweep('perceptron_tight')", cwd=ws, env=env)
     assert sweep.returncode == 1 and "bound(s) violated: " in sweep.stderr and "novikoff (D)" in sweep.stderr, sweep.stderr[-2000:]
     assert "a bug until proven otherwise" in sweep.stderr
-    stage = _python("-m", "pipeline.report", "run", "perceptron_tight", cwd=ws, env=env)
+    stage = _python("-m", "pipeline.dvc_stage", "perceptron_tight", cwd=ws, env=env)
     assert stage.returncode == 0 and "BOUND(S) VIOLATED: " in stage.stderr and "novikoff" in stage.stderr, stage.stderr[-2000:]
     report = _python("-m", "pipeline.report", cwd=ws, env=env)
     assert report.returncode == 1, report.stdout[-2000:]

@@ -145,7 +145,7 @@ def test_two_sweeps_sharing_jobs_run_each_job_once(tmp_path: Path) -> None:
 def test_a_jobs_code_is_its_import_closure_not_the_whole_package() -> None:
     modules = set(resume.closure(("pipeline.run",)))
     for needed in ("pipeline.run", "pipeline._jit", "pipeline.bounds.perceptron", "pipeline.learners.pegasos",
-                   "pipeline.data.certify", "pipeline.dual", "pipeline.comparators"):
+                   "pipeline.data.certify", "pipeline.solvers.dual", "pipeline.solvers.comparators"):
         assert needed in modules
     for outside in ("pipeline.report", "pipeline.plots", "pipeline.tracking", "pipeline.callbacks", "pipeline.cli",
                     "pipeline.stages"):

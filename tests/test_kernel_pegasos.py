@@ -12,6 +12,7 @@ from pipeline.bounds import bounds_for
 from pipeline.data import MarginBinary, Shells
 from pipeline.learners import KernelPegasos, Pegasos
 from pipeline.learners.kernel_pegasos import KERNELS, gram_kernel
+from pipeline.statistics import measure
 
 REGRET = bounds_for("kernel_pegasos")[0]
 
@@ -23,8 +24,8 @@ def test_linear_kernel_is_linear_pegasos(batch: int, sampling: str) -> None:
     lam, T = 0.01, 3000
     lin = Pegasos(lam=lam, T=T, batch=batch, sampling=sampling)
     ker = KernelPegasos(lam=lam, T=T, batch=batch, sampling=sampling, kernel="linear")
-    a = lin.run(ds, np.random.default_rng(7))  # the same seed: the same index stream
-    b = ker.run(ds, np.random.default_rng(7))
+    a = measure(lin, ds, np.random.default_rng(7))  # the same seed: the same index stream
+    b = measure(ker, ds, np.random.default_rng(7))
     np.testing.assert_array_equal(a.trace["active"], b.trace["active"])
     w_kernel = (ker.alpha_ * ds.y) @ ds.X
     scale = max(1.0, np.abs(lin.w_).max())
@@ -67,7 +68,7 @@ def test_gram_matrices_are_the_textbook_kernels(kernel: str) -> None:
 def test_lemma1_holds_for_every_kernel(seed, m, lam, T, batch, sampling, kernel, rho) -> None:  # noqa: ANN001
     ds = Shells(rho=rho, n=m, d=3).generate(np.random.default_rng(seed))
     learner = KernelPegasos(lam=lam, T=T, batch=min(batch, m), sampling=sampling, kernel=kernel, sigma=0.5 * rho)
-    out = learner.run(ds, np.random.default_rng(seed))
+    out = measure(learner, ds, np.random.default_rng(seed))
     stats = ds.stats.as_dict() | out.stats
     row = REGRET.evaluate(stats, out.quantities)
     assert row["holds"], row

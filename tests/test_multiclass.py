@@ -15,7 +15,8 @@ from pipeline.bounds.multiclass import COR17_1, COR17_2, COR17_2_SHARP, LEMMA14_
 from pipeline.data.multiclass import MulticlassMargin, largest_margin
 from pipeline.learners import MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos
 from pipeline.learners.base import log_grid
-from pipeline.learners.multiclass import multiclass_step_kernel, population_comparator
+from pipeline.learners.multiclass import multiclass_step_kernel
+from pipeline.statistics import measure, population_comparator
 
 
 def _data(seed: int, k: int = 3, d: int = 5, gamma: float = 0.1, noise: float = 0.0, n: int = 200,
@@ -45,7 +46,7 @@ def test_step_kernel_matches_reference(lam: float) -> None:
 
 
 def test_realisable_comparator_is_exactly_zero() -> None:
-    from pipeline.multiclass_solvers import ghinge_losses
+    from pipeline.solvers.multiclass import ghinge_losses
 
     ds = _data(2, gamma=0.05)
     comp = population_comparator(ds, B=20.0)
@@ -66,7 +67,7 @@ def test_realisable_comparator_is_exactly_zero() -> None:
 )
 def test_lemma14_1_holds_in_every_run(seed, k, d, gamma, noise, B, T) -> None:  # noqa: ANN001
     ds = _data(seed % 1000, k=k, d=d, gamma=gamma * largest_margin(k, d, 1.0), noise=noise, n=60, n_test=1000)
-    out = MulticlassSGD(B=B, T=T).run(ds, np.random.default_rng(seed))
+    out = measure(MulticlassSGD(B=B, T=T), ds, np.random.default_rng(seed))
     for bound in (LEMMA14_1, LEMMA14_1_RATE):
         row = _evaluate(ds, out, bound)
         assert row["applicable"] and row["holds"], row
@@ -79,7 +80,7 @@ def test_sgd_excess_risk_is_below_the_bound_in_the_mean_over_seeds() -> None:
     B, T = 10.0, 3000
     rows = {b.name: [] for b in (COR17_2, COR17_2_SHARP)}
     for seed in range(10):
-        out = MulticlassSGD(B=B, T=T).run(ds, np.random.default_rng(seed))
+        out = measure(MulticlassSGD(B=B, T=T), ds, np.random.default_rng(seed))
         for b in (COR17_2, COR17_2_SHARP):
             rows[b.name].append(_evaluate(ds, out, b))
     for name, rs in rows.items():
@@ -91,7 +92,7 @@ def test_sgd_excess_risk_is_below_the_bound_in_the_mean_over_seeds() -> None:
 
 def test_multiclass_svm_is_certified_and_below_its_bound() -> None:
     ds = _data(4, k=3, d=4, gamma=0.1, n=300, n_test=5000)
-    out = MulticlassSVM(B=10.0).run(ds, np.random.default_rng(0))
+    out = measure(MulticlassSVM(B=10.0), ds, np.random.default_rng(0))
     assert out.stats["dual_gap"] <= 1e-6
     row = _evaluate(ds, out, COR17_1)
     assert row["applicable"] and row["empirical"] <= row["theoretical"]
@@ -106,11 +107,11 @@ def test_multiclass_pegasos_with_two_classes_is_binary_pegasos() -> None:
     ds = _data(5, k=2, d=4, noise=0.1, n=150)
     lam, T = 0.02, 2000
     mc = MulticlassPegasos(lam=lam, T=T)
-    out_mc = mc.run(ds, np.random.default_rng(9))
+    out_mc = measure(mc, ds, np.random.default_rng(9))
     binary = Dataset("binary", ds.X, 2.0 * ds.y - 1.0, Stats(m=150, d=4, R=ds.stats.R, gamma_lo=math.nan,
                                                               gamma_hi=math.nan, separable=False, gap=math.nan))
     pg = Pegasos(lam=lam / 2, T=T)
-    out_bin = pg.run(binary, np.random.default_rng(9))
+    out_bin = measure(pg, binary, np.random.default_rng(9))
     np.testing.assert_array_equal(mc.W_[0], -mc.W_[1])
     np.testing.assert_allclose(mc.W_[1] - mc.W_[0], pg.w_, rtol=0, atol=1e-10 * max(1.0, np.abs(pg.w_).max()))
     np.testing.assert_allclose(mc.W_bar_[1] - mc.W_bar_[0], pg.w_bar_, rtol=0, atol=1e-10 * max(1.0, np.abs(pg.w_).max()))
@@ -134,7 +135,7 @@ def test_one_vs_all_judges_every_subproblem() -> None:
         def generate(self, rng: np.random.Generator):  # noqa: ANN202
             return _data(6, k=3, n=200)
 
-    job = Job(experiment="t", seed=0, lam=0.01, learner=OneVsAll(lam=0.01, T=1000), dataset=_Spec())
+    job = Job(experiment="t", seed=0, learner=OneVsAll(lam=0.01, T=1000), dataset=_Spec())
     table = run(job).table
     assert set(table["part"]) == {"class 0", "class 1", "class 2"}
     regret = table[table["bound"] == "ova_regret"]
@@ -175,4 +176,4 @@ def test_binary_learner_on_multiclass_data_is_refused() -> None:
             return _data(0)
 
     with pytest.raises(UserError, match="binary learner"):
-        prepare(Job(experiment="t", seed=0, lam=0.01, learner=Perceptron(), dataset=_Spec()))
+        prepare(Job(experiment="t", seed=0, learner=Perceptron(), dataset=_Spec()))

@@ -13,7 +13,8 @@ from scipy import stats
 
 from pipeline.data import DATASETS, MulticlassBundled, MulticlassMargin, check_labels
 from pipeline.data.multiclass import largest_margin
-from pipeline.multiclass_solvers import (
+from pipeline.params import ParamError, UserError
+from pipeline.solvers.multiclass import (
     _scores,
     ball_comparator,
     clopper_pearson,
@@ -22,7 +23,6 @@ from pipeline.multiclass_solvers import (
     multiclass_svm,
     zero_one_losses,
 )
-from pipeline.params import ParamError, UserError
 
 CASES = [  # k, d, gamma, rho: simplex and polygon W*, small and large rho/gamma
     (5, 10, 0.05, 1.0),

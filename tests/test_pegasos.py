@@ -14,6 +14,7 @@ from pipeline.bounds.pegasos import PEGASOS_BOUNDS
 from pipeline.data import MarginBinary
 from pipeline.learners.base import log_grid
 from pipeline.learners.pegasos import SAMPLINGS, Pegasos, class_weights, index_stream, pegasos_kernel
+from pipeline.statistics import measure
 
 REGRET, EXPECTATION, HIGH_PROBABILITY, LAST = PEGASOS_BOUNDS
 
@@ -42,7 +43,7 @@ def _run_kernel(X, y, idx, lam, s, w_ref, radius, fn=pegasos_kernel):  # noqa: A
     T = idx.shape[0]
     grid = log_grid(T, 10)
     ref_margin = np.zeros(m) if w_ref is None else y * (X @ w_ref)
-    state = np.array([1.0, 0.0, 0.0])
+    state = np.array([1.0, 0.0, 0.0, 1.0])
     v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
     loss, active = np.empty(T), np.empty(T, dtype=np.int32)
     avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))
@@ -101,7 +102,7 @@ def test_class_weights_have_mean_one() -> None:
 
 
 def _check_run(ds, learner: Pegasos, seed: int):  # noqa: ANN001, ANN202
-    out = learner.run(ds, np.random.default_rng(seed))
+    out = measure(learner, ds, np.random.default_rng(seed))
     stats = ds.stats.as_dict() | out.stats
     row = REGRET.evaluate(stats, out.quantities)
     # docs/bounds.md section 4: the comparator's certified gap is <= 1e-9, or <= 1e-3 of the smallest bound in play
@@ -172,7 +173,7 @@ def test_non_iid_sampling_is_flagged_and_last_iterate_is_unguaranteed() -> None:
 
 def test_in_order_epochs_average_the_comparator_loss_exactly() -> None:
     """docs/bounds.md section 4: with in-order sampling and T a multiple of m, (1/T) sum f_t(u) = f(u)."""
-    from pipeline import dual
+    from pipeline.solvers import dual
 
     ds = _data(2, m=50)
     out, stats = _check_run(ds, Pegasos(lam=0.1, T=500, sampling="inorder"), 0)
@@ -201,8 +202,8 @@ def test_projection_keeps_iterates_in_the_ball() -> None:
 
 def test_same_seed_same_bits() -> None:
     ds = _data(5)
-    a = Pegasos(lam=0.01, T=700, batch=2).run(ds, np.random.default_rng(9))
-    b = Pegasos(lam=0.01, T=700, batch=2).run(ds, np.random.default_rng(9))
+    a = measure(Pegasos(lam=0.01, T=700, batch=2), ds, np.random.default_rng(9))
+    b = measure(Pegasos(lam=0.01, T=700, batch=2), ds, np.random.default_rng(9))
     for key in a.trace:
         np.testing.assert_array_equal(a.trace[key], b.trace[key])
     assert a.quantities == b.quantities

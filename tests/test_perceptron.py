@@ -154,7 +154,7 @@ def test_novikoff_not_applicable_without_separability() -> None:
 # --- Non-separable streams (docs/bounds.md section 2) --------------------------------------------------
 
 from pipeline.bounds import FREUND_SCHAPIRE, HINGE  # noqa: E402
-from pipeline.comparators import comparator_margins  # noqa: E402
+from pipeline.solvers.comparators import comparator_margins  # noqa: E402
 
 
 def _noisy(gamma, flip, violators, depth, n, d, seed):  # noqa: ANN001, ANN202

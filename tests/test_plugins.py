@@ -3,6 +3,7 @@ learner, bound and dataset, the worked example installed and swept, and broken o
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import subprocess
@@ -73,6 +74,123 @@ def test_bound_conforms(bound: str) -> None:
 def test_dataset_conforms(name: str, files: dict[str, dict]) -> None:
     report = check_dataset(DATASETS[name], **files.get(name, {}))
     assert {"determinism", "pickling", "certified statistics agree with the arrays"} <= set(report.passed)
+
+
+# --- Declarations: parameters once (Param with its default), kinds of data declared ---------------------
+
+def _classes() -> list[tuple[str, type]]:
+    return [(f"algorithm={n}", LEARNERS[n]) for n in sorted(LEARNERS)] + [(f"dataset={n}", DATASETS[n]) for n in sorted(DATASETS)]
+
+
+@pytest.mark.parametrize(("label", "cls"), _classes(), ids=[label for label, _ in _classes()])
+def test_parameters_are_declared_once(label: str, cls: type) -> None:
+    """The constructor, its signature, the stored attributes, get_params and the config schema all come from
+    ``params``: keyword-only, in declaration order, with the declared defaults (docs/plugins.md)."""
+    from pipeline.params import REQUIRED
+    from pipeline.schemas import node
+    from pipeline.testing import SMALL
+
+    assert getattr(cls.__init__, "generated", False), f"{label}: a hand-written __init__ that only stores parameters"
+    signature = inspect.signature(cls).parameters
+    assert list(signature) == [p.name for p in cls.params]
+    assert all(s.kind is inspect.Parameter.KEYWORD_ONLY for s in signature.values())
+    empty = inspect.Parameter.empty
+    assert {k: s.default for k, s in signature.items()} == {p.name: empty if p.default is REQUIRED else p.default
+                                                            for p in cls.params}
+    required = {p.name: ({"path": "x.csv"} | SMALL)[p.name] for p in cls.params if p.default is REQUIRED}
+    obj = cls(**required)
+    declared = {p.name: required.get(p.name, p.default) for p in cls.params}
+    assert {k: getattr(obj, k) for k in declared} == declared
+    assert obj.get_params() == {k: v for k, v in declared.items() if not (cls.name == "multiclass_bundled" and k == "sample")}
+    assert node(cls) == {"name": cls.name, **{p.name: "???" if p.default is REQUIRED else p.default for p in cls.params}}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_key'"):
+        cls(**required, no_such_key=1)
+
+
+def test_the_generated_constructor_behaves_like_a_written_one() -> None:
+    from pipeline.learners.base import Learner
+    from pipeline.params import Param
+
+    class Step(Learner):
+        name = "step"
+        params = (Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),
+                  Param("eta", float, lambda v: v > 0, "a number > 0"))
+
+    assert str(inspect.signature(Step)) == "(*, passes: int = 1, eta: float)"
+    assert Step(eta=0.5).get_params() == {"passes": 1, "eta": 0.5}
+    with pytest.raises(TypeError, match=r"Step\(\): missing a required argument: 'eta'"):
+        Step()
+    with pytest.raises(TypeError, match="too many positional arguments"):
+        Step(2, 0.5)
+
+    class Inherits(Step):  # a subclass that declares nothing new keeps the constructor
+        name = "inherits"
+
+    assert Inherits(eta=1.0, passes=3).get_params() == {"passes": 3, "eta": 1.0}
+
+    class More(Step):  # a constructor that does more than store calls the generated one
+        name = "more"
+
+        def __init__(self, **params: object) -> None:
+            super().__init__(**params)
+            self.rate = 1.0 / self.eta
+
+    more = More(eta=0.5)
+    assert (more.passes, more.eta, more.rate) == (1, 0.5, 2.0)
+
+    class Written(Learner):  # a plug-in from before Param.default: its own __init__ is kept, its defaults read
+        name = "written"
+        params = (Param("passes", int, lambda v: v >= 1, "an integer >= 1"),)
+
+        def __init__(self, *, passes: int = 2) -> None:
+            self.passes = passes
+
+    from pipeline.params import param_defaults
+
+    assert param_defaults(Written) == {"passes": 2} and Written().get_params() == {"passes": 2}
+    with pytest.raises(TypeError, match="declare it once"):
+        class Twice(Learner):  # noqa: F841 - two defaults for one parameter
+            name = "twice"
+            params = (Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),)
+
+            def __init__(self, *, passes: int = 2) -> None:
+                self.passes = passes
+
+
+def test_kinds_are_declared() -> None:
+    from pipeline.data.dataset import KINDS
+
+    assert {DATASETS[n].kind for n in DATASETS} == set(KINDS)
+    for name in LEARNERS:
+        assert LEARNERS[name].accepts and LEARNERS[name].accepts <= set(KINDS), name
+    assert {n for n in LEARNERS if "stream" in LEARNERS[n].accepts} == {"perceptron"}
+    assert {n for n in LEARNERS if "multiclass" in LEARNERS[n].accepts} == {"multiclass_sgd", "multiclass_svm", "ova",
+                                                                            "multiclass_pegasos"}
+
+
+@pytest.mark.parametrize(("learner", "dataset", "message"), [
+    ("pegasos", "stream", "dataset stream is streamed in chunks, never held whole; algorithm=pegasos needs the whole "
+                          "sample: use algorithm=perceptron or dataset=margin_binary"),
+    ("multiclass_sgd", "margin_binary", "algorithm=multiclass_sgd: dataset margin_binary is binary; use "
+                                        "dataset=multiclass_margin or dataset=multiclass_bundled"),
+    ("ova", "finite_class", "algorithm=ova: dataset finite_class is binary; use dataset=multiclass_margin or "
+                            "dataset=multiclass_bundled"),
+    ("multiclass_svm", "stream", "dataset stream is streamed in chunks, never held whole; algorithm=multiclass_svm "
+                                 "needs the whole sample: use algorithm=perceptron or dataset=margin_binary"),
+    ("perceptron", "multiclass_margin", "algorithm=perceptron is a binary learner and dataset multiclass_margin has 3 "
+                                        "classes; use algorithm=multiclass_sgd, multiclass_svm, ova or multiclass_pegasos"),
+])
+def test_kinds_that_do_not_meet_are_refused_in_one_line(learner: str, dataset: str, message: str) -> None:
+    from pipeline.config import Job
+    from pipeline.params import UserError
+    from pipeline.run import prepare
+    from pipeline.testing import SMALL, _kwargs
+
+    lrn = LEARNERS[learner](**_kwargs(LEARNERS[learner], {}))
+    ds = DATASETS[dataset](**{k: v for k, v in _kwargs(DATASETS[dataset], {}).items() if k in SMALL})
+    with pytest.raises(UserError) as info:
+        prepare(Job(experiment="t", seed=0, learner=lrn, dataset=ds))
+    assert str(info.value) == message
 
 
 class Mutating(Perceptron):

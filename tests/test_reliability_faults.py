@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from helpers import with_sitecustomize
 
-from pipeline import resume, tracking
+from pipeline import resume, sweep, tracking
 from pipeline.callbacks import collect
 
 # Wraps BOUNDLAB_FAULT ("module:Attr.path") so that call number BOUNDLAB_FAULT_CALL (0: every call)
@@ -181,7 +181,7 @@ PARENT_MARKERS = {
 def test_garbled_parent_marker_means_no_parent(tmp_path: Path, content: str, monkeypatch: pytest.MonkeyPatch,
                                                 caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / tracking.PARENT_FILE).write_text(content)
-    monkeypatch.delenv(tracking.PARENT_ENV, raising=False)
+    monkeypatch.delenv(sweep.ENV, raising=False)
     assert tracking.read_parent_marker(tmp_path) is None
     assert tracking.resume_parent("sqlite:///never-opened.db", tmp_path) is None  # no store touched
     assert tracking.sweep_context(tmp_path) == (None, "")
@@ -189,9 +189,10 @@ def test_garbled_parent_marker_means_no_parent(tmp_path: Path, content: str, mon
 
 
 def test_valid_parent_marker_round_trips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(tracking.PARENT_ENV, raising=False)
+    monkeypatch.delenv(sweep.ENV, raising=False)
     tracking.announce_sweep(tmp_path, "0123456789abcdef0123456789abcdef", "s-1")
-    monkeypatch.delenv(tracking.PARENT_ENV)
+    assert sweep.current().parent_run_id == "0123456789abcdef0123456789abcdef"
+    monkeypatch.delenv(sweep.ENV)  # a job that did not inherit the context: the marker tells
     assert tracking.sweep_context(tmp_path) == ("0123456789abcdef0123456789abcdef", "s-1")
     assert not list(tmp_path.glob("*.tmp"))
 

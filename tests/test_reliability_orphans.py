@@ -82,9 +82,9 @@ def test_a_waiting_holder_gets_the_directory_when_its_holder_ends(tmp_path: Path
 # ---------------------------------------------------------------- a worker dies with its sweep
 
 WORKER = """\
-import os, sys, time
-os.environ["BOUNDLAB_DRIVER_PID"] = sys.argv[1]
-from pipeline import stages
+import sys, time
+from pipeline import stages, sweep
+sweep.update(driver_pid=int(sys.argv[1]))
 stages._in_job = sys.argv[2] == "busy"
 stages.watch_driver(grace=0.5, every=0.1)
 print("watching", flush=True)

@@ -26,10 +26,7 @@ class PassiveAggressive(Learner):
     """
 
     name = "passive_aggressive"
-    params = (Param("passes", int, lambda v: v >= 1, "an integer >= 1"),)
-
-    def __init__(self, *, passes: int = 1) -> None:
-        self.passes = passes
+    params = (Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),)  # PassiveAggressive(*, passes=1)
 
     def learn_one(self, x: np.ndarray, y: float) -> bool:
         """One step; True when it was a mistake. Keeps ``w_`` and the last step's loss ``loss_``."""

@@ -8,7 +8,6 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from pipeline._rounding import U as _U
 from pipeline.verdicts import judge_row
 
 Stats = Mapping[str, Any]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 
-from pipeline.bounds.base import _U, Bound, Stats
+from pipeline.bounds.base import Bound, Stats
+from pipeline.numerics import UNIT_ROUNDOFF
 
 
 def _halving(s: Stats) -> tuple[int, str]:
@@ -37,7 +38,7 @@ def _vote_slack(H: int) -> float:
     """Relative error of one step's computed weighted sums (each weight exp(-a) within (a + 2) u of
     its exact value, the leader's exactly 1, and |H| additions): a computed vote or probability is off
     by at most this fraction of the total weight (docs/bounds.md section 0: rounding never makes a violation)."""
-    return 8.0 * (H + 1) * _U
+    return 8.0 * (H + 1) * UNIT_ROUNDOFF
 
 
 def _weighted_majority(s: Stats) -> tuple[float, str]:
@@ -54,7 +55,7 @@ def _weighted_majority(s: Stats) -> tuple[float, str]:
         numerator = math.log(H) - m_star * log_beta
         denominator = -math.log1p(math.expm1(log_beta) / 2)  # ln(2/(1+beta)), accurate as beta -> 1
     denominator -= 2 * _vote_slack(H)
-    value = numerator / denominator * (1 + 16 * _U) if denominator > 0 else math.inf
+    value = numerator / denominator * (1 + 16 * UNIT_ROUNDOFF) if denominator > 0 else math.inf
     return value, f"best expert: m* = {m_star} of |H| = {H}"
 
 
@@ -86,7 +87,7 @@ def _randomized(s: Stats) -> tuple[float, str]:
     """sqrt(2 ln|H| T), plus the rounding of the computed expected count (T steps of vote slack and
     the correctly rounded sums): the computed regret is within that of the exact one."""
     H, T = int(s["H"]), int(s["T"])
-    value = math.sqrt(2 * math.log(H) * T) * (1 + 8 * _U) + T * (_vote_slack(H) + 4 * _U)
+    value = math.sqrt(2 * math.log(H) * T) * (1 + 8 * UNIT_ROUNDOFF) + T * (_vote_slack(H) + 4 * UNIT_ROUNDOFF)
     return value, f"best expert: m* = {s['m_star']} of |H| = {H}"
 
 

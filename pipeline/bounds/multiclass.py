@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import math
 
-from pipeline.bounds.base import _U, Bound, Stats
+from pipeline.bounds.base import Bound, Stats
+from pipeline.numerics import UNIT_ROUNDOFF
 from pipeline.bounds.pegasos import pegasos_bounds
 
-_UP = 1.0 + 32.0 * _U  # rounding of a few products and a square root, upwards
+_UP = 1.0 + 32.0 * UNIT_ROUNDOFF  # rounding of a few products and a square root, upwards
 
 
 def _realised(s: Stats) -> float:

@@ -1,6 +1,7 @@
 """Pegasos' guarantees (docs/bounds.md sections 4 to 6): the per-run regret of Lemma 1 (D), the expectation
 bound on the averaged iterate (E) and its high-probability version (P) [P11 = Shalev-Shwartz, Singer,
-Srebro & Cotter, Math. Program. 127(1), 2011]. Shared by linear and kernelized Pegasos.
+Srebro & Cotter, Math. Program. 127(1), 2011]. Shared by linear and kernelized Pegasos. The constant c = G^2
+they read is a statistic (:func:`pipeline.statistics.pegasos_constant`).
 """
 
 from __future__ import annotations
@@ -9,27 +10,18 @@ import math
 
 import numpy as np
 
-from pipeline.bounds.base import _U, Bound, Stats
-
-
-def pegasos_constant(R: float, lam: float, projection: bool, s_max: float = 1.0, radius: float = 0.0) -> float:
-    """c = G^2, the squared bound on the sub-gradients' norm (P11 Thm 1).
-
-    Without projection ||u_t|| <= s_max R / lam, so G = 2 s_max R; with projection onto ||u|| <= radius,
-    G = lam radius + s_max R ((sqrt(lam) + R)^2 for the plain radius 1/sqrt(lam)).
-    """
-    g = lam * radius + s_max * R if projection else 2.0 * s_max * R
-    return g * g * (1.0 + 8.0 * _U)
+from pipeline.bounds.base import Bound, Stats
+from pipeline.numerics import UNIT_ROUNDOFF
 
 
 def _rate(s: Stats) -> float:
     """c (1 + ln T) / (2 lam T), rounded up."""
     T = s["T"]
-    return s["c"] * (1.0 + math.log(T)) / (2.0 * s["lam"] * T) * (1.0 + 16.0 * _U)
+    return s["c"] * (1.0 + math.log(T)) / (2.0 * s["lam"] * T) * (1.0 + 16.0 * UNIT_ROUNDOFF)
 
 
 def _rate_curve(s: Stats, t: np.ndarray) -> np.ndarray:
-    return s["c"] * (1.0 + np.log(t)) / (2.0 * s["lam"] * t) * (1.0 + 16.0 * _U)
+    return s["c"] * (1.0 + np.log(t)) / (2.0 * s["lam"] * t) * (1.0 + 16.0 * UNIT_ROUNDOFF)
 
 
 def _iid(s: Stats) -> str | None:
@@ -96,7 +88,7 @@ def pegasos_bounds(learner: str, prefix: str = "") -> tuple[Bound, ...]:
             requires=("c", "lam", "T", "sampling", "R", "delta", "f_start", "f_star_hi"),
             reference="P11 Lemma 2 and Cor. 2 (Kakade & Tewari 2009, Cor. 7); docs/bounds.md section 4",
             formula="with probability >= 1 - delta: f(w_bar) - f* <= 21 c ln(T/delta) / (lam T)",
-            value=lambda s: 21.0 * s["c"] * math.log(s["T"] / s["delta"]) / (s["lam"] * s["T"]) * (1.0 + 16.0 * _U),
+            value=lambda s: 21.0 * s["c"] * math.log(s["T"] / s["delta"]) / (s["lam"] * s["T"]) * (1.0 + 16.0 * UNIT_ROUNDOFF),
             applies=_high_probability,
             trivial=_start_gap,
             trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",

@@ -6,14 +6,15 @@ import math
 
 import numpy as np
 
-from pipeline.bounds.base import _U, Bound, Stats
+from pipeline.bounds.base import Bound, Stats
+from pipeline.numerics import UNIT_ROUNDOFF
 
 
 def _novikoff(s: Stats) -> float:
     # R is a rigorous upper bound and gamma_lo a rigorous lower bound (pipeline.data), so
     # (R/gamma_lo)^2 >= (R*/gamma*)^2 exactly; the factor covers the rounding of the division and the
     # square, so the floor never drops below the exact bound's floor (a tight case stays tight).
-    return math.floor((s["R"] / s["gamma_lo"]) ** 2 * (1.0 + 8.0 * _U))
+    return math.floor((s["R"] / s["gamma_lo"]) ** 2 * (1.0 + 8.0 * UNIT_ROUNDOFF))
 
 
 NOVIKOFF = Bound(
@@ -50,8 +51,8 @@ def _hinge_all_rounds(s: Stats) -> tuple[float, str]:
         # L_T(s v) for every scale at once; m are lower bounds of the margins, so L_T is over-estimated
         # u = v / min margin has L_T(u) = 0 and the bound (R/gamma_v)^2: Novikoff's form, for that v
         s_all = np.append(scales, 1.0 / m.min()) if m.size and m.min() > 0 else scales
-        loss = _passes(s) * np.maximum(0.0, 1.0 - np.outer(s_all, m)).sum(axis=1) * (1 + 2 * len(m) * _U)
-        value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * _U)
+        loss = _passes(s) * np.maximum(0.0, 1.0 - np.outer(s_all, m)).sum(axis=1) * (1 + 2 * len(m) * UNIT_ROUNDOFF)
+        value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < best[0]:
             best = (float(value[i]), f"u = {s_all[i]:.4g} * {name}, L_T(u) = {loss[i]:.4g}")
@@ -64,8 +65,8 @@ def _freund_schapire(s: Stats) -> tuple[float, str]:
     R, best = s["R"], (math.inf, "")
     gammas = GAMMAS * R
     for name, m in s["comparators"].items():
-        D = np.sqrt(_passes(s) * (np.maximum(0.0, gammas[:, None] - m[None, :]) ** 2).sum(axis=1) * (1 + 2 * len(m) * _U))
-        value = ((R + D) / gammas) ** 2 * (1 + 8 * _U)
+        D = np.sqrt(_passes(s) * (np.maximum(0.0, gammas[:, None] - m[None, :]) ** 2).sum(axis=1) * (1 + 2 * len(m) * UNIT_ROUNDOFF))
+        value = ((R + D) / gammas) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < best[0]:
             best = (float(value[i]), f"u = {name}, gamma = {gammas[i]:.4g}, D = {D[i]:.4g}")

@@ -7,7 +7,7 @@ built-ins (declared in pyproject.toml) and installed plug-ins alike (:mod:`pipel
 from __future__ import annotations
 
 from pipeline.data.certify import Stats, certify, margin_lower, margin_upper, radius
-from pipeline.data.dataset import Dataset
+from pipeline.data.dataset import KINDS, Dataset, Source
 from pipeline.data.finite import FiniteClass
 from pipeline.data.multiclass import MulticlassBundled, MulticlassDataset, MulticlassMargin, MulticlassStats, check_labels
 from pipeline.data.multiclass_file import MulticlassFile
@@ -17,6 +17,6 @@ from pipeline.data.synthetic import MarginBinary, Shells, SparseMargin
 from pipeline.data.tight import Tight
 from pipeline.plugins import DATASETS
 
-__all__ = ["DATASETS", "Bundled", "Dataset", "File", "FiniteClass", "MarginBinary", "MulticlassBundled", "MulticlassDataset", "MulticlassFile",
-           "MulticlassMargin", "MulticlassStats", "Shells", "SparseMargin", "Stats", "Stream", "Tight", "certify", "check_labels",
+__all__ = ["DATASETS", "KINDS", "Bundled", "Dataset", "File", "FiniteClass", "MarginBinary", "MulticlassBundled", "MulticlassDataset", "MulticlassFile",
+           "MulticlassMargin", "MulticlassStats", "Shells", "Source", "SparseMargin", "Stats", "Stream", "Tight", "certify", "check_labels",
            "margin_lower", "margin_upper", "radius"]

@@ -6,7 +6,7 @@ is an upper bound of max_i ||x_i||, ``gamma_lo`` a lower bound of the margin att
 witness direction and ``gamma_hi`` an upper bound of the best margin from an explicit dual witness,
 each with the rounding error of its sums, products and norms accounted for (Higham, *Accuracy and
 Stability of Numerical Algorithms*, 2nd ed., eq. 3.5: |fl(a.b) - a.b| <= gamma_d |a|.|b|, plus the
-absolute error of products that underflow, :mod:`pipeline._rounding`).
+absolute error of products that underflow, :mod:`pipeline.numerics`).
 
 Extreme scales. Data whose largest entry lies outside 2^-400 .. 2^400 are first scaled by a power of
 two to unit size: exact (refused with :class:`pipeline.params.UserError` when an entry would round),
@@ -34,12 +34,17 @@ sparse = LazyModule("scipy.sparse")
 Matrix = "np.ndarray | sparse.csr_matrix"
 
 
-from pipeline._rounding import ETA as _ETA  # noqa: E402
-from pipeline._rounding import TINY as _TINY  # noqa: E402
-from pipeline._rounding import U as _U  # noqa: E402
-from pipeline._rounding import down as _down  # noqa: E402
-from pipeline._rounding import gamma as _gamma  # noqa: E402
-from pipeline._rounding import up as _up  # noqa: E402
+from pipeline.numerics import (  # noqa: E402
+    ETA,
+    EXACT_PRODUCT,
+    TINY,
+    UNIT_ROUNDOFF,
+    err_factor,
+    round_down,
+    round_up,
+    round_up_or_zero,
+    two_product,
+)
 
 
 class CertificateError(ArithmeticError):
@@ -144,7 +149,7 @@ def _scaled_back(x: float | np.ndarray, k: int, outward: object) -> float | np.n
         return x
     with np.errstate(over="ignore"):  # an infinite result is refused by the caller (_checked_radius)
         out = np.ldexp(x, -k)
-    out = np.where(np.abs(out) < _TINY, outward(out), out)
+    out = np.where(np.abs(out) < TINY, outward(out), out)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -155,8 +160,8 @@ def radius(X: Matrix) -> float:
     """Rigorous upper bound of max_i ||x_i|| for the float rows of ``X`` (dense or sparse)."""
     Xs, k = _unit_scale(X)
     sq = np.asarray(Xs.multiply(Xs).sum(axis=1)).ravel() if sparse.issparse(Xs) else np.einsum("ij,ij->i", Xs, Xs)
-    R = math.sqrt(sq.max(initial=0.0) * (1.0 + _gamma(X.shape[1]))) * (1.0 + 2.0 * _U)
-    return _scaled_back(R, k, _up)
+    R = math.sqrt(sq.max(initial=0.0) * (1.0 + err_factor(X.shape[1]))) * (1.0 + 2.0 * UNIT_ROUNDOFF)
+    return _scaled_back(R, k, round_up)
 
 
 def margins_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -165,13 +170,13 @@ def margins_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     Xs, k = _unit_scale(X)
     w = _unit_witness(w, _WINDOW)
     d = X.shape[1]
-    g = _gamma(d)
+    g = err_factor(d)
     # d ETA: products that underflow err absolutely, outside the relative model gamma_d covers
-    margins = y * (Xs @ w) - (g * (abs(Xs) @ np.abs(w)) + d * _ETA)
-    norm_hi = math.sqrt(float(w @ w) * (1.0 + g)) * (1.0 + 2.0 * _U)
+    margins = y * (Xs @ w) - (g * (abs(Xs) @ np.abs(w)) + d * ETA)
+    norm_hi = math.sqrt(float(w @ w) * (1.0 + g)) * (1.0 + 2.0 * UNIT_ROUNDOFF)
     lo = np.asarray(margins, dtype=np.float64) / norm_hi
-    lo = np.where(lo > 0, lo * (1.0 - 4.0 * _U), lo * (1.0 + 4.0 * _U))
-    return _scaled_back(lo, k, _down)
+    lo = np.where(lo > 0, lo * (1.0 - 4.0 * UNIT_ROUNDOFF), lo * (1.0 + 4.0 * UNIT_ROUNDOFF))
+    return _scaled_back(lo, k, round_down)
 
 
 def margin_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> float:
@@ -182,28 +187,6 @@ def margin_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> float:
     return float(np.min(margins_lower(X, y, w)))
 
 
-_EXACT_PRODUCT = 2.0**-968  # above this, TwoProduct's error term is exact (no underflow in its pieces)
-
-
-def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """a * b = p + e exactly (Dekker's TwoProduct, no FMA needed: Ogita, Rump & Oishi, "Accurate sum and
-    dot product", SIAM J. Sci. Comput. 26(6), 2005, Alg. 2.5), for |a|, |b| < 2^995 and |p| >= 2^-968."""
-    p = a * b
-    t = 134217729.0 * a  # 2^27 + 1: splits a into two halves of 26 bits
-    ah = t - (t - a)
-    al = a - ah
-    t = 134217729.0 * b
-    bh = t - (t - b)
-    bl = b - bh
-    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
-
-
-def _up_or_zero(x: float | np.ndarray) -> float | np.ndarray:
-    """:func:`pipeline._rounding.up`, except that an exact zero stays zero (the sums below are exact there)."""
-    out = np.where(np.asarray(x) == 0.0, 0.0, np.nextafter(x, np.inf))
-    return float(out) if np.ndim(out) == 0 else out
-
-
 def margin_upper(X: Matrix, y: np.ndarray, alpha: np.ndarray) -> float:
     """Rigorous upper bound of ||p|| >= gamma*(S), p = sum_i alpha_i y_i x_i / sum_i alpha_i, alpha >= 0.
 
@@ -212,10 +195,10 @@ def margin_upper(X: Matrix, y: np.ndarray, alpha: np.ndarray) -> float:
     on a computed value: p's sum cancels (||p|| = gamma* is often far below the terms' size R), so an
     ordinary float sum can err by ~ n u R / gamma* relative, more than any fixed factor covers. So
     each component of sum_i alpha_i y_i x_i is computed exactly and rounded once: every product is
-    split exactly into p + e (:func:`_two_product`) and the 2n parts are summed by ``math.fsum``
+    split exactly into p + e (:func:`two_product`) and the 2n parts are summed by ``math.fsum``
     (Shewchuk's algorithm: exact, then correctly rounded). The charged rounding is then one ulp per
     component, one per square, one for the sum of squares, the square root and the division, all
-    rounded upwards (:func:`pipeline._rounding.up`; sum_i alpha_i rounded downwards), and 8 ETA per
+    rounded upwards (:func:`pipeline.numerics.round_up`; sum_i alpha_i rounded downwards), and 8 ETA per
     product that underflows (TwoProduct is exact only above 2^-968). A component that sums to exactly
     zero stays zero, so an exactly cancelling p gives gamma_hi = 0.0.
 
@@ -239,21 +222,21 @@ def margin_upper(X: Matrix, y: np.ndarray, alpha: np.ndarray) -> float:
         dense = np.asarray(Xs, dtype=np.float64)[rows]
         starts = np.arange(dense.shape[1] + 1) * rows.size  # column j: entries starts[j] .. starts[j + 1]
         values, factor = dense.T.ravel(), np.tile(v, dense.shape[1])
-    prod, err = _two_product(factor, values)
-    underflow = (values != 0.0) & (np.abs(prod) < _EXACT_PRODUCT)
+    prod, err = two_product(factor, values)
+    underflow = (values != 0.0) & (np.abs(prod) < EXACT_PRODUCT)
     prod, err = prod.tolist(), err.tolist()
     component = np.zeros(X.shape[1])
     for j in np.flatnonzero(np.diff(starts)):
         lo, hi = starts[j], starts[j + 1]
         component[j] = abs(math.fsum(prod[lo:hi] + err[lo:hi]))  # exact sum, rounded once
-    bound = _up_or_zero(component)  # >= |exact component| (correct rounding: within half an ulp)
+    bound = round_up_or_zero(component)  # >= |exact component| (correct rounding: within half an ulp)
     if underflow.any():
         counted = np.concatenate([[0], np.cumsum(underflow)])
         tiny = (counted[starts[1:]] - counted[starts[:-1]]).astype(np.float64)  # underflowing products per column
-        bound = np.where(tiny > 0, _up(bound + tiny * 8.0 * _ETA), bound)
-    norm = _up_or_zero(math.sqrt(_up_or_zero(math.fsum(_up_or_zero(bound * bound).tolist()))))
-    total = _down(math.fsum(a[rows].tolist()))  # fsum is correctly rounded: one step down is below the exact sum
-    return _scaled_back(_up_or_zero(norm / total), k, _up)
+        bound = np.where(tiny > 0, round_up(bound + tiny * 8.0 * ETA), bound)
+    norm = round_up_or_zero(math.sqrt(round_up_or_zero(math.fsum(round_up_or_zero(bound * bound).tolist()))))
+    total = round_down(math.fsum(a[rows].tolist()))  # fsum is correctly rounded: one step down is below the exact sum
+    return _scaled_back(round_up_or_zero(norm / total), k, round_up)
 
 
 def _checked_radius(X: Matrix) -> float:

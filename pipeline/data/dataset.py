@@ -1,12 +1,24 @@
-"""A labelled sample as the learner sees it."""
+"""A labelled sample as the learner sees it, the kinds of samples, and the base of the dataset classes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from pipeline.data.certify import Stats
+from pipeline.params import Declared, Param
+
+# The kinds of data a dataset class makes (``Source.kind``, the sample's ``kind``) and a learner takes
+# (``Learner.accepts``): the run loop refuses a pair whose kinds do not meet (pipeline.run.prepare).
+KINDS = {
+    "binary": "a sample X (m x d), labels +1/-1 (pipeline.data.Dataset)",
+    "finite": "a binary sample with its finite hypothesis class as a prediction table (Dataset.hypotheses)",
+    "multiclass": "a sample with labels 0..k-1, a held-out sample and draws (pipeline.data.MulticlassDataset)",
+    "stream": "a binary stream read chunk by chunk, never held whole (pipeline.data.stream.StreamedData)",
+}
+BINARY = frozenset({"binary", "finite"})  # what a learner over a materialised binary sample accepts
 
 
 @dataclass(frozen=True)
@@ -25,6 +37,45 @@ class Dataset:
     stats: Stats
     directions: dict[str, np.ndarray] = field(default_factory=dict)
     hypotheses: np.ndarray | None = None
+
+    @property
+    def kind(self) -> str:
+        """"finite" when the sample comes with its hypothesis class, else "binary" (:data:`KINDS`)."""
+        return "binary" if self.hypotheses is None else "finite"
+
+
+class Source(Declared):
+    """Base of the dataset classes (generators and loaders, ``dataset=NAME``): ``name``, ``kind`` (one of
+    :data:`KINDS`: what :meth:`generate` makes) and ``params`` (a tuple of :class:`pipeline.params.Param`,
+    each with its default: the keyword-only constructor, the stored attributes, ``get_params()`` and
+    ``check()`` are generated from it, :class:`pipeline.params.Declared`); ``generate(rng)`` makes the sample.
+
+    >>> class Ones(Source):
+    ...     name, kind = "ones", "binary"
+    ...     params = (Param("n", int, lambda v: v >= 1, "an integer >= 1", default=10),)
+    >>> Ones(n=4).get_params(), Ones().shape()
+    ({'n': 4}, (10, None))
+    """
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[str] = "binary"
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def shape(self) -> tuple[int | None, int | None]:
+        """(n, d) of the sample as configured, before it exists (None where unknown), for the learners' size
+        checks: by default its ``n`` and ``d`` parameters; a class that knows better overrides it."""
+        return self.shape_of(self.get_params())
+
+    @staticmethod
+    def shape_of(params: dict[str, Any]) -> tuple[int | None, int | None]:
+        """(n, d) from declared parameter values named ``n`` and ``d`` (None where absent or not an integer)."""
+        n, d = params.get("n"), params.get("d")
+        return (int(n) if isinstance(n, int) and not isinstance(n, bool) else None,
+                int(d) if isinstance(d, int) and not isinstance(d, bool) else None)
+
+    def generate(self, rng: np.random.Generator) -> Any:  # pragma: no cover - interface
+        """The sample, every random draw from ``rng`` (the data's own stream)."""
+        raise NotImplementedError
 
 
 # --- What a sample costs in memory (upper-ish estimates, checked by the datasets' check() before any work) ---

@@ -13,9 +13,8 @@ import math
 import numpy as np
 
 from pipeline.data.certify import certify_sample
-from pipeline.data.dataset import Dataset
-from pipeline.data.dataset import sample_bytes
-from pipeline.params import Param, ParamError, check_memory, check_params, get_params
+from pipeline.data.dataset import Dataset, Source, sample_bytes
+from pipeline.params import Param, ParamError, check_memory, check_params
 
 CLASSES = ("thresholds", "intervals", "conjunctions", "linear")
 ADVERSARIES = ("random", "bisect")
@@ -53,7 +52,7 @@ def majority(column: np.ndarray) -> int:
     return 1 if 2 * plus >= column.shape[0] else -1
 
 
-class FiniteClass:
+class FiniteClass(Source):
     """A stream labelled by a finite class, with the class's prediction table on the sample.
 
     Classes (``cls``; ``size`` is N, N, n or K):
@@ -107,24 +106,15 @@ class FiniteClass:
     """
 
     name = "finite_class"
+    kind = "finite"
     params = (
-        Param("cls", str, lambda v: v in CLASSES, f"one of {', '.join(CLASSES)}"),
-        Param("size", int, lambda v: v >= 1, "an integer >= 1 (or null for the class's default)", nullable=True),
-        Param("n", int, lambda v: v >= 1, "an integer >= 1"),
-        Param("adversary", str, lambda v: v in ADVERSARIES, f"one of {', '.join(ADVERSARIES)}"),
-        Param("flip", float, lambda v: 0 <= v < 0.5, "a probability in [0, 0.5)"),
+        Param("cls", str, lambda v: v in CLASSES, f"one of {', '.join(CLASSES)}", default="thresholds"),
+        Param("size", int, lambda v: v >= 1, "an integer >= 1 (or null for the class's default)", nullable=True,
+              default=None),
+        Param("n", int, lambda v: v >= 1, "an integer >= 1", default=1000),
+        Param("adversary", str, lambda v: v in ADVERSARIES, f"one of {', '.join(ADVERSARIES)}", default="random"),
+        Param("flip", float, lambda v: 0 <= v < 0.5, "a probability in [0, 0.5)", default=0.0),
     )
-
-    def __init__(self, *, cls: str = "thresholds", size: int | None = None, n: int = 1000, adversary: str = "random",
-                 flip: float = 0.0) -> None:
-        self.cls = cls
-        self.size = size
-        self.n = n
-        self.adversary = adversary
-        self.flip = flip
-
-    def get_params(self) -> dict[str, object]:
-        return get_params(self)
 
     def check(self) -> None:
         """Raise :class:`ParamError` on an invalid parameter, or a class too large to tabulate."""

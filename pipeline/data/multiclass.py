@@ -25,12 +25,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from pipeline.data.certify import radius
+from pipeline.data.dataset import Source
 from pipeline.data.real import PREPROCESS, preprocess
 from pipeline.params import (SCALE_WORDS, Param, ParamError, UserError, check_margin_scale, check_params, check_sizes,
-                             get_params, in_scale)
+                             in_scale)
 
-from pipeline._rounding import U as _U  # noqa: E402
-from pipeline._rounding import gamma as _gamma  # noqa: E402
+from pipeline.numerics import UNIT_ROUNDOFF, err_factor  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ class MulticlassDataset:
     sampler : how :meth:`draw` samples D (generator only; None draws from S). Not part of equality.
     """
 
+    kind = "multiclass"  # pipeline.data.dataset.KINDS (a class attribute, not a field)
     name: str
     X: np.ndarray
     y: np.ndarray
@@ -217,10 +218,10 @@ class _MarginSampler:
         # Rounding of both score differences (the generator's here, and that of the loss at
         # fl(W*/gamma): scores, the division by gamma, the subtraction and the +1), charged twice over.
         a = np.abs(x) @ self.absW.T
-        pad = 4.0 * _gamma(d + 4) * (a[rows, label] + a.max(axis=1))
-        ok = margin - pad >= self.gamma * (1.0 + 8.0 * _U)
+        pad = 4.0 * err_factor(d + 4) * (a[rows, label] + a.max(axis=1))
+        ok = margin - pad >= self.gamma * (1.0 + 8.0 * UNIT_ROUNDOFF)
         sq = np.einsum("ij,ij->i", x, x)
-        ok &= np.sqrt(sq * (1.0 + _gamma(d))) * (1.0 + 2.0 * _U) <= self.rho  # as certify.radius
+        ok &= np.sqrt(sq * (1.0 + err_factor(d))) * (1.0 + 2.0 * UNIT_ROUNDOFF) <= self.rho  # as certify.radius
         return x, label, ok
 
     def pilot(self, rng: np.random.Generator) -> tuple[int, int]:
@@ -290,12 +291,12 @@ class _MarginSampler:
         top = scores[rows, y].copy()
         scores[rows, y] = -np.inf
         a = np.abs(X) @ self.absW.T
-        err = _gamma(self.d + 2) * (a[rows, y] + a.max(axis=1))
+        err = err_factor(self.d + 2) * (a[rows, y] + a.max(axis=1))
         lo = float(np.min(top - scores.max(axis=1) - err))
-        return lo * (1.0 - 4.0 * _U) if lo > 0 else lo * (1.0 + 4.0 * _U)
+        return lo * (1.0 - 4.0 * UNIT_ROUNDOFF) if lo > 0 else lo * (1.0 + 4.0 * UNIT_ROUNDOFF)
 
 
-class MulticlassMargin:
+class MulticlassMargin(Source):
     """Multiclass data with a known W* and margin gamma (docs/bounds.md section 9; UML section 17.2).
 
     W* in R^{k x d} has ||W*||_F = 1 (:func:`_w_star`: a rotated centred regular simplex for k <= d + 1,
@@ -328,24 +329,17 @@ class MulticlassMargin:
     """
 
     name = "multiclass_margin"
+    kind = "multiclass"
     params = (
-        Param("k", int, lambda v: v >= 2, "an integer >= 2"),
+        Param("k", int, lambda v: v >= 2, "an integer >= 2", default=5),
         Param("gamma", float, lambda v: v > 0, "a number > 0 (and below the largest margin in the rho-ball)"),
         Param("rho", float, in_scale, SCALE_WORDS),
-        Param("d", int, lambda v: v >= 2, "an integer >= 2"),
-        Param("n", int, lambda v: v >= 1, "an integer >= 1"),
-        Param("n_test", int, lambda v: v >= 1000, "an integer >= 1000"),
-        Param("noise", float, lambda v: 0 <= v < 1, "a probability in [0, 1)"),
-        Param("prior_decay", float, lambda v: 0 < v <= 1, "a number in (0, 1] (1: uniform class priors)"),
+        Param("d", int, lambda v: v >= 2, "an integer >= 2", default=10),
+        Param("n", int, lambda v: v >= 1, "an integer >= 1", default=1000),
+        Param("n_test", int, lambda v: v >= 1000, "an integer >= 1000", default=100_000),
+        Param("noise", float, lambda v: 0 <= v < 1, "a probability in [0, 1)", default=0.0),
+        Param("prior_decay", float, lambda v: 0 < v <= 1, "a number in (0, 1] (1: uniform class priors)", default=1.0),
     )
-
-    def __init__(self, *, k: int = 5, gamma: float, rho: float, d: int = 10, n: int = 1000, n_test: int = 100_000,
-                 noise: float = 0.0, prior_decay: float = 1.0) -> None:
-        self.k, self.gamma, self.rho, self.d, self.n = k, gamma, rho, d, n
-        self.n_test, self.noise, self.prior_decay = n_test, noise, prior_decay
-
-    def get_params(self) -> dict[str, float | int]:
-        return get_params(self)
 
     def check(self) -> None:
         """Raise :class:`pipeline.params.ParamError` on an invalid parameter (before any sampling)."""
@@ -388,7 +382,7 @@ class MulticlassMargin:
 MULTICLASS_BUNDLED = ("digits", "iris", "wine")
 
 
-class MulticlassBundled:
+class MulticlassBundled(Source):
     """A scikit-learn bundled multiclass set as a finite population S (docs/bounds.md section 7, pitfalls).
 
     S is the population D: X_test is S itself and :meth:`MulticlassDataset.draw` samples S with
@@ -421,19 +415,16 @@ class MulticlassBundled:
     """
 
     name = "multiclass_bundled"
+    kind = "multiclass"
     params = (
-        Param("source", str, lambda v: v in MULTICLASS_BUNDLED, f"one of {', '.join(MULTICLASS_BUNDLED)}"),
+        Param("source", str, lambda v: v in MULTICLASS_BUNDLED, f"one of {', '.join(MULTICLASS_BUNDLED)}", default="iris"),
         *PREPROCESS[:2],
         Param("sample", int, lambda v: v >= 1, "an integer >= 1 (training examples drawn from the set with "
-              "replacement) or null (train on the whole set)", nullable=True),
+              "replacement) or null (train on the whole set)", nullable=True, default=None),
     )
 
-    def __init__(self, *, source: str = "iris", standardize: bool = False, unit_ball: bool = False,
-                 sample: int | None = None) -> None:
-        self.source, self.standardize, self.unit_ball, self.sample = source, standardize, unit_ball, sample
-
     def get_params(self) -> dict[str, object]:
-        params = get_params(self)
+        params = super().get_params()
         if params["sample"] is None:  # unset: the run keys (Job.key) of the configs from before it existed
             del params["sample"]
         return params

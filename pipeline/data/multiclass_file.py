@@ -8,12 +8,13 @@ import math
 import numpy as np
 
 from pipeline.data.certify import radius
+from pipeline.data.dataset import Source
 from pipeline.data.multiclass import MulticlassDataset, MulticlassStats, check_labels
 from pipeline.data.real import FORMATS, File, check_radius_scale, preprocess
-from pipeline.params import DataError, Param, UserError, check_params, get_params, memory_shortfall
+from pipeline.params import DataError, Param, UserError, check_params, memory_shortfall
 
 
-class MulticlassFile:
+class MulticlassFile(Source):
     """A multiclass sample from a file: svmlight, CSV or NPZ as for ``dataset=file``; labels must be the
     integers 0..k-1, every class present. Its population is the sample itself (risks are exact L_S;
     fresh examples are drawn from it with replacement).
@@ -26,23 +27,17 @@ class MulticlassFile:
     """
 
     name = "multiclass_file"
+    kind = "multiclass"
     params = (
         Param("path", str, lambda v: len(v) > 0, "a file path"),
-        Param("format", str, lambda v: v in FORMATS, f"one of {', '.join(FORMATS)}"),
-        Param("d", int, lambda v: v >= 1, "an integer >= 1 or null", nullable=True),
-        Param("label_column", str, lambda v: True, "a column name or null (the last column)", nullable=True),
+        Param("format", str, lambda v: v in FORMATS, f"one of {', '.join(FORMATS)}", default="auto"),
+        Param("d", int, lambda v: v >= 1, "an integer >= 1 or null", nullable=True, default=None),
+        Param("label_column", str, lambda v: True, "a column name or null (the last column)", nullable=True,
+              default=None),
         Param("k", int, lambda v: v >= 2, "an integer >= 2"),
-        Param("standardize", bool, lambda v: True, "true or false"),
-        Param("unit_ball", bool, lambda v: True, "true or false"),
+        Param("standardize", bool, lambda v: True, "true or false", default=False),
+        Param("unit_ball", bool, lambda v: True, "true or false", default=False),
     )
-
-    def __init__(self, *, path: str, k: int, format: str = "auto", d: int | None = None,
-                 label_column: str | None = None, standardize: bool = False, unit_ball: bool = False) -> None:
-        self.path, self.k, self.format, self.d, self.label_column = path, k, format, d, label_column
-        self.standardize, self.unit_ball = standardize, unit_ball
-
-    def get_params(self) -> dict[str, object]:
-        return get_params(self)
 
     # dense float64 m x d copies while densifying and preprocessing (toarray, centring, scaling, the
     # contiguous result, the radius's products), and the learners' copies of the sample

@@ -20,14 +20,14 @@ from pipeline._lazy import LazyModule
 sparse = LazyModule("scipy.sparse")
 
 from pipeline.data.certify import certify_sample
-from pipeline.data.dataset import SOLVER_BYTES_PER_FEATURE, Dataset, sample_bytes
-from pipeline.params import DataError, Param, ParamError, check_params, get_params, in_scale, memory_shortfall
+from pipeline.data.dataset import SOLVER_BYTES_PER_FEATURE, Dataset, Source, sample_bytes
+from pipeline.params import DataError, Param, ParamError, check_params, in_scale, memory_shortfall
 
 PREPROCESS = (
-    Param("standardize", bool, lambda v: True, "true or false (centre and scale each feature; dense data)"),
-    Param("unit_ball", bool, lambda v: True, "true or false (divide by the largest norm)"),
-    Param("bias", float, lambda v: v >= 0, "a number >= 0 (0: none; c: append a constant feature c)"),
-    Param("shuffle", bool, lambda v: True, "true or false (present the examples in a seeded random order)"),
+    Param("standardize", bool, lambda v: True, "true or false (centre and scale each feature; dense data)", default=False),
+    Param("unit_ball", bool, lambda v: True, "true or false (divide by the largest norm)", default=False),
+    Param("bias", float, lambda v: v >= 0, "a number >= 0 (0: none; c: append a constant feature c)", default=0.0),
+    Param("shuffle", bool, lambda v: True, "true or false (present the examples in a seeded random order)", default=False),
 )
 
 
@@ -78,11 +78,10 @@ def check_radius_scale(R: float, where: str) -> None:
                         "and products of the data stay normal doubles; rescale the data or set dataset.unit_ball=true")
 
 
-class _Real:
+class _Real(Source):
     """Shared behaviour of real datasets: preprocessing, labels, certification, seeded order."""
 
-    def get_params(self) -> dict[str, object]:
-        return get_params(self)
+    kind = "binary"
 
     def _finish(self, X: np.ndarray | sparse.csr_matrix, labels: np.ndarray, where: str, rng: np.random.Generator) -> Dataset:
         keep, y = binary_labels(labels, self.positive, self.negative, where)
@@ -110,16 +109,12 @@ class Bundled(_Real):
 
     name = "bundled"
     params = (
-        Param("source", str, lambda v: v in BUNDLED, f"one of {', '.join(BUNDLED)}"),
-        Param("positive", int, lambda v: v >= 0, "a class label (an integer >= 0)"),
-        Param("negative", int, lambda v: v >= 0, "a class label or null (null: all other classes)", nullable=True),
+        Param("source", str, lambda v: v in BUNDLED, f"one of {', '.join(BUNDLED)}", default="breast_cancer"),
+        Param("positive", int, lambda v: v >= 0, "a class label (an integer >= 0)", default=1),
+        Param("negative", int, lambda v: v >= 0, "a class label or null (null: all other classes)", nullable=True,
+              default=None),
         *PREPROCESS,
     )
-
-    def __init__(self, *, source: str = "breast_cancer", positive: int = 1, negative: int | None = None,
-                 standardize: bool = False, unit_ball: bool = False, bias: float = 0.0, shuffle: bool = False) -> None:
-        self.source, self.positive, self.negative = source, positive, negative
-        self.standardize, self.unit_ball, self.bias, self.shuffle = standardize, unit_ball, bias, shuffle
 
     def check(self) -> None:
         check_params(self)
@@ -163,20 +158,13 @@ class File(_Real):
     name = "file"
     params = (
         Param("path", str, lambda v: len(v) > 0, "a file path"),
-        Param("format", str, lambda v: v in FORMATS, f"one of {', '.join(FORMATS)}"),
-        Param("d", int, lambda v: v >= 1, "an integer >= 1 or null", nullable=True),
-        Param("label_column", str, lambda v: True, "a column name or null (the last column)", nullable=True),
-        Param("positive", float, lambda v: True, "a label or null", nullable=True),
-        Param("negative", float, lambda v: True, "a label or null", nullable=True),
+        Param("format", str, lambda v: v in FORMATS, f"one of {', '.join(FORMATS)}", default="auto"),
+        Param("d", int, lambda v: v >= 1, "an integer >= 1 or null", nullable=True, default=None),
+        Param("label_column", str, lambda v: True, "a column name or null (the last column)", nullable=True, default=None),
+        Param("positive", float, lambda v: True, "a label or null", nullable=True, default=None),
+        Param("negative", float, lambda v: True, "a label or null", nullable=True, default=None),
         *PREPROCESS,
     )
-
-    def __init__(self, *, path: str, format: str = "auto", d: int | None = None, label_column: str | None = None,
-                 positive: float | None = None, negative: float | None = None, standardize: bool = False,
-                 unit_ball: bool = False, bias: float = 0.0, shuffle: bool = False) -> None:
-        self.path, self.format, self.d, self.label_column = path, format, d, label_column
-        self.positive, self.negative = positive, negative
-        self.standardize, self.unit_ball, self.bias, self.shuffle = standardize, unit_ball, bias, shuffle
 
     def check(self) -> None:
         """Validate the parameters and read the file (cached): a bad file fails here, before work."""

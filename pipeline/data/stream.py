@@ -19,9 +19,9 @@ import numpy as np
 
 from pipeline._jit import kernel
 from pipeline.data.certify import Stats, margin_lower, margin_upper, radius
+from pipeline.data.dataset import Source
 from pipeline.data.synthetic import householder_direction, reflect_rows
-from pipeline.params import (SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, get_params,
-                             in_scale)
+from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, in_scale
 
 
 @kernel
@@ -70,12 +70,13 @@ class StreamedData:
     """The data of a :class:`Stream`: ``chunks()`` yields (X, y) in order; ``stats`` and ``data_hash``
     are known once a pass has read every chunk (asking for them earlier makes that pass).
 
-    ``X`` is None: the stream is never materialised. Learners that read chunks say so with
-    ``reads_chunks = True``; the run loop refuses the others.
+    ``X`` is None: the stream is never materialised. Learners that read chunks say so by accepting the
+    kind ``"stream"`` (``Learner.accepts``); the run loop refuses the others.
     """
 
     X = None
-    streamed = True
+    kind = "stream"
+    streamed = True  # kept for readers from before ``kind`` (kind == "stream" says the same)
 
     def __init__(self, name: str, n: int, d: int, chunk: int, entropy: int, w_star: np.ndarray, basis: np.ndarray,
                  gamma: float, rho: float, pair_at: np.ndarray, z0: np.ndarray) -> None:
@@ -150,7 +151,7 @@ class StreamedData:
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-class Stream:
+class Stream(Source):
     """Margin data (:class:`pipeline.data.MarginBinary`'s construction) as a stream of ``n`` examples
     generated ``chunk`` rows at a time: memory is set by the chunk, not by n.
 
@@ -163,16 +164,14 @@ class Stream:
     """
 
     name = "stream"
+    kind = "stream"
     params = (
         Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho)"),
         Param("rho", float, in_scale, SCALE_WORDS),
-        Param("n", int, lambda v: v >= 2, "an integer >= 2 (examples in the stream)"),
-        Param("d", int, lambda v: v >= 2, "an integer >= 2"),
-        Param("chunk", int, lambda v: v >= 2, "an integer >= 2 (rows generated at a time)"),
+        Param("n", int, lambda v: v >= 2, "an integer >= 2 (examples in the stream)", default=1000),
+        Param("d", int, lambda v: v >= 2, "an integer >= 2", default=20),
+        Param("chunk", int, lambda v: v >= 2, "an integer >= 2 (rows generated at a time)", default=250_000),
     )
-
-    def __init__(self, *, gamma: float, rho: float, n: int = 1000, d: int = 20, chunk: int = 250_000) -> None:
-        self.gamma, self.rho, self.n, self.d, self.chunk = gamma, rho, n, d, chunk
 
     def check(self) -> None:
         check_params(self)
@@ -184,9 +183,6 @@ class Stream:
         need = 8.0 * 5 * rows * d + (3.0 * 8 * d * d if d <= rows else 0.0)
         name = "chunk" if rows >= d and int(self.chunk) <= int(self.n) else "d" if d > rows else "n"
         check_memory(name, getattr(self, name), need, "lower chunk or d")
-
-    def get_params(self) -> dict[str, float | int]:
-        return get_params(self)
 
     def generate(self, rng: np.random.Generator) -> StreamedData:
         self.check()

@@ -7,9 +7,8 @@ import math
 import numpy as np
 
 from pipeline.data.certify import certify, certify_sample
-from pipeline.data.dataset import Dataset, sample_bytes, size_param
-from pipeline.params import (SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, get_params,
-                             in_scale)
+from pipeline.data.dataset import Dataset, Source, sample_bytes, size_param
+from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, in_scale
 
 BLOCK_FLOATS = 1 << 20  # rows are moved into w*'s complement in blocks of about this many floats (8 MB)
 
@@ -38,7 +37,7 @@ def reflect_rows(Z: np.ndarray, v: np.ndarray, along: np.ndarray | None = None, 
     return Z
 
 
-class MarginBinary:
+class MarginBinary(Source):
     """Binary data with exact best margin ``gamma`` and radius ``rho`` (docs/bounds.md section 9).
 
     Draw a unit w* and an orthonormal basis Q of its complement. Each point is
@@ -72,29 +71,17 @@ class MarginBinary:
     """
 
     name = "margin_binary"
+    kind = "binary"
     params = (
         Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho)"),
         Param("rho", float, in_scale, SCALE_WORDS),
-        Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)"),
-        Param("d", int, lambda v: v >= 2, "an integer >= 2"),
-        Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)"),
-        Param("flip", float, lambda v: 0 <= v < 0.5, "a probability in [0, 0.5)"),
-        Param("violators", float, lambda v: 0 <= v <= 1, "a fraction in [0, 1]"),
-        Param("depth", float, lambda v: v >= 0, "a number >= 0"),
+        Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)", default=1000),
+        Param("d", int, lambda v: v >= 2, "an integer >= 2", default=20),
+        Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)", default=0.5),
+        Param("flip", float, lambda v: 0 <= v < 0.5, "a probability in [0, 0.5)", default=0.0),
+        Param("violators", float, lambda v: 0 <= v <= 1, "a fraction in [0, 1]", default=0.0),
+        Param("depth", float, lambda v: v >= 0, "a number >= 0", default=0.0),
     )
-
-    def __init__(
-        self, *, gamma: float, rho: float, n: int = 1000, d: int = 20, pos_fraction: float = 0.5,
-        flip: float = 0.0, violators: float = 0.0, depth: float = 0.0,
-    ) -> None:
-        self.gamma = gamma
-        self.rho = rho
-        self.n = n
-        self.d = d
-        self.pos_fraction = pos_fraction
-        self.flip = flip
-        self.violators = violators
-        self.depth = depth
 
     def check(self) -> None:
         """Raise :class:`pipeline.params.ParamError` on an invalid parameter."""
@@ -106,9 +93,6 @@ class MarginBinary:
         noisy = self.flip > 0 or self.violators > 0
         need = sample_bytes(n, d, solvers=noisy) + (3.0 * 8 * d * d if d <= n else 0.0)
         check_memory(size_param(n, d), self.d if d > n else self.n, need, "lower n or d")
-
-    def get_params(self) -> dict[str, float | int]:
-        return get_params(self)
 
     def generate(self, rng: np.random.Generator) -> Dataset:
         self.check()
@@ -165,7 +149,7 @@ class MarginBinary:
         return Dataset(self.name, X, y, stats, directions={"w*": w_star})
 
 
-class SparseMargin:
+class SparseMargin(Source):
     """Bag-of-words-like sparse binary data with exact margin ``gamma`` and radius ``rho``.
 
     Two signal words carry the label: w* = (e_0 - e_1)/sqrt(2); a positive document has word 0 with
@@ -177,21 +161,15 @@ class SparseMargin:
     """
 
     name = "sparse_margin"
+    kind = "binary"
     params = (
         Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho / sqrt(2))"),
         Param("rho", float, in_scale, SCALE_WORDS),
-        Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)"),
-        Param("d", int, lambda v: v >= 3, "an integer >= 3"),
-        Param("nnz", int, lambda v: v >= 2, "an integer >= 2 (non-zeros per row)"),
-        Param("zipf", float, lambda v: v > 1, "a number > 1 (word frequency exponent)"),
+        Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)", default=10_000),
+        Param("d", int, lambda v: v >= 3, "an integer >= 3", default=100_000),
+        Param("nnz", int, lambda v: v >= 2, "an integer >= 2 (non-zeros per row)", default=30),
+        Param("zipf", float, lambda v: v > 1, "a number > 1 (word frequency exponent)", default=1.5),
     )
-
-    def __init__(self, *, gamma: float, rho: float, n: int = 10_000, d: int = 100_000, nnz: int = 30,
-                 zipf: float = 1.5) -> None:
-        self.gamma, self.rho, self.n, self.d, self.nnz, self.zipf = gamma, rho, n, d, nnz, zipf
-
-    def get_params(self) -> dict[str, float | int]:
-        return get_params(self)
 
     def check(self) -> None:
         check_params(self)
@@ -253,7 +231,7 @@ class SparseMargin:
         return Dataset(self.name, X, labels, certify(X, labels, w_star, alpha), directions={"w*": w_star})
 
 
-class Shells:
+class Shells(Source):
     """Two concentric shells in R^d: label +1 at radius in (1 - width, 1] * inner * rho, label -1 at
     radius in (1 - width, 1] * rho (docs/bounds.md section 5: data a Gaussian kernel separates and no linear
     classifier can). Directions are uniform on the sphere; ||x|| <= rho. A homogeneous linear classifier cannot separate them: the classes are symmetric under x -> -x,
@@ -267,21 +245,15 @@ class Shells:
     """
 
     name = "shells"
+    kind = "binary"
     params = (
         Param("rho", float, in_scale, f"{SCALE_WORDS[:-1]}; the outer radius)"),
-        Param("n", int, lambda v: v >= 2, "an integer >= 2"),
-        Param("d", int, lambda v: v >= 2, "an integer >= 2"),
-        Param("inner", float, lambda v: 0 < v < 1, "a number in (0, 1) (inner radius / outer radius)"),
-        Param("width", float, lambda v: 0 <= v < 1, "a number in [0, 1) (band width relative to the radius)"),
-        Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)"),
+        Param("n", int, lambda v: v >= 2, "an integer >= 2", default=1000),
+        Param("d", int, lambda v: v >= 2, "an integer >= 2", default=20),
+        Param("inner", float, lambda v: 0 < v < 1, "a number in (0, 1) (inner radius / outer radius)", default=0.5),
+        Param("width", float, lambda v: 0 <= v < 1, "a number in [0, 1) (band width relative to the radius)", default=0.2),
+        Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)", default=0.5),
     )
-
-    def __init__(self, *, rho: float, n: int = 1000, d: int = 20, inner: float = 0.5, width: float = 0.2,
-                 pos_fraction: float = 0.5) -> None:
-        self.rho, self.n, self.d, self.inner, self.width, self.pos_fraction = rho, n, d, inner, width, pos_fraction
-
-    def get_params(self) -> dict[str, float | int]:
-        return get_params(self)
 
     def check(self) -> None:
         check_params(self)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.data.certify import certify
-from pipeline.data.dataset import Dataset
-from pipeline.data.dataset import sample_bytes
-from pipeline.params import SCALE_WORDS, Param, check_memory, check_params, get_params, in_scale
+from pipeline.data.dataset import Dataset, Source, sample_bytes
+from pipeline.params import SCALE_WORDS, Param, check_memory, check_params, in_scale
 
 MAX_N = 5000  # the sample is the dense n x n matrix rho I
 
 
-class Tight:
+class Tight(Source):
     """x_t = rho e_t in R^n, every label ``label``: gamma* = rho / sqrt(n), R = rho, the bound is n.
 
     Every w_t is orthogonal to x_t, so each step is a tie, and a tie that the Perceptron's convention
@@ -28,14 +27,12 @@ class Tight:
     """
 
     name = "tight"
+    kind = "binary"
     params = (
         Param("rho", float, in_scale, SCALE_WORDS),
-        Param("n", int, lambda v: 1 <= v <= MAX_N, f"an integer in [1, {MAX_N}] (the sample is n x n)"),
-        Param("label", int, lambda v: v in (-1, 1), "+1 or -1 (the label a tie must get wrong)"),
+        Param("n", int, lambda v: 1 <= v <= MAX_N, f"an integer in [1, {MAX_N}] (the sample is n x n)", default=100),
+        Param("label", int, lambda v: v in (-1, 1), "+1 or -1 (the label a tie must get wrong)", default=1),
     )
-
-    def __init__(self, *, rho: float, n: int = 100, label: int = 1) -> None:
-        self.rho, self.n, self.label = rho, n, label
 
     def check(self) -> None:
         """Raise :class:`pipeline.params.ParamError` on an invalid parameter."""
@@ -43,8 +40,10 @@ class Tight:
         n = int(self.n)
         check_memory("n", self.n, sample_bytes(n, n, solvers=False), "lower n (the sample is the n x n matrix rho I)")
 
-    def get_params(self) -> dict[str, float | int]:
-        return get_params(self)
+    def shape(self) -> tuple[int | None, int | None]:
+        """(n, n): the sample is the n x n matrix rho I."""
+        n = super().shape()[0]
+        return n, n
 
     def generate(self, rng: np.random.Generator) -> Dataset:  # noqa: ARG002 (deterministic by construction)
         self.check()

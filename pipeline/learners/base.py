@@ -1,18 +1,21 @@
-"""What every learner shares: parameters declared as data, and the one result type of a run."""
+"""What every learner shares: parameters and accepted data kinds declared as data, and the one result type
+of a run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from pipeline.params import Param, check_params, get_params
+from pipeline.data.dataset import BINARY, Source
+from pipeline.params import Declared, Param
 
 
 @dataclass
 class Outcome:
-    """What a learner's run produced, in the terms its bounds speak.
+    """What a learner's run produced: what it did, and (once :func:`pipeline.statistics.complete` has
+    asked the statistic providers for what the bounds require) the quantities its bounds speak of.
 
     quantities : the empirical quantities the bounds compare with (``Bound.quantity`` keys).
     curves : quantity -> (steps t, 1-based, increasing; the quantity after step t), for plots and MLflow.
@@ -22,6 +25,10 @@ class Outcome:
         evaluated on each part, one row per part and bound, named in the ``part`` column.
     steps : per-step arrays (entry t-1 after step t, for t = 1..T) of the quantities and statistics an
         anytime bound is judged on at every step (``Bound.anytime == "trace"``), e.g. ``regret``.
+    objective : the problem the run's iterates are for (e.g. ``"svm"``), the key under which the statistic
+        providers (:mod:`pipeline.statistics`) find its certified optimum and constants; "" for none.
+    iterates : what the run visited and produced, for those providers: the index stream, the snapshot
+        steps and the iterates there, the objective's data and weights (never written to disk).
     """
 
     quantities: dict[str, float]
@@ -30,22 +37,27 @@ class Outcome:
     stats: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, Outcome] = field(default_factory=dict)
     steps: dict[str, np.ndarray] = field(default_factory=dict)
+    objective: str = ""
+    iterates: dict[str, Any] = field(default_factory=dict)
 
 
-class Learner:
-    """Base of the learners: ``name``, ``params`` (a tuple of :class:`Param`), validation, and
-    ``run(dataset, rng) -> Outcome``, the learner's whole protocol on one dataset (``rng`` is the
-    algorithm's own random stream, separate from the data's)."""
+class Learner(Declared):
+    """Base of the learners: ``name``, ``params`` (a tuple of :class:`Param`, each with its default: the
+    keyword-only constructor, the stored attributes, ``get_params()`` and ``check()`` are generated from it,
+    :class:`pipeline.params.Declared`), ``accepts`` (the dataset kinds it runs on,
+    :data:`pipeline.data.dataset.KINDS`), and ``run(dataset, rng) -> Outcome``, the learner's whole protocol
+    on one dataset (``rng`` is the algorithm's own random stream, separate from the data's).
 
-    name: str = ""
-    params: tuple[Param, ...] = ()
+    >>> class Still(Learner):
+    ...     name = "still"
+    ...     params = (Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),)
+    >>> Still(passes=2).get_params(), sorted(Still.accepts)
+    ({'passes': 2}, ['binary', 'finite'])
+    """
 
-    def get_params(self) -> dict[str, object]:
-        return get_params(self)
-
-    def check(self) -> None:
-        """Raise :class:`pipeline.params.ParamError` on an invalid parameter."""
-        check_params(self)
+    name: ClassVar[str] = ""
+    params: ClassVar[tuple[Param, ...]] = ()
+    accepts: ClassVar[frozenset[str]] = BINARY  # a materialised binary sample, with or without its finite class
 
     def check_data(self, dataset: Any) -> None:
         """Raise :class:`pipeline.params.UserError` if the learner cannot run on ``dataset``."""
@@ -55,15 +67,12 @@ class Learner:
 
 
 def planned_shape(dataset: Any) -> tuple[int | None, int | None]:
-    """(n, d) of a dataset's sample as configured, before it exists (None where unknown): a file's from its
-    cached read (``shape()``), a generator's from its parameters (d = n for the tight construction)."""
-    shape = getattr(dataset, "shape", None)
-    if callable(shape):
-        return shape()
-    n, d = getattr(dataset, "n", None), getattr(dataset, "d", None)
-    n = int(n) if isinstance(n, int) and not isinstance(n, bool) else None
-    d = int(d) if isinstance(d, int) and not isinstance(d, bool) else (n if getattr(dataset, "name", "") == "tight" else None)
-    return n, d
+    """(n, d) of a dataset's sample as configured, before it exists (None where unknown): what its class
+    declares (:meth:`pipeline.data.dataset.Source.shape`: a generator's from its parameters, a file's from
+    its cached read); for a dataset class that is not a :class:`Source`, its declared ``n`` and ``d``."""
+    if isinstance(dataset, Source):
+        return dataset.shape()
+    return Source.shape_of(dataset.get_params())
 
 
 def log_grid(T: int, points: int = 200) -> np.ndarray:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from pipeline._jit import kernel
+from pipeline.data.dataset import Source
 from pipeline.data.finite import distinct_rows
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.params import Param, UserError
@@ -131,7 +132,7 @@ class _Experts(Learner):
         from pipeline.learners.base import planned_shape
         from pipeline.params import check_sizes
 
-        if getattr(dataset, "name", "") == "finite_class":  # its own table: sized by the dataset's check
+        if isinstance(dataset, Source) and dataset.kind == "finite":  # its own table: sized by the dataset's check
             return
         n, d = planned_shape(dataset)
         experts = int(getattr(self, "experts", 0))
@@ -201,10 +202,7 @@ class Halving(_Experts):
     """
 
     name = "halving"
-    params = (Param("experts", int, lambda v: 0 <= v <= 100_000, "an integer in [0, 100000]"),)
-
-    def __init__(self, *, experts: int = 100) -> None:
-        self.experts = experts
+    params = (Param("experts", int, lambda v: 0 <= v <= 100_000, "an integer in [0, 100000]", default=100),)
 
     def check_data(self, dataset: object) -> None:
         """Refuse a stream that no hypothesis known before the run agrees with (the run would empty V)."""
@@ -284,15 +282,11 @@ class WeightedMajority(_Experts):
 
     name = "weighted_majority"
     params = (
-        Param("beta", float, lambda v: 0 <= v < 1, "a number in [0, 1)"),
-        Param("randomized", bool, lambda v: True, "true or false (randomised predictions, eta = sqrt(2 ln|H|/T))"),
-        Param("experts", int, lambda v: 0 <= v <= 100_000, "an integer in [0, 100000]"),
+        Param("beta", float, lambda v: 0 <= v < 1, "a number in [0, 1)", default=0.5),
+        Param("randomized", bool, lambda v: True, "true or false (randomised predictions, eta = sqrt(2 ln|H|/T))",
+              default=False),
+        Param("experts", int, lambda v: 0 <= v <= 100_000, "an integer in [0, 100000]", default=100),
     )
-
-    def __init__(self, *, beta: float = 0.5, randomized: bool = False, experts: int = 100) -> None:
-        self.beta = beta
-        self.randomized = randomized
-        self.experts = experts
 
     def log_factor(self, H: int, T: int) -> float:
         """ln of the factor a wrong expert's weight is multiplied by: ln beta, or -eta."""

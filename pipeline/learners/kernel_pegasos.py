@@ -10,16 +10,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline._jit import kernel
-from pipeline._rounding import ETA as _ETA
-from pipeline._rounding import gamma as _gamma
-from pipeline._rounding import up as _up
+from pipeline.numerics import ETA, err_factor, psd_gram, round_up
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.pegasos import SNAPSHOTS, index_stream
 from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, SCALE_WORDS, STATE_LIMIT, STEPS_WORDS, Param, ParamError, in_scale,
                              reciprocal_finite)
 
 if TYPE_CHECKING:
-    from pipeline.dual import PsdGram
+    from pipeline.numerics import PsdGram
 
 KERNELS = {
     "linear": "K(x, x') = x.x'",
@@ -120,7 +118,7 @@ class KernelPegasos(Learner):
     A feature space exists only if the Gram matrix is positive semi-definite, and in floating point a
     rank-deficient one (linear or polynomial kernel on more points than features; a Gaussian kernel on
     near-duplicate points) has rounding-sized eigenvalues on both sides of 0. So the matrix is first
-    certified (:func:`pipeline.dual.psd_gram`, a Cholesky test): if that fails, learner and comparator
+    certified (:func:`pipeline.numerics.psd_gram`, a Cholesky test): if that fails, learner and comparator
     both run on K + shift I, the least certified rounding-sized shift (for the linear and polynomial
     kernels the a-priori bound of the Gram matrix's own rounding, :meth:`gram_error`, ~1e-13 max K_ii),
     and R^2 includes it (the features (phi(x_i), sqrt(shift) e_i)). The statistics ``gram_shift`` (0.0: K used as it is) and
@@ -150,27 +148,15 @@ class KernelPegasos(Learner):
     name = "kernel_pegasos"
     params = (
         Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
-        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS),
-        Param("batch", int, lambda v: v >= 1, "an integer >= 1 (and at most the sample size)"),
-        Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder"),
-        Param("kernel", str, lambda v: v in KERNELS, f"one of {', '.join(KERNELS)}"),
-        Param("degree", int, lambda v: 1 <= v <= 10, "an integer in 1..10"),
-        Param("coef0", float, lambda v: v >= 0, "a number >= 0"),
-        Param("sigma", float, in_scale, f"{SCALE_WORDS[:-1]}; the Gaussian kernel's bandwidth)"),
-        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)"),
+        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
+        Param("batch", int, lambda v: v >= 1, "an integer >= 1 (and at most the sample size)", default=1),
+        Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder", default="iid"),
+        Param("kernel", str, lambda v: v in KERNELS, f"one of {', '.join(KERNELS)}", default="gaussian"),
+        Param("degree", int, lambda v: 1 <= v <= 10, "an integer in 1..10", default=2),
+        Param("coef0", float, lambda v: v >= 0, "a number >= 0", default=1.0),
+        Param("sigma", float, in_scale, f"{SCALE_WORDS[:-1]}; the Gaussian kernel's bandwidth)", default=1.0),
+        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)", default=0.05),
     )
-
-    def __init__(self, *, lam: float, T: int = 10_000, batch: int = 1, sampling: str = "iid", kernel: str = "gaussian",
-                 degree: int = 2, coef0: float = 1.0, sigma: float = 1.0, delta: float = 0.05) -> None:
-        self.lam = lam
-        self.T = T
-        self.batch = batch
-        self.sampling = sampling
-        self.kernel = kernel
-        self.degree = degree
-        self.coef0 = coef0
-        self.sigma = sigma
-        self.delta = delta
 
     def check_with(self, dataset: object) -> None:
         n = getattr(dataset, "n", None)
@@ -229,12 +215,10 @@ class KernelPegasos(Learner):
 
     def psd_gram(self, X: np.ndarray) -> PsdGram:
         """The Gram matrix certified positive semi-definite, or shifted by a rounding-sized multiple of
-        the identity until certified (:func:`pipeline.dual.psd_gram`); an indefinite one is refused
+        the identity until certified (:func:`pipeline.numerics.psd_gram`); an indefinite one is refused
         with a :class:`pipeline.params.ParamError` naming ``algorithm.kernel``."""
-        from pipeline import dual
-
         try:
-            return dual.psd_gram(self.gram(X), error=self.gram_error(X))
+            return psd_gram(self.gram(X), error=self.gram_error(X))
         except ParamError as e:  # the Gram matrix is refused: name the parameter the user chose
             raise ParamError("algorithm.kernel", self.kernel, "a kernel whose Gram matrix on the sample is finite, "
                              f"symmetric and positive semi-definite (this one's: {e.value}); "
@@ -242,7 +226,7 @@ class KernelPegasos(Learner):
 
     def gram_error(self, X: np.ndarray) -> float:
         """A bound of ||K - G||_2, K = :meth:`gram`, G the exact (positive semi-definite) Gram matrix of
-        the float rows of X: :func:`pipeline.dual.psd_gram` then certifies K + bound I without factorising.
+        the float rows of X: :func:`pipeline.numerics.psd_gram` then certifies K + bound I without factorising.
 
         Linear and polynomial kernels: each entry is a dot product s raised to a power, so
         |K_ij - G_ij| <= gamma_(p(d+2)) A_ij with A_ij = (|x_i|.|x_j| + coef0)^p (Higham eq. 3.5 through the
@@ -257,12 +241,12 @@ class KernelPegasos(Learner):
         m, d = X.shape
         p, c0 = (1, 0.0) if self.kernel == "linear" else (int(self.degree), float(self.coef0))
         sq = np.einsum("ij,ij->i", X, X)
-        q = _up(_up(sq * (1.0 + _gamma(d))) + c0)  # >= ||x_i||^2 + coef0 = A_ii^(1/p)
+        q = round_up(round_up(sq * (1.0 + err_factor(d))) + c0)  # >= ||x_i||^2 + coef0 = A_ii^(1/p)
         with np.errstate(over="ignore"):  # an infinite bound only leaves the certificate to the Cholesky test
-            trace = _up(math.fsum(_up(q**p * (1.0 + _gamma(p + 1)))))  # >= tr(A), pow's rounding included
-            spread = _up(_up(np.float64(1.0 + q.max(initial=0.0)) ** (p - 1)) * (1.0 + _gamma(p + 1)))
-            underflow = _up(2.0 * m * p * (d + 1) * spread * _ETA)
-            return float(_up(_up(_gamma(p * (d + 2)) * trace) + underflow))
+            trace = round_up(math.fsum(round_up(q**p * (1.0 + err_factor(p + 1)))))  # >= tr(A), pow's rounding included
+            spread = round_up(round_up(np.float64(1.0 + q.max(initial=0.0)) ** (p - 1)) * (1.0 + err_factor(p + 1)))
+            underflow = round_up(2.0 * m * p * (d + 1) * spread * ETA)
+            return float(round_up(round_up(err_factor(p * (d + 2)) * trace) + underflow))
 
     def radius(self, R: float) -> float:
         """A rigorous upper bound of sqrt(max_i K(x_i, x_i)) from the data's certified radius R."""
@@ -273,9 +257,9 @@ class KernelPegasos(Learner):
         return 1.0
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
-        from pipeline import dual
-        from pipeline.bounds.pegasos import pegasos_constant
-
+        """The run on the certified Gram matrix, and what it did: the per-step losses, the index stream,
+        the average's coefficients at the snapshot steps, the objective (``"kernel_svm"``: K, y, lam) and
+        R^2 = max_i K_ii of the matrix used. The certified optimum and c come from :mod:`pipeline.statistics`."""
         y = np.ascontiguousarray(dataset.y, dtype=np.float64)
         m = y.shape[0]
         lam, T, k = float(self.lam), int(self.T), int(self.batch)
@@ -292,30 +276,17 @@ class KernelPegasos(Learner):
         self.alpha_ = beta / (lam * T)  # w_(T+1) = sum_i alpha_i y_i phi(x_i)
         self.alpha_bar_ = avg[-1]
         self.t_ = T
-
-        cert = dual.kernel_sdca(K, y, lam, tol=1e-9)
-        Kay = K @ (cert.w * y)
-        hinge_u = np.maximum(0.0, 1.0 - y * Kay)
-        f_u = 0.5 * lam * float((cert.w * y) @ Kay) + hinge_u[idx].sum(axis=1) / k
-        steps = np.arange(1, T + 1)
-        regret = np.cumsum(loss - f_u) / steps
-        regret_still = float(np.mean(1.0 - f_u))  # beta = 0 throughout: f_t(0) = 1
-        sub_avg = np.array([dual.kernel_objective(K, y, lam, a) for a in avg]) - cert.dual
-        sub_last = np.array([dual.kernel_objective(K, y, lam, self.alpha_) - cert.dual])  # w_(T+1) only
-        t = log_grid(T)
         R = self.radius(float(dataset.stats.R))
         if psd.shift > 0:  # R^2 = max_i K_ii of the matrix used: the shift is charged to every bound
-            R = max(_up(math.sqrt(_up(_up(R * R) + psd.shift))), _up(math.sqrt(float(np.diag(K).max()))))
+            R = max(round_up(math.sqrt(round_up(round_up(R * R) + psd.shift))),
+                    round_up(math.sqrt(float(np.diag(K).max()))))
         return Outcome(
-            quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
-                        "suboptimality_low": float(sub_avg[-1]) - (cert.primal - cert.dual),
-                        "suboptimality_last": float(sub_last[-1])},
-            curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg),
-                    "suboptimality_last": (grid[-1:], sub_last)},
-            trace={"active": active, "loss": loss, "comparator_loss": f_u},
-            steps={"regret": regret},
-            stats={"T": T, "lam": lam, "R": R, "regret_still": regret_still, "c": pegasos_constant(R, lam, False), "sampling": self.sampling,
-                   "delta": float(self.delta), "f_star_lo": cert.dual, "f_star_hi": cert.primal, "dual_gap": cert.gap,
-                   "f_start": dual.kernel_objective(K, y, lam, np.zeros(m)),
+            quantities={},
+            curves={},
+            trace={"active": active, "loss": loss},
+            stats={"T": T, "lam": lam, "R": R, "sampling": self.sampling, "delta": float(self.delta),
                    "gram_min_eig": psd.min_eig, "gram_shift": psd.shift},
+            objective="kernel_svm",
+            iterates={"K": K, "y": y, "lam": lam, "idx": idx, "grid": grid, "avg": avg, "last": self.alpha_,
+                      "loss": loss, "feature_radius": R, "projection": False, "s_max": 1.0, "radius": 0.0},
         )

@@ -94,37 +94,9 @@ def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, la
     return W, grid, avg, loss, vnorm2, wrong
 
 
-def population_comparator(dataset: object, B: float) -> dict[str, object]:
-    """min over ||U|| <= B of the population generalized hinge risk (docs/bounds.md section 7, "Comparator").
-
-    Exactly 0 for the realisable generator (no noise) when B >= 1/gamma: L_D(W*/gamma) = 0. Otherwise
-    the lower estimate min_ball L_S1 on the training sample (rigorous for S1 itself; for a finite set S
-    the population is S, so it is exact) and the upper estimate L(U) on the held-out sample for the
-    solver's U; the lower one is used to declare a bound satisfied (the conservative side).
-    """
-    from pipeline.multiclass_solvers import ball_comparator, ghinge_losses
-
-    gamma = getattr(dataset, "gamma", None)
-    noise = float(getattr(getattr(dataset, "sampler", None), "noise", 0.0) or 0.0)
-    if dataset.W_star is not None and gamma and noise == 0.0 and B * gamma >= 1.0:
-        U = dataset.W_star / gamma
-        return {"lower": 0.0, "upper": 0.0, "U": U, "how": "exact: L_D(W*/gamma) = 0 with B >= 1/gamma"}
-    # a finite population S is the comparator's own sample (the training rows may be a draw from it)
-    X, y = (dataset.X_test, dataset.y_test) if dataset.population == "S" else (dataset.X, dataset.y)
-    ball = ball_comparator(X, y, dataset.k, B)
-    candidates = {"U_hat": ball.U}
-    if dataset.W_star is not None and gamma:  # W*/gamma, scaled into the ball
-        candidates["W*/gamma"] = dataset.W_star / gamma * min(1.0, B * gamma)
-    held = {name: float(ghinge_losses(dataset.X_test, dataset.y_test, U).mean()) for name, U in candidates.items()}
-    best = min(held, key=held.get)
-    return {"lower": float(ball.lower), "upper": held[best], "U": ball.U,
-            "how": (f"lower: min over the ball on the whole population S (n = {y.size})" if dataset.population == "S"
-                    else f"lower: min over the ball on the training sample (m = {y.size})") + f"; upper: {best} held out"}
-
-
 def held_out(dataset: object, W: np.ndarray) -> dict[str, float]:
     """Held-out generalized hinge and 0-1 risks of W with 95 % intervals (docs/bounds.md section 9)."""
-    from pipeline.multiclass_solvers import clopper_pearson, ghinge_losses, mean_ci, zero_one_losses
+    from pipeline.risk import clopper_pearson, ghinge_losses, mean_ci, zero_one_losses
 
     hinge = ghinge_losses(dataset.X_test, dataset.y_test, W)
     top = 1.0 + 2.0 * float(np.linalg.norm(W, axis=1).max()) * float(dataset.stats.R)
@@ -136,9 +108,9 @@ def held_out(dataset: object, W: np.ndarray) -> dict[str, float]:
 
 
 class _Multiclass(Learner):
-    """Shared checks: the data must be multiclass, and the run's arrays must fit in memory."""
+    """Shared declarations and checks: the data must be multiclass, and the run's arrays must fit in memory."""
 
-    multiclass = True
+    accepts = frozenset({"multiclass"})
 
     def run_bytes(self, n: int | None, d: int | None, k: int | None) -> dict[str, tuple[object, float]]:
         """The run's dominant arrays, ``{param: (value, bytes)}``: per-step arrays and the training sample's
@@ -156,11 +128,6 @@ class _Multiclass(Learner):
         k = getattr(dataset, "k", None)
         k = int(k) if isinstance(k, int) and not isinstance(k, bool) else None
         check_sizes(self.run_bytes(n, d, k), "lower T, k or d", "the run")
-
-    def check_data(self, dataset: object) -> None:
-        if not hasattr(dataset, "k") or not hasattr(dataset, "X_test"):
-            raise UserError(f"algorithm={self.name}: dataset {dataset.name} is binary; use dataset=multiclass_margin "
-                            "or dataset=multiclass_bundled")
 
 
 class MulticlassSGD(_Multiclass):
@@ -184,7 +151,8 @@ class MulticlassSGD(_Multiclass):
     --------
     >>> from pipeline.data.multiclass import MulticlassMargin
     >>> ds = MulticlassMargin(k=3, gamma=0.1, rho=1.0, d=5, n=200, n_test=2000).generate(np.random.default_rng(0))
-    >>> out = MulticlassSGD(B=10.0, T=2000).run(ds, np.random.default_rng(1))
+    >>> from pipeline.statistics import measure  # the run, with the comparator's statistics its bounds read
+    >>> out = measure(MulticlassSGD(B=10.0, T=2000), ds, np.random.default_rng(1))
     >>> s = out.stats
     >>> out.quantities["regret"] <= s["u_norm2"] / (2 * s["eta"]) + s["eta"] / 2 * s["vnorm2_sum"]  # Lemma 14.1
     True
@@ -193,12 +161,8 @@ class MulticlassSGD(_Multiclass):
     name = "multiclass_sgd"
     params = (
         Param("B", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
-        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS),
+        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
     )
-
-    def __init__(self, *, B: float, T: int = 10_000) -> None:
-        self.B = B
-        self.T = T
 
     def run_bytes(self, n: int | None, d: int | None, k: int | None) -> dict[str, tuple[object, float]]:
         """Besides the per-step arrays: the T fresh examples drawn at once (T x d, with the sampler's copies)."""
@@ -208,37 +172,27 @@ class MulticlassSGD(_Multiclass):
         return terms
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
-        from pipeline.multiclass_solvers import ghinge_losses
-
+        """The run on T fresh draws, and what it did: per-step losses and ||v_t||^2, the held-out risks of
+        the snapshots' averages. The comparator U (min over the ball), the regret against it and the excess
+        come from :mod:`pipeline.statistics` (objective ``"ghinge_sgd"``)."""
         B, T, k = float(self.B), int(self.T), int(dataset.k)
         R = float(dataset.stats.R)
         rho = 2.0 * R
         eta = math.sqrt(B * B / (rho * rho * T))
-        comp = population_comparator(dataset, B)
         X, y = dataset.draw(T, rng)
         W, grid, avg, loss, vnorm2, wrong = _steps(X, y, np.arange(T), k, eta, 0.0)
         self.W_, self.W_bar_ = W, avg[-1]
-        U = comp["U"]
-        u_loss = ghinge_losses(X, y, U)
-        regret = np.cumsum(loss - u_loss)
-        u2 = float(np.sum(U * U))
-        realised = u2 / (2 * eta) + eta / 2 * np.cumsum(vnorm2)
-        regret_still = float(np.sum(1.0 - u_loss))  # W = 0 throughout: its generalised hinge loss is 1
         risks = [held_out(dataset, a)["risk_hinge"] for a in avg]
         final = held_out(dataset, avg[-1])
-        excess = np.array(risks) - comp["lower"]
-        t = log_grid(T)
         return Outcome(
-            quantities={"regret": float(regret[-1]), "excess": float(excess[-1]),
-                        "excess_upper_comparator": final["risk_hinge"] - comp["upper"], "risk_01": final["risk_01"]},
-            curves={"regret": (t, regret[t - 1]), "bound/lemma14_1": (t, realised[t - 1]), "excess": (grid, excess)},
-            trace={"loss": loss, "comparator_loss": u_loss, "vnorm2": vnorm2, "mistake": wrong},
-            steps={"regret": regret, "vnorm2_sum": np.cumsum(vnorm2)},
-            stats={"T": T, "B": B, "R": R, "rho": rho, "rho_sharp": math.sqrt(2.0) * R, "eta": eta, "u_norm2": u2,
-                   "regret_still": regret_still,
-                   "vnorm2_sum": float(vnorm2.sum()), "comparator_lower": comp["lower"],
-                   "comparator_upper": comp["upper"], "comparator_how": comp["how"], "k": k,
-                   "population": dataset.population, **final},
+            quantities={"risk_01": final["risk_01"]},
+            curves={},
+            trace={"loss": loss, "vnorm2": vnorm2, "mistake": wrong},
+            steps={"vnorm2_sum": np.cumsum(vnorm2)},
+            stats={"T": T, "B": B, "R": R, "rho": rho, "rho_sharp": math.sqrt(2.0) * R, "eta": eta,
+                   "vnorm2_sum": float(vnorm2.sum()), "k": k, "population": dataset.population, **final},
+            objective="ghinge_sgd",
+            iterates={"X": X, "y": y, "B": B, "eta": eta, "loss": loss, "vnorm2": vnorm2, "grid": grid, "risks": risks},
         )
 
 
@@ -264,12 +218,9 @@ class MulticlassSVM(_Multiclass):
     NEEDS_SAMPLE = ("algorithm=multiclass_svm on dataset=multiclass_bundled needs dataset.sample=M (training examples "
                     "drawn from the set; the risk is then measured on the whole set as the population)")
 
-    def __init__(self, *, B: float) -> None:
-        self.B = B
-
     def check_with(self, dataset: object) -> None:
         """Before any data exist: a bundled set needs a training sample drawn from it."""
-        if getattr(dataset, "name", None) == "multiclass_bundled" and getattr(dataset, "sample", None) is None:
+        if dataset.name == "multiclass_bundled" and dataset.get_params().get("sample") is None:  # declared, unset
             raise UserError(self.NEEDS_SAMPLE)
         super().check_with(dataset)
 
@@ -285,7 +236,9 @@ class MulticlassSVM(_Multiclass):
                             "or dataset=multiclass_margin")
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
-        from pipeline.multiclass_solvers import multiclass_svm
+        # the multiclass SVM's training is the certified solve itself (regularised loss minimisation): the one
+        # learner that runs a solver of pipeline.solvers (tests/test_layers.py lists it, with this reason)
+        from pipeline.solvers.multiclass import multiclass_svm
 
         B, k, m = float(self.B), int(dataset.k), int(dataset.y.size)
         R = float(dataset.stats.R)
@@ -293,17 +246,15 @@ class MulticlassSVM(_Multiclass):
         lam = math.sqrt(2.0 * rho * rho / (B * B * m))
         cert = multiclass_svm(dataset.X, dataset.y, k, lam)
         self.W_ = cert.W
-        comp = population_comparator(dataset, B)
         final = held_out(dataset, cert.W)
-        excess = final["risk_hinge"] - comp["lower"]
         return Outcome(
-            quantities={"excess": excess, "excess_upper_comparator": final["risk_hinge"] - comp["upper"],
-                        "risk_01": final["risk_01"]},
-            curves={"excess": (np.array([m]), np.array([excess]))},
+            quantities={"risk_01": final["risk_01"]},
+            curves={},
             trace={},  # no steps: one certified solve
             stats={"T": m, "B": B, "R": R, "rho": rho, "lam_uml": lam, "svm_primal": cert.primal, "svm_dual": cert.dual,
-                   "dual_gap": cert.gap, "comparator_lower": comp["lower"], "comparator_upper": comp["upper"],
-                   "comparator_how": comp["how"], "k": k, "m": m, "population": dataset.population, **final},
+                   "dual_gap": cert.gap, "k": k, "m": m, "population": dataset.population, **final},
+            objective="ghinge_svm",
+            iterates={"B": B, "m": m},
         )
 
 
@@ -325,51 +276,32 @@ class MulticlassPegasos(_Multiclass):
     name = "multiclass_pegasos"
     params = (
         Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
-        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS),
-        Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder"),
-        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)"),
+        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
+        Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder", default="iid"),
+        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)", default=0.05),
     )
 
-    def __init__(self, *, lam: float, T: int = 10_000, sampling: str = "iid", delta: float = 0.05) -> None:
-        self.lam = lam
-        self.T = T
-        self.sampling = sampling
-        self.delta = delta
-
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
-        from pipeline.bounds.pegasos import pegasos_constant
+        """The run, and what it did: the per-step losses, the index stream, the snapshots' averages, the
+        held-out risks of the last average. f* (the multiclass SVM's certified optimum), the regret and c
+        come from :mod:`pipeline.statistics` (objective ``"crammer_singer"``)."""
         from pipeline.learners.pegasos import index_stream
-        from pipeline.multiclass_solvers import ghinge_losses, multiclass_svm
 
         lam, T, k = float(self.lam), int(self.T), int(dataset.k)
         X, y = dataset.X, dataset.y
         idx = index_stream(self.sampling, np.ones(y.size), T, 1, rng)[:, 0]
         W, grid, avg, loss, vnorm2, wrong = _steps(X, y, idx, k, 0.0, lam)
         self.W_, self.W_bar_ = W, avg[-1]
-        cert = multiclass_svm(X, y, k, lam / 2.0)  # lam_UML ||W||^2 = (lam/2) ||W||^2
-
-        def f(Wm: np.ndarray) -> float:
-            return 0.5 * lam * float(np.sum(Wm * Wm)) + float(ghinge_losses(X, y, Wm).mean())
-
-        hinge_u = ghinge_losses(X, y, cert.W)
-        f_u = 0.5 * lam * float(np.sum(cert.W * cert.W)) + hinge_u[idx]
-        regret = np.cumsum(loss - f_u) / np.arange(1, T + 1)
-        regret_still = float(np.mean(1.0 - f_u))  # W = 0 throughout: f_t(0) = 1
-        sub = np.array([f(a) for a in avg]) - cert.dual
-        sub_last = f(W) - cert.dual
-        t = log_grid(T)
         R = float(dataset.stats.R)
         return Outcome(
-            quantities={"regret": float(regret[-1]), "suboptimality": float(sub[-1]), "suboptimality_last": sub_last,
-                        "suboptimality_low": float(sub[-1]) - (cert.primal - cert.dual)},
-            curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub)},
-            trace={"loss": loss, "comparator_loss": f_u, "mistake": wrong},
-            steps={"regret": regret},
-            stats={"T": T, "lam": lam, "R": R, "c": pegasos_constant(math.sqrt(2.0) * R, lam, False),
-                   "regret_still": regret_still,
-                   "sampling": self.sampling, "delta": float(self.delta), "f_star_lo": cert.dual,
-                   "f_star_hi": cert.primal, "dual_gap": cert.gap, "f_start": f(np.zeros_like(W)), "k": k,
+            quantities={},
+            curves={},
+            trace={"loss": loss, "mistake": wrong},
+            stats={"T": T, "lam": lam, "R": R, "sampling": self.sampling, "delta": float(self.delta), "k": k,
                    **held_out(dataset, avg[-1])},
+            objective="crammer_singer",
+            iterates={"X": X, "y": y, "k": k, "lam": lam, "idx": idx, "grid": grid, "avg": avg, "W": W, "loss": loss,
+                      "feature_radius": math.sqrt(2.0) * R, "projection": False, "s_max": 1.0, "radius": 0.0},
         )
 
 
@@ -387,12 +319,8 @@ class OneVsAll(_Multiclass):
     name = "ova"
     params = (
         Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
-        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS),
+        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
     )
-
-    def __init__(self, *, lam: float, T: int = 10_000) -> None:
-        self.lam = lam
-        self.T = T
 
     def check_data(self, dataset: object) -> None:
         super().check_data(dataset)
@@ -404,7 +332,7 @@ class OneVsAll(_Multiclass):
         from pipeline.data.certify import Stats
         from pipeline.data.dataset import Dataset
         from pipeline.learners.pegasos import Pegasos
-        from pipeline.multiclass_solvers import clopper_pearson, zero_one_losses
+        from pipeline.risk import clopper_pearson, zero_one_losses
 
         k = int(dataset.k)
         R = float(dataset.stats.R)
@@ -422,12 +350,12 @@ class OneVsAll(_Multiclass):
         self.W_ = W
         errors = int(zero_one_losses(dataset.X_test, dataset.y_test, W).sum())
         lo, hi = clopper_pearson(errors, dataset.y_test.size)
-        first = per_class[0]
         return Outcome(
             quantities={},
             parts={f"class {j}": out for j, out in per_class.items()},
             curves={},
             trace=traces,
             stats={"T": int(self.T), "k": k, "R": R, "risk_01": errors / dataset.y_test.size, "risk_01_lo": lo,
-                   "risk_01_hi": hi, "lam": float(self.lam), "c": first.stats["c"]},
+                   "risk_01_hi": hi, "lam": float(self.lam)},
+            objective="one_vs_all",
         )

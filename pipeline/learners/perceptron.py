@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline._jit import dot, dot_row, kernel
+from pipeline.data.dataset import BINARY
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.params import Param
 
@@ -111,14 +112,11 @@ class Perceptron(Learner):
     """
 
     name = "perceptron"
+    accepts = BINARY | {"stream"}  # streamed data too: read chunk by chunk (dataset.chunks()), never materialised
     params = (
-        Param("tie", str, lambda v: v in TIES, f"one of {', '.join(TIES)}"),
-        Param("passes", int, lambda v: v >= 1, "an integer >= 1"),
+        Param("tie", str, lambda v: v in TIES, f"one of {', '.join(TIES)}", default="negative"),
+        Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),
     )
-
-    def __init__(self, *, tie: str = "negative", passes: int = 1) -> None:
-        self.tie = tie
-        self.passes = passes
 
     def check_with(self, dataset: object) -> None:
         """The trace of passes x n steps (int8, the concatenated passes, the mistakes' int64 positions) fits."""
@@ -192,11 +190,9 @@ class Perceptron(Learner):
         self.t_ += n
         return trace
 
-    reads_chunks = True  # runs on streamed data (pipeline.data.stream): dataset.chunks(), never materialised
-
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         """``passes`` passes over the dataset in its order (the Perceptron draws no randomness)."""
-        if getattr(dataset, "streamed", False):  # each pass regenerates the stream, chunk by chunk
+        if dataset.kind == "stream":  # each pass regenerates the stream, chunk by chunk
             parts = [self.learn_chunks(dataset.chunks(), dataset.n) for _ in range(self.passes)]
             trace = parts[0] if len(parts) == 1 else np.concatenate(parts)
         else:

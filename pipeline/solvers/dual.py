@@ -38,7 +38,7 @@ overflow and underflow, what is certified is the problem for the float data as g
 w_ref, lam; for kernels the matrix K, which must be positive semi-definite: a Gram matrix's own
 rounding, ~1e-16 relative, is part of the data, not of the certificate, but it can leave a
 rank-deficient K with eigenvalues just below 0, and then the weak duality behind the certificate
-fails; :func:`psd_gram` certifies K, or shifts it by a rounding-sized multiple of the identity until
+fails; :func:`pipeline.numerics.psd_gram` certifies K, or shifts it by a rounding-sized multiple of the identity until
 certified).
 """
 
@@ -56,11 +56,8 @@ from pipeline.params import ParamError
 
 sparse = LazyModule("scipy.sparse")
 
-from pipeline._rounding import ETA as _ETA  # noqa: E402
-from pipeline._rounding import U as _U  # noqa: E402
-from pipeline._rounding import down as _down  # noqa: E402
-from pipeline._rounding import gamma as _gamma  # noqa: E402
-from pipeline._rounding import up as _up  # noqa: E402
+from pipeline.numerics import err_factor, symmetric_gram  # noqa: E402
+from pipeline.numerics import PsdGram, psd_gram  # noqa: E402, F401 - where the kernel learner's certified Gram lives
 
 
 @dataclass(frozen=True)
@@ -501,22 +498,6 @@ def _vector(name: str, value: Any, d: int) -> np.ndarray:
     return r
 
 
-def _gram(K: Any, m: int) -> np.ndarray:
-    """K as a C-ordered float64 (m, m) matrix; a nearly symmetric K is replaced by its symmetric
-    part (K + K^T)/2, which has the same quadratic form and is exactly symmetric in floating point."""
-    K = np.ascontiguousarray(K, dtype=np.float64)
-    if K.shape != (m, m) or not np.all(np.isfinite(K)):
-        raise ParamError("K", f"array of shape {K.shape}", f"a finite ({m}, {m}) Gram matrix (m = len(y))")
-    if not np.array_equal(K, K.T):
-        scale = float(np.abs(K).max())
-        if float(np.abs(K - K.T).max()) > 1e-12 * scale:
-            raise ParamError("K", "asymmetric", "a symmetric positive semi-definite Gram matrix")
-        K = np.ascontiguousarray((K + K.T) / 2.0)
-    if np.any(np.diag(K) < 0):
-        raise ParamError("K", "negative diagonal", "a symmetric positive semi-definite Gram matrix")
-    return K
-
-
 # --- The two problems: both ends of the certificate with their rounding-error bounds ---------------
 
 _Pair = tuple[float, float]  # a computed value and a bound of its rounding error
@@ -528,7 +509,7 @@ class _Linear:
     def __init__(self, rows: _Dense | _Sparse, y: np.ndarray, lam: float, s: np.ndarray, r: np.ndarray) -> None:
         self.rows, self.y, self.lam, self.s, self.r = rows, y, lam, s, r
         self.m, self.lm = rows.m, lam * rows.m
-        self.g_m, self.g_d = _gamma(rows.m + 8), _gamma(rows.d + 8)
+        self.g_m, self.g_d = err_factor(rows.m + 8), err_factor(rows.d + 8)
         zr, zra = rows.margins(r)
         self.b = 1.0 - y * zr  # 1 - y_i <w_ref, x_i>
         self.b_err = self.g_d * (1.0 + zra)  # |fl(b_i) - b_i|
@@ -557,12 +538,12 @@ class _Linear:
         v, c = self.rows.combination(self.y, alpha, self.lm)
         linear, linear_abs, linear_carried = _pair_sums(alpha, self.b, self.b_err)
         norm = _square_sums(v, np.zeros(self.rows.d))
-        e = _gamma(4) * np.abs(v) + self.g_m**2 * c
+        e = err_factor(4) * np.abs(v) + self.g_m**2 * c
         norm_err = self.g_d * norm + float(np.sum(e * (2.0 * np.abs(v) + e)))
         linear_err = self.g_m * linear_abs + (1.0 + self.g_m) * linear_carried
         dual = linear / self.m - self.lam / 2.0 * norm
         dual_err = (linear_err / self.m + self.lam / 2.0 * norm_err
-                    + _gamma(8) * (abs(linear) / self.m + self.lam / 2.0 * norm))
+                    + err_factor(8) * (abs(linear) / self.m + self.lam / 2.0 * norm))
         w = self.r + v
         return w, self.primal(w), (dual, dual_err), v
 
@@ -591,7 +572,7 @@ class _Kernel:
         self.K, self.y, self.lam, self.s = K, y, lam, s
         self.m = K.shape[0]
         self.lm = lam * self.m
-        self.g_m = _gamma(self.m + 8)
+        self.g_m = err_factor(self.m + 8)
 
     def start(self) -> np.ndarray:
         """alpha = 0, except rows with phi(x_i) = 0 (K_ii = 0), which get their optimum s_i."""
@@ -602,7 +583,7 @@ class _Kernel:
         and coef^T K coef with a bound of its error."""
         g, ga = np.empty(self.m), np.empty(self.m)
         _gram_products(self.K, coef, g, ga)
-        ge = _gamma(2) * np.abs(g) + self.g_m**2 * ga
+        ge = err_factor(2) * np.abs(g) + self.g_m**2 * ga
         quad, quad_abs, quad_carried = _pair_sums(coef, g, ge)
         return g, ge, quad, self.g_m * quad_abs + (1.0 + self.g_m) * quad_carried
 
@@ -612,7 +593,7 @@ class _Kernel:
         loss, carried, scale = _loss_sums(self.y, self.s, g, ge)
         value = self.lam / 2.0 * quad + loss / self.m
         err = (1.0 + self.g_m) * carried / self.m + self.g_m * (loss + scale) / self.m
-        return value, err + self.lam / 2.0 * quad_err + _gamma(4) * self.lam / 2.0 * abs(quad)
+        return value, err + self.lam / 2.0 * quad_err + err_factor(4) * self.lam / 2.0 * abs(quad)
 
     def evaluate(self, alpha: np.ndarray) -> tuple[np.ndarray, _Pair, _Pair, np.ndarray]:
         """The primal point a = alpha / (lam m), both ends, and the state g = fl(K (alpha y)) of the
@@ -621,7 +602,7 @@ class _Kernel:
         total = float(_pair_sums(alpha, np.ones(self.m), np.zeros(self.m))[0])
         scale = 2.0 * self.lam * self.m * self.m
         dual = total / self.m - quad / scale
-        dual_err = self.g_m * total / self.m + quad_err / scale + _gamma(8) * abs(quad) / scale
+        dual_err = self.g_m * total / self.m + quad_err / scale + err_factor(8) * abs(quad) / scale
         a = alpha / self.lm
         return a, self.primal(a), (dual, dual_err), g
 
@@ -830,7 +811,7 @@ def kernel_objective(K: np.ndarray, y: np.ndarray, lam: float, a: np.ndarray, *,
     :func:`kernel_sdca`.
     """
     y = _labels(y, np.size(y))
-    problem = _Kernel(_gram(K, y.shape[0]), y, _lam(lam), _weights(weights, y.shape[0]))
+    problem = _Kernel(symmetric_gram(K, y.shape[0]), y, _lam(lam), _weights(weights, y.shape[0]))
     return float(problem.primal(_vector("a", a, y.shape[0]))[0])
 
 
@@ -858,136 +839,5 @@ def kernel_sdca(K: np.ndarray, y: np.ndarray, lam: float, *, weights: np.ndarray
     Certificate with ``w`` the expansion coefficients a (w = sum_i a_i y_i phi(x_i)).
     """
     y = _labels(y, np.size(y))
-    problem = _Kernel(_gram(K, y.shape[0]), y, _lam(lam), _weights(weights, y.shape[0]))
+    problem = _Kernel(symmetric_gram(K, y.shape[0]), y, _lam(lam), _weights(weights, y.shape[0]))
     return _ascend(problem, tol, max_epochs, seed)
-
-
-# --- Positive semi-definite Gram matrices: certified, or shifted until certified ----------------------
-
-EIG_MAX = 4000  # eigvalsh (O(m^3), ~5 s single-threaded at m = 4000) only up to this m; beyond, the Cholesky test alone
-
-
-@dataclass(frozen=True)
-class PsdGram:
-    """A Gram matrix certified positive semi-definite (:func:`psd_gram`).
-
-    Attributes
-    ----------
-    K : the matrix to use: the input when it is certified as it is, else the input with ``shift``
-        added to its diagonal (each diagonal entry rounded upwards, so K >= input + shift I exactly).
-    shift : the diagonal shift, 0.0 when the input itself is certified. The shifted matrix is the Gram
-        matrix of the features (phi(x_i), sqrt(shift) e_i): every ||phi(x_i)||^2 = K_ii grows by it,
-        which the bounds must charge (R^2 = max_i K_ii, docs/bounds.md section 5).
-    min_eig : smallest eigenvalue of the input by ``numpy.linalg.eigvalsh`` (an estimate, reported
-        for information; NaN when m > ``EIG_MAX``).
-    """
-
-    K: np.ndarray
-    shift: float
-    min_eig: float
-
-
-def _single_thread() -> Any:
-    """BLAS on one thread: LAPACK's results then do not depend on the thread count (bit-identical runs)."""
-    try:
-        from threadpoolctl import threadpool_limits  # installed with scikit-learn
-    except ImportError:  # pragma: no cover - scikit-learn is a dependency
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _certified_psd(K: np.ndarray) -> bool:
-    """True only if K is positive semi-definite, proven by a floating-point Cholesky factorisation.
-
-    If Cholesky runs to completion on a symmetric float matrix A, its computed factor has
-    R^T R = A + dA with |dA| <= gamma_(m+1) |R^T| |R| (Higham, *Accuracy and Stability of Numerical
-    Algorithms*, 2nd ed., Thm 10.3, for any order of the inner products, so also LAPACK's blocked
-    dpotrf), hence ||dA||_2 <= gamma_(m+1) sum_i ||r_i||^2 <= gamma_(m+1) / (1 - gamma_(m+1)) tr(A) and
-    lambda_min(A) >= -that; products that underflow add at most 4 m (2 (m + 1) + max_i A_ii) ETA
-    (Rump, "Verification of positive definiteness", BIT 46, 2006). The test factors A = K - t I with
-    t >= both (diagonal rounded downwards), so success gives lambda_min(K) >= t - ||dA||_2 >= 0.
-    """
-    diag = np.diag(K)
-    m = K.shape[0]
-    if not np.all(diag >= 0.0):
-        return False
-    trace = _up(math.fsum(diag))  # >= tr(K) >= tr(A)
-    t = _up(_up(_gamma(m + 1) * trace) + _up(4.0 * m * (2.0 * (m + 1) + float(diag.max())) * _ETA))
-    A = K.copy()
-    A[np.diag_indices(m)] = _down(diag - t)
-    with _single_thread():
-        try:
-            np.linalg.cholesky(A)
-        except np.linalg.LinAlgError:
-            return False
-    return True
-
-
-def psd_gram(K: np.ndarray, *, error: float = math.inf, max_shift: float = 1e-6) -> PsdGram:
-    """K certified positive semi-definite, or K + shift I with the least shift certified to make it so.
-
-    The duality certificate of :func:`kernel_sdca` and the feature-space bounds of kernel Pegasos hold
-    only for a positive semi-definite K. A Gram matrix computed in floating point need not be one: a
-    rank-deficient kernel (linear or polynomial on more points than features) or a smooth kernel on
-    near-duplicate points has eigenvalues ~ +-m u ||K|| around 0 that rounding puts on either side.
-    K is used as it is if :func:`_certified_psd` (one Cholesky factorisation, m^3/3 flops) proves it
-    positive semi-definite. Otherwise the shift is the least of
-
-    - ``error``, an a-priori bound of ||K - G||_2 for some positive semi-definite G (the exact Gram
-      matrix of which K is the rounded value): K + error I >= G >= 0, no factorisation needed;
-    - 4^j c (j = 1, 2, ...) with K + 4^j c I certified by :func:`_certified_psd`, c = gamma_(m+1) tr(K)
-      being the test's own rounding allowance (so j = 1 passes when K's negative eigenvalues are
-      rounding-sized),
-
-    up to ``max_shift`` max_i K_ii: a larger one means an indefinite K, not rounding, and is refused
-    with a :class:`ParamError` naming ``K``. Deterministic: LAPACK runs on one BLAS thread.
-
-    Parameters
-    ----------
-    K : (m, m) symmetric Gram matrix (as accepted by :func:`kernel_sdca`).
-    error : bound of ||K - G||_2 as above (default: none known).
-    max_shift : largest shift accepted, relative to max_i K_ii.
-
-    Returns
-    -------
-    PsdGram with the matrix to use, the shift (0.0 when K itself is certified) and eigvalsh's estimate
-    of K's smallest eigenvalue.
-
-    Examples
-    --------
-    >>> X = np.random.default_rng(0).standard_normal((50, 3))
-    >>> psd_gram(X @ X.T).shift > 0  # rank 3: rounding leaves eigenvalues on both sides of 0
-    True
-    >>> psd_gram(X @ X.T + np.eye(50)).shift
-    0.0
-    """
-    if not error >= 0:
-        raise ParamError("error", error, "a number >= 0 (a bound of ||K - G||_2), or inf when none is known")
-    K = _gram(K, np.shape(K)[0])
-    m = K.shape[0]
-    if m <= EIG_MAX:
-        with _single_thread():
-            min_eig = float(np.linalg.eigvalsh(K)[0]) if m else math.inf
-    else:
-        min_eig = math.nan
-    if not np.any(K) or _certified_psd(K):  # a zero matrix is the Gram matrix of zero features
-        return PsdGram(K=K, shift=0.0, min_eig=min_eig)
-    diag = np.diag(K)
-    limit = max_shift * float(diag.max())
-    shift = 4.0 * _gamma(m + 1) * math.fsum(diag)
-    while shift < error and shift <= limit:
-        shifted = K.copy()
-        shifted[np.diag_indices(m)] = _up(diag + shift)  # K_ii + shift or above: K + shift I plus a diagonal >= 0
-        if _certified_psd(shifted):
-            return PsdGram(K=shifted, shift=shift, min_eig=min_eig)
-        shift *= 4.0
-    if error <= limit:
-        shifted = K.copy()
-        if error > 0:  # error = 0: K is G itself
-            shifted[np.diag_indices(m)] = _up(diag + error)
-        return PsdGram(K=shifted, shift=float(error), min_eig=min_eig)
-    raise ParamError("K", f"indefinite (smallest eigenvalue {min_eig:.3g}, max K_ii {float(diag.max()):.3g})",
-                     f"a positive semi-definite Gram matrix: no diagonal shift up to {max_shift:g} max K_ii "
-                     "(rounding-sized) makes it one")

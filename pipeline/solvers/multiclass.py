@@ -1,8 +1,8 @@
 """Certified solvers and interval estimates for the multiclass learners (docs/bounds.md sections 7-9).
 
-- :func:`ghinge_losses`, :func:`zero_one_losses`: the generalized hinge loss of UML eq. 17.3 (multivector
-  Psi, Delta = 0-1) and the 0-1 loss with ties counted as errors, from scores summed in a fixed order
-  (a compiled kernel), so a loss is bit-identical run to run.
+- the losses (:func:`pipeline.risk.ghinge_losses`, :func:`pipeline.risk.zero_one_losses`) and the held-out
+  intervals (:func:`pipeline.risk.clopper_pearson`, :func:`pipeline.risk.mean_ci`) live in :mod:`pipeline.risk`,
+  below the learners, which measure their own predictors with them; re-exported here.
 - :func:`ball_comparator`: min_{||U||_F <= B} L_S^{g-hinge}(U), the comparator of UML Cor. 17.2
   (docs/bounds.md section 7), as an SOCP (cvxpy + Clarabel), with an achieved upper end and a rigorous lower
   end from the Lagrangian dual of the ball constraint.
@@ -10,7 +10,6 @@
   Crammer-Singer machine without biases (Crammer & Singer, "On the algorithmic implementation of
   multiclass kernel-based vector machines", JMLR 2, 2001; docs/bounds.md section 8), by exact block dual
   coordinate ascent, certified by a duality gap evaluated from the returned vectors.
-- :func:`clopper_pearson`, :func:`mean_ci`: the held-out intervals of docs/bounds.md section 9.
 
 Duality used throughout. For every example i let alpha_{i,j} >= 0 (j != y_i) with
 sum_{j != y_i} alpha_{i,j} <= 1. Since the loss max_{y'}[Delta(y', y_i) + (U_{y'} - U_{y_i}).x_i] is
@@ -31,7 +30,7 @@ right-hand side gives the weak-duality bounds used here:
 Floating point. Lower ends are rounded down and upper ends up by a-priori bounds of their rounding
 errors (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., eq. 3.5: a sum of n terms in
 any order errs by at most gamma_n times the sum of their moduli; gamma doubled to cover the evaluation
-of the bound itself), in the manner of :mod:`pipeline.dual`: the certificates hold for the float data
+of the bound itself), in the manner of :mod:`pipeline.solvers.dual`: the certificates hold for the float data
 as given, whatever the solver did.
 """
 
@@ -46,99 +45,9 @@ import numpy as np
 from pipeline._jit import kernel
 from pipeline.params import ParamError, UserError
 
-from pipeline._rounding import U as _U  # noqa: E402
-from pipeline._rounding import gamma as _gamma  # noqa: E402
-
-
-# --- Losses ----------------------------------------------------------------------------------------
-
-
-@kernel
-def _scores(X, W):  # noqa: ANN001, ANN201
-    """S[i, j] = W_j . x_i, summed left to right over the features."""
-    n, d = X.shape
-    k = W.shape[0]
-    S = np.empty((n, k))
-    for i in range(n):
-        for j in range(k):
-            acc = 0.0
-            for l in range(d):
-                acc += W[j, l] * X[i, l]
-            S[i, j] = acc
-    return S
-
-
-def _inputs(X: np.ndarray, y: np.ndarray, W: np.ndarray | None = None,
-            k: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
-    """Validated float64 X, int64 labels in 0..k-1, float64 W, and k (from W when given)."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise UserError(f"X must be a 2-D array, got shape {X.shape}")
-    y = np.asarray(y)
-    if y.shape != (X.shape[0],):
-        raise UserError(f"y must have shape ({X.shape[0]},) like the rows of X, got {y.shape}")
-    if W is not None:
-        W = np.ascontiguousarray(W, dtype=np.float64)
-        if W.ndim != 2 or W.shape[1] != X.shape[1]:
-            raise UserError(f"W must have shape (k, {X.shape[1]}), got {W.shape}")
-        k = W.shape[0]
-    if k is None or int(k) != k or k < 2:
-        raise ParamError("k", k, "an integer >= 2")
-    k = int(k)
-    if y.size and (y.dtype.kind not in "iu" and not np.all(y == np.round(y)) or y.min() < 0 or y.max() > k - 1):
-        raise UserError(f"labels must be integers in 0..{k - 1}; found {y.min():g}..{y.max():g}")
-    return X, y.astype(np.int64), W, k
-
-
-def _margins(S: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """T[i, j] = 1[j != y_i] + S[i, j] - S[i, y_i], with T[i, y_i] = 0 exactly."""
-    rows = np.arange(S.shape[0])
-    T = (S - S[rows, y][:, None]) + 1.0
-    T[rows, y] = 0.0
-    return T
-
-
-def ghinge_losses(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """Generalized hinge loss of each example (UML eq. 17.3, multivector Psi, Delta = 0-1).
-
-    ghinge(W; x, y) = max_{y'} [1[y' != y] + W_{y'}.x - W_y.x] >= 0, with the scores summed in a fixed
-    order by a compiled kernel (bit-identical run to run; docs/bounds.md section 7).
-
-    Parameters
-    ----------
-    X : (n, d) examples.
-    y : (n,) labels in 0..k-1.
-    W : (k, d) weights, one row per class.
-
-    Returns
-    -------
-    (n,) float64 losses, each >= 0 and >= the 0-1 loss of argmax_j W_j.x under any tie-break.
-
-    Examples
-    --------
-    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]]); W = np.array([[2.0, 0.0], [0.0, 0.5]])
-    >>> ghinge_losses(X, np.array([0, 1]), W).tolist()
-    [0.0, 0.5]
-    """
-    X, y, W, _ = _inputs(X, y, W)
-    if X.shape[0] == 0:
-        return np.zeros(0)
-    return _margins(_scores(X, W), y).max(axis=1)
-
-
-def zero_one_losses(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """1[argmax_j W_j.x != y] for each example, a tie for the maximum counted as an error.
-
-    Same scores as :func:`ghinge_losses` (so zero_one <= ghinge holds elementwise in floating point).
-    """
-    X, y, W, _ = _inputs(X, y, W)
-    if X.shape[0] == 0:
-        return np.zeros(0)
-    S = _scores(X, W)
-    rows = np.arange(S.shape[0])
-    own = S[rows, y].copy()
-    S[rows, y] = -np.inf
-    return (S.max(axis=1) >= own).astype(np.float64)
+from pipeline.numerics import UNIT_ROUNDOFF, err_factor, frobenius_upper, mean_upper  # noqa: E402
+from pipeline.risk import _inputs, _margins, _scores  # noqa: E402
+from pipeline.risk import clopper_pearson, ghinge_losses, mean_ci, zero_one_losses  # noqa: E402, F401 - re-exported
 
 
 # --- Rigorous evaluation of both ends ---------------------------------------------------------------
@@ -158,14 +67,9 @@ def _losses_hi(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
     T[rows, y] = -np.inf  # the own-class term is exactly 0, without rounding
     top = T.max(axis=1)
     T[rows, y] = 0.0
-    err = _gamma(X.shape[1] + 6) * (A.max(axis=1) + A[rows, y] + 1.0 + np.abs(T).max(axis=1))
+    err = err_factor(X.shape[1] + 6) * (A.max(axis=1) + A[rows, y] + 1.0 + np.abs(T).max(axis=1))
     t = top + err
-    return np.maximum(t + 4.0 * _U * np.abs(t), 0.0)
-
-
-def _mean_hi(hi: np.ndarray) -> float:
-    """Upper bound of the mean of non-negative quantities bounded by ``hi`` (0 if all are 0)."""
-    return math.fsum(hi) / hi.shape[0] * (1.0 + 4.0 * _U)
+    return np.maximum(t + 4.0 * UNIT_ROUNDOFF * np.abs(t), 0.0)
 
 
 def _coefficients(alpha: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -184,8 +88,8 @@ def _feasible(alpha: np.ndarray, y: np.ndarray) -> np.ndarray:
     alpha[np.arange(alpha.shape[0]), y] = 0.0
     sums = alpha.sum(axis=1)
     k = alpha.shape[1]
-    limit = 1.0 - 4.0 * k * _U
-    scale = 1.0 / np.maximum(sums * (1.0 + 8.0 * k * _U), 1.0)
+    limit = 1.0 - 4.0 * k * UNIT_ROUNDOFF
+    scale = 1.0 / np.maximum(sums * (1.0 + 8.0 * k * UNIT_ROUNDOFF), 1.0)
     scale[sums <= limit] = 1.0
     return alpha * scale[:, None]
 
@@ -193,16 +97,12 @@ def _feasible(alpha: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _dual_terms(X: np.ndarray, y: np.ndarray, alpha: np.ndarray) -> tuple[float, np.ndarray, float]:
     """a(alpha) rounded down, the float G(alpha), and an upper bound of ||fl(G) - G||_F."""
     n = X.shape[0]
-    a_lo = math.fsum(alpha.ravel()) / n * (1.0 - 4.0 * _U)
+    a_lo = math.fsum(alpha.ravel()) / n * (1.0 - 4.0 * UNIT_ROUNDOFF)
     C = _coefficients(alpha, y)
     G = (C.T @ X) / n
-    E = _gamma(n + alpha.shape[1] + 4) * ((np.abs(C).T @ np.abs(X)) / n)
-    e_hi = math.sqrt(float(np.sum(E * E)) * (1.0 + _gamma(E.size))) * (1.0 + 4.0 * _U)
+    E = err_factor(n + alpha.shape[1] + 4) * ((np.abs(C).T @ np.abs(X)) / n)
+    e_hi = math.sqrt(float(np.sum(E * E)) * (1.0 + err_factor(E.size))) * (1.0 + 4.0 * UNIT_ROUNDOFF)
     return a_lo, G, e_hi
-
-
-def _frobenius_hi(M: np.ndarray) -> float:
-    return math.sqrt(float(np.sum(M * M)) * (1.0 + _gamma(M.size + 2))) * (1.0 + 4.0 * _U)
 
 
 # --- The ball comparator (docs/bounds.md section 7) -----------------------------------------------------
@@ -226,10 +126,10 @@ class BallComparator:
 
 def _into_ball(U: np.ndarray, B: float) -> np.ndarray:
     """U scaled so that ||U||_F <= B holds exactly for the returned floats."""
-    norm = _frobenius_hi(U)
+    norm = frobenius_upper(U)
     if norm <= B:
         return U
-    return U * (B / norm * (1.0 - 8.0 * _U))
+    return U * (B / norm * (1.0 - 8.0 * UNIT_ROUNDOFF))
 
 
 def _solve(problem: object, attempts: list[tuple[str, dict]]) -> bool:
@@ -321,14 +221,14 @@ def ball_comparator(X: np.ndarray, y: np.ndarray, k: int, B: float) -> BallCompa
             alpha = n * np.stack([np.asarray(c.dual_value, dtype=np.float64) for c in constraints], axis=1)
     best_U, best_hi = None, math.inf
     for V in candidates:
-        hi = _mean_hi(_losses_hi(X, y, V))
+        hi = mean_upper(_losses_hi(X, y, V))
         if hi < best_hi:
             best_U, best_hi = V, hi
     alpha = _feasible(alpha, y)
     a_lo, G, e_hi = _dual_terms(X, y, alpha)
-    g_hi = (_frobenius_hi(G) + e_hi) * (1.0 + 2.0 * _U)
-    lower = a_lo - B * g_hi * (1.0 + 2.0 * _U)
-    lower -= 4.0 * _U * (abs(a_lo) + B * g_hi)
+    g_hi = (frobenius_upper(G) + e_hi) * (1.0 + 2.0 * UNIT_ROUNDOFF)
+    lower = a_lo - B * g_hi * (1.0 + 2.0 * UNIT_ROUNDOFF)
+    lower -= 4.0 * UNIT_ROUNDOFF * (abs(a_lo) + B * g_hi)
     return BallComparator(lower=float(lower), upper=float(best_hi), U=best_U)
 
 
@@ -430,8 +330,8 @@ def _weights_of(X, C, scale):  # noqa: ANN001, ANN201
 
 
 def _svm_primal_hi(X: np.ndarray, y: np.ndarray, lam: float, W: np.ndarray) -> float:
-    reg_hi = lam * float(np.sum(W * W)) * (1.0 + _gamma(W.size + 2))
-    return (_mean_hi(_losses_hi(X, y, W)) + reg_hi) * (1.0 + 2.0 * _U)
+    reg_hi = lam * float(np.sum(W * W)) * (1.0 + err_factor(W.size + 2))
+    return (mean_upper(_losses_hi(X, y, W)) + reg_hi) * (1.0 + 2.0 * UNIT_ROUNDOFF)
 
 
 def _svm_evaluate(X: np.ndarray, y: np.ndarray, lam: float, alpha: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -442,10 +342,10 @@ def _svm_evaluate(X: np.ndarray, y: np.ndarray, lam: float, alpha: np.ndarray) -
     C = _coefficients(alpha, y)
     W = _weights_of(X, -C, 1.0 / (2.0 * lam * m))  # -G/(2 lam), G = C^T X / m
     # ||G|| <= ||fl(W)|| 2 lam + (rounding of W) + e_hi: bound ||fl(W) - W(alpha)|| like fl(G)'s.
-    W_err = _gamma(m + alpha.shape[1] + 6) * (np.abs(C).T @ np.abs(X)) / (2.0 * lam * m)
-    g_hi = (2.0 * lam * (_frobenius_hi(W) + _frobenius_hi(W_err))) * (1.0 + 4.0 * _U)
-    dual = a_lo - g_hi * g_hi / (4.0 * lam) * (1.0 + 8.0 * _U)
-    dual -= 4.0 * _U * abs(dual)
+    W_err = err_factor(m + alpha.shape[1] + 6) * (np.abs(C).T @ np.abs(X)) / (2.0 * lam * m)
+    g_hi = (2.0 * lam * (frobenius_upper(W) + frobenius_upper(W_err))) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+    dual = a_lo - g_hi * g_hi / (4.0 * lam) * (1.0 + 8.0 * UNIT_ROUNDOFF)
+    dual -= 4.0 * UNIT_ROUNDOFF * abs(dual)
     return W, _svm_primal_hi(X, y, lam, W), dual
 
 
@@ -539,56 +439,3 @@ def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: flo
             if primal3 < primal:
                 W, primal = W_cvx, primal3
     return SVMCertificate(W=W, primal=primal, dual=dual, gap=max(primal - dual, 0.0))
-
-
-# --- Interval estimates (docs/bounds.md section 9, "Statistics to report") ------------------------------
-
-
-def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) two-sided binomial interval for an error rate from ``errors`` of ``n``.
-
-    The ends are the beta quantiles B(a/2; x, n-x+1) and B(1-a/2; x+1, n-x), a = 1 - level (0 for
-    x = 0, 1 for x = n): Clopper & Pearson, Biometrika 26(4), 1934. Coverage >= level for every p.
-    """
-    from pipeline.verdicts import binomial_limits
-
-    if int(n) != n or n < 1:
-        raise ParamError("n", n, "an integer >= 1")
-    if int(errors) != errors or not 0 <= errors <= n:
-        raise ParamError("errors", errors, f"an integer in 0..n = {n}")
-    if not 0 < level < 1:
-        raise ParamError("level", level, "a number in (0, 1)")
-    return binomial_limits(int(errors), int(n), 0.5 + level / 2.0)
-
-
-def mean_ci(values: np.ndarray, level: float = 0.95, *, lo: float | None = None,
-            hi: float | None = None) -> tuple[float, float, float]:
-    """Mean and a two-sided interval: Student t (the CLT interval of docs/bounds.md section 9) and, when
-    the values are known to lie in [lo, hi], the wider of it and Hoeffding's
-    mean +/- (hi - lo) sqrt(ln(2/a) / (2n)), a = 1 - level (valid for any n, not only asymptotically).
-
-    Returns (mean, lower, upper); with one value and no range the interval is infinite.
-    """
-    values = np.asarray(values, dtype=np.float64).ravel()
-    if values.size == 0:
-        raise UserError("mean_ci needs at least one value")
-    if not np.all(np.isfinite(values)):
-        raise UserError("mean_ci: values must be finite")
-    if not 0 < level < 1:
-        raise ParamError("level", level, "a number in (0, 1)")
-    if (lo is None) != (hi is None):
-        raise ParamError("lo" if lo is None else "hi", None, "given together with the other end of the range")
-    from pipeline.verdicts import hoeffding_half_width, t_limits
-
-    n = values.size
-    a = 1.0 - level
-    mean, _, upper = t_limits(values, 0.5 + level / 2.0)
-    half = upper - mean
-    if lo is not None:
-        if not hi >= lo:
-            raise ParamError("hi", hi, f">= lo = {lo}")
-        if values.min() < lo or values.max() > hi:
-            raise UserError(f"mean_ci: values outside the range [{lo}, {hi}] given for Hoeffding")
-        hoeffding = hoeffding_half_width(n, hi - lo, 1.0 - a / 2.0)
-        half = hoeffding if not math.isfinite(half) else max(half, hoeffding)
-    return mean, mean - half, mean + half

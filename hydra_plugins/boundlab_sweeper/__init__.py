@@ -1,0 +1,1 @@
+"""boundlab's Hydra sweeper plugin (``hydra/sweeper=boundlab``, conf/config.yaml): :mod:`.boundlab_sweeper`."""

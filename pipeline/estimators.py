@@ -1,0 +1,455 @@
+"""scikit-learn estimators over the learners: one thin adapter, generated per learner class.
+
+``estimator(Learner or name)`` returns a scikit-learn classifier class (``BaseEstimator`` +
+``ClassifierMixin``) whose ``__init__`` takes the learner's declared parameters (``Learner.params``) as
+keyword arguments with the learner's defaults, so that ``get_params``/``set_params``/``clone``, pipelines,
+grid searches and cross-validation work unchanged. ``fit`` starts a fresh learner, ``partial_fit``
+continues the same one (``classes=`` on the first call), ``decision_function`` is w.x with the learner's
+output weights (shape (n,) for two classes, (n, k) for more) and ``predict`` applies the learner's own rule.
+Labels may be anything ``np.unique`` orders: a binary learner sees ``classes_[1]`` as +1 and ``classes_[0]``
+as -1 (docs/bounds.md section 0), a multiclass learner sees class indices 0..k-1 (section 7).
+
+Which learners are adapted, and why (the learners "over feature vectors": a weight vector or matrix
+w that scores a new x by w.x):
+
+- ``Perceptron`` (docs/bounds.md sections 1-2): ``fit`` and ``partial_fit`` are its ``learn_stream`` (its
+  ``passes`` passes over the data given), on a fresh learner or continuing the last one; with ``passes=1``,
+  partial fits over consecutive batches are one fit over their concatenation, bit for bit. ``w_`` is its
+  output; a tie w.x = 0 follows its ``tie`` parameter (its ``predict_one``).
+- ``Pegasos`` (sections 4, 6) and its presets (``pegasos_balanced``, ``pegasos_inorder``,
+  ``pegasos_projected``, ``pegasos_weighted`` are parameters of the same class): the output is the
+  average w_bar (``w_bar_``), the iterate its expectation and high-probability bounds speak about
+  (one-vs-all uses it the same way); ``partial_fit`` continues the step count t, so the step sizes
+  1/(lam t) go on decreasing (``T`` more steps per call, drawn from the batch given).
+  ``objective="transfer"`` (the ``pegasos_transfer`` preset) is refused: its reference w_r comes from a
+  generator's known direction w*, which a plain (X, y) sample does not have.
+- ``MulticlassPegasos`` and ``MulticlassSGD`` (sections 7-8): the average W_bar (``W_bar_``);
+  ``OneVsAll`` (section 8): the k binary Pegasos averages (``W_``); ``MulticlassSVM`` (section 7, Cor. 17.1):
+  the certified solution (``W_``). Only ``fit`` is offered: the multiclass step kernel restarts t at 1 and
+  the other two are batch solves. ``MulticlassSGD`` draws its T examples i.i.d. from the training sample (the
+  population is the sample). Its eta and the SVM's lam use R = the largest row norm of the sample as
+  measured here, not the data layer's certified (rounded-up) R, so they may differ from a pipeline run's in
+  the last bits.
+
+Not adapted: ``KernelPegasos`` (section 5) keeps only the dual coefficients over its training points
+(``alpha_bar_``) and its Gram kernel only builds the square matrix of one sample, so it cannot score a new
+point; ``Halving`` and ``WeightedMajority`` (section 3) learn over a finite hypothesis class given as a
+prediction table on the sample, not over feature vectors. A plug-in learner (docs/plugins.md) with
+``learn_stream(X, y)`` over +1/-1 labels and a weight vector ``w_`` is adapted like the Perceptron.
+
+The training of Pegasos and the multiclass learners is restated here from their ``run`` with the same
+kernels and the same random draws, so that ``partial_fit`` can continue a run where ``run`` always starts one
+(tests/test_estimators.py pins ``fit`` to ``run`` bit for bit for Pegasos, MulticlassPegasos and OneVsAll).
+
+Examples
+--------
+>>> import numpy as np
+>>> from sklearn.model_selection import cross_val_score
+>>> from pipeline.data import MarginBinary
+>>> ds = MarginBinary(gamma=0.2, rho=1.0, n=400, d=5).generate(np.random.default_rng(1))
+>>> clf = PerceptronClassifier(passes=3)
+>>> clf.fit(ds.X, ds.y).classes_
+array([-1.,  1.])
+>>> float(cross_val_score(clf, ds.X, ds.y, cv=4).min()) > 0.9
+True
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from pipeline.learners import LEARNERS, MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos, Perceptron
+from pipeline.learners.base import Learner
+from pipeline.learners.multiclass import _steps
+from pipeline.learners.pegasos import class_weights, index_stream, margins_kernel, pegasos_kernel
+from pipeline.params import ParamError
+
+try:  # scikit-learn >= 1.6; older releases validate through the estimator's own method
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - scikit-learn < 1.6
+    def _validate_data(est: BaseEstimator, *args: Any, **kwargs: Any) -> Any:
+        return est._validate_data(*args, **kwargs)
+
+__all__ = ["FITTINGS", "Fitting", "LearnerClassifier", "MulticlassPegasosClassifier", "MulticlassSGDClassifier",
+           "MulticlassSVMClassifier", "OneVsAllClassifier", "PegasosClassifier", "PerceptronClassifier", "adapted",
+           "estimator", "fitting_for"]
+
+
+# --- How each learner trains on a sample -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Fitting:
+    """How the adapter trains one learner class on (X, y): a declared record, one generic adapter reads it.
+
+    kind : "binary" (labels +1/-1 as float) or "multiclass" (labels 0..k-1 as int).
+    coef : the learned attribute holding the learner's output weights (a vector, or a k x d matrix).
+    learn : ``learn(learner, X, y, k, rng, state) -> state``: learn from (X, y) (C-contiguous float64;
+        ``k`` the number of classes), continuing ``state`` (None on a fresh learner) and returning what the
+        next call continues from.
+    online : ``partial_fit`` is offered (``learn`` continues the learner instead of restarting it).
+    random : the learner draws random numbers (the estimator then takes ``random_state``).
+    """
+
+    kind: str
+    coef: str
+    learn: Callable[..., Any]
+    online: bool
+    random: bool
+
+
+def _learn_stream(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: Any, state: Any) -> None:
+    # the learner's own online API: it keeps its state (w_, t_) between calls
+    learner.learn_stream(X, y)
+
+
+@dataclass
+class _PegasosState:
+    """What continues a Pegasos run: the kernel's [a, ||v||^2, A_t] and its vectors v, z (pegasos_kernel)."""
+
+    t: int
+    scalars: np.ndarray
+    v: np.ndarray
+    z: np.ndarray
+
+
+def _radius(X: np.ndarray) -> float:
+    return float(np.sqrt(np.einsum("ij,ij->i", X, X).max(initial=0.0)))
+
+
+def _learn_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator,
+                   state: _PegasosState | None) -> _PegasosState:
+    """``T`` more steps of Pegasos.run's training (same draws, same kernel), from step ``state.t`` + 1."""
+    learner.check()
+    m, d = X.shape
+    if learner.objective == "transfer":
+        raise ParamError("objective", learner.objective, "hinge or balanced for a plain (X, y) sample (transfer "
+                         "needs a generator's known direction w* for its reference w_r)")
+    if learner.batch > m:
+        raise ParamError("batch", learner.batch, f"at most the number of samples ({m})")
+    learner.check_scale(_radius(X))
+    lam, T, batch = float(learner.lam), int(learner.T), int(learner.batch)
+    weights = class_weights(y) if learner.objective == "balanced" else None
+    idx = index_stream(learner.sampling, y, T, batch, rng)
+    s_step = weights if weights is not None and learner.sampling != "class_balanced" else np.ones(m)
+    radius = 1.0 / math.sqrt(lam) if learner.projection else 0.0
+    if state is None:
+        state = _PegasosState(0, np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d))
+    grid = np.array([state.t + T], dtype=np.int64)  # one snapshot: the average after the last step
+    avg, last = np.empty((1, d)), np.empty((1, d))
+    pegasos_kernel(X, y, np.zeros(m), s_step, idx, lam, radius, state.t, grid, state.scalars, state.v, state.z,
+                   np.zeros(d), np.empty(T), np.empty(T, dtype=np.int32), avg, last)
+    state.t += T
+    learner.w_, learner.w_bar_, learner.t_ = state.scalars[0] * state.v, avg[0], state.t
+    return state
+
+
+def _learn_multiclass_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator,
+                              state: Any) -> None:
+    learner.check()
+    idx = index_stream(learner.sampling, np.ones(y.size), int(learner.T), 1, rng)[:, 0]
+    W, _, avg, *_ = _steps(X, y, idx, k, 0.0, float(learner.lam))
+    learner.W_, learner.W_bar_ = W, avg[-1]
+
+
+def _learn_multiclass_sgd(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator,
+                          state: Any) -> None:
+    learner.check()
+    B, T = float(learner.B), int(learner.T)
+    rho = 2.0 * _radius(X)  # the literal rho = 2R of [S3], R over the sample (the population here)
+    eta = math.sqrt(B * B / (rho * rho * T)) if rho > 0 else 0.0  # all x = 0: no step moves W
+    idx = rng.integers(0, y.size, size=T)
+    W, _, avg, *_ = _steps(X, y, idx, k, eta, 0.0)
+    learner.W_, learner.W_bar_ = W, avg[-1]
+
+
+def _learn_multiclass_svm(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: Any, state: Any) -> None:
+    from pipeline.solvers.multiclass import multiclass_svm  # the certified solver MulticlassSVM.run uses
+
+    learner.check()
+    B, m = float(learner.B), int(y.size)
+    rho = 2.0 * _radius(X)
+    if rho == 0.0:  # every x is 0: every W scores 0, so W = 0 is optimal (and Cor. 17.1's lam would be 0)
+        learner.W_ = np.zeros((k, X.shape[1]))
+        return
+    lam = math.sqrt(2.0 * rho * rho / (B * B * m))  # UML Cor. 17.1, as MulticlassSVM.run
+    learner.W_ = multiclass_svm(X, y, k, lam).W
+
+
+def _learn_ova(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator, state: Any) -> None:
+    learner.check()
+    for j in range(k):
+        if not np.any(y == j):
+            raise ValueError(f"OneVsAll: class {j} has no training example (n = {y.size})")
+    W = np.zeros((k, X.shape[1]))
+    for j, child in enumerate(rng.spawn(k)):  # as OneVsAll.run: one child stream per class, in order
+        binary = Pegasos(lam=learner.lam, T=learner.T, objective="balanced", sampling="class_balanced")
+        _learn_pegasos(binary, X, np.where(y == j, 1.0, -1.0), 2, child, None)
+        W[j] = binary.w_bar_
+    learner.W_ = W
+
+
+FITTINGS: dict[type, Fitting] = {  # the learners this module adapts (the module docstring says why these)
+    Perceptron: Fitting("binary", "w_", _learn_stream, online=True, random=False),
+    Pegasos: Fitting("binary", "w_bar_", _learn_pegasos, online=True, random=True),
+    MulticlassPegasos: Fitting("multiclass", "W_bar_", _learn_multiclass_pegasos, online=False, random=True),
+    MulticlassSGD: Fitting("multiclass", "W_bar_", _learn_multiclass_sgd, online=False, random=True),
+    MulticlassSVM: Fitting("multiclass", "W_", _learn_multiclass_svm, online=False, random=False),
+    OneVsAll: Fitting("multiclass", "W_", _learn_ova, online=False, random=True),
+}
+
+
+def fitting_for(cls: type) -> Fitting:
+    """The :class:`Fitting` of a learner class: its own entry, else the Perceptron's protocol for a plug-in
+    with ``learn_stream``; a learner with neither is refused with a ``TypeError`` saying why."""
+    for base in cls.__mro__:
+        if base in FITTINGS:
+            return FITTINGS[base]
+    if callable(getattr(cls, "learn_stream", None)):
+        return Fitting("binary", "w_", _learn_stream, online=True, random=False)
+    raise TypeError(f"learner {getattr(cls, 'name', cls.__name__)!r} is not adapted to scikit-learn: it has no "
+                    "learn_stream(X, y) over feature vectors (see pipeline.estimators)")
+
+
+# --- The adapter ---------------------------------------------------------------------------------------
+
+def _generator(random_state: Any) -> np.random.Generator:
+    """The algorithm's stream from scikit-learn's ``random_state`` (None, a seed, a RandomState or a Generator)."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    return np.random.default_rng(None if random_state is None else int(random_state))
+
+
+def _online(est: LearnerClassifier) -> bool:
+    return est._fitting.online
+
+
+class LearnerClassifier(ClassifierMixin, BaseEstimator):
+    """Base of the generated classifiers (:func:`estimator`); not used directly.
+
+    Attributes
+    ----------
+    learner_ : the wrapped learner, with its own learned state (``w_``, ``t_``...).
+    classes_ : the labels, sorted; ``classes_[1]`` is the learner's +1 for a binary learner.
+    coef_ : the learner's output weights, (1, d) for two classes (binary learner) or (k, d).
+    n_features_in_ : number of features seen in ``fit``.
+    """
+
+    _learner_class: type = Learner  # set on each generated class
+    _fitting: Fitting
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the class is generated: pickle it as "the estimator of this learner class", which is importable
+        return _restore, (self._learner_class, self.__getstate__())
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = self._fitting.kind == "multiclass"
+        return tags
+
+    def _more_tags(self) -> dict[str, Any]:  # pragma: no cover - the tags of scikit-learn < 1.6
+        return {"binary_only": self._fitting.kind == "binary"}
+
+    def _make_learner(self) -> Any:
+        params = {p.name: getattr(self, p.name) for p in self._learner_class.params}
+        return self._learner_class(**params)
+
+    def _validate(self, X: Any, y: Any, reset: bool) -> tuple[np.ndarray, np.ndarray]:
+        X, y = _validate_data(self, X, y, reset=reset, dtype=np.float64, order="C")
+        check_classification_targets(y)
+        return X, y
+
+    def _set_classes(self, classes: np.ndarray) -> None:
+        if classes.size < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; got 1 class ({classes[0]!r})")
+        if self._fitting.kind == "binary" and classes.size > 2:
+            raise ValueError(f"Only binary classification is supported. {type(self).__name__} got {classes.size} classes "
+                             "(use a multiclass learner or sklearn.multiclass.OneVsRestClassifier)")
+        self.classes_ = classes
+
+    def _encode(self, y: np.ndarray) -> np.ndarray:
+        """Labels as the learner reads them: +1/-1 (binary) or class indices 0..k-1 (multiclass)."""
+        index = np.searchsorted(self.classes_, y)
+        inside = index < self.classes_.size
+        if not np.all(inside) or not np.all(self.classes_[np.where(inside, index, 0)] == y):
+            unknown = np.setdiff1d(y, self.classes_)
+            raise ValueError(f"y has labels {unknown.tolist()} not in classes {self.classes_.tolist()}")
+        if self._fitting.kind == "binary":
+            return np.ascontiguousarray(np.where(index == 1, 1.0, -1.0))
+        return np.ascontiguousarray(index, dtype=np.int64)
+
+    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        self._state = self._fitting.learn(self.learner_, X, self._encode(y), self.classes_.size, self._rng, self._state)
+        coef = np.asarray(getattr(self.learner_, self._fitting.coef), dtype=np.float64)
+        self.coef_ = coef.reshape(1, -1) if coef.ndim == 1 else coef
+
+    def fit(self, X: Any, y: Any) -> LearnerClassifier:
+        """Train a fresh learner on (X, y) (its whole protocol: e.g. the Perceptron's ``passes`` passes,
+        Pegasos's ``T`` steps)."""
+        X, y = self._validate(X, y, reset=True)
+        self._set_classes(np.unique(y))
+        self.learner_ = self._make_learner()
+        self._rng = _generator(getattr(self, "random_state", None))
+        self._state = None
+        self._learn(X, y)
+        return self
+
+    @available_if(_online)  # only where the learner can continue: hasattr(est, "partial_fit") says so
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> LearnerClassifier:
+        """Continue learning on (X, y); ``classes`` (all labels) is required on the first call."""
+        first = not hasattr(self, "learner_")
+        X, y = self._validate(X, y, reset=first)
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit")
+            self._set_classes(np.unique(np.asarray(classes)))
+            self.learner_ = self._make_learner()
+            self._rng = _generator(getattr(self, "random_state", None))
+            self._state = None
+        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+            raise ValueError(f"classes={np.unique(classes).tolist()} is not classes_={self.classes_.tolist()} "
+                             "of the first call to partial_fit")
+        self._learn(X, y)
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """w.x for each row: shape (n,) with two classes (> 0 leans to ``classes_[1]``), else (n, k).
+
+        Sums run in the fixed order of :func:`pipeline._jit.dot_row` (the Perceptron's own order), so a
+        row's score does not depend on the other rows of X."""
+        check_is_fitted(self, "coef_")
+        X = _validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        ones = np.ones(X.shape[0])
+        scores = np.stack([margins_kernel(X, ones, np.ascontiguousarray(w)) for w in self.coef_], axis=1)
+        if self._fitting.kind == "binary":
+            return scores[:, 0]
+        if self.classes_.size == 2:  # scikit-learn's binary convention: one column, class 1 minus class 0
+            return scores[:, 1] - scores[:, 0]
+        return scores
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The learner's prediction: sign(w.x) for a binary learner, a tie w.x = 0 decided by the learner's
+        ``predict_one`` where it has one (the Perceptron's ``tie``) and as -1 otherwise; argmax_j W_j.x for a
+        multiclass learner, a tie going to the first class."""
+        scores = self.decision_function(X)
+        if scores.ndim == 2:
+            return self.classes_[np.argmax(scores, axis=1)]
+        positive = scores > 0.0
+        ties = np.flatnonzero(scores == 0.0)
+        if ties.size and callable(getattr(self.learner_, "predict_one", None)):
+            X = _validate_data(self, X, reset=False, dtype=np.float64, order="C")
+            positive[ties] = [self.learner_.predict_one(X[i]) > 0 for i in ties]
+        return self.classes_[positive.astype(np.int64)]
+
+
+def _restore(learner_class: type, state: dict[str, Any]) -> LearnerClassifier:
+    est = estimator(learner_class).__new__(estimator(learner_class))
+    est.__setstate__(state)
+    return est
+
+
+# --- The factory ---------------------------------------------------------------------------------------
+
+_REQUIRED = object()
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """Each declared parameter's default (``_REQUIRED`` if it has none), as the learner declares it."""
+    try:
+        from pipeline.params import REQUIRED, param_defaults
+    except ImportError:  # parameters without declared defaults: the constructor's keywords state them
+        signature = inspect.signature(cls.__init__).parameters
+        return {p.name: signature[p.name].default if p.name in signature
+                and signature[p.name].default is not inspect.Parameter.empty else _REQUIRED for p in cls.params}
+    return {name: _REQUIRED if default is REQUIRED else default for name, default in param_defaults(cls).items()}
+
+
+def _docstring(cls: type, fitting: Fitting) -> str:
+    lines = [f"scikit-learn classifier over :class:`{cls.__module__}.{cls.__qualname__}` (generated by "
+             ":func:`pipeline.estimators.estimator`; see the learner for the algorithm and its bounds).",
+             "", "Parameters", "----------"]
+    for p in cls.params:
+        lines += [f"{p.name} : {p.type.__name__}", f"    {p.allowed}."]
+    if fitting.random:
+        lines += ["random_state : int, numpy Generator or RandomState, default=None",
+                  "    Seed of the algorithm's random stream (numpy.random.default_rng(seed))."]
+    lines += ["", "Attributes", "----------", "learner_ : the wrapped learner, with its learned state.",
+              "classes_ : the labels, sorted.", f"coef_ : the learner's ``{fitting.coef}``, as (1, d) or (k, d).",
+              "n_features_in_ : number of features seen in fit."]
+    return "\n".join(lines)
+
+
+_CLASSES: dict[type, type] = {}
+
+
+def estimator(learner: type | str) -> type:
+    """The scikit-learn classifier class of a learner class (or of a registered learner's name).
+
+    Its ``__init__`` takes the learner's declared parameters as keyword-only arguments with the learner's
+    defaults (``random_state`` too if the learner draws random numbers); the class is made once per learner
+    class. Raises ``TypeError`` for a learner that is not over feature vectors (:func:`fitting_for`).
+
+    Examples
+    --------
+    >>> import inspect
+    >>> from pipeline.learners import Pegasos
+    >>> str(inspect.signature(estimator("pegasos")))
+    "(*, lam, T=10000, batch=1, sampling='iid', projection=False, objective='hinge', ref_noise=0.5, ref_scale=1.0, delta=0.05, random_state=None)"
+    >>> estimator(Pegasos) is PegasosClassifier
+    True
+    """
+    if isinstance(learner, str):
+        learner = LEARNERS[learner]
+    if learner in _CLASSES:
+        return _CLASSES[learner]
+    fitting = fitting_for(learner)
+    defaults = _defaults(learner)
+    if fitting.random:
+        defaults["random_state"] = None
+    signature = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                             default=inspect.Parameter.empty if default is _REQUIRED else default)
+           for name, default in defaults.items()])
+
+    def __init__(self: LearnerClassifier, **kwargs: Any) -> None:
+        # only store, as scikit-learn requires: the learner validates its parameters in fit (Learner.check)
+        try:
+            bound = signature.bind(self, **kwargs)
+        except TypeError as e:  # an unknown keyword or a missing required one
+            raise TypeError(f"{type(self).__name__}(): {e}") from None
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            if name != "self":
+                setattr(self, name, value)
+
+    __init__.__signature__ = signature
+    name = f"{learner.__name__}Classifier"
+    __init__.__qualname__ = f"{name}.__init__"
+    cls = type(name, (LearnerClassifier,), {"__init__": __init__, "__doc__": _docstring(learner, fitting),
+                                            "__module__": __name__, "_learner_class": learner, "_fitting": fitting})
+    _CLASSES[learner] = cls
+    return cls
+
+
+def adapted() -> list[type]:
+    """The scikit-learn classes of every adapted built-in learner (the keys of :data:`FITTINGS`)."""
+    return [estimator(cls) for cls in FITTINGS]
+
+
+PerceptronClassifier = estimator(Perceptron)
+PegasosClassifier = estimator(Pegasos)
+MulticlassPegasosClassifier = estimator(MulticlassPegasos)
+MulticlassSGDClassifier = estimator(MulticlassSGD)
+MulticlassSVMClassifier = estimator(MulticlassSVM)
+OneVsAllClassifier = estimator(OneVsAll)

@@ -1,0 +1,164 @@
+"""What a multiclass predictor W measures on a sample: its losses and the intervals of its held-out risks
+(docs/bounds.md sections 7 and 9).
+
+- :func:`ghinge_losses`, :func:`zero_one_losses`: the generalized hinge loss of UML eq. 17.3 (multivector
+  Psi, Delta = 0-1) and the 0-1 loss with ties counted as errors, from scores summed in a fixed order
+  (a compiled kernel), so a loss is bit-identical run to run.
+- :func:`clopper_pearson`, :func:`mean_ci`: the held-out intervals of docs/bounds.md section 9.
+
+Below the learners (a learner measures its own predictor's held-out risk with these) and below the
+certified solvers of :mod:`pipeline.solvers.multiclass`, which evaluate the same losses.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pipeline._jit import kernel
+from pipeline.params import ParamError, UserError
+
+
+# --- Losses ----------------------------------------------------------------------------------------
+
+
+@kernel
+def _scores(X, W):  # noqa: ANN001, ANN201
+    """S[i, j] = W_j . x_i, summed left to right over the features."""
+    n, d = X.shape
+    k = W.shape[0]
+    S = np.empty((n, k))
+    for i in range(n):
+        for j in range(k):
+            acc = 0.0
+            for l in range(d):
+                acc += W[j, l] * X[i, l]
+            S[i, j] = acc
+    return S
+
+
+def _inputs(X: np.ndarray, y: np.ndarray, W: np.ndarray | None = None,
+            k: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """Validated float64 X, int64 labels in 0..k-1, float64 W, and k (from W when given)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise UserError(f"X must be a 2-D array, got shape {X.shape}")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise UserError(f"y must have shape ({X.shape[0]},) like the rows of X, got {y.shape}")
+    if W is not None:
+        W = np.ascontiguousarray(W, dtype=np.float64)
+        if W.ndim != 2 or W.shape[1] != X.shape[1]:
+            raise UserError(f"W must have shape (k, {X.shape[1]}), got {W.shape}")
+        k = W.shape[0]
+    if k is None or int(k) != k or k < 2:
+        raise ParamError("k", k, "an integer >= 2")
+    k = int(k)
+    if y.size and (y.dtype.kind not in "iu" and not np.all(y == np.round(y)) or y.min() < 0 or y.max() > k - 1):
+        raise UserError(f"labels must be integers in 0..{k - 1}; found {y.min():g}..{y.max():g}")
+    return X, y.astype(np.int64), W, k
+
+
+def _margins(S: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """T[i, j] = 1[j != y_i] + S[i, j] - S[i, y_i], with T[i, y_i] = 0 exactly."""
+    rows = np.arange(S.shape[0])
+    T = (S - S[rows, y][:, None]) + 1.0
+    T[rows, y] = 0.0
+    return T
+
+
+def ghinge_losses(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Generalized hinge loss of each example (UML eq. 17.3, multivector Psi, Delta = 0-1).
+
+    ghinge(W; x, y) = max_{y'} [1[y' != y] + W_{y'}.x - W_y.x] >= 0, with the scores summed in a fixed
+    order by a compiled kernel (bit-identical run to run; docs/bounds.md section 7).
+
+    Parameters
+    ----------
+    X : (n, d) examples.
+    y : (n,) labels in 0..k-1.
+    W : (k, d) weights, one row per class.
+
+    Returns
+    -------
+    (n,) float64 losses, each >= 0 and >= the 0-1 loss of argmax_j W_j.x under any tie-break.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]]); W = np.array([[2.0, 0.0], [0.0, 0.5]])
+    >>> ghinge_losses(X, np.array([0, 1]), W).tolist()
+    [0.0, 0.5]
+    """
+    X, y, W, _ = _inputs(X, y, W)
+    if X.shape[0] == 0:
+        return np.zeros(0)
+    return _margins(_scores(X, W), y).max(axis=1)
+
+
+def zero_one_losses(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """1[argmax_j W_j.x != y] for each example, a tie for the maximum counted as an error.
+
+    Same scores as :func:`ghinge_losses` (so zero_one <= ghinge holds elementwise in floating point).
+    """
+    X, y, W, _ = _inputs(X, y, W)
+    if X.shape[0] == 0:
+        return np.zeros(0)
+    S = _scores(X, W)
+    rows = np.arange(S.shape[0])
+    own = S[rows, y].copy()
+    S[rows, y] = -np.inf
+    return (S.max(axis=1) >= own).astype(np.float64)
+
+
+# --- Interval estimates (docs/bounds.md section 9, "Statistics to report") ------------------------------
+
+
+def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) two-sided binomial interval for an error rate from ``errors`` of ``n``.
+
+    The ends are the beta quantiles B(a/2; x, n-x+1) and B(1-a/2; x+1, n-x), a = 1 - level (0 for
+    x = 0, 1 for x = n): Clopper & Pearson, Biometrika 26(4), 1934. Coverage >= level for every p.
+    """
+    from pipeline.verdicts import binomial_limits
+
+    if int(n) != n or n < 1:
+        raise ParamError("n", n, "an integer >= 1")
+    if int(errors) != errors or not 0 <= errors <= n:
+        raise ParamError("errors", errors, f"an integer in 0..n = {n}")
+    if not 0 < level < 1:
+        raise ParamError("level", level, "a number in (0, 1)")
+    return binomial_limits(int(errors), int(n), 0.5 + level / 2.0)
+
+
+def mean_ci(values: np.ndarray, level: float = 0.95, *, lo: float | None = None,
+            hi: float | None = None) -> tuple[float, float, float]:
+    """Mean and a two-sided interval: Student t (the CLT interval of docs/bounds.md section 9) and, when
+    the values are known to lie in [lo, hi], the wider of it and Hoeffding's
+    mean +/- (hi - lo) sqrt(ln(2/a) / (2n)), a = 1 - level (valid for any n, not only asymptotically).
+
+    Returns (mean, lower, upper); with one value and no range the interval is infinite.
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size == 0:
+        raise UserError("mean_ci needs at least one value")
+    if not np.all(np.isfinite(values)):
+        raise UserError("mean_ci: values must be finite")
+    if not 0 < level < 1:
+        raise ParamError("level", level, "a number in (0, 1)")
+    if (lo is None) != (hi is None):
+        raise ParamError("lo" if lo is None else "hi", None, "given together with the other end of the range")
+    from pipeline.verdicts import hoeffding_half_width, t_limits
+
+    n = values.size
+    a = 1.0 - level
+    mean, _, upper = t_limits(values, 0.5 + level / 2.0)
+    half = upper - mean
+    if lo is not None:
+        if not hi >= lo:
+            raise ParamError("hi", hi, f">= lo = {lo}")
+        if values.min() < lo or values.max() > hi:
+            raise UserError(f"mean_ci: values outside the range [{lo}, {hi}] given for Hoeffding")
+        hoeffding = hoeffding_half_width(n, hi - lo, 1.0 - a / 2.0)
+        half = hoeffding if not math.isfinite(half) else max(half, hoeffding)
+    return mean, mean - half, mean + half

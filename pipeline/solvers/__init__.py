@@ -1,0 +1,16 @@
+"""The certified solvers: every optimum, comparator and certificate a bound is checked against.
+
+- :mod:`pipeline.solvers.dual`: the Pegasos family's f* (linear and kernel SDCA with a certified
+  duality gap, docs/bounds.md sections 4-6);
+- :mod:`pipeline.solvers.multiclass`: the multiclass SVM's certified optimum and the comparator ball's
+  certified minimum (docs/bounds.md sections 7-8; the losses and held-out intervals it re-exports live in
+  :mod:`pipeline.risk`, below the learners);
+- :mod:`pipeline.solvers.comparators`: the comparator directions of the perceptron bounds and their
+  certified margins (docs/bounds.md section 2).
+
+Learners never import this package (they report what they did, :class:`pipeline.learners.base.Outcome`;
+the one exception, the multiclass SVM whose training is the certified solve, is listed in tests/test_layers.py);
+:mod:`pipeline.statistics` asks it for exactly the statistics the evaluated bounds require. The data
+layer's own certificates (R, the margin interval, LP separability) stay in :mod:`pipeline.data.certify`:
+they describe the sample before any learner runs, and the data layer imports nothing above it.
+"""

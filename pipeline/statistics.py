@@ -1,0 +1,400 @@
+"""The statistic providers: where every statistic a bound ``requires`` (and every quantity it bounds) that
+neither the data's certificates nor the learner's run give comes from, in one registry.
+
+A learner reports what it did (:class:`pipeline.learners.base.Outcome`: its per-step losses, the index
+stream, its iterates at the snapshot steps, and the ``objective`` they are for). A provider is a record,
+in the manner of :class:`pipeline.bounds.base.Bound`: the names it provides, the objective it speaks of
+("" for any run on a materialised sample), its reference, and one function ``(dataset, learner, outcome)
+-> Outcome`` that computes them, with the certified solvers of :mod:`pipeline.solvers`
+(docs/bounds.md: section 2 for the comparators, 4-6 for the Pegasos family, 7-8 for the multiclass learners).
+:func:`complete` asks the registry for exactly the names the evaluated bounds read (``requires``,
+``quantity``, ``quantity_low``) that are still missing, and merges what the providers return: a provider
+computes its names together (one certified solve gives f*_lo, f*_hi and the regret against its optimum).
+
+>>> sorted(REGISTRY["f_star_hi"])
+['crammer_singer', 'kernel_svm', 'svm']
+>>> sorted(REGISTRY["comparators"])
+['']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+
+from pipeline.learners.base import Outcome, log_grid
+from pipeline.learners.pegasos import margins_kernel
+from pipeline.numerics import UNIT_ROUNDOFF
+from pipeline.risk import ghinge_losses
+from pipeline.solvers import dual
+from pipeline.solvers.comparators import comparator_margins
+from pipeline.solvers.multiclass import ball_comparator, multiclass_svm
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Statistics computed from a run, for the bounds that require them.
+
+    Attributes
+    ----------
+    name : short identifier.
+    objective : the :attr:`Outcome.objective` whose runs it computes for; "" for every run on a sample.
+    provides : the names it computes (``Bound.requires`` statistics and ``Bound.quantity`` quantities).
+    compute : (dataset, learner, outcome) -> an :class:`Outcome` holding what it computed (stats,
+        quantities, curves, per-step ``steps``, ``trace``), merged into the run's.
+    reference : where the statistic is defined and certified.
+    needs_sample : it reads the whole sample (a streamed dataset, never materialised, has none: the
+        bounds requiring its names are not evaluated on a stream).
+    layout : per field of :class:`Outcome` (``"stats"``, ``"trace"``), the order of its keys after the
+        merge: the columns of the results table and the arrays of ``trace.npz`` keep the order they have
+        always had, the learner's and the provider's interleaved.
+    """
+
+    name: str
+    objective: str
+    provides: tuple[str, ...]
+    compute: Callable[[Any, Any, Outcome], Outcome]
+    reference: str
+    needs_sample: bool = False
+    layout: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+# --- The constant of the Pegasos bounds ----------------------------------------------------------------
+
+
+def pegasos_constant(R: float, lam: float, projection: bool, s_max: float = 1.0, radius: float = 0.0) -> float:
+    """c = G^2, the squared bound on the sub-gradients' norm (P11 Thm 1).
+
+    Without projection ||u_t|| <= s_max R / lam, so G = 2 s_max R; with projection onto ||u|| <= radius,
+    G = lam radius + s_max R ((sqrt(lam) + R)^2 for the plain radius 1/sqrt(lam)).
+    """
+    g = lam * radius + s_max * R if projection else 2.0 * s_max * R
+    return g * g * (1.0 + 8.0 * UNIT_ROUNDOFF)
+
+
+def _constant(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """c from the run's feature radius (the data's R; the feature space's for kernels; sqrt(2) R for the
+    multivector map), its projection ball and its largest class weight."""
+    it = out.iterates
+    c = pegasos_constant(it["feature_radius"], it["lam"], it["projection"], it["s_max"], it["radius"])
+    return Outcome(quantities={}, curves={}, trace={}, stats={"c": c})
+
+
+def _first_part_constant(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """One-vs-all: the first binary problem's c, reported beside the run (each part is judged with its own)."""
+    first = next(iter(out.parts.values()))
+    return Outcome(quantities={}, curves={}, trace={}, stats={"c": first.stats["c"]})
+
+
+# --- Certified optima of the Pegasos family (docs/bounds.md sections 4-6, 8) ------------------------------
+
+_PEGASOS_QUANTITIES = ("regret", "suboptimality", "suboptimality_low", "suboptimality_last")
+_OPTIMUM = ("regret_still", "f_star_lo", "f_star_hi", "dual_gap", "f_start")
+
+
+def _svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """F* in [D(alpha), F(w)] by SDCA (docs/bounds.md section 4, "Computing the comparator"); the regret
+    of Lemma 1 against u = its w (projected into the ball when the run projects), the suboptimality of the
+    snapshots' averages and last iterates."""
+    it = out.iterates
+    X, y, lam, weights, w_ref = it["X"], it["y"], it["lam"], it["weights"], it["w_ref"]
+    idx, radius, s_step = it["idx"], it["radius"], it["s_step"]
+    T, k, d = int(out.stats["T"]), idx.shape[1], X.shape[1]
+    cert = dual.sdca(X, y, lam, weights=weights, w_ref=w_ref, tol=1e-9)
+    shift = 0.0 if w_ref is None else w_ref
+    u = cert.w - shift
+    if radius > 0.0 and np.linalg.norm(u) > radius:  # Lemma 1 needs u in the ball
+        u *= radius / np.linalg.norm(u)
+    hinge_u = np.maximum(0.0, 1.0 - margins_kernel(X, y, u + shift)) * s_step
+    f_u = 0.5 * lam * float(u @ u) + hinge_u[idx].sum(axis=1) / k
+    steps = np.arange(1, T + 1)
+    regret = np.cumsum(it["loss"] - f_u) / steps
+    # the learner that never moves from w_1: f_t(w_1) is the hinge at w_r (0 margin without transfer)
+    f_still = (np.maximum(0.0, 1.0 - it["ref_margin"]) * s_step)[idx].sum(axis=1) / k
+    regret_still = float(np.mean(f_still - f_u))
+
+    def sub(ws: np.ndarray) -> np.ndarray:
+        return np.array([dual.objective(X, y, lam, w + shift, weights=weights, w_ref=w_ref) for w in ws]) - cert.dual
+
+    sub_avg, sub_last = sub(it["avg"]), sub(it["last"])
+    t, grid = log_grid(T), it["grid"]
+    return Outcome(
+        quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
+                    "suboptimality_low": float(sub_avg[-1]) - (cert.primal - cert.dual),
+                    "suboptimality_last": float(sub_last[-1])},
+        curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg), "suboptimality_last": (grid, sub_last)},
+        trace={"comparator_loss": f_u},
+        steps={"regret": regret},
+        stats={"regret_still": regret_still, "f_star_lo": cert.dual, "f_star_hi": cert.primal, "dual_gap": cert.gap,
+               "f_start": dual.objective(X, y, lam, np.zeros(d) + shift, weights=weights, w_ref=w_ref)},
+    )
+
+
+def _kernel_svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """Kernel SDCA on the run's (certified, possibly shifted) Gram matrix (docs/bounds.md section 5)."""
+    it = out.iterates
+    K, y, lam, idx, avg = it["K"], it["y"], it["lam"], it["idx"], it["avg"]
+    T, k, m = int(out.stats["T"]), idx.shape[1], y.shape[0]
+    cert = dual.kernel_sdca(K, y, lam, tol=1e-9)
+    Kay = K @ (cert.w * y)
+    hinge_u = np.maximum(0.0, 1.0 - y * Kay)
+    f_u = 0.5 * lam * float((cert.w * y) @ Kay) + hinge_u[idx].sum(axis=1) / k
+    steps = np.arange(1, T + 1)
+    regret = np.cumsum(it["loss"] - f_u) / steps
+    regret_still = float(np.mean(1.0 - f_u))  # beta = 0 throughout: f_t(0) = 1
+    sub_avg = np.array([dual.kernel_objective(K, y, lam, a) for a in avg]) - cert.dual
+    sub_last = np.array([dual.kernel_objective(K, y, lam, it["last"]) - cert.dual])  # w_(T+1) only
+    t, grid = log_grid(T), it["grid"]
+    return Outcome(
+        quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
+                    "suboptimality_low": float(sub_avg[-1]) - (cert.primal - cert.dual),
+                    "suboptimality_last": float(sub_last[-1])},
+        curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg),
+                "suboptimality_last": (grid[-1:], sub_last)},
+        trace={"comparator_loss": f_u},
+        steps={"regret": regret},
+        stats={"regret_still": regret_still, "f_star_lo": cert.dual, "f_star_hi": cert.primal, "dual_gap": cert.gap,
+               "f_start": dual.kernel_objective(K, y, lam, np.zeros(m))},
+    )
+
+
+def _crammer_singer_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """f* of lam/2 ||W||^2 + mean generalized hinge: the multiclass SVM's certified optimum with lam_UML =
+    lam / 2 (docs/bounds.md section 8)."""
+    it = out.iterates
+    X, y, k, lam, idx, avg, W = it["X"], it["y"], it["k"], it["lam"], it["idx"], it["avg"], it["W"]
+    T = int(out.stats["T"])
+    cert = multiclass_svm(X, y, k, lam / 2.0)  # lam_UML ||W||^2 = (lam/2) ||W||^2
+
+    def f(Wm: np.ndarray) -> float:
+        return 0.5 * lam * float(np.sum(Wm * Wm)) + float(ghinge_losses(X, y, Wm).mean())
+
+    hinge_u = ghinge_losses(X, y, cert.W)
+    f_u = 0.5 * lam * float(np.sum(cert.W * cert.W)) + hinge_u[idx]
+    regret = np.cumsum(it["loss"] - f_u) / np.arange(1, T + 1)
+    regret_still = float(np.mean(1.0 - f_u))  # W = 0 throughout: f_t(0) = 1
+    sub = np.array([f(a) for a in avg]) - cert.dual
+    sub_last = f(W) - cert.dual
+    t = log_grid(T)
+    return Outcome(
+        quantities={"regret": float(regret[-1]), "suboptimality": float(sub[-1]), "suboptimality_last": sub_last,
+                    "suboptimality_low": float(sub[-1]) - (cert.primal - cert.dual)},
+        curves={"regret": (t, regret[t - 1]), "suboptimality": (it["grid"], sub)},
+        trace={"comparator_loss": f_u},
+        steps={"regret": regret},
+        stats={"regret_still": regret_still, "f_star_lo": cert.dual, "f_star_hi": cert.primal, "dual_gap": cert.gap,
+               "f_start": f(np.zeros_like(W))},
+    )
+
+
+# --- The comparator ball of the multiclass bounds (docs/bounds.md section 7) ------------------------------
+
+
+def population_comparator(dataset: Any, B: float) -> dict[str, object]:
+    """min over ||U|| <= B of the population generalized hinge risk (docs/bounds.md section 7, "Comparator").
+
+    Exactly 0 for the realisable generator (no noise) when B >= 1/gamma: L_D(W*/gamma) = 0. Otherwise
+    the lower estimate min_ball L_S1 on the training sample (rigorous for S1 itself; for a finite set S
+    the population is S, so it is exact) and the upper estimate L(U) on the held-out sample for the
+    solver's U; the lower one is used to declare a bound satisfied (the conservative side).
+    """
+    gamma = getattr(dataset, "gamma", None)
+    noise = float(getattr(getattr(dataset, "sampler", None), "noise", 0.0) or 0.0)
+    if dataset.W_star is not None and gamma and noise == 0.0 and B * gamma >= 1.0:
+        U = dataset.W_star / gamma
+        return {"lower": 0.0, "upper": 0.0, "U": U, "how": "exact: L_D(W*/gamma) = 0 with B >= 1/gamma"}
+    # a finite population S is the comparator's own sample (the training rows may be a draw from it)
+    X, y = (dataset.X_test, dataset.y_test) if dataset.population == "S" else (dataset.X, dataset.y)
+    ball = ball_comparator(X, y, dataset.k, B)
+    candidates = {"U_hat": ball.U}
+    if dataset.W_star is not None and gamma:  # W*/gamma, scaled into the ball
+        candidates["W*/gamma"] = dataset.W_star / gamma * min(1.0, B * gamma)
+    held = {name: float(ghinge_losses(dataset.X_test, dataset.y_test, U).mean()) for name, U in candidates.items()}
+    best = min(held, key=held.get)
+    where = (f"the whole population S (n = {y.size})" if dataset.population == "S"
+             else f"the training sample (m = {y.size})")
+    return {"lower": float(ball.lower), "upper": held[best], "U": ball.U,
+            "how": f"lower: min over the ball on {where}; upper: {best} held out"}
+
+
+def _comparator_stats(comp: Mapping[str, object]) -> dict[str, object]:
+    return {"comparator_lower": comp["lower"], "comparator_upper": comp["upper"], "comparator_how": comp["how"]}
+
+
+def _sgd_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """Lemma 14.1's regret against the ball's comparator U on the run's own stream, and the excess risk
+    of the snapshots' averages over the comparator's lower value (Cor. 17.2)."""
+    it = out.iterates
+    X, y, eta, T = it["X"], it["y"], it["eta"], int(out.stats["T"])
+    comp = population_comparator(ds, it["B"])
+    U = comp["U"]
+    u_loss = ghinge_losses(X, y, U)
+    regret = np.cumsum(it["loss"] - u_loss)
+    u2 = float(np.sum(U * U))
+    realised = u2 / (2 * eta) + eta / 2 * np.cumsum(it["vnorm2"])
+    regret_still = float(np.sum(1.0 - u_loss))  # W = 0 throughout: its generalised hinge loss is 1
+    excess = np.array(it["risks"]) - comp["lower"]
+    t = log_grid(T)
+    return Outcome(
+        quantities={"regret": float(regret[-1]), "excess": float(excess[-1]),
+                    "excess_upper_comparator": out.stats["risk_hinge"] - comp["upper"]},
+        curves={"regret": (t, regret[t - 1]), "bound/lemma14_1": (t, realised[t - 1]), "excess": (it["grid"], excess)},
+        trace={"comparator_loss": u_loss},
+        steps={"regret": regret},
+        stats={"u_norm2": u2, "regret_still": regret_still, **_comparator_stats(comp)},
+    )
+
+
+def _svm_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """The multiclass SVM's excess risk over the ball's comparator (Cor. 17.1)."""
+    comp = population_comparator(ds, out.iterates["B"])
+    excess = out.stats["risk_hinge"] - comp["lower"]
+    return Outcome(
+        quantities={"excess": excess, "excess_upper_comparator": out.stats["risk_hinge"] - comp["upper"]},
+        curves={"excess": (np.array([out.iterates["m"]]), np.array([excess]))},
+        trace={},
+        stats=_comparator_stats(comp),
+    )
+
+
+# --- The perceptron's comparators (docs/bounds.md section 2) -------------------------------------------------
+
+
+def _comparators(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """Rigorous lower bounds of the normalised margins of each comparator direction fixed without looking
+    at the run (:func:`pipeline.solvers.comparators.comparator_margins`)."""
+    margins = comparator_margins(ds.X, ds.y, ds.directions)
+    return Outcome(quantities={}, curves={}, trace={}, stats={"comparators": margins})
+
+
+# --- The registry ------------------------------------------------------------------------------------------
+
+_PEGASOS_STATS = ("T", "lam", "c", "regret_still", "sampling", "delta", "f_star_lo", "f_star_hi", "dual_gap", "f_start")
+_HELD_OUT = ("risk_hinge", "risk_hinge_lo", "risk_hinge_hi", "risk_01", "risk_01_lo", "risk_01_hi", "n_test")
+_C_REFERENCE = "P11 Thm 1 (c = G^2); docs/bounds.md sections 4, 5, 8"
+
+PROVIDERS: tuple[Provider, ...] = (
+    Provider("comparators", "", ("comparators",), _comparators,
+             "docs/bounds.md section 2: the generator's w* and soft-margin SVM directions", needs_sample=True),
+    Provider("svm_constant", "svm", ("c",), _constant, _C_REFERENCE, layout={"stats": _PEGASOS_STATS}),
+    Provider("svm_optimum", "svm", (*_OPTIMUM, *_PEGASOS_QUANTITIES), _svm_optimum,
+             "docs/bounds.md section 4, 'Computing the comparator' (SDCA duality gap, pipeline.solvers.dual)",
+             layout={"stats": _PEGASOS_STATS, "trace": ("active", "loss", "comparator_loss")}),
+    Provider("kernel_svm_constant", "kernel_svm", ("c",), _constant, _C_REFERENCE,
+             layout={"stats": ("T", "lam", "R", "regret_still", "c")}),
+    Provider("kernel_svm_optimum", "kernel_svm", (*_OPTIMUM, *_PEGASOS_QUANTITIES), _kernel_svm_optimum,
+             "docs/bounds.md section 5 (kernel SDCA duality gap, pipeline.solvers.dual)",
+             layout={"stats": ("T", "lam", "R", "regret_still", "c", "sampling", "delta", "f_star_lo", "f_star_hi",
+                               "dual_gap", "f_start", "gram_min_eig", "gram_shift"),
+                     "trace": ("active", "loss", "comparator_loss")}),
+    Provider("crammer_singer_constant", "crammer_singer", ("c",), _constant, _C_REFERENCE,
+             layout={"stats": ("T", "lam", "R", "c")}),
+    Provider("crammer_singer_optimum", "crammer_singer", (*_OPTIMUM, *_PEGASOS_QUANTITIES), _crammer_singer_optimum,
+             "docs/bounds.md section 8 (the multiclass SVM's certified optimum, pipeline.solvers.multiclass)",
+             layout={"stats": ("T", "lam", "R", "c", "regret_still", "sampling", "delta", "f_star_lo", "f_star_hi",
+                               "dual_gap", "f_start", "k", *_HELD_OUT),
+                     "trace": ("loss", "comparator_loss", "mistake")}),
+    Provider("one_vs_all_constant", "one_vs_all", ("c",), _first_part_constant, _C_REFERENCE),
+    Provider("sgd_comparator", "ghinge_sgd",
+             ("u_norm2", "regret_still", "comparator_lower", "comparator_upper", "comparator_how", "regret", "excess",
+              "excess_upper_comparator"), _sgd_comparator,
+             "docs/bounds.md section 7, 'Comparator' (the ball's certified minimum, pipeline.solvers.multiclass)",
+             layout={"stats": ("T", "B", "R", "rho", "rho_sharp", "eta", "u_norm2", "regret_still", "vnorm2_sum",
+                               "comparator_lower", "comparator_upper", "comparator_how", "k", "population", *_HELD_OUT),
+                     "trace": ("loss", "comparator_loss", "vnorm2", "mistake")}),
+    Provider("svm_comparator", "ghinge_svm", ("comparator_lower", "comparator_upper", "comparator_how", "excess",
+                                              "excess_upper_comparator"), _svm_comparator,
+             "docs/bounds.md section 7, 'Comparator' (the ball's certified minimum, pipeline.solvers.multiclass)",
+             layout={"stats": ("T", "B", "R", "rho", "lam_uml", "svm_primal", "svm_dual", "dual_gap",
+                               "comparator_lower", "comparator_upper", "comparator_how", "k", "m", "population",
+                               *_HELD_OUT)}),
+)
+
+
+def _index(providers: Iterable[Provider]) -> dict[str, dict[str, Provider]]:
+    out: dict[str, dict[str, Provider]] = {}
+    for p in providers:
+        for name in p.provides:
+            if p.objective in out.setdefault(name, {}):
+                raise ValueError(f"two providers of {name!r} for objective {p.objective!r}")
+            out[name][p.objective] = p
+    return out
+
+
+REGISTRY: dict[str, dict[str, Provider]] = _index(PROVIDERS)
+"""statistic or quantity name -> objective ("" for any run) -> its provider."""
+
+
+def provider_for(name: str, objective: str) -> Provider | None:
+    """The provider of ``name`` for runs of ``objective`` (else the one for any run), or None."""
+    by_objective = REGISTRY.get(name, {})
+    return by_objective.get(objective) or by_objective.get("")
+
+
+def reads(bounds: Iterable[Any]) -> list[str]:
+    """Every name the bounds read: their statistics (``requires``) and quantities, first-seen order."""
+    names: dict[str, None] = {}
+    for b in bounds:
+        for name in (*b.requires, b.quantity, b.quantity_low):
+            if name:
+                names[name] = None
+    return list(names)
+
+
+def available(bound: Any, dataset: Any) -> bool:
+    """False when ``bound`` requires a statistic that cannot be computed for ``dataset``: one a provider
+    reads off the whole sample, and the data are streamed (never materialised)."""
+    if dataset.kind != "stream":
+        return True
+    return not any(p.needs_sample for name in bound.requires for p in REGISTRY.get(name, {}).values())
+
+
+def _ordered(d: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    return {k: d[k] for k in order if k in d} | {k: v for k, v in d.items() if k not in order}
+
+
+def _merge(out: Outcome, new: Outcome, layout: Mapping[str, tuple[str, ...]]) -> None:
+    out.quantities |= new.quantities
+    out.curves |= new.curves
+    out.steps |= new.steps
+    out.trace = _ordered(out.trace | new.trace, layout.get("trace", ()))
+    out.stats = _ordered(out.stats | new.stats, layout.get("stats", ()))
+
+
+def _fill(dataset: Any, learner: Any, out: Outcome, names: list[str]) -> None:
+    have = set(dataset.stats.as_dict()) | set(out.stats) | set(out.quantities)
+    todo: dict[str, Provider] = {}
+    for name in names:
+        p = provider_for(name, out.objective) if name not in have else None
+        if p is not None:
+            todo.setdefault(p.name, p)
+    for p in todo.values():
+        _merge(out, p.compute(dataset, learner, out), p.layout)
+
+
+def complete(dataset: Any, learner: Any, outcome: Outcome, bounds: Iterable[Any]) -> Outcome:
+    """``outcome`` with every statistic and quantity ``bounds`` read that the data and the run do not give,
+    from the registered providers (each part of a split run on its own first, then the whole). Names no
+    provider gives stay missing: :meth:`pipeline.bounds.base.Bound.evaluate` then says which. In place;
+    returns ``outcome``."""
+    names = reads(bounds)
+    for part in outcome.parts.values():
+        _fill(dataset, learner, part, names)
+    _fill(dataset, learner, outcome, names)
+    return outcome
+
+
+def measure(learner: Any, dataset: Any, rng: np.random.Generator, bounds: Iterable[Any] | None = None) -> Outcome:
+    """``learner.run(dataset, rng)`` completed with what ``bounds`` read (default: every registered bound
+    of the learner that can be evaluated on ``dataset``), as :func:`pipeline.run.run` does."""
+    if bounds is None:
+        from pipeline.bounds import bounds_for
+
+        bounds = [b for b in bounds_for(learner.name) if available(b, dataset)]
+    return complete(dataset, learner, learner.run(dataset, rng), bounds)
+
+
+__all__ = ["PROVIDERS", "REGISTRY", "Provider", "available", "complete", "measure", "pegasos_constant",
+           "population_comparator", "provider_for", "reads"]

@@ -1,0 +1,61 @@
+"""The statistic providers (pipeline/statistics.py): a learner's run reports what it did, and the registry
+computes exactly what the evaluated bounds read, no more."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.bounds import bounds_for
+from pipeline.data import MarginBinary
+from pipeline.learners import Pegasos, Perceptron
+from pipeline.statistics import PROVIDERS, REGISTRY, available, complete, measure, provider_for, reads
+
+
+def _data():  # noqa: ANN202
+    return MarginBinary(gamma=0.1, rho=1.0, n=200, d=5, flip=0.1).generate(np.random.default_rng(0))
+
+
+def test_a_run_reports_what_it_did_and_no_bound_statistic() -> None:
+    out = Pegasos(lam=0.05, T=300).run(_data(), np.random.default_rng(1))
+    assert out.objective == "svm" and out.quantities == {} and out.curves == {}
+    assert not {"c", "f_star_lo", "f_star_hi", "dual_gap", "regret_still"} & set(out.stats)
+    assert {"idx", "avg", "last", "grid", "loss"} <= set(out.iterates)
+
+
+def test_complete_asks_for_exactly_what_the_bounds_read() -> None:
+    ds = _data()
+    learner = Pegasos(lam=0.05, T=300)
+    nothing = complete(ds, learner, learner.run(ds, np.random.default_rng(1)), ())
+    assert nothing.quantities == {} and "f_star_hi" not in nothing.stats
+    last = next(b for b in bounds_for("pegasos") if b.name == "last_iterate")  # reads only suboptimality_last
+    out = complete(ds, learner, learner.run(ds, np.random.default_rng(1)), (last,))
+    assert "suboptimality_last" in out.quantities and "f_star_hi" in out.stats  # one solve gives its whole group
+    assert "c" not in out.stats  # the constant is another provider, not asked for
+    full = measure(Pegasos(lam=0.05, T=300), ds, np.random.default_rng(1))
+    assert full.stats["f_star_hi"] == out.stats["f_star_hi"] and "c" in full.stats
+
+
+def test_the_registry_is_keyed_by_what_the_bounds_read() -> None:
+    assert provider_for("c", "svm").name == "svm_constant"
+    assert provider_for("comparators", "svm").name == "comparators"  # "" serves every objective
+    assert provider_for("no such statistic", "svm") is None
+    assert all(p.provides for p in PROVIDERS) and set(REGISTRY) == {n for p in PROVIDERS for n in p.provides}
+    hinge = next(b for b in bounds_for("perceptron") if "comparators" in b.requires)
+    assert reads([hinge])[: len(hinge.requires)] == list(hinge.requires)
+
+
+def test_a_stream_has_no_comparators_and_their_bounds_are_not_evaluated() -> None:
+    from pipeline.data import Stream
+
+    stream = Stream(gamma=0.1, rho=1.0, d=5, n=500).generate(np.random.default_rng(0))
+    judged = [b.name for b in bounds_for("perceptron") if available(b, stream)]
+    assert judged == ["novikoff"]
+    out = measure(Perceptron(), stream, np.random.default_rng(1))
+    assert "comparators" not in out.stats
+
+
+@pytest.mark.parametrize("objective", sorted({p.objective for p in PROVIDERS} - {""}))
+def test_every_objective_has_one_provider_per_name(objective: str) -> None:
+    names = [n for p in PROVIDERS if p.objective == objective for n in p.provides]
+    assert len(names) == len(set(names))

@@ -1,0 +1,213 @@
+"""The control plane's seams: the sweep context (one record, one environment variable, read by every
+process of a sweep) and boundlab's Hydra sweeper (Hydra's basic sweeper trusting the pre-flight)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.plugins.sweeper import Sweeper
+from omegaconf import OmegaConf
+
+from pipeline import sweep
+from pipeline.paths import CONF_DIR
+from pipeline.schemas import register
+
+SWEEPER = "hydra_plugins.boundlab_sweeper.boundlab_sweeper.BoundlabSweeper"
+
+
+@pytest.fixture(autouse=True)
+def _own_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts without a context, and leaves none behind."""
+    monkeypatch.delenv(sweep.ENV, raising=False)
+    sweep.forget()
+    yield
+    sweep.forget()
+
+
+# ---------------------------------------------------------------- the sweep context
+
+def test_the_context_is_one_variable_that_a_started_process_inherits() -> None:
+    published = sweep.update(driver_pid=123, key="k1", size=4, start=1.5, parent_run_id="p" * 32, sweep_id="s-1")
+    assert sweep.current() == published
+    assert [k for k in os.environ if k.startswith(("BOUNDLAB_SWEEP", "BOUNDLAB_DRIVER", "BOUNDLAB_PARENT",
+                                                    "BOUNDLAB_RUN"))] == [sweep.ENV]
+    code = "from pipeline import sweep; c = sweep.current(); print(c.key, c.size, c.parent_run_id == 'p' * 32)"
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert child.stdout.split() == ["k1", "4", "True"]
+    sweep.update(driver_cwd="/somewhere")  # one field changed, the others kept
+    assert sweep.current() == published.with_(driver_cwd="/somewhere")
+
+
+def test_an_ended_sweep_keeps_only_the_commands_fields() -> None:
+    sweep.update(driver_pid=7, driver_cwd="/d", key="k", size=2, start=3.0, parent_run_id="p", sweep_id="s")
+    sweep.current().ended().publish()
+    assert sweep.current() == sweep.Sweep(driver_pid=7, driver_cwd="/d")
+
+
+def test_an_empty_or_foreign_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert sweep.current() == sweep.Sweep()
+    monkeypatch.setenv(sweep.ENV, "")  # what the Ray preset forwards when the driver has none
+    assert sweep.current() == sweep.Sweep()
+    monkeypatch.setenv(sweep.ENV, '{"key": "k", "from_a_newer_version": 1}')
+    assert sweep.current() == sweep.Sweep(key="k")
+    monkeypatch.setenv(sweep.ENV, "not json")
+    with pytest.raises(ValueError, match=sweep.ENV):
+        sweep.current()
+
+
+def test_the_config_reads_the_context_through_the_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose("config", return_hydra_config=True)
+    assert OmegaConf.select(cfg, "hydra.sweep.dir") == "multirun/boundlab/adhoc"
+    assert OmegaConf.select(cfg, "hydra.run.dir").endswith("-0")
+    sweep.update(driver_pid=4242, key="0123abcdef")  # read when resolved, never cached
+    assert OmegaConf.select(cfg, "hydra.sweep.dir") == "multirun/boundlab/0123abcdef"
+    assert OmegaConf.select(cfg, "hydra.run.dir").endswith("-4242")
+    with pytest.raises(Exception, match="sweep_key"):
+        OmegaConf.create({"x": "${boundlab:nothing}"}).x  # noqa: B018
+
+
+def test_the_ray_preset_forwards_the_context_and_the_users_settings_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    preset = OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "ray.yaml")
+    forwarded = preset.ray.init.runtime_env.env_vars
+    assert sorted(forwarded) == sorted([sweep.ENV, "MLFLOW_TRACKING_URI", "BOUNDLAB_CACHE"])
+    published = sweep.update(key="k", parent_run_id="p", driver_cwd="/d")
+    assert sweep.Sweep.from_json(forwarded[sweep.ENV]) == published
+    assert preset.ray.init.runtime_env.worker_process_setup_hook == "pipeline.ray_worker.setup"
+
+
+def test_no_module_but_the_context_names_its_variable() -> None:
+    pipeline = Path(sweep.__file__).parent
+    named = sorted(str(p.relative_to(pipeline)) for p in pipeline.rglob("*.py") if sweep.ENV in p.read_text())
+    assert named == ["sweep.py"]
+
+
+def test_the_job_entry_point_does_not_import_the_command() -> None:
+    code = "import sys, pipeline.stages, pipeline.callbacks, pipeline.tracking; print('pipeline.cli' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------- boundlab's sweeper
+
+def test_what_the_sweeper_relies_on_in_hydra() -> None:
+    """Fails when a Hydra release changes the basic sweeper the plugin subclasses: its private module
+    path, the hook it overrides, where its sweep calls that hook, its constructor and config fields, and
+    the splitting of a sweep into jobs that the pre-flight repeats (pipeline.cli.plan_of)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper, BasicSweeperConf
+    from hydra.core.override_parser.types import Override
+
+    from hydra_plugins.boundlab_sweeper.boundlab_sweeper import BoundlabSweeper, BoundlabSweeperConf
+
+    assert list(inspect.signature(Sweeper.validate_batch_is_legal).parameters) == ["self", "batch"]
+    assert "validate_batch_is_legal" not in vars(BasicSweeper)  # super() reaches Hydra's check
+    assert "self.validate_batch_is_legal(batch)" in inspect.getsource(BasicSweeper.sweep)
+    assert "self.launcher.launch(batch" in inspect.getsource(BasicSweeper.sweep)
+    assert list(inspect.signature(BasicSweeper.__init__).parameters) == ["self", "max_batch_size", "params"]
+    ours = {f.name: f.default for f in dataclasses.fields(BoundlabSweeperConf)}
+    theirs = {f.name: f.default for f in dataclasses.fields(BasicSweeperConf)}
+    assert ours == theirs | {"_target_": SWEEPER}
+    assert isinstance(inspect.getattr_static(BasicSweeper, "split_arguments"), staticmethod)
+    assert list(inspect.signature(BasicSweeper.split_arguments).parameters) == ["overrides", "max_batch_size"]
+    assert callable(Override.is_hydra_override)
+    assert issubclass(BoundlabSweeper, BasicSweeper)
+
+
+def test_hydra_finds_the_plugin_and_the_config_selects_it() -> None:
+    from hydra.core.plugins import Plugins
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        assert "BoundlabSweeper" in [c.__name__ for c in Plugins.instance().discover(Sweeper)]
+        assert compose("config", return_hydra_config=True).hydra.sweeper._target_ == SWEEPER
+        basic = compose("config", overrides=["hydra/sweeper=basic"], return_hydra_config=True)
+        assert basic.hydra.sweeper._target_ == "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def test_the_sweeper_trusts_only_batches_the_preflight_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hydra_plugins.boundlab_sweeper.boundlab_sweeper import BoundlabSweeper
+
+    checked: list[list[list[str]]] = []
+    monkeypatch.setattr(Sweeper, "validate_batch_is_legal", lambda self, batch: checked.append(batch))
+    sweeper = BoundlabSweeper(max_batch_size=None)
+    sweep.vouch([["seed=0", "n=5"], ["seed=1", "n=5"]])
+    sweeper.validate_batch_is_legal([["seed=1", "n=5"], ["seed=0", "n=5"]])
+    assert checked == []
+    for batch in ([["seed=2", "n=5"]], [["seed=0", "n=5"], ["seed=0", "n=6"]], [["n=5", "seed=0"]]):
+        sweeper.validate_batch_is_legal(batch)  # a job it did not validate, exactly as given: Hydra checks
+        assert checked[-1] == batch
+    sweep.forget()
+    sweeper.validate_batch_is_legal([["seed=0", "n=5"]])
+    assert len(checked) == 4
+
+
+def _in_process_sweep(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
+    """Run ``boundlab -m argv`` in this process with a job that only records its overrides (and without
+    the sweep callback): what the sweeper vouched, what Hydra composed and what it launched."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.hydra_config import HydraConfig
+
+    from pipeline import stages
+    from pipeline.cli import main
+
+    seen: dict[str, list] = {"vouched": [], "hydra_checked": [], "composed": [], "ran": []}
+    vouched = sweep.vouched
+    monkeypatch.setattr(sweep, "vouched", lambda batch: seen["vouched"].append(list(batch)) or vouched(batch))
+    monkeypatch.setattr(Sweeper, "validate_batch_is_legal", lambda self, batch: seen["hydra_checked"].append(list(batch)))
+    load = ConfigLoaderImpl.load_sweep_config
+    monkeypatch.setattr(ConfigLoaderImpl, "load_sweep_config",
+                        lambda self, master_config, sweep_overrides: seen["composed"].append(sweep_overrides)
+                        or load(self, master_config, sweep_overrides))
+    monkeypatch.setattr(stages, "job", lambda cfg: seen["ran"].append(list(HydraConfig.get().overrides.task)))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["boundlab"])
+    main(["-m", *argv, "~hydra.callbacks.sweep", f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    return seen
+
+
+def test_the_sweep_launches_the_preflights_jobs_composing_each_once(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The jobs the pre-flight validated are exactly the batch Hydra's sweeper builds (the experiment's
+    sweeper params, the command line over them, quoted values, hydra overrides set aside), and only the
+    launcher composes them."""
+    argv = ["experiment=perceptron_margin", "gamma=0.2", "seed=0,1", "n=40", "d=3", 'question="a, b?"']
+    seen = _in_process_sweep(argv, tmp_path, monkeypatch)
+    assert len(seen["ran"]) == 6 and seen["hydra_checked"] == []  # the experiment's 3 rho x 2 seeds
+    assert seen["vouched"] == [seen["composed"]] == [seen["ran"]]
+    assert seen["ran"][0][0] == "gamma=0.2" and 'question="a, b?"' in seen["ran"][0]
+
+
+def test_hydras_own_sweeper_still_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _in_process_sweep(["seed=0,1", "n=40", "d=3", "hydra/sweeper=basic"], tmp_path, monkeypatch)
+    assert seen["vouched"] == [] and seen["hydra_checked"] == [seen["ran"]] == [[["seed=0", "n=40", "d=3"],
+                                                                                   ["seed=1", "n=40", "d=3"]]]
+
+
+class ChoosingSweeper(Sweeper):
+    """A sweeper that chooses its jobs as it goes (like an optimiser's)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        pass
+
+    def setup(self, **kwargs: object) -> None:
+        pass
+
+    def sweep(self, arguments: list[str]) -> None:
+        pass
+
+
+def test_a_sweeper_that_chooses_its_jobs_is_refused_in_one_line(one_line_error) -> None:  # noqa: ANN001
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(group="hydra/sweeper", name="test_choosing",
+                                 node={"_target_": f"{__name__}.ChoosingSweeper"})
+    line = one_line_error(["-m", "seed=0,1", "hydra/sweeper=test_choosing"])
+    assert "chooses its jobs as the sweep goes" in line and "hydra/sweeper=boundlab" in line
+    assert "unknown hydra/sweeper; choose one of basic, boundlab" in one_line_error(["-m", "seed=0,1", "hydra/sweeper=nope"])
