@@ -75,6 +75,8 @@ RHO_CASES = [(ds, rho) for ds in ("margin_binary", "stream") for rho in TINY_VAL
 GAMMA_CASES = [(ds, g) for ds in ("margin_binary", "stream") for g in [5e-324, 1e-310, 1e-160, 1e-101, 1e-99, 1e-30]]
 LAM_CASES = [(alg, lam) for alg in ("pegasos", "kernel_pegasos") for lam in
              [5e-324, 1e-310, 1e-300, 1e-200, 1e-148, 1e-140, 1e-10, 1e10, 1e300, 1.7e308, math.inf]]
+B_CASES = [(alg, B) for alg in ("multiclass_sgd", "multiclass_svm") for B in
+           [5e-324, 1e-300, 1e-101, 1e-60, 1e-3, 1e3, 1e60, 1e101, 1e300, math.inf]]
 T_CASES = [(alg, T) for alg in ("pegasos", "kernel_pegasos", "multiclass_pegasos") for T in [10**8 + 1, 10**12, 2**63]]
 
 
@@ -99,6 +101,29 @@ def test_extreme_regularisation_is_refused_or_sound(algorithm: str, lam: float, 
     gamma = min(0.1, rho)
     _assert_sound([f"algorithm={algorithm}", f"lam={_value(lam)}", f"rho={_value(rho)}", f"gamma={_value(gamma)}"],
                   {"lam", "rho", "gamma"})
+
+
+@pytest.mark.parametrize(("algorithm", "B"), B_CASES, ids=[f"{a}-B={v:g}" for a, v in B_CASES])
+@pytest.mark.parametrize("rho", [1e-50, 1.0, 1e50])
+def test_extreme_comparator_radius_is_refused_or_sound(algorithm: str, B: float, rho: float) -> None:
+    """B = 1e-300 divided by zero and B = 1e300 overflowed the held-out risks (an error naming mean_ci, after the
+    run): B R must stay in [1e-100, 1e100], refused before any work naming B."""
+    _assert_sound([f"algorithm={algorithm}", "dataset=multiclass_margin", f"B={_value(B)}", f"rho={_value(rho)}", f"gamma={_value(0.1 * rho)}"],
+                  {"B", "rho", "gamma"})
+
+
+@pytest.mark.parametrize("rho", [1.0, 140.0, 1e6, 1e50])
+@pytest.mark.parametrize("T", [300, 20000])
+def test_projected_pegasos_on_long_rows_is_sound(rho: float, T: int) -> None:
+    """Rows far outside the ball 1/sqrt(lam): the projection shrinks the iterate at every step (its scale used to
+    underflow: a ZeroDivisionError, or an average of 1e254 counted against the P bound)."""
+    _assert_sound(["algorithm=pegasos_projected", f"rho={_value(rho)}", f"gamma={_value(0.1 * rho)}", f"T={T}"],
+                  {"lam", "rho", "gamma"})
+    kind, table = _outcome(["algorithm=pegasos_projected", f"rho={_value(rho)}", f"gamma={_value(0.1 * rho)}", f"T={T}"])
+    assert kind == "table"
+    trivial = table.set_index("bound").loc["expectation", "trivial"]
+    suboptimality = table.set_index("bound").loc["expectation", "empirical"]
+    assert 0.0 <= suboptimality <= 2.0 * max(trivial, 1.0) * rho * rho, table.T  # f(w_bar) - f* stays at the data's scale
 
 
 @pytest.mark.parametrize(("algorithm", "T"), T_CASES, ids=[f"{a}-T={t}" for a, t in T_CASES])

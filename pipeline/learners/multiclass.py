@@ -14,7 +14,8 @@ import numpy as np
 
 from pipeline._jit import kernel
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.params import MAX_STEPS, POSITIVE_WORDS, STEPS_WORDS, Param, ParamError, UserError, reciprocal_finite
+from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, SCALE_WORDS, STEPS_WORDS, Param, ParamError, UserError, in_scale,
+                             reciprocal_finite)
 
 
 @kernel
@@ -128,6 +129,21 @@ class _Multiclass(Learner):
         k = getattr(dataset, "k", None)
         k = int(k) if isinstance(k, int) and not isinstance(k, bool) else None
         check_sizes(self.run_bytes(n, d, k), "lower T, k or d", "the run")
+        rho = getattr(dataset, "rho", None)
+        if isinstance(rho, (int, float)) and not isinstance(rho, bool):  # generated data: R <= rho, known before they exist
+            self.check_scale(float(rho))
+
+    def check_data(self, dataset: object) -> None:
+        self.check_scale(float(dataset.stats.R))
+
+    def check_scale(self, R: float) -> None:
+        """Refuse a comparator radius B whose scores B R leave [1e-100, 1e100] (the learners that declare B): the
+        step size sqrt(B^2 / (rho^2 T)), the SVM's lam = sqrt(2 rho^2 / (B^2 m)) and the bounds B rho / sqrt(T)
+        are then finite, normal doubles (without it B = 1e-300 divided by zero, B = 1e300 overflowed the risks)."""
+        B = getattr(self, "B", None)
+        if B is not None and not in_scale(float(B) * R):
+            raise ParamError("B", B, f"a number with B R in [1e-100, 1e100] (R = {R:.3g}, the data's radius): the scores "
+                             "B R of the comparator class must stay finite, normal doubles")
 
 
 class MulticlassSGD(_Multiclass):
@@ -160,7 +176,7 @@ class MulticlassSGD(_Multiclass):
 
     name = "multiclass_sgd"
     params = (
-        Param("B", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),
+        Param("B", float, in_scale, SCALE_WORDS),
         Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
     )
 
@@ -214,7 +230,7 @@ class MulticlassSVM(_Multiclass):
     """
 
     name = "multiclass_svm"
-    params = (Param("B", float, lambda v: v > 0 and math.isfinite(v), "a number > 0"),)
+    params = (Param("B", float, in_scale, SCALE_WORDS),)
     NEEDS_SAMPLE = ("algorithm=multiclass_svm on dataset=multiclass_bundled needs dataset.sample=M (training examples "
                     "drawn from the set; the risk is then measured on the whole set as the population)")
 
