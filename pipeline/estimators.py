@@ -71,7 +71,7 @@ from pipeline.learners import LEARNERS, MulticlassPegasos, MulticlassSGD, Multic
 from pipeline.learners.base import Learner
 from pipeline.learners.multiclass import _steps
 from pipeline.learners.pegasos import class_weights, index_stream, margins_kernel, pegasos_kernel
-from pipeline.params import ParamError
+from pipeline.params import REQUIRED, ParamError
 
 try:  # scikit-learn >= 1.6; older releases validate through the estimator's own method
     from sklearn.utils.validation import validate_data as _validate_data
@@ -360,18 +360,11 @@ def _restore(learner_class: type, state: dict[str, Any]) -> LearnerClassifier:
 
 # --- The factory ---------------------------------------------------------------------------------------
 
-_REQUIRED = object()
-
-
 def _defaults(cls: type) -> dict[str, Any]:
-    """Each declared parameter's default (``_REQUIRED`` if it has none), as the learner declares it."""
-    try:
-        from pipeline.params import REQUIRED, param_defaults
-    except ImportError:  # parameters without declared defaults: the constructor's keywords state them
-        signature = inspect.signature(cls.__init__).parameters
-        return {p.name: signature[p.name].default if p.name in signature
-                and signature[p.name].default is not inspect.Parameter.empty else _REQUIRED for p in cls.params}
-    return {name: _REQUIRED if default is REQUIRED else default for name, default in param_defaults(cls).items()}
+    """Each declared parameter's default (:data:`pipeline.params.REQUIRED` if it has none)."""
+    from pipeline.params import param_defaults
+
+    return param_defaults(cls)
 
 
 def _docstring(cls: type, fitting: Fitting) -> str:
@@ -419,7 +412,7 @@ def estimator(learner: type | str) -> type:
     signature = inspect.Signature(
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                             default=inspect.Parameter.empty if default is _REQUIRED else default)
+                             default=inspect.Parameter.empty if default is REQUIRED else default)
            for name, default in defaults.items()])
 
     def __init__(self: LearnerClassifier, **kwargs: Any) -> None:

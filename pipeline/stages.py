@@ -62,7 +62,7 @@ def write(result: Any, out: Path) -> list[Path]:
     np.savez_compressed(trace, **result.trace)
     from pipeline.resume import save_data
 
-    if not getattr(result.dataset, "streamed", False):  # a stream is regenerated from its seed, not saved
+    if result.dataset.kind != "stream":  # a stream is regenerated from its seed, not saved
         save_data(out / "data.npz", result.dataset.X, result.dataset.y)
     return [table, curve, trace]
 
@@ -211,7 +211,7 @@ def job(cfg: DictConfig) -> None:
         resolved = OmegaConf.to_container(cfg, resolve=True)
         params = flatten(resolved) | flatten({"algorithm": spec.learner.get_params(), "dataset": spec.dataset.get_params()})
         tracker.finish(params, result.table, result.curve, files)
-        streamed = bool(getattr(result.dataset, "streamed", False))
+        streamed = result.dataset.kind == "stream"
         data_hash = str(result.table["data_hash"].iloc[0])
         resume.record(out, spec.key(), data_hash, streamed=streamed, sources=sources, code=code)
         try:  # the store is a cache: a job whose result cannot be kept there is still finished

@@ -29,8 +29,8 @@ from pipeline.data.certify import (
     radius,
 )
 from pipeline.learners import KernelPegasos
+from pipeline.numerics import psd_gram
 from pipeline.params import ParamError, UserError
-from pipeline.solvers import dual
 from pipeline.statistics import measure
 
 # --- Exact arithmetic -------------------------------------------------------------------------------
@@ -280,13 +280,13 @@ def rank_deficient_gram() -> tuple[np.ndarray, np.ndarray]:
 
 def test_an_indefinite_rounded_gram_matrix_is_shifted_and_the_shift_reported() -> None:
     _, K = rank_deficient_gram()
-    got = dual.psd_gram(K)
+    got = psd_gram(K)
     assert got.shift > 0 and got.shift <= 1e-6 * K.diagonal().max()
     assert first_bad_pivot(got.K) is None  # exactly positive definite
     off = ~np.eye(K.shape[0], dtype=bool)
     assert np.array_equal(got.K[off], K[off]) and np.all(got.K.diagonal() >= K.diagonal() + got.shift)
     assert abs(got.min_eig) < 1e-12  # eigvalsh's estimate: rounding-sized
-    again = dual.psd_gram(K)
+    again = psd_gram(K)
     assert (again.shift, again.min_eig) == (got.shift, got.min_eig) and np.array_equal(again.K, got.K)
 
 
@@ -312,7 +312,7 @@ def test_the_linear_kernel_shift_is_certified_a_priori_and_tiny() -> None:
     X, K = rank_deficient_gram()
     learner = KernelPegasos(lam=0.1, kernel="linear")
     got = learner.psd_gram(X)
-    assert got.shift == learner.gram_error(X) < dual.psd_gram(K).shift
+    assert got.shift == learner.gram_error(X) < psd_gram(K).shift
     assert first_bad_pivot(got.K) is None
 
 
@@ -321,7 +321,7 @@ def test_an_indefinite_kernel_is_refused_with_one_line() -> None:
     K = np.tanh(2.0 * X @ X.T + 1.0)  # the sigmoid kernel: not positive semi-definite
     assert np.linalg.eigvalsh(K)[0] < -0.1
     with pytest.raises(ParamError, match="K=") as info:
-        dual.psd_gram(K)
+        psd_gram(K)
     assert "positive semi-definite" in str(info.value)
 
     class Sigmoid(KernelPegasos):

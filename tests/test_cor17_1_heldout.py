@@ -23,7 +23,8 @@ from pipeline.params import ParamError, UserError
 from pipeline.paths import CONF_DIR
 from pipeline.run import prepare, run
 from pipeline.schemas import register
-from pipeline.solvers.multiclass import ball_comparator, ghinge_losses
+from pipeline.risk import ghinge_losses
+from pipeline.solvers.multiclass import ball_comparator
 from pipeline.statistics import measure
 
 NEEDS_SAMPLE = ("algorithm=multiclass_svm on dataset=multiclass_bundled needs dataset.sample=M (training examples "

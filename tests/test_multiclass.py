@@ -46,7 +46,7 @@ def test_step_kernel_matches_reference(lam: float) -> None:
 
 
 def test_realisable_comparator_is_exactly_zero() -> None:
-    from pipeline.solvers.multiclass import ghinge_losses
+    from pipeline.risk import ghinge_losses
 
     ds = _data(2, gamma=0.05)
     comp = population_comparator(ds, B=20.0)

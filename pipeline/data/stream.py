@@ -76,7 +76,6 @@ class StreamedData:
 
     X = None
     kind = "stream"
-    streamed = True  # kept for readers from before ``kind`` (kind == "stream" says the same)
 
     def __init__(self, name: str, n: int, d: int, chunk: int, entropy: int, w_star: np.ndarray, basis: np.ndarray,
                  gamma: float, rho: float, pair_at: np.ndarray, z0: np.ndarray) -> None:

@@ -3,7 +3,7 @@
 - :mod:`pipeline.solvers.dual`: the Pegasos family's f* (linear and kernel SDCA with a certified
   duality gap, docs/bounds.md sections 4-6);
 - :mod:`pipeline.solvers.multiclass`: the multiclass SVM's certified optimum and the comparator ball's
-  certified minimum (docs/bounds.md sections 7-8; the losses and held-out intervals it re-exports live in
+  certified minimum (docs/bounds.md sections 7-8; the losses and held-out intervals it uses live in
   :mod:`pipeline.risk`, below the learners);
 - :mod:`pipeline.solvers.comparators`: the comparator directions of the perceptron bounds and their
   certified margins (docs/bounds.md section 2).

@@ -57,7 +57,6 @@ from pipeline.params import ParamError
 sparse = LazyModule("scipy.sparse")
 
 from pipeline.numerics import err_factor, symmetric_gram  # noqa: E402
-from pipeline.numerics import PsdGram, psd_gram  # noqa: E402, F401 - where the kernel learner's certified Gram lives
 
 
 @dataclass(frozen=True)

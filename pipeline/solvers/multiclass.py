@@ -2,7 +2,7 @@
 
 - the losses (:func:`pipeline.risk.ghinge_losses`, :func:`pipeline.risk.zero_one_losses`) and the held-out
   intervals (:func:`pipeline.risk.clopper_pearson`, :func:`pipeline.risk.mean_ci`) live in :mod:`pipeline.risk`,
-  below the learners, which measure their own predictors with them; re-exported here.
+  below the learners, which measure their own predictors with them.
 - :func:`ball_comparator`: min_{||U||_F <= B} L_S^{g-hinge}(U), the comparator of UML Cor. 17.2
   (docs/bounds.md section 7), as an SOCP (cvxpy + Clarabel), with an achieved upper end and a rigorous lower
   end from the Lagrangian dual of the ball constraint.
@@ -47,7 +47,6 @@ from pipeline.params import ParamError, UserError
 
 from pipeline.numerics import UNIT_ROUNDOFF, err_factor, frobenius_upper, mean_upper  # noqa: E402
 from pipeline.risk import _inputs, _margins, _scores  # noqa: E402
-from pipeline.risk import clopper_pearson, ghinge_losses, mean_ci, zero_one_losses  # noqa: E402, F401 - re-exported
 
 
 # --- Rigorous evaluation of both ends ---------------------------------------------------------------
