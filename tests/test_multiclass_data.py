@@ -14,15 +14,8 @@ from scipy import stats
 from pipeline.data import DATASETS, MulticlassBundled, MulticlassMargin, check_labels
 from pipeline.data.multiclass import largest_margin
 from pipeline.params import ParamError, UserError
-from pipeline.solvers.multiclass import (
-    _scores,
-    ball_comparator,
-    clopper_pearson,
-    ghinge_losses,
-    mean_ci,
-    multiclass_svm,
-    zero_one_losses,
-)
+from pipeline.risk import _scores, clopper_pearson, ghinge_losses, mean_ci, zero_one_losses
+from pipeline.solvers.multiclass import ball_comparator, multiclass_svm
 
 CASES = [  # k, d, gamma, rho: simplex and polygon W*, small and large rho/gamma
     (5, 10, 0.05, 1.0),
