@@ -200,7 +200,7 @@ class SweepCallback(Callback):
                 params=swept,
             )
             log.info("sweep %s: parent run %s in %s", self.sweep_id, self.parent_id, self.uri)
-        tracking.announce_sweep(sweep_dir, self.parent_id, self.sweep_id)
+        tracking.announce_sweep(sweep_dir, self.parent_id, self.sweep_id, new=not resumed)
         self.started = time.perf_counter()
         # the progress of each job's log lines; the directory, for launchers whose workers start elsewhere (ray)
         sweep.update(start=time.time(), driver_cwd=os.getcwd())

@@ -354,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             keep_on_loopback(plan.ray_init)
         context = context.with_(size=len(plan.jobs), key=plan.sweep_key())
     context.publish()
+    if not plan.jobs:  # --help, --cfg, --info, shell completion: Hydra lists every group's options
+        _list_groups_once()
     sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
     guard = StopGuard(plan.tracking_uri)
     try:
@@ -377,6 +379,30 @@ def main(argv: Sequence[str] | None = None) -> None:
         guard.close()
         if "pipeline.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
             sys.modules["pipeline.callbacks"].release_sweep()
+
+
+def _list_groups_once() -> None:
+    """Make Hydra's listing of config-group options read one copy of the config repository.
+
+    ``boundlab --help`` lists every group and its options. Hydra answers each of those ~80 questions
+    with a fresh deep copy of its whole config repository (``ConfigLoaderImpl.get_group_options``:
+    ~15 ms each, most of the command's time); the files do not change while the command runs, so
+    one copy per (config name, overrides) answers them all. Only for the commands that run no job.
+    tests/test_compose_once.py fails if a Hydra release changes the method this replaces.
+    """
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.object_type import ObjectType
+
+    repos: dict[tuple, object] = {}
+
+    def get_group_options(self, group_name: str, results_filter: ObjectType | None = ObjectType.CONFIG,  # noqa: ANN001
+                          config_name: str | None = None, overrides: list[str] | None = None) -> list[str]:
+        key = (id(self), config_name, tuple(overrides or ()))
+        if key not in repos:
+            repos[key] = self._parse_overrides_and_create_caching_repo(config_name, list(overrides or ()))[1]
+        return repos[key].get_group_options(group_name, results_filter)
+
+    ConfigLoaderImpl.get_group_options = get_group_options
 
 
 class StopGuard:

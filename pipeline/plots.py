@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -97,9 +98,35 @@ def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
     return fig
 
 
+SEED_LINES = 8  # runs per panel drawn one line each; beyond, the panel shows their median and range
+
+
+def _band(ax: plt.Axes, runs: list[pd.DataFrame], color: object, dashed: bool, steps: bool) -> None:
+    """The median over ``runs`` (each a curve: t, empirical) and their min..max as a shaded band, on the
+    union of their steps (a count holds its value between steps; a curve is interpolated in log t)."""
+    t = np.unique(np.concatenate([r["t"].to_numpy(dtype=float) for r in runs]))
+    grid = np.full((len(runs), len(t)), np.nan)
+    for k, r in enumerate(runs):
+        rt, rv = r["t"].to_numpy(dtype=float), r["empirical"].to_numpy(dtype=float)
+        inside = (t >= rt[0]) & (t <= rt[-1])
+        if steps:
+            grid[k, inside] = rv[np.searchsorted(rt, t[inside], side="right") - 1]
+        else:
+            grid[k, inside] = np.interp(np.log(t[inside]), np.log(rt), rv)
+    with np.errstate(all="ignore"):
+        lo, mid, hi = np.nanmin(grid, axis=0), np.nanmedian(grid, axis=0), np.nanmax(grid, axis=0)
+    draw = ax.step if steps else ax.plot
+    kw = {"where": "post"} if steps else {}
+    draw(t, mid, color=color, lw=1.0 if dashed else 1.4, ls="--" if dashed else "-", **kw)
+    ax.fill_between(t, lo, hi, color=color, alpha=0.12 if dashed else 0.25, lw=0, step="post" if steps else None)
+
+
 def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_panels: int = 16) -> plt.Figure:
-    """The measured quantity against step t, one panel per parameter setting, one line per seed,
-    with each run's bound dashed: its curve over t for anytime bounds, else a horizontal line."""
+    """The measured quantity against step t, one panel per parameter setting, with each run's bound
+    dashed: its curve over t for anytime bounds, else a horizontal line. A panel of at most
+    ``SEED_LINES`` runs draws one line per seed; a larger one draws the median over its runs with their
+    min..max band, for the measured quantity and for the bound (a figure stays readable, and cheap, at
+    any number of seeds)."""
     rows = table[(table["bound"] == bound)]
     quantity = rows["quantity"].iloc[0]
     facets = [c for c in _varying(rows) if c != "seed"][:2]
@@ -107,26 +134,51 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     groups = groups[:max_panels]
     ncols = int(np.ceil(np.sqrt(len(groups))))
     nrows = int(np.ceil(len(groups) / ncols))
+    wanted = {quantity, f"bound/{bound}"} | {f"{p}/{q}" for p in rows.get("part", pd.Series(dtype=object)).dropna().unique()
+                                                 if isinstance(p, str) and p for q in (quantity, f"bound/{bound}")}
+    relevant = curves[curves["run"].isin(rows["run"]) & curves["quantity"].isin(wanted)]
+    by_run = {key: part for key, part in relevant.groupby(["run", "quantity"], sort=False)}  # one pass, not one per run
+    empty = relevant.iloc[:0]
+    banded = False
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(nrows, ncols, figsize=(max(3.2 * ncols + 0.6, 6.4), 2.6 * nrows + 1.6), squeeze=False,
                                  sharex=True, sharey=True)
         cmap = plt.get_cmap("tab10")
         for ax, (key, sel) in zip(axes.flat, groups):
             key = key if isinstance(key, tuple) else (key,)
-            for i, r in enumerate(sel.itertuples()):
+            measured, bounds, levels = [], [], []
+            for r in sel.itertuples():
                 prefix = f"{r.part}/" if isinstance(getattr(r, "part", None), str) and r.part else ""
-                c = curves[(curves["run"] == r.run) & (curves["quantity"] == f"{prefix}{quantity}")]
-                if np.all(np.mod(c["empirical"], 1) == 0):  # counts change at steps
-                    ax.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
-                else:
-                    ax.plot(c["t"], c["empirical"], color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
-                b = curves[(curves["run"] == r.run) & (curves["quantity"] == f"{prefix}bound/{bound}")]
-                if len(b):  # each run's own bound, in its colour
-                    ax.plot(b["t"], b["empirical"], color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
-                elif r.applicable:
-                    ax.axhline(r.theoretical, color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
+                measured.append((r, by_run.get((r.run, f"{prefix}{quantity}"), empty)))
+                bounds.append(by_run.get((r.run, f"{prefix}bound/{bound}"), empty))
+                levels.append(r.theoretical if r.applicable else np.nan)
+            steps = all(len(c) == 0 or np.all(np.mod(c["empirical"], 1) == 0) for _, c in measured)  # counts change at steps
+            if len(measured) <= SEED_LINES:
+                for i, ((r, c), b, level) in enumerate(zip(measured, bounds, levels)):
+                    if steps:
+                        ax.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
+                    else:
+                        ax.plot(c["t"], c["empirical"], color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
+                    if len(b):  # each run's own bound, in its colour
+                        ax.plot(b["t"], b["empirical"], color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
+                    elif np.isfinite(level):
+                        ax.axhline(level, color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
+            else:
+                banded = True
+                runs = [c for _, c in measured if len(c)]
+                if runs:
+                    _band(ax, runs, cmap(0), dashed=False, steps=steps)
+                curved = [b for b in bounds if len(b)]
+                if curved:
+                    _band(ax, curved, BOUND_COLOR, dashed=True, steps=False)
+                elif np.isfinite(levels).any():
+                    finite = np.asarray(levels, dtype=float)[np.isfinite(levels)]
+                    ax.axhline(float(np.median(finite)), color=BOUND_COLOR, ls="--", lw=1.0)
+                    if finite.min() < finite.max():
+                        ax.axhspan(finite.min(), finite.max(), color=BOUND_COLOR, alpha=0.08, lw=0)
+                ax.text(0.02, 0.03, f"{len(measured)} runs", transform=ax.transAxes, fontsize=7, va="bottom")
             ax.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
-            shown = curves[curves["run"].isin(sel["run"]) & curves["quantity"].isin([quantity, f"bound/{bound}"])]
+            shown = pd.concat([c for _, c in measured] + bounds) if measured else empty
             ax.set(xscale="log", yscale="log" if (shown["empirical"] > 0).all() else "symlog")
         for ax in axes.flat[len(groups):]:
             ax.set_visible(False)
@@ -134,9 +186,16 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             ax.set_xlabel("step t")
         for ax in axes[:, 0]:
             ax.set_ylabel(f"{quantity} up to t")
-        handles, labels = axes.flat[0].get_legend_handles_labels()
-        handles.append(plt.Line2D([], [], color=BOUND_COLOR, ls="--"))
-        labels.append(f"{rows['title'].iloc[0]} bound of the run")
+        if banded:
+            handles = [plt.Line2D([], [], color=cmap(0), lw=1.4),
+                       matplotlib.patches.Patch(color=cmap(0), alpha=0.25, lw=0),
+                       plt.Line2D([], [], color=BOUND_COLOR, ls="--")]
+            labels = [f"{quantity}: median over the panel's runs", "min..max over the runs",
+                      f"{rows['title'].iloc[0]} bound: median over the runs (band: min..max)"]
+        else:
+            handles, labels = axes.flat[0].get_legend_handles_labels()
+            handles.append(plt.Line2D([], [], color=BOUND_COLOR, ls="--"))
+            labels.append(f"{rows['title'].iloc[0]} bound of the run")
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8)
         fig.suptitle(f"{rows['learner'].iloc[0].capitalize()}: {quantity} against step t, with the "
                      f"{rows['title'].iloc[0]} bound (dashed)\n{rows['formula'].iloc[0]}", fontsize=10)

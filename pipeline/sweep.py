@@ -18,7 +18,7 @@ unpickles before it composes the job's config.
 >>> Sweep.from_json(ctx.to_json()) == ctx
 True
 >>> ctx.ended()
-Sweep(driver_pid=42, driver_cwd=None, key=None, size=None, start=None, parent_run_id=None, sweep_id='')
+Sweep(driver_pid=42, driver_cwd=None, key=None, size=None, start=None, parent_run_id=None, sweep_id='', parent_new=False)
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ class Sweep:
         When the sweep's jobs started (epoch seconds), for the progress of each job's log lines.
     parent_run_id, sweep_id
         The sweep's MLflow parent run and its id, once the sweep callback has opened it.
+    parent_new
+        Whether this command created that parent run (rather than resuming one): it then has no earlier
+        child runs, and a job need not look for any to supersede (``pipeline.tracking.JobRun``).
     """
 
     driver_pid: int | None = None
@@ -63,6 +66,7 @@ class Sweep:
     start: float | None = None
     parent_run_id: str | None = None
     sweep_id: str = ""
+    parent_new: bool = False
 
     def with_(self, **changes: Any) -> Sweep:
         """A copy with ``changes``."""
@@ -73,7 +77,7 @@ class Sweep:
         return Sweep(driver_pid=self.driver_pid, driver_cwd=self.driver_cwd)
 
     def to_json(self) -> str:
-        return json.dumps({k: v for k, v in dataclasses.asdict(self).items() if v not in (None, "")}, sort_keys=True)
+        return json.dumps({k: v for k, v in dataclasses.asdict(self).items() if v not in (None, "", False)}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Sweep:

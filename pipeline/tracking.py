@@ -127,9 +127,10 @@ def sweep_context(sweep_dir: Path) -> tuple[str | None, str]:
     return parent, sweep_id
 
 
-def announce_sweep(sweep_dir: Path, parent_id: str, sweep_id: str) -> None:
-    """Make the parent run id known to the sweep's jobs, whichever process they run in."""
-    sweep.update(parent_run_id=parent_id, sweep_id=sweep_id)
+def announce_sweep(sweep_dir: Path, parent_id: str, sweep_id: str, new: bool = False) -> None:
+    """Make the parent run id known to the sweep's jobs, whichever process they run in (``new``: this
+    command created it, so it has no earlier children)."""
+    sweep.update(parent_run_id=parent_id, sweep_id=sweep_id, parent_new=new)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     tmp = sweep_dir / f"{PARENT_FILE}.{os.getpid()}.tmp"  # a job reading the marker never sees half of it
     tmp.write_text(f"{parent_id} {sweep_id}\n")
@@ -160,7 +161,17 @@ def read_parent_marker(sweep_dir: Path) -> tuple[str, str] | None:
     return None
 
 
+_CLIENTS: dict[str, Any] = {}  # uri -> client: a sweep's jobs in one process share one (and its engine)
+
+
 def _client(uri: str):  # noqa: ANN202
+    """The process's MLflow client of ``uri`` (one per store: opening one costs ~10 ms a job)."""
+    if uri not in _CLIENTS:
+        _CLIENTS[uri] = _open_client(uri)
+    return _CLIENTS[uri]
+
+
+def _open_client(uri: str):  # noqa: ANN202
     import mlflow  # lazy: importing mlflow costs ~1.4 s
 
     path = _sqlite_path(uri)
@@ -332,6 +343,27 @@ def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Map
     client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
 
 
+HISTORY_POINTS = 64  # per quantity, in a run's MLflow metric history
+
+
+def history(curve: Any, points: int = HISTORY_POINTS) -> list[tuple[str, float, int]]:
+    """A run's curves as MLflow metric history: (quantity, value, step), at most ``points`` per quantity.
+
+    Each point is a row the store inserts (~0.1 ms each: most of a small job's tracking time), and a
+    chart in the MLflow UI shows no more. The kept points are spread evenly over the curve's own points
+    (which are spaced on a log scale of t), first and last always included; the whole curve is the
+    run's ``curve.parquet`` artifact, which the report and the figures read.
+    """
+    import numpy as np
+
+    out: list[tuple[str, float, int]] = []
+    for quantity, part in curve.groupby("quantity", sort=False):
+        t, v = part["t"].to_numpy(), part["empirical"].to_numpy()
+        keep = np.unique(np.linspace(0, len(t) - 1, min(points, len(t))).round().astype(int))
+        out += [(str(quantity), float(v[i]), int(t[i])) for i in keep]
+    return out
+
+
 class JobRun:
     """One job's MLflow run: opened before the work, ended FINISHED, FAILED or KILLED."""
 
@@ -353,7 +385,9 @@ class JobRun:
         run = self.client.create_run(exp_id, run_name=name, tags=all_tags)
         self.run_id = run.info.run_id
         OPEN_RUNS[self.run_id] = self
-        if parent_id and "boundlab.config_hash" in all_tags:
+        context = sweep.current()
+        new_parent = context.parent_new and context.parent_run_id == parent_id  # no earlier children to look for
+        if parent_id and "boundlab.config_hash" in all_tags and not (new_parent and not supersede):
             self._supersede(exp_id, parent_id, all_tags["boundlab.config_hash"], everything=supersede)
 
     def _supersede(self, exp_id: str, parent_id: str, key: str, everything: bool) -> None:
@@ -383,7 +417,7 @@ class JobRun:
                             (f"{key}/max_ratio_over_t", row.max_ratio_over_t, 0)]
         first = table.iloc[0]
         metrics += [(k, float(first[k]), 0) for k in STAT_METRICS if k in first and first[k] is not None]
-        metrics += [(q, v, t) for q, t, v in curve[["quantity", "t", "empirical"]].itertuples(index=False)]
+        metrics += history(curve)
         holds = table.loc[table["guarantee"] == "D", "holds"].dropna()
         applicable = table[table["applicable"].astype(bool)]
         tags = {"boundlab.holds": str(bool(holds.all())) if len(holds) else "n/a",

@@ -1,19 +1,29 @@
-"""Hydra's basic sweeper, minus the second composition of jobs boundlab's pre-flight has already checked.
+"""Hydra's basic sweeper, minus the compositions a sweep's jobs share.
 
-Before a sweep starts, ``boundlab`` composes and validates every job (``pipeline.cli.preflight``: once per
-choice of config groups, each job's values set on a copy) and records the jobs it validated
-(``pipeline.sweep.vouch``). Hydra's basic sweeper would compose each job once more before launching it
-(``validate_batch_is_legal``, ~0.1 s a job); this one skips that for a batch the pre-flight validated,
-exactly as given, and validates any other batch as Hydra does. The launcher still composes every job it
-runs. Selected in conf/config.yaml (``override hydra/sweeper: boundlab``); Hydra finds it in the
+Two costs of Hydra's multirun grow with the number of jobs, and both are compositions of the config
+(~0.1 s each with boundlab's groups):
+
+- Before a sweep starts, ``boundlab`` composes and validates every job (``pipeline.cli.preflight``) and
+  records the jobs it validated (``pipeline.sweep.vouch``). Hydra's basic sweeper would compose each job
+  once more before launching it (``validate_batch_is_legal``); this one skips that for a batch the
+  pre-flight validated, exactly as given, and validates any other batch as Hydra does.
+- The launcher composes every job it runs (``ConfigLoader.load_sweep_config``). This sweeper hands the
+  launcher a :class:`ComposeOnce` loader: jobs that differ only in plain ``key=value`` overrides share one
+  composition of their config-group choices, copied per job, with the values applied by Hydra's own
+  override code, and the job's override records filled as Hydra fills them. Anything else is composed by
+  Hydra as before. tests/test_sweep.py checks the result equals Hydra's own, node for node.
+
+Selected in conf/config.yaml (``override hydra/sweeper: boundlab``); Hydra finds it in the
 ``hydra_plugins`` namespace package. tests/test_sweep.py fails if a Hydra release changes what it uses.
 """
 
+import copy
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
+from hydra.types import HydraContext
 
 
 @dataclass
@@ -28,8 +38,71 @@ class BoundlabSweeperConf:
 ConfigStore.instance().store(group="hydra/sweeper", name="boundlab", node=BoundlabSweeperConf, provider="boundlab")
 
 
+class ComposeOnce:
+    """A config loader for the launcher: one composition per choice of config groups, not one per job.
+
+    Wraps Hydra's loader (every other call goes to it). ``load_sweep_config`` does what Hydra's does,
+    ``load_configuration(master's hydra overrides + job overrides)`` then the master's resolver cache,
+    with the composition itself taken from a per-process cache keyed by the job's non-plain overrides.
+    A plain override (``key=value`` on a key that is not a config group, no ``+``/``~``/``@package``,
+    not under ``hydra``) is exactly one of Hydra's "config overrides", which Hydra applies after
+    composing, in order, with ``ConfigLoaderImpl._apply_overrides_to_config``: that is what is applied
+    here to a deep copy. A job with any other kind of override is composed by Hydra.
+    """
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+        self._composed: Dict[Tuple[str, ...], Any] = {}
+
+    def __getattr__(self, name: str) -> Any:  # everything but load_sweep_config is Hydra's
+        if name in ("loader", "_composed"):
+            raise AttributeError(name)
+        return getattr(self.loader, name)
+
+    def __getstate__(self) -> Dict[str, Any]:  # a launcher ships the loader to its workers: not the cache
+        return {"loader": self.loader, "_composed": {}}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def _plain(self, o: Any) -> bool:
+        return (not (o.is_delete() or o.is_add() or o.is_force_add() or o.is_sweep_override())
+                and o.package is None and not o.is_hydra_override() and not isinstance(o.value(), dict)
+                and not self.loader.repository.group_exists(o.key_or_group))
+
+    def load_sweep_config(self, master_config: Any, sweep_overrides: List[str]) -> Any:
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+        from hydra.types import RunMode
+        from omegaconf import OmegaConf
+
+        overrides = list(OmegaConf.to_container(master_config.hydra.overrides.hydra)) + list(sweep_overrides)
+        parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+        plain = [o for o in parsed if self._plain(o)]
+        structural = [o.input_line for o in parsed if not self._plain(o)]
+        key = (str(master_config.hydra.job.config_name), *structural)
+        if key not in self._composed:
+            self._composed[key] = self.loader.load_configuration(
+                config_name=master_config.hydra.job.config_name, overrides=structural, run_mode=RunMode.RUN)
+        cfg = copy.deepcopy(self._composed[key])
+        ConfigLoaderImpl._apply_overrides_to_config(plain, cfg)
+        app = [o for o in parsed if not o.is_hydra_override()]
+        cfg.hydra.overrides.hydra = [o.input_line for o in parsed if o.is_hydra_override()]
+        cfg.hydra.overrides.task = [o.input_line for o in app]
+        dirname = cfg.hydra.job.config.override_dirname
+        cfg.hydra.job.override_dirname = get_overrides_dirname(
+            overrides=app, kv_sep=dirname.kv_sep, item_sep=dirname.item_sep, exclude_keys=dirname.exclude_keys)
+        OmegaConf.copy_cache(from_config=master_config, to_config=cfg)
+        return cfg
+
+
 class BoundlabSweeper(BasicSweeper):
-    """Hydra's basic sweeper that trusts boundlab's pre-flight for the batches it validated."""
+    """Hydra's basic sweeper that trusts boundlab's pre-flight for the batches it validated, and whose
+    launcher composes once per choice of config groups (:class:`ComposeOnce`)."""
+
+    def setup(self, *, hydra_context: HydraContext, task_function: Any, config: Any) -> None:
+        shared = HydraContext(config_loader=ComposeOnce(hydra_context.config_loader), callbacks=hydra_context.callbacks)
+        super().setup(hydra_context=shared, task_function=task_function, config=config)
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         from pipeline import sweep

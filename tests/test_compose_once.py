@@ -1,0 +1,185 @@
+"""The sweep's plumbing costs per job: one composition per choice of config groups (the sweeper's
+launcher loader), a bounded MLflow metric history, and no search for runs a new parent cannot have."""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import ConfigCompositionException
+from hydra.types import RunMode
+from omegaconf import OmegaConf
+
+from hydra_plugins.boundlab_sweeper.boundlab_sweeper import ComposeOnce
+from pipeline import sweep, tracking
+from pipeline.paths import CONF_DIR
+from pipeline.schemas import register
+
+JOBS = [
+    ["seed=1"],
+    ["seed=2", "algorithm=pegasos", "T=100"],
+    ["algorithm=pegasos", "seed=3", "T=200", "algorithm.lam=0.5"],
+    ["algorithm=pegasos", "T=200", "seed=3"],  # the same groups as the one above: from the cache
+    ["dataset=file", "dataset.path=a.npz", "seed=0"],
+    ["gamma=0.2", "rho=2", "name='a b'"],
+    ["+extra=1", "seed=1"],  # an addition: composed by Hydra
+    ["~k", "seed=4"],  # a deletion: composed by Hydra
+    ["experiment=perceptron_margin", "seed=5"],
+    ["hydra.job.name=other", "seed=6"],  # a hydra override: composed by Hydra
+    ["tracking.uri=sqlite:///x.db", "seed=7"],
+    ["algorithm=perceptron", "algorithm.tie=mistake", "gamma=0.05"],
+]
+
+
+@pytest.fixture(scope="module")
+def loader():  # noqa: ANN201
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        yield GlobalHydra.instance().config_loader()
+
+
+@pytest.fixture(scope="module")
+def master(loader):  # noqa: ANN001, ANN201
+    return loader.load_configuration("config", overrides=["hydra.sweep.dir=sweeps/x", "seed=range(3)"],
+                                     run_mode=RunMode.MULTIRUN)
+
+
+def _flags(cfg) -> tuple:  # noqa: ANN001
+    return OmegaConf.is_struct(cfg), OmegaConf.is_readonly(cfg), OmegaConf.is_readonly(cfg.hydra)
+
+
+def test_each_job_config_equals_hydras_own(loader, master) -> None:  # noqa: ANN001
+    once = ComposeOnce(loader)
+    for job in JOBS:
+        theirs = loader.load_sweep_config(master, job)
+        for _ in range(2):  # composed, then from the cache
+            ours = once.load_sweep_config(master, job)
+            assert OmegaConf.to_yaml(ours) == OmegaConf.to_yaml(theirs), job
+            assert _flags(ours) == _flags(theirs), job
+            assert OmegaConf.to_container(ours, resolve=False) == OmegaConf.to_container(theirs, resolve=False)
+            assert ours.hydra.overrides.task == theirs.hydra.overrides.task
+            assert ours.hydra.job.override_dirname == theirs.hydra.job.override_dirname
+
+
+def test_a_copy_never_shares_nodes_with_the_cache(loader, master) -> None:  # noqa: ANN001
+    once = ComposeOnce(loader)
+    a = once.load_sweep_config(master, ["seed=1"])
+    a.seed = 99
+    a.hydra.overrides.task.append("x=1")
+    b = once.load_sweep_config(master, ["seed=2"])
+    assert b.seed == 2 and list(b.hydra.overrides.task) == ["seed=2"]
+
+
+def test_value_only_jobs_compose_once_per_group_choice(loader, master, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    once = ComposeOnce(loader)
+    calls: list[list[str]] = []
+    real = loader.load_configuration
+    monkeypatch.setattr(loader, "load_configuration", lambda **kw: calls.append(kw["overrides"]) or real(**kw))
+    for s in range(20):
+        assert once.load_sweep_config(master, [f"seed={s}", "gamma=0.2"]).seed == s
+        assert once.load_sweep_config(master, [f"seed={s}", "algorithm=pegasos", "T=50"]).T == 50
+    assert len(calls) == 2
+    assert ["algorithm=pegasos"] == [o for o in calls[1] if not o.startswith("hydra.")]
+
+
+def test_a_bad_value_fails_as_hydras_does(loader, master) -> None:  # noqa: ANN001
+    once = ComposeOnce(loader)
+    for job in (["nosuchkey=1"], ["algorithm.nosuch=2"], ["seed=1", "dataset=nosuch"]):
+        with pytest.raises(Exception) as theirs:
+            loader.load_sweep_config(master, job)
+        with pytest.raises(Exception) as ours:
+            once.load_sweep_config(master, job)
+        assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
+    with pytest.raises(ConfigCompositionException, match="nosuchkey"):
+        once.load_sweep_config(master, ["nosuchkey=1"])
+
+
+def test_a_worker_gets_the_loader_without_the_cache(loader, master) -> None:  # noqa: ANN001
+    import sys
+
+    # Hydra's plugin scan may import the module anew: pickle finds the class that is in sys.modules now
+    once = sys.modules[ComposeOnce.__module__].ComposeOnce(loader)
+    once.load_sweep_config(master, ["seed=1"])
+    assert once._composed
+    copy = pickle.loads(pickle.dumps(once))
+    assert copy._composed == {} and copy.repository is not None
+    assert OmegaConf.to_yaml(copy.load_sweep_config(master, ["seed=1"])) == OmegaConf.to_yaml(
+        loader.load_sweep_config(master, ["seed=1"]))
+
+
+def test_what_the_loader_relies_on_in_hydra() -> None:
+    """Fails when a Hydra release changes what :class:`ComposeOnce` repeats of Hydra's loader."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
+    from hydra._internal.core_plugins.basic_launcher import BasicLauncher
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    assert list(inspect.signature(ConfigLoaderImpl.load_sweep_config).parameters) == [
+        "self", "master_config", "sweep_overrides"]
+    source = inspect.getsource(ConfigLoaderImpl._load_configuration_impl)
+    for step in ("ConfigLoaderImpl._apply_overrides_to_config(config_overrides, cfg)",
+                 "cfg.hydra.overrides.hydra.append(override.input_line)",
+                 "cfg.hydra.overrides.task.append(override.input_line)",
+                 "cfg.hydra.job.override_dirname = get_overrides_dirname("):
+        assert step in source, step
+    assert "is_dict or not is_group" in inspect.getsource(__import__("hydra._internal.defaults_list",
+                                                                     fromlist=["Overrides"]).Overrides)
+    assert isinstance(inspect.getattr_static(ConfigLoaderImpl, "_apply_overrides_to_config"), staticmethod)
+    assert callable(get_overrides_dirname)
+    assert "config_loader.load_sweep_config" in inspect.getsource(BasicLauncher.launch)
+    assert "self.launcher = Plugins.instance().instantiate_launcher(" in inspect.getsource(BasicSweeper.setup)
+
+
+# ---------------------------------------------------------------- tracking
+
+def test_metric_history_keeps_the_ends_and_at_most_the_limit() -> None:
+    t = np.unique(np.geomspace(1, 10_000, 300).astype(int))
+    curve = pd.concat([pd.DataFrame({"quantity": "mistakes", "t": t, "empirical": np.arange(len(t), dtype=float)}),
+                       pd.DataFrame({"quantity": "bound/x", "t": t[:5], "empirical": [5.0, 4, 3, 2, 1]})])
+    rows = tracking.history(curve, points=64)
+    mistakes = [(v, s) for q, v, s in rows if q == "mistakes"]
+    assert len(mistakes) == 64 and mistakes[0] == (0.0, 1) and mistakes[-1] == (len(t) - 1.0, 10_000)
+    assert all(v == float(np.flatnonzero(t == s)[0]) for v, s in mistakes)  # each value at its own step
+    assert [(v, s) for q, v, s in rows if q == "bound/x"] == [(5.0, 1), (4.0, 2), (3.0, 3), (2.0, 4), (1.0, 5)]
+
+
+@pytest.mark.parametrize("new", [True, False])
+def test_a_new_parent_has_no_earlier_runs_to_look_for(new: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(sweep.ENV, raising=False)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    parent = tracking.start_parent(uri, "e", "p", "q", "s-1", tags={})
+    tracking.announce_sweep(tmp_path, parent, "s-1", new=new)
+    searched: list[str] = []
+    monkeypatch.setattr(tracking.JobRun, "_supersede", lambda self, *a, **k: searched.append(self.run_id))
+    tags = {"boundlab.config_hash": "k"}
+    tracking.JobRun(uri, "e", "job", parent_id=parent, tags=tags)
+    tracking.JobRun(uri, "e", "job", parent_id=parent, tags=tags, supersede=True)  # a forced rerun always looks
+    tracking.JobRun(uri, "e", "job", parent_id="f" * 32 if new else parent, tags=tags)  # another parent: looks
+    assert len(searched) == (2 if new else 3)
+    sweep.current().ended().publish()
+    assert sweep.current().parent_new is False
+
+
+# ---------------------------------------------------------------- --help
+
+def test_help_lists_the_same_groups_from_one_repository_copy() -> None:
+    """``boundlab --help`` answers Hydra's per-group questions from one copy of the repository: the
+    text is the one Hydra's own listing gives, and Hydra's method keeps the signature replaced."""
+    import subprocess
+    import sys
+
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    assert list(inspect.signature(ConfigLoaderImpl.get_group_options).parameters) == [
+        "self", "group_name", "results_filter", "config_name", "overrides"]
+    code = ("import sys\nfrom pipeline import cli\n"
+            "if sys.argv[1] == 'hydra': cli._list_groups_once = lambda: None\n"
+            "sys.argv = ['boundlab', '--help']\ncli.main(['--help'])\n")
+    texts = [subprocess.run([sys.executable, "-c", code, which], capture_output=True, text=True, check=True).stdout
+             for which in ("hydra", "ours")]
+    assert texts[0] == texts[1] and "algorithm: " in texts[0] and "dataset: " in texts[0]
