@@ -100,15 +100,21 @@ def test_a_bad_value_fails_as_hydras_does(loader, master) -> None:  # noqa: ANN0
         once.load_sweep_config(master, ["nosuchkey=1"])
 
 
-def test_a_worker_gets_the_loader_without_the_cache(loader, master) -> None:  # noqa: ANN001
+def test_a_worker_keeps_its_compositions_per_sweep_not_in_the_pickle(loader, master) -> None:  # noqa: ANN001
     import sys
 
     # Hydra's plugin scan may import the module anew: pickle finds the class that is in sys.modules now
     once = sys.modules[ComposeOnce.__module__].ComposeOnce(loader)
     once.load_sweep_config(master, ["seed=1"])
     assert once._composed
-    copy = pickle.loads(pickle.dumps(once))
-    assert copy._composed == {} and copy.repository is not None
+    copy = pickle.loads(pickle.dumps(once))  # in this process: the same sweep's compositions
+    assert copy._composed is once._composed and copy.repository is not None
+    size = len(pickle.dumps(once))
+    for s in range(5):
+        once.load_sweep_config(master, [f"seed={s}", "algorithm=pegasos"])
+    assert len(pickle.dumps(once)) == size  # the compositions stay in the process, not in what is shipped
+    other = sys.modules[ComposeOnce.__module__].ComposeOnce(loader)  # another sweep: its own
+    assert other._composed == {} and copy._composed == {}  # noqa: PLC1802
     assert OmegaConf.to_yaml(copy.load_sweep_config(master, ["seed=1"])) == OmegaConf.to_yaml(
         loader.load_sweep_config(master, ["seed=1"]))
 
@@ -183,3 +189,55 @@ def test_help_lists_the_same_groups_from_one_repository_copy() -> None:
     texts = [subprocess.run([sys.executable, "-c", code, which], capture_output=True, text=True, check=True).stdout
              for which in ("hydra", "ours")]
     assert texts[0] == texts[1] and "algorithm: " in texts[0] and "dataset: " in texts[0]
+
+
+# ---------------------------------------------------------------- the joblib launcher
+
+@pytest.mark.filterwarnings("ignore:'hydra/launcher/joblib' is validated against ConfigStore schema")
+def test_the_joblib_preset_selects_the_launcher_that_keeps_its_plugins(loader) -> None:  # noqa: ANN001
+    """hydra/launcher=joblib is boundlab's subclass with the plugin's fields and defaults, and Hydra's
+    worker function still restores the singletons as the subclass's worker function expects."""
+    import dataclasses
+
+    from hydra import compose
+    from hydra_plugins.hydra_joblib_launcher import _core
+    from hydra_plugins.hydra_joblib_launcher.config import JobLibLauncherConf
+
+    from hydra_plugins.boundlab_sweeper.boundlab_sweeper import BoundlabJoblibLauncher
+
+    launcher = compose("config", overrides=["hydra/launcher=joblib"], return_hydra_config=True).hydra.launcher
+    theirs = {f.name: f.default for f in dataclasses.fields(JobLibLauncherConf)}
+    assert launcher._target_ == "hydra_plugins.boundlab_sweeper.boundlab_sweeper.BoundlabJoblibLauncher"
+    assert {k: v for k, v in OmegaConf.to_container(launcher).items() if k != "_target_"} == {
+        k: v for k, v in theirs.items() if k != "_target_"}
+    assert list(inspect.signature(_core.execute_job).parameters) == [
+        "idx", "overrides", "hydra_context", "config", "task_function", "singleton_state"]
+    assert "Singleton.set_state(singleton_state)" in inspect.getsource(_core.execute_job)
+    assert "delayed(execute_job)(" in inspect.getsource(_core.launch)
+    assert 'instances.pop(Plugins, None)' in inspect.getsource(__import__("hydra.core.singleton", fromlist=["x"]).Singleton.get_state)
+    assert issubclass(BoundlabJoblibLauncher, __import__(
+        "hydra_plugins.hydra_joblib_launcher.joblib_launcher", fromlist=["x"]).JoblibLauncher)
+
+
+def test_a_worker_keeps_its_plugin_registry_between_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hydra.core.plugins import Plugins
+    from hydra.core.singleton import Singleton
+    from hydra_plugins.hydra_joblib_launcher import _core
+
+    import hydra_plugins.boundlab_sweeper.boundlab_sweeper as plugin
+
+    Plugins.instance()
+    registry = Singleton._instances[Plugins]
+    seen: list = []
+
+    def hydras(idx, overrides, hydra_context, config, task_function, singleton_state):  # noqa: ANN001, ANN202
+        Singleton.set_state(singleton_state)
+        seen.append(Singleton._instances[Plugins])
+        return idx
+
+    monkeypatch.setattr(_core, "execute_job", hydras)
+    state = Singleton.get_state()
+    assert Plugins not in state["instances"]  # Hydra's state leaves it out: a worker would scan again
+    assert plugin.execute_job(3, [], None, None, None, state) == 3
+    assert seen == [registry]
+

@@ -157,7 +157,7 @@ def _in_process_sweep(argv: list[str], tmp_path: Path, monkeypatch: pytest.Monke
     from pipeline import stages
     from pipeline.cli import main
 
-    seen: dict[str, list] = {"vouched": [], "hydra_checked": [], "composed": [], "ran": []}
+    seen: dict[str, list] = {"vouched": [], "hydra_checked": [], "composed": [], "ran": [], "launcher_composed": []}
     vouched = sweep.vouched
     monkeypatch.setattr(sweep, "vouched", lambda batch: seen["vouched"].append(list(batch)) or vouched(batch))
     monkeypatch.setattr(Sweeper, "validate_batch_is_legal", lambda self, batch: seen["hydra_checked"].append(list(batch)))
@@ -165,6 +165,14 @@ def _in_process_sweep(argv: list[str], tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(ConfigLoaderImpl, "load_sweep_config",
                         lambda self, master_config, sweep_overrides: seen["composed"].append(sweep_overrides)
                         or load(self, master_config, sweep_overrides))
+    compose = ConfigLoaderImpl.load_configuration
+
+    def composing(self, config_name, overrides, run_mode, *args, **kwargs):  # noqa: ANN001, ANN202
+        if sys._getframe(1).f_code.co_name == "load_sweep_config":  # the launcher's loader (ComposeOnce)
+            seen["launcher_composed"].append([o for o in overrides if not o.lstrip("~+").startswith("hydra")])
+        return compose(self, config_name, overrides, run_mode, *args, **kwargs)
+
+    monkeypatch.setattr(ConfigLoaderImpl, "load_configuration", composing)
     monkeypatch.setattr(stages, "job", lambda cfg: seen["ran"].append(list(HydraConfig.get().overrides.task)))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["boundlab"])
@@ -175,12 +183,15 @@ def _in_process_sweep(argv: list[str], tmp_path: Path, monkeypatch: pytest.Monke
 def test_the_sweep_launches_the_preflights_jobs_composing_each_once(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The jobs the pre-flight validated are exactly the batch Hydra's sweeper builds (the experiment's
-    sweeper params, the command line over them, quoted values, hydra overrides set aside), and only the
-    launcher composes them."""
+    sweeper params, the command line over them, quoted values, hydra overrides set aside), the sweeper
+    does not compose them again, and the launcher composes them once per choice of config groups
+    (the six jobs differ in values only: one composition; tests/test_compose_once.py checks each job's
+    config equals Hydra's own composition of it)."""
     argv = ["experiment=perceptron_margin", "gamma=0.2", "seed=0,1", "n=40", "d=3", 'question="a, b?"']
     seen = _in_process_sweep(argv, tmp_path, monkeypatch)
     assert len(seen["ran"]) == 6 and seen["hydra_checked"] == []  # the experiment's 3 rho x 2 seeds
-    assert seen["vouched"] == [seen["composed"]] == [seen["ran"]]
+    assert seen["vouched"] == [seen["ran"]] and seen["composed"] == []  # Hydra's per-job composition: not used
+    assert seen["launcher_composed"] == [["experiment=perceptron_margin"]]
     assert seen["ran"][0][0] == "gamma=0.2" and 'question="a, b?"' in seen["ran"][0]
 
 

@@ -18,6 +18,7 @@ Selected in conf/config.yaml (``override hydra/sweeper: boundlab``); Hydra finds
 """
 
 import copy
+import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -52,18 +53,24 @@ class ComposeOnce:
 
     def __init__(self, loader: Any) -> None:
         self.loader = loader
-        self._composed: Dict[Tuple[str, ...], Any] = {}
+        self.sweep = uuid.uuid4().hex  # the sweep this loader composes for, in whichever process it lands
 
     def __getattr__(self, name: str) -> Any:  # everything but load_sweep_config is Hydra's
-        if name in ("loader", "_composed"):
+        if name in ("loader", "sweep"):
             raise AttributeError(name)
         return getattr(self.loader, name)
 
-    def __getstate__(self) -> Dict[str, Any]:  # a launcher ships the loader to its workers: not the cache
-        return {"loader": self.loader, "_composed": {}}
+    @property
+    def _composed(self) -> Dict[Tuple[str, ...], Any]:
+        """This process's compositions for this sweep. A launcher that ships the loader to its workers
+        with each job (joblib pickles it per job) finds the worker's compositions of the same sweep
+        here; a worker that moves on to another sweep drops the earlier one's."""
+        from pipeline.sweep import COMPOSED  # not here: Hydra's plugin scan may run this module again
 
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        if COMPOSED.get("sweep") != self.sweep:
+            COMPOSED.clear()
+            COMPOSED.update(sweep=self.sweep, configs={})
+        return COMPOSED["configs"]
 
     def _plain(self, o: Any) -> bool:
         return (not (o.is_delete() or o.is_add() or o.is_force_add() or o.is_sweep_override())
@@ -110,3 +117,60 @@ class BoundlabSweeper(BasicSweeper):
         if sweep.vouched(batch):
             return
         super().validate_batch_is_legal(batch)
+
+
+# ---------------------------------------------------------------- the joblib launcher
+
+def _import_joblib_launcher() -> Any:
+    try:
+        from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+    except ImportError:  # the plugin is a dependency of boundlab; without it, Hydra reports the missing launcher
+        from hydra.plugins.launcher import Launcher as JoblibLauncher
+    return JoblibLauncher
+
+
+class BoundlabJoblibLauncher(_import_joblib_launcher()):  # type: ignore[misc]
+    """Hydra's joblib launcher (``hydra/launcher=joblib``: conf/hydra/launcher/joblib.yaml), whose
+    workers keep the plugins they discovered for their first job.
+
+    Hydra's worker function restores the driver's singletons for every job, and the plugin registry is
+    not among them, so each job re-runs Hydra's plugin scan, executing every ``hydra_plugins`` module
+    again (~50 ms a job, a third of a small job). The plugins installed do not change during a sweep:
+    :func:`execute_job` hands a worker's registry on to its next jobs, then runs Hydra's own worker
+    function. Everything else is the plugin's. tests/test_compose_once.py fails if that function changes.
+    """
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
+        from hydra_plugins.hydra_joblib_launcher import _core
+
+        hydras = _core.execute_job
+        _core.execute_job = execute_job  # what _core.launch ships to the workers, by reference
+        try:
+            return _core.launch(launcher=self, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
+        finally:
+            _core.execute_job = hydras
+
+
+def execute_job(idx: int, overrides: Sequence[str], hydra_context: HydraContext, config: Any, task_function: Any,
+                singleton_state: Dict[Any, Any]) -> Any:
+    """Hydra's joblib worker function, with this worker's plugin registry kept from its previous job."""
+    from hydra.core.plugins import Plugins
+    from hydra.core.singleton import Singleton
+    from hydra_plugins.hydra_joblib_launcher import _core
+
+    kept = Singleton._instances.get(Plugins)
+    if kept is not None:
+        singleton_state = {**singleton_state, "instances": {**singleton_state["instances"], Plugins: kept}}
+    run = _core.execute_job if _core.execute_job is not execute_job else _HYDRAS_EXECUTE_JOB
+    return run(idx, overrides, hydra_context, config, task_function, singleton_state)
+
+
+def _hydras_execute_job() -> Any:
+    try:
+        from hydra_plugins.hydra_joblib_launcher._core import execute_job as hydras
+    except ImportError:
+        return None
+    return hydras
+
+
+_HYDRAS_EXECUTE_JOB = _hydras_execute_job()
