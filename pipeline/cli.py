@@ -331,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     # conf/hydra/launcher/{ray,joblib}.yaml replace the plugins' configs with every field of their schemas
-    warnings.filterwarnings("ignore", message=r"'hydra/launcher/(ray|joblib)' is validated against ConfigStore schema")
+    warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/(ray|joblib)' is validated against ConfigStore schema")
     if not CONF_DIR.is_dir():
         _fail(f"no config directory at {CONF_DIR}: install boundlab from its checkout with 'pip install -e .'")
     register()

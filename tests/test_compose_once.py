@@ -193,7 +193,7 @@ def test_help_lists_the_same_groups_from_one_repository_copy() -> None:
 
 # ---------------------------------------------------------------- the joblib launcher
 
-@pytest.mark.filterwarnings("ignore:'hydra/launcher/joblib' is validated against ConfigStore schema")
+@pytest.mark.filterwarnings(r"ignore:\s*'hydra/launcher/joblib' is validated against ConfigStore schema")
 def test_the_joblib_preset_selects_the_launcher_that_keeps_its_plugins(loader) -> None:  # noqa: ANN001
     """hydra/launcher=joblib is boundlab's subclass with the plugin's fields and defaults, and Hydra's
     worker function still restores the singletons as the subclass's worker function expects."""

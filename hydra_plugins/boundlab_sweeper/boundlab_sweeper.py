@@ -19,6 +19,7 @@ Selected in conf/config.yaml (``override hydra/sweeper: boundlab``); Hydra finds
 
 import copy
 import uuid
+import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -89,8 +90,10 @@ class ComposeOnce:
         structural = [o.input_line for o in parsed if not self._plain(o)]
         key = (str(master_config.hydra.job.config_name), *structural)
         if key not in self._composed:
-            self._composed[key] = self.loader.load_configuration(
-                config_name=master_config.hydra.job.config_name, overrides=structural, run_mode=RunMode.RUN)
+            with warnings.catch_warnings():  # a worker's first composition: the presets' schemas (pipeline.cli.main)
+                warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore schema")
+                self._composed[key] = self.loader.load_configuration(
+                    config_name=master_config.hydra.job.config_name, overrides=structural, run_mode=RunMode.RUN)
         cfg = copy.deepcopy(self._composed[key])
         ConfigLoaderImpl._apply_overrides_to_config(plain, cfg)
         app = [o for o in parsed if not o.is_hydra_override()]
