@@ -9,9 +9,12 @@ repetitions of that ratio).
 Sections: ``kernels`` (one pass of the Perceptron and of Pegasos against scikit-learn with the same
 semantics and against the streaming floor, one compiled read of the same array), ``kernel_pegasos``
 (against a straightforward NumPy implementation), ``cache`` (a new process loads compiled kernels from
-disk), ``startup`` (``boundlab --help``, a rejected config), ``stream`` (T examples generated in chunks,
-never materialised: wall time and peak memory), ``sweep`` (N small jobs against a bare Hydra multirun of N
-jobs, with the per-job cost broken down) and ``parallel`` (the joblib launcher on both cores).
+disk), ``startup`` (``boundlab --help``, a rejected config), ``single`` (the default ``boundlab`` against a
+bare Hydra app's single run), ``stream`` (T examples generated in chunks, never materialised: wall time and
+peak memory), ``files`` (the whole ``boundlab dataset=file`` run on generated files of 1e5 and 1e6 rows and a
+sparse one: wall time and peak memory, benchmarks/bench_files.py) and ``sweep`` (sweeps of each job kind of
+100 and 1,000 jobs against a bare Hydra multirun of as many jobs, with the per-job cost broken down, and the
+joblib launcher on both cores). The machine's load average is printed before each section.
 """
 
 from __future__ import annotations
@@ -270,6 +273,41 @@ def bench_startup(reps: int) -> dict[str, Any]:
     return out
 
 
+def bench_single(reps: int) -> dict[str, Any]:
+    """The default ``boundlab`` (one run: data, certificate, learner, bounds, MLflow run) against a bare
+    Hydra app's single run, alternating, each in a new process with its own output directory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}", "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+        (tmp_path / "bare.py").write_text(BARE_APP)
+        count = iter(range(10**6))
+        contenders = {
+            "bare_hydra": lambda: _timed([sys.executable, str(tmp_path / "bare.py"), f"hydra.run.dir={tmp_path / f'b{next(count)}'}"],
+                                         tmp_path, env),
+            "boundlab": lambda: _timed([*boundlab_cmd(), f"hydra.run.dir={tmp_path / f'o{next(count)}'}"], tmp_path, env),
+        }
+        for f in contenders.values():  # warm-up: the store's tables, compiled kernels, the file cache
+            f()
+        times: dict[str, list[float]] = {k: [] for k in contenders}
+        for _ in range(reps):
+            for k, f in contenders.items():
+                times[k].append(f())
+    return {"seconds": {k: spread(v) for k, v in times.items()},
+            "boundlab_over_bare_hydra": spread([o / b for o, b in zip(times["boundlab"], times["bare_hydra"])]),
+            "best_of_reps_ratio": min(times["boundlab"]) / min(times["bare_hydra"])}
+
+
+# --- real files at scale ---------------------------------------------------------------------------
+
+def bench_files(tiny: bool) -> dict[str, Any]:
+    """The whole ``boundlab dataset=file`` run on generated files (benchmarks/bench_files.py)."""
+    try:
+        from bench_files import files  # the script's own directory is on sys.path
+    except ImportError as e:
+        return {"error": f"benchmarks/bench_files.py: {e}"}
+    return files(tiny)
+
+
 # --- the streamed run -------------------------------------------------------------------------------
 
 STREAM_CODE = """
@@ -318,7 +356,24 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     return elapsed
 
 
-def bench_sweep(jobs: int, job_args: list[str], parallel: bool) -> dict[str, Any]:
+SWEEP_JOBS = {"perceptron n=200 d=5": ["n=200", "d=5"], "pegasos T=10000 d=20": ["algorithm=pegasos", "T=10000", "d=20"]}
+
+
+def bench_sweeps(sizes: list[int], parallel: bool, tiny: bool) -> dict[str, Any]:
+    """Every job kind of the issue at every size: per-job cost against a bare Hydra multirun, the joblib
+    launcher's speed-up; the breakdown of one job's cost once per kind (the largest size)."""
+    out: dict[str, Any] = {}
+    kinds = dict(list(SWEEP_JOBS.items())[:1]) if tiny else SWEEP_JOBS
+    for kind, args in kinds.items():
+        for jobs in sizes:
+            t = time.perf_counter()
+            out[f"{kind}, {jobs} jobs"] = bench_sweep(jobs, args, parallel, breakdown_too=jobs == max(sizes))
+            print(f"  sweep {kind}, {jobs} jobs: {time.perf_counter() - t:.0f} s (load {os.getloadavg()[0]:.2f})",
+                  file=sys.stderr)
+    return out
+
+
+def bench_sweep(jobs: int, job_args: list[str], parallel: bool, breakdown_too: bool = True) -> dict[str, Any]:
     """Per-job cost = (time of N jobs - time of 1 job) / (N - 1): the process start-up, the sweep's
     parent run and its figures are paid once and left out; both commands are measured the same way."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -341,8 +396,9 @@ def bench_sweep(jobs: int, job_args: list[str], parallel: bool) -> dict[str, Any
             "seconds": {"bare_hydra_1": t_bare_1, "bare_hydra_N": t_bare_n, "boundlab_1": t_ours_1, "boundlab_N": t_ours_n},
             "per_job_seconds": {"bare_hydra": bare_job, "boundlab": ours_job},
             "per_job_over_bare_hydra": ours_job / bare_job,
-            "breakdown_per_job_seconds": breakdown(job_args, env, reps=min(jobs, 20)) | {"hydra (bare)": bare_job},
         }
+        if breakdown_too:
+            out["breakdown_per_job_seconds"] = breakdown(job_args, env, reps=min(jobs, 20)) | {"hydra (bare)": bare_job}
         if parallel:
             t_par = sweep(ours, jobs, "oursP", ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2"))
             t_par_1 = sweep(ours, 1, "oursP1", ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2"))
@@ -401,7 +457,7 @@ def breakdown(job_args: list[str], env: dict[str, str], reps: int) -> dict[str, 
 
 # --- main -------------------------------------------------------------------------------------------
 
-SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "stream", "sweep")
+SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "single", "stream", "files", "sweep")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -414,7 +470,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--max-entries", type=float, default=1e8,
                     help="cap on n x d per array (1e8 = 800 MB; d = 1000 then runs at n = 1e5; raise it for n = 1e6)")
     ap.add_argument("--stream-T", type=float, default=1e8, help="examples of the streamed run")
-    ap.add_argument("--jobs", type=int, default=1000, help="jobs of the sweep comparison")
+    ap.add_argument("--jobs", default="100,1000", help="comma-separated sweep sizes of the sweep comparison")
     ap.add_argument("--no-parallel", action="store_true", help="skip the joblib sweep")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = ap.parse_args(argv)
@@ -434,11 +490,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cache": lambda: bench_cache(1 if args.tiny else 3),
         "startup": lambda: bench_startup(reps),
         "stream": lambda: bench_stream(*((20_000, 10, 5000) if args.tiny else (int(args.stream_T), 10, 250_000))),
-        "sweep": lambda: bench_sweep(3 if args.tiny else args.jobs, ["algorithm=pegasos", "T=10000", "d=20"],
-                                     parallel=not args.no_parallel),
+        "single": lambda: bench_single(1 if args.tiny else reps),
+        "files": lambda: bench_files(args.tiny),
+        "sweep": lambda: bench_sweeps([3] if args.tiny else [int(j) for j in str(args.jobs).split(",")],
+                                      parallel=not args.no_parallel, tiny=args.tiny),
     }
     for name in SECTIONS:
         if name in only:
+            print(f"{name}: starting (load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)", file=sys.stderr)
             t = time.perf_counter()
             report[name] = steps[name]()
             print(f"{name}: done in {time.perf_counter() - t:.1f} s", file=sys.stderr)
@@ -451,37 +510,58 @@ def _r(s: dict[str, float], fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}..{fmt.format(s['max'])})"
 
 
+def _target(value: float, limit: float, above: bool = False, unit: str = "") -> str:
+    met = value >= limit if above else value <= limit
+    return f"{'>=' if above else '<='} {limit:g}{unit}: {'met' if met else 'not met'}"
+
+
 def table(report: dict[str, Any]) -> str:
-    """The README's table: median (min..max) over repetitions of each same-round ratio."""
-    lines = ["| measurement | ratio or value: median (min..max) |", "| --- | --- |"]
+    """The README's table: median (min..max) over repetitions of each same-round ratio, with the target."""
+    lines = ["| measurement | ratio or value: median (min..max) | target |", "| --- | --- | --- |"]
     for key, r in report.get("kernels", {}).items():
+        share = r["pegasos_share_of_floor"]
+        goal = {"d=10": 0.5, "d=100": 0.8}.get(key)
         lines += [
-            f"| Perceptron {key}, n = {r['n']:.0e}: sklearn time / ours | {_r(r['perceptron_vs_sklearn'])}x |",
-            f"| Perceptron {key}: share of the streaming floor | {_r(r['perceptron_share_of_floor'])} |",
-            f"| Pegasos {key}: sklearn SGDClassifier time / ours | {_r(r['pegasos_vs_sklearn'])}x |",
-            f"| Pegasos {key}: share of the streaming floor | {_r(r['pegasos_share_of_floor'])} |",
-            f"| {key}: best possible vs sklearn Perceptron (sklearn / floor) | {_r(r['best_possible_vs_sklearn_perceptron'])}x |",
+            f"| Perceptron {key}, n = {r['n']:.0e}: sklearn time / ours | {_r(r['perceptron_vs_sklearn'])}x | |",
+            f"| Perceptron {key}: share of the streaming floor | {_r(r['perceptron_share_of_floor'])} | |",
+            f"| Pegasos {key}: sklearn SGDClassifier time / ours | {_r(r['pegasos_vs_sklearn'])}x | |",
+            f"| Pegasos {key}: share of the streaming floor | {_r(share)} | "
+            f"{_target(share['median'], goal, above=True) + ' (median)' if goal else ''} |",
         ]
     if "kernel_pegasos" in report:
         r = report["kernel_pegasos"]
-        lines.append(f"| kernel Pegasos m = {r['m']}, T = {r['T']}: NumPy time / ours | {_r(r['speedup_vs_numpy'])}x |")
+        lines.append(f"| kernel Pegasos m = {r['m']}, T = {r['T']}: NumPy time / ours | {_r(r['speedup_vs_numpy'])}x | |")
     if "cache" in report:
         r = report["cache"]
         lines.append(f"| first pass in a new process, cached / compiling (s) | {_r(r['first_pass_seconds_cached'], '{:.3f}')}"
-                     f" / {_r(r['first_pass_seconds_compiling'], '{:.2f}')} |")
+                     f" / {_r(r['first_pass_seconds_compiling'], '{:.2f}')} | |")
     for key, r in report.get("startup", {}).items():
-        lines.append(f"| `boundlab {'--help' if key == 'help' else 'gamma=2.0'}` (s) | {_r(r['seconds'])} |")
+        what = "`boundlab --help`" if key == "help" else "`boundlab gamma=2.0` (a rejected config)"
+        lines.append(f"| {what} (s) | {_r(r['seconds'])} | {_target(r['seconds']['median'], 1.0, unit=' s')} (median) |")
+    if "single" in report:
+        r = report["single"]
+        lines.append(f"| default `boundlab` (one run) / a bare Hydra app's single run | {_r(r['boundlab_over_bare_hydra'])}x "
+                     f"({r['seconds']['boundlab']['median']:.2f} s vs {r['seconds']['bare_hydra']['median']:.2f} s) | "
+                     f"{_target(r['boundlab_over_bare_hydra']['median'], 3.0)} |")
     if "stream" in report and "seconds" in report["stream"]:
         r = report["stream"]
         lines.append(f"| streamed Perceptron, T = {r['T']:.0e}, d = {r['d']}: seconds, peak RSS | {r['seconds']:.1f} s, "
-                     f"{r['peak_rss_MiB']:.0f} MiB |")
-    if "sweep" in report:
-        r = report["sweep"]
-        lines.append(f"| sweep of {r['jobs']} jobs ({r['job']}): per-job cost / bare Hydra's | "
-                     f"{r['per_job_over_bare_hydra']:.2f} ({r['per_job_seconds']['boundlab']:.3f} s vs "
-                     f"{r['per_job_seconds']['bare_hydra']:.3f} s) |")
+                     f"{r['peak_rss_MiB']:.0f} MiB | |")
+    for name, r in report.get("files", {}).items() if isinstance(report.get("files"), dict) else ():
+        if isinstance(r, dict) and "seconds" in r:
+            limit = r.get("target_seconds")
+            lines.append(f"| `boundlab dataset=file` on {name}: wall s, peak RSS / data bytes | {r['seconds']:.1f} s, "
+                         f"{r.get('peak_rss_bytes', 0) / 2**30:.2f} GiB = {r.get('peak_rss_over_data', float('nan')):.1f}x the data | "
+                         f"{_target(r['seconds'], limit, unit=' s') if limit else ''} |")
+    for name, r in report.get("sweep", {}).items():
+        if not isinstance(r, dict) or "per_job_over_bare_hydra" not in r:
+            continue
+        lines.append(f"| sweep, {name}: per-job cost / bare Hydra's | {r['per_job_over_bare_hydra']:.2f} "
+                     f"({r['per_job_seconds']['boundlab']:.3f} s vs {r['per_job_seconds']['bare_hydra']:.3f} s) | "
+                     f"{_target(r['per_job_over_bare_hydra'], 1.5)} |")
         if "parallel" in r:
-            lines.append(f"| the same sweep, joblib n_jobs=2: wall-time speed-up | {r['parallel']['speedup_wall_vs_basic']:.2f}x |")
+            lines.append(f"| the same, joblib n_jobs=2: wall-time speed-up over the basic launcher | "
+                         f"{r['parallel']['speedup_wall_vs_basic']:.2f}x | {_target(r['parallel']['speedup_wall_vs_basic'], 1.7, above=True)} |")
     return "\n".join(lines)
 
 
