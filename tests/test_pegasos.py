@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pipeline.bounds.pegasos import PEGASOS_BOUNDS
 from pipeline.data import MarginBinary
 from pipeline.learners.base import log_grid
-from pipeline.learners.pegasos import SAMPLINGS, Pegasos, class_weights, index_stream, pegasos_kernel
+from pipeline.learners.pegasos import SAMPLINGS, Pegasos, class_weights, index_stream, pegasos_kernel, pegasos_single_kernel
 from pipeline.statistics import measure
 
 REGRET, EXPECTATION, HIGH_PROBABILITY, LAST = PEGASOS_BOUNDS
@@ -93,6 +93,45 @@ def test_index_streams() -> None:
     assert abs((y[bal] > 0).mean() - 0.5) < 0.02
     iid = index_stream("iid", y, 20_000, 1, rng).ravel()
     assert abs((y[iid] > 0).mean() - 0.3) < 0.02
+
+
+@pytest.mark.parametrize(("T", "k", "m"), [(6, 2, 10), (5, 2, 10), (3, 1, 10), (1, 1, 1), (7, 3, 4), (1000, 1, 7)])
+def test_inorder_stream_is_the_sample_order_mod_m(T: int, k: int, m: int) -> None:
+    idx = index_stream("inorder", np.ones(m), T, k, np.random.default_rng(0))
+    assert idx.dtype == np.int64 and idx.shape == (T, k)
+    np.testing.assert_array_equal(idx.ravel(), np.arange(T * k) % m)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 30), d=st.integers(1, 13), T=st.integers(0, 400),
+       t0=st.sampled_from([0, 0, 1, 17, 10**6]), log_lam=st.floats(-6, 3), log_scale=st.sampled_from([-150, -3, 0, 2, 150]),
+       weighted=st.booleans(), transfer=st.booleans(), sampling=st.sampled_from(["iid", "perm", "inorder"]))
+def test_single_kernel_is_the_general_kernel_bit_for_bit(seed, m, d, T, t0, log_lam, log_scale, weighted, transfer,  # noqa: ANN001
+                                                         sampling) -> None:
+    """Batch 1 without projection, pegasos_kernel runs pegasos_single_kernel: every output (state, v, z, buf, the
+    per-step loss and active flags, the snapshots) has the bits of the general compiled kernel, also when a run is
+    continued (t0 > 0, a state with A != 0 and z != 0) and at tiny and huge row norms."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d)) * 10.0**log_scale
+    y = np.where(rng.random(m) < 0.5, -1.0, 1.0)
+    s = np.where(y > 0, 1.5, 0.75) if weighted else np.ones(m)
+    ref_margin = y * (X @ rng.normal(size=d)) * 10.0**-log_scale if transfer else np.zeros(m)
+    idx = index_stream(sampling, y, T, 1, rng)
+    lam = 10.0**log_lam
+    grid = log_grid(t0 + max(T, 1), 8)
+    start = [np.array([1.0 / max(t0, 1), rng.random(), rng.random() * t0, 1.0]), rng.normal(size=d), rng.normal(size=d)]
+    if t0 == 0:
+        start = [np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d)]
+    outs = []
+    for fn in (pegasos_kernel.compiled(), pegasos_single_kernel, pegasos_kernel):
+        state, v, z = (a.copy() for a in start)
+        buf = np.zeros(d)
+        loss, active = np.full(T, np.nan), np.full(T, -1, dtype=np.int32)
+        avg, last = np.full((grid.size, d), np.nan), np.full((grid.size, d), np.nan)
+        fn(X, y, ref_margin, s, idx, lam, 0.0, t0, grid, state, v, z, buf, loss, active, avg, last)
+        outs.append([state, v, z, buf, loss, active, avg, last])
+    for general, single, dispatched in zip(*outs):
+        assert general.tobytes() == single.tobytes() == dispatched.tobytes()
 
 
 def test_class_weights_have_mean_one() -> None:

@@ -38,8 +38,11 @@ def index_stream(sampling: str, y: np.ndarray, T: int, k: int, rng: np.random.Ge
     m = y.shape[0]
     if sampling == "iid":
         return rng.integers(0, m, size=(T, k))
-    if sampling == "inorder":
-        return (np.arange(T * k, dtype=np.int64) % m).reshape(T, k)
+    if sampling == "inorder":  # arange(T k) mod m, without an integer division per index
+        n = T * k
+        if n <= m:
+            return np.arange(n, dtype=np.int64).reshape(T, k)
+        return np.resize(np.arange(m, dtype=np.int64), n).reshape(T, k) if m > 0 else np.zeros((T, k), dtype=np.int64)
     if sampling == "perm":
         epochs = -(-T * k // m)
         return np.concatenate([rng.permutation(m) for _ in range(epochs)])[: T * k].reshape(T, k)
@@ -51,7 +54,19 @@ def index_stream(sampling: str, y: np.ndarray, T: int, k: int, rng: np.random.Ge
     raise ValueError(f"unknown sampling {sampling!r}")
 
 
-@kernel
+class _Dispatched(kernel):
+    """:func:`pegasos_kernel`: ``.py`` and ``.compiled()`` are the general kernel; a call with batch 1 and no
+    projection (``idx.shape[1] == 1``, not ``radius > 0``), the common case, runs :func:`pegasos_single_kernel`,
+    the same operations in the same order (the same bits, tests/test_pegasos.py) with less work per step."""
+
+    def __call__(self, *args: object) -> object:
+        idx, radius = args[4], args[6]
+        if idx.shape[1] == 1 and not radius > 0.0:
+            return pegasos_single_kernel(*args)
+        return super().__call__(*args)
+
+
+@_Dispatched
 def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last):  # noqa: ANN001, ANN201
     """Steps t0+1 .. t0+len(idx) of Pegasos on u = w - w_r, with w_t = a v (P11 Fig. 1-2; [S4] 2.1-2.2).
 
@@ -128,6 +143,101 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
                 last[g, j] = a * v[j]
             g += 1
     state[0], state[1], state[2], state[3] = a, vv, A, q
+    return 0
+
+
+@kernel
+def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last):  # noqa: ANN001, ANN201
+    """:func:`pegasos_kernel` for k = 1 without projection (``radius`` is not read): the same arithmetic in the
+    same order, so the same bits, with less work per step. 1/k, the batch loop and the projection are gone;
+    the snapshot test is one comparison; the update reads the row once, computing buf = s y x, v.buf,
+    buf.buf (the accumulators and order of :func:`pipeline._jit.dot`, v before its update) and the updates
+    of v and z in one pass. ``buf`` is read (zero on entry, as the general kernel expects) and left zero.
+    ``state[3]`` (q, the projection's restart mark) is neither read nor written: a = 1/t exactly."""
+    T = idx.shape[0]
+    d = X.shape[1]
+    quads = d >> 2
+    a, vv, A = state[0], state[1], state[2]
+    half_lam = 0.5 * lam
+    g = 0
+    n_grid = grid.shape[0]
+    while g < n_grid and grid[g] <= t0:
+        g += 1
+    snap_t = grid[g] if g < n_grid else -1  # the next snapshot step (t >= 1 never equals -1)
+    for r in range(T):
+        t = t0 + r + 1
+        i = idx[r, 0]
+        p = dot_row(v, X, i)
+        margin = ref_margin[i] + y[i] * a * p
+        A += a
+        new_a = 1.0 / t
+        if margin < 1.0:
+            hinge = 0.0 + s[i] * (1.0 - margin)
+            loss[r] = half_lam * a * a * vv + hinge
+            active[r] = 1
+            if t == snap_t:
+                for j in range(d):
+                    avg[g, j] = (A * v[j] - z[j]) / t
+            c = 1.0 / (lam * t * new_a)
+            Ac = A * c
+            sy = s[i] * y[i]
+            vb0 = 0.0
+            vb1 = 0.0
+            vb2 = 0.0
+            vb3 = 0.0
+            bb0 = 0.0
+            bb1 = 0.0
+            bb2 = 0.0
+            bb3 = 0.0
+            for q in range(quads):
+                j = 4 * q
+                b0 = buf[j] + sy * X[i, j]
+                b1 = buf[j + 1] + sy * X[i, j + 1]
+                b2 = buf[j + 2] + sy * X[i, j + 2]
+                b3 = buf[j + 3] + sy * X[i, j + 3]
+                vb0 += v[j] * b0
+                vb1 += v[j + 1] * b1
+                vb2 += v[j + 2] * b2
+                vb3 += v[j + 3] * b3
+                bb0 += b0 * b0
+                bb1 += b1 * b1
+                bb2 += b2 * b2
+                bb3 += b3 * b3
+                v[j] += c * b0
+                v[j + 1] += c * b1
+                v[j + 2] += c * b2
+                v[j + 3] += c * b3
+                z[j] += Ac * b0
+                z[j + 1] += Ac * b1
+                z[j + 2] += Ac * b2
+                z[j + 3] += Ac * b3
+                buf[j] = 0.0
+                buf[j + 1] = 0.0
+                buf[j + 2] = 0.0
+                buf[j + 3] = 0.0
+            for j in range(4 * quads, d):
+                b0 = buf[j] + sy * X[i, j]
+                vb0 += v[j] * b0
+                bb0 += b0 * b0
+                v[j] += c * b0
+                z[j] += Ac * b0
+                buf[j] = 0.0
+            vb = (vb0 + vb1) + (vb2 + vb3)
+            bb = (bb0 + bb1) + (bb2 + bb3)
+            vv += 2.0 * c * vb + c * c * bb
+        else:
+            loss[r] = half_lam * a * a * vv + 0.0
+            active[r] = 0
+            if t == snap_t:
+                for j in range(d):
+                    avg[g, j] = (A * v[j] - z[j]) / t
+        a = new_a
+        if t == snap_t:
+            for j in range(d):
+                last[g, j] = a * v[j]
+            g += 1
+            snap_t = grid[g] if g < n_grid else -1
+    state[0], state[1], state[2] = a, vv, A
     return 0
 
 
