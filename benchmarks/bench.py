@@ -117,7 +117,7 @@ def pegasos_pass(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
     m, d = X.shape
     idx = index_stream("inorder", y, m, 1, np.random.default_rng(0))
     grid = log_grid(m, SNAPSHOTS)
-    state = np.array([1.0, 0.0, 0.0])
+    state = np.array([1.0, 0.0, 0.0, 1.0])  # a, ||v||^2, A, q: as Pegasos.run starts it
     v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
     loss, active = np.empty(m), np.empty(m, dtype=np.int32)
     avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))

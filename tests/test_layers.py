@@ -24,6 +24,8 @@ RULES = {
     "solvers": ("pipeline.learners", "pipeline.bounds", "pipeline.statistics", "pipeline.run"),
     "numerics.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
                     "pipeline.run"),
+    "progress.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
+                    "pipeline.run"),
     "risk.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
                 "pipeline.run"),
 }

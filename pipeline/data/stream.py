@@ -22,6 +22,7 @@ from pipeline.data.certify import Stats, margin_lower, margin_upper, radius
 from pipeline.data.dataset import Source
 from pipeline.data.synthetic import householder_direction, reflect_rows
 from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, in_scale
+from pipeline.progress import Progress
 
 
 @kernel
@@ -114,7 +115,9 @@ class StreamedData:
         """The stream in order, chunk by chunk; certifies and hashes it on the way."""
         R, lo, h = 0.0, math.inf, hashlib.sha256()
         w_star = self.directions["w*"]
+        progress = Progress(f"stream {self.name} ({self.n} x {self.d})", self.n, "examples")
         for c in range(-(-self.n // self.chunk)):
+            progress.update(c * self.chunk)  # the consumer has handled every earlier chunk
             X, y = self._chunk(c)
             R, lo = max(R, radius(X)), min(lo, margin_lower(X, y, w_star))
             h.update(str((X.shape, y.shape)).encode())

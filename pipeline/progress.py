@@ -1,0 +1,43 @@
+"""Progress of a long phase of one run, on the ``boundlab`` log: at most one line every few seconds, and
+none at all for a phase that ends sooner (a small run's log stays as it was).
+
+>>> import logging
+>>> clock = iter([0.0, 1.0, 6.0, 7.0, 12.5]).__next__
+>>> p = Progress("the stream", total=100, unit="examples", every=5.0, clock=clock)
+>>> [p.update(done) for done in (10, 50, 60, 90)]
+[None, '[progress] the stream: 50% (50 of 100 examples), 6 s, ~6 s left', None, '[progress] the stream: 90% (90 of 100 examples), 12 s, ~1 s left']
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+log = logging.getLogger("boundlab")
+EVERY = 5.0  # seconds between two lines of a phase
+
+
+class Progress:
+    """``update(done)`` after each piece of a phase of ``total`` ``unit``: logs (and returns) a line
+    with the share done, the elapsed time and an estimate of what is left, when ``every`` seconds have
+    passed since the phase began or since the last line."""
+
+    def __init__(self, what: str, total: float, unit: str, every: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.what, self.total, self.unit, self.clock = what, float(total), unit, clock
+        self.every = EVERY if every is None else every
+        self.start = self.last = clock()
+
+    def update(self, done: float) -> str | None:
+        now = self.clock()
+        if now - self.last < self.every or self.total <= 0:
+            return None
+        self.last = now
+        elapsed = now - self.start
+        share = min(done / self.total, 1.0)
+        left = elapsed / share * (1.0 - share) if share > 0 else float("nan")
+        line = (f"[progress] {self.what}: {100 * share:.0f}% ({done:.4g} of {self.total:.4g} {self.unit}), "
+                f"{elapsed:.0f} s, ~{left:.0f} s left")
+        log.info(line)
+        return line
