@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 import pytest
 
@@ -48,6 +49,62 @@ def _boundlab(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpr
 def boundlab():  # noqa: ANN201
     """Run the installed ``boundlab`` command: ``boundlab(*args, cwd=..., env=...)``."""
     return _boundlab
+
+
+def _in_process(call: Callable[[], object], *, cwd: Path, env: dict[str, str] | None = None,
+                args: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """``call()`` as a command's process would run it: in ``cwd`` with exactly the environment ``env``,
+    its stdout and stderr captured; its exit code is what it returns (an int) or exits with."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), list(sys.argv)
+    code: object = 0
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = call()
+            except SystemExit as e:
+                code = e.code
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.argv = saved_argv
+    if code is not None and not isinstance(code, int):  # sys.exit("message"): printed, exit code 1
+        print(code, file=err)
+    returncode = 0 if code is None else code if isinstance(code, int) else 1
+    return subprocess.CompletedProcess(list(args), returncode, out.getvalue(), err.getvalue())
+
+
+def _boundlab_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    from pipeline.cli import main
+
+    return _in_process(lambda: main(list(args)), cwd=cwd, env=env, args=["boundlab", *args])
+
+
+@pytest.fixture(scope="session")
+def in_process():  # noqa: ANN201
+    """``in_process(call, cwd=..., env=...)``: run ``call()`` (a command's entry function, e.g.
+    ``pipeline.report.main``) in this process as its command would run, returning what the process would
+    (exit code, stdout, stderr)."""
+    return _in_process
+
+
+@pytest.fixture(scope="session")
+def boundlab_in_process():  # noqa: ANN201
+    """``boundlab`` as its console script runs it, ``pipeline.cli.main``, but in this process:
+    ``boundlab_in_process(*args, cwd=..., env=...)`` returns what ``boundlab`` does (exit code, stdout,
+    stderr). The pre-flight, Hydra, the sweep callbacks and the jobs (basic launcher) all run here, without
+    the ~5-10 s of a fresh interpreter's imports. For the tests whose claim is about what a sweep computes
+    and records, not about the process (exit codes of the installed command, signals, locks held across
+    processes, faults injected at interpreter start, other launchers' workers): those use ``boundlab``."""
+    return _boundlab_in_process
 
 
 @pytest.fixture

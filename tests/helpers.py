@@ -13,3 +13,54 @@ def with_sitecustomize(tmp_path: Path, code: str, env: dict[str, str]) -> dict[s
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(code)
     return env | {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+
+
+def inject_fault(monkeypatch, target: str, call: int = 0) -> None:  # noqa: ANN001
+    """In this process, what ``test_reliability_faults.INJECTOR`` does in a ``boundlab`` subprocess: wrap
+    ``target`` ("module:Attr.path") so that its call number ``call`` (0: every call) raises
+    RuntimeError('injected fault ...'). For a command run with ``boundlab_in_process``, whose jobs (basic
+    launcher) and callbacks run here; ``monkeypatch`` restores the original."""
+    import functools
+    import importlib
+
+    module_name, _, path = target.partition(":")
+    owner = importlib.import_module(module_name)
+    *parents, attr = path.split(".")
+    for p in parents:
+        owner = getattr(owner, p)
+    original = getattr(owner, attr)
+    calls = [0]
+
+    @functools.wraps(original)
+    def faulty(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls[0] += 1
+        if call in (0, calls[0]):
+            raise RuntimeError(f"injected fault in {path} (call {calls[0]})")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, attr, faulty)
+
+
+_TEMPLATE: list[Path] = []  # an empty MLflow SQLite store with every migration applied, made once per process
+
+
+def migrated_store(db: Path) -> str:
+    """The URI of an MLflow store at ``db``: if there is none yet, a new, empty one, copied from one made
+    (and migrated) once per test process. Creating a SQLite store runs MLflow's ~30 schema migrations (seconds); a sweep's test is about
+    what the sweep records, not about the store's creation, which the tests that open a store afresh (the
+    autouse ``_private_stores`` and the concurrency tests that race to create one) keep covering."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if not _TEMPLATE:
+        import mlflow
+
+        where = Path(tempfile.mkdtemp(prefix="boundlab-store-"))
+        atexit.register(shutil.rmtree, where, True)
+        mlflow.MlflowClient(tracking_uri=f"sqlite:///{where / 'mlflow.db'}").search_experiments()
+        _TEMPLATE.append(where / "mlflow.db")
+    if not db.exists():
+        db.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_TEMPLATE[0], db)
+    return f"sqlite:///{db}"

@@ -103,6 +103,7 @@ def test_streamed_data_are_refused_by_learners_that_need_the_whole_sample() -> N
         prepare(job)
 
 
+@pytest.mark.slow  # the benchmark script in its own process
 def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--tiny", "--out", str(out)],

@@ -215,8 +215,8 @@ def test_the_joblib_preset_selects_the_launcher_that_keeps_its_plugins(loader) -
     assert "Singleton.set_state(singleton_state)" in inspect.getsource(_core.execute_job)
     assert "delayed(execute_job)(" in inspect.getsource(_core.launch)
     assert 'instances.pop(Plugins, None)' in inspect.getsource(__import__("hydra.core.singleton", fromlist=["x"]).Singleton.get_state)
-    assert issubclass(BoundlabJoblibLauncher, __import__(
-        "hydra_plugins.hydra_joblib_launcher.joblib_launcher", fromlist=["x"]).JoblibLauncher)
+    # by name: Hydra's plugin scan may have executed either module again (new class objects)
+    assert "JoblibLauncher" in [c.__name__ for c in BoundlabJoblibLauncher.__mro__[1:]]
 
 
 def test_a_worker_keeps_its_plugin_registry_between_jobs(monkeypatch: pytest.MonkeyPatch) -> None:

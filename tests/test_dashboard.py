@@ -130,16 +130,17 @@ def tracking_server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 
 
 @pytest.fixture(scope="module")
-def server_sweep(tracking_server: SimpleNamespace, boundlab: Callable, stats_cache: Path,  # noqa: ANN201
+def server_sweep(tracking_server: SimpleNamespace, boundlab_in_process: Callable, stats_cache: Path,  # noqa: ANN201
                  tmp_path_factory: pytest.TempPathFactory):
-    """``boundlab -m`` over 2 margins x 2 seeds, tracked to the server over HTTP."""
+    """``boundlab -m`` over 2 margins x 2 seeds, tracked to the server over HTTP (the command's main in this
+    process; the server is its own process)."""
     work = tmp_path_factory.mktemp("server_sweep")
     env = {**os.environ, "MLFLOW_TRACKING_URI": tracking_server.url, "BOUNDLAB_CACHE": str(stats_cache)}
     for key in ("NO_PROXY", "no_proxy"):
         env[key] = ",".join(filter(None, [env.get(key), HOST]))
     started = time.perf_counter()
-    proc = boundlab("-m", "gamma=0.1,0.25", "seed=0,1", "n=200", "d=5", f"name={EXPERIMENT}", f"question={QUESTION}",
-                    f"hydra.sweep.dir={work / 'sweep'}", cwd=work, env=env)
+    proc = boundlab_in_process("-m", "gamma=0.1,0.25", "seed=0,1", "n=200", "d=5", f"name={EXPERIMENT}",
+                               f"question={QUESTION}", f"hydra.sweep.dir={work / 'sweep'}", cwd=work, env=env)
     print(f"\nmlflow server ready in {tracking_server.start_s:.1f} s; sweep through it in "
           f"{time.perf_counter() - started:.1f} s")
     return SimpleNamespace(proc=proc, sweep=work / "sweep")

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import migrated_store
 from scipy import sparse
 
 from pipeline import catalog
@@ -142,9 +143,10 @@ def test_bad_files_stop_with_one_line_naming_the_file(name, content, extra, mess
     assert (f", line {line}:" in err) == (line is not None), err
 
 
-def test_file_dataset_end_to_end(svm_file: Path, tmp_path: Path, boundlab) -> None:  # noqa: ANN001
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = boundlab("algorithm=perceptron", "dataset=file", f"dataset.path={svm_file}", cwd=tmp_path,
+@pytest.mark.e2e
+def test_file_dataset_end_to_end(svm_file: Path, tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    uri = migrated_store(tmp_path / "mlflow.db")
+    proc = boundlab_in_process("algorithm=perceptron", "dataset=file", f"dataset.path={svm_file}", cwd=tmp_path,
                     env={**os.environ, "MLFLOW_TRACKING_URI": uri})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "data file: m=150 d=4 R=11.1113 gamma* in [0.743137, 0.743137]" in proc.stdout

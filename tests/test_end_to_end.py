@@ -1,4 +1,5 @@
-"""End to end: a Hydra multirun into a temporary MLflow store, and the DVC pipeline in a temporary repo."""
+"""End to end: Hydra multiruns into a temporary MLflow store (the command's main in this process; the joblib
+launcher's sweep as a process), and the DVC pipeline in a temporary repo."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import migrated_store
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.slow
 
 
 def _runs(uri: str, experiment: str) -> list:
@@ -26,9 +27,10 @@ def _runs(uri: str, experiment: str) -> list:
     return client, client.search_runs([exp.experiment_id], max_results=1000)
 
 
-def test_multirun_end_to_end(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
-    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
-    (tmp_path / "store").mkdir()
+@pytest.mark.e2e
+def test_multirun_end_to_end(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    boundlab = boundlab_in_process  # the command's main, in this process: what the sweep computes and records
+    uri = migrated_store(tmp_path / "store" / "mlflow.db")
     sweep = tmp_path / "sweep"
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
     proc = boundlab("-m", "gamma=0.1,0.25", "rho=0.5,1", "seed=0,1", "n=300", "d=5", "name=e2e",
@@ -72,22 +74,20 @@ def test_multirun_end_to_end(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
         assert {a.path for a in client.list_artifacts(child.info.run_id)} >= {"trace.npz", "results.parquet"}
 
 
-def test_single_run_failure_is_recorded(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+@pytest.mark.e2e
+def test_single_run_failure_is_recorded(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A crash inside a job ends its MLflow run FAILED, never RUNNING."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_TEST_CRASH": "1"}
-    sitecustom = tmp_path / "site"
-    sitecustom.mkdir()
-    (sitecustom / "sitecustomize.py").write_text(
-        "import os\n"
-        "if os.environ.get('BOUNDLAB_TEST_CRASH'):\n"
-        "    import pipeline.run as r\n"
-        "    def boom(job, ds=None):\n"
-        "        raise RuntimeError('injected failure')\n"
-        "    r.run = boom\n"
-    )
-    env["PYTHONPATH"] = os.pathsep.join([str(sitecustom), env.get("PYTHONPATH", "")])
-    proc = boundlab("-m", "seed=0,1", "n=50", f"hydra.sweep.dir={tmp_path / 'sweep'}", "name=crash", cwd=tmp_path, env=env)
+    import pipeline.run
+
+    uri = migrated_store(tmp_path / "mlflow.db")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+
+    def boom(job, ds=None):  # noqa: ANN001, ANN202
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(pipeline.run, "run", boom)  # the jobs run in this process (basic launcher)
+    proc = boundlab_in_process("-m", "seed=0,1", "n=50", f"hydra.sweep.dir={tmp_path / 'sweep'}", "name=crash", cwd=tmp_path, env=env)
     assert proc.returncode == 1 and "2 job(s) failed" in proc.stderr, proc.stderr[-2000:]
     _, runs = _runs(uri, "crash")
     statuses = sorted(r.info.status for r in runs)
@@ -109,6 +109,7 @@ def _copy_project(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
+@pytest.mark.slow  # DVC
 def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -135,6 +136,7 @@ def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
     assert metrics["hinge_all_rounds"]["violations"] == 0 and metrics["freund_schapire"]["violations"] == 0
 
 
+@pytest.mark.slow  # joblib's worker processes, each sweep a command of its own
 def test_parallel_sweep_is_complete_and_identical_to_the_basic_launcher(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     """Two joblib workers on one fresh SQLite store lose no run, and give byte-identical results."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -157,13 +159,14 @@ def test_parallel_sweep_is_complete_and_identical_to_the_basic_launcher(tmp_path
     assert all(r.info.status == "FINISHED" for r in all_runs)
 
 
-def test_every_binary_learner_in_one_sweep(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+@pytest.mark.e2e
+def test_every_binary_learner_in_one_sweep(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
     """Issue 3's sweep at a small size: every learner, zero deterministic violations, the comparator's
     certified gap in the table and in MLflow for every Pegasos run."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = migrated_store(tmp_path / "mlflow.db")
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
     sweep = tmp_path / "sweep"
-    proc = boundlab("-m", "algorithm=perceptron,halving,weighted_majority,pegasos,kernel_pegasos", "seed=0,1",
+    proc = boundlab_in_process("-m", "algorithm=perceptron,halving,weighted_majority,pegasos,kernel_pegasos", "seed=0,1",
                     "n=200", "d=5", "T=2000", "name=binary", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = pd.read_parquet(sweep / "results.parquet")
@@ -184,12 +187,13 @@ def test_every_binary_learner_in_one_sweep(tmp_path: Path, boundlab) -> None:  #
             assert "regret/ratio" in r.data.metrics or "kernel_regret/ratio" in r.data.metrics
 
 
-def test_multiclass_learning_curve_sweep(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+@pytest.mark.e2e
+def test_multiclass_learning_curve_sweep(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
     """Issue 4's sweep at a small size: a learning curve over T, the excess below B rho / sqrt(T) in the
     mean over seeds, Lemma 14.1 in every run, and the rate figure."""
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    env = {**os.environ, "MLFLOW_TRACKING_URI": migrated_store(tmp_path / "mlflow.db")}
     sweep = tmp_path / "sweep"
-    proc = boundlab("-m", "algorithm=multiclass_sgd", "T=300,3000", "seed=0,1,2", "d=5", "k=3", "dataset.n_test=5000",
+    proc = boundlab_in_process("-m", "algorithm=multiclass_sgd", "T=300,3000", "seed=0,1,2", "d=5", "k=3", "dataset.n_test=5000",
                     "name=mc", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((sweep / "metrics.json").read_text())

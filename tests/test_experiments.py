@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import migrated_store
 from hydra import compose, initialize_config_dir
 
 from pipeline.bounds import BOUNDS
@@ -123,21 +124,8 @@ def test_claims_are_true_and_informative_on_the_small_grid(name: str) -> None:
 
 # --- The report and the failure path, end to end ------------------------------------------------------
 
-def _env(tmp_path: Path, broken: bool = False) -> dict[str, str]:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
-    if broken:  # a Perceptron that counts every step as a mistake: it must break Novikoff's bound
-        site = tmp_path / "site"
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(
-            "import pipeline.learners.perceptron as p\n"
-            "_learn = p.Perceptron.learn_stream\n"
-            "def broken(self, X, y):\n"
-            "    trace = _learn(self, X, y)\n"
-            "    trace[:] = 1\n"
-            "    return trace\n"
-            "p.Perceptron.learn_stream = broken\n")
-        env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
-    return env
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "MLFLOW_TRACKING_URI": migrated_store(tmp_path / "mlflow.db")}
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -152,12 +140,27 @@ def _python(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.slow
-def test_report_from_a_small_sweep_has_every_claim_and_figure(tmp_path: Path) -> None:
+# The stages' entry functions, in this process: what `python -m pipeline.dvc_stage NAME` and
+# `python -m pipeline.report` run (their __main__ blocks call exactly these).
+
+def _stage(in_process, name: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:  # noqa: ANN001
+    from pipeline.dvc_stage import stage
+
+    return in_process(lambda: stage(name), cwd=cwd, env=env)
+
+
+def _report(in_process, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:  # noqa: ANN001
+    from pipeline.report import main
+
+    return in_process(lambda: main([]), cwd=cwd, env=env)
+
+
+@pytest.mark.e2e
+def test_report_from_a_small_sweep_has_every_claim_and_figure(tmp_path: Path, in_process) -> None:  # noqa: ANN001
     ws, env = _workspace(tmp_path), _env(tmp_path)
-    stage = _python("-m", "pipeline.dvc_stage", "perceptron_tight", cwd=ws, env=env)
+    stage = _stage(in_process, "perceptron_tight", cwd=ws, env=env)
     assert stage.returncode == 0, stage.stderr[-3000:]
-    report = _python("-m", "pipeline.report", cwd=ws, env=env)
+    report = _report(in_process, cwd=ws, env=env)
     assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-2000:]
     page = (ws / "report" / "index.html").read_text()
     summary = (ws / "report" / "summary.md").read_text()
@@ -194,7 +197,7 @@ def test_report_from_a_small_sweep_has_every_claim_and_figure(tmp_path: Path) ->
         assert str(ws) not in text and str(tmp_path) not in text
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # processes: each with its own hash seed, imports and caches, as two clones' would be
 def test_the_tracked_outputs_of_two_fresh_workspaces_are_byte_identical(tmp_path: Path) -> None:
     """What DVC tracks (results/NAME, the report's pages and figures) is the same in two workspaces with
     their own MLflow stores, run ids, paths and times: a fresh clone's ``dvc repro`` reproduces dvc.lock."""
@@ -211,15 +214,27 @@ def test_the_tracked_outputs_of_two_fresh_workspaces_are_byte_identical(tmp_path
     assert [k for k in outputs[0] if outputs[0][k] != outputs[1][k]] == []
 
 
-@pytest.mark.slow
-def test_a_broken_learner_fails_the_report_stage_and_shows_in_the_report(tmp_path: Path) -> None:
-    ws, env = _workspace(tmp_path), _env(tmp_path, broken=True)
-    sweep = _python("-c", "from pipeline.dvc_stage import run_sweep; run_sweep('perceptron_tight')", cwd=ws, env=env)
+@pytest.mark.e2e
+def test_a_broken_learner_fails_the_report_stage_and_shows_in_the_report(tmp_path: Path, in_process,  # noqa: ANN001
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.dvc_stage import run_sweep
+    from pipeline.learners.perceptron import Perceptron
+
+    ws, env = _workspace(tmp_path), _env(tmp_path)
+    learn = Perceptron.learn_stream
+
+    def broken(self, X, y):  # noqa: ANN001, ANN202 - a Perceptron that counts every step as a mistake
+        trace = learn(self, X, y)
+        trace[:] = 1
+        return trace
+
+    monkeypatch.setattr(Perceptron, "learn_stream", broken)
+    sweep = in_process(lambda: run_sweep("perceptron_tight"), cwd=ws, env=env)
     assert sweep.returncode == 1 and "bound(s) violated: " in sweep.stderr and "novikoff (D)" in sweep.stderr, sweep.stderr[-2000:]
     assert "a bug until proven otherwise" in sweep.stderr
-    stage = _python("-m", "pipeline.dvc_stage", "perceptron_tight", cwd=ws, env=env)
+    stage = _stage(in_process, "perceptron_tight", cwd=ws, env=env)
     assert stage.returncode == 0 and "BOUND(S) VIOLATED: " in stage.stderr and "novikoff" in stage.stderr, stage.stderr[-2000:]
-    report = _python("-m", "pipeline.report", cwd=ws, env=env)
+    report = _report(in_process, cwd=ws, env=env)
     assert report.returncode == 1, report.stdout[-2000:]
     assert "FAILING CLAIMS" in report.stderr and "perceptron_tight/novikoff (D) VIOLATED" in report.stderr
     page = (ws / "report" / "index.html").read_text()

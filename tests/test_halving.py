@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
+from helpers import migrated_store
 from hypothesis import strategies as st
 
 from pipeline.bounds import bounds_for
@@ -274,7 +275,7 @@ def test_non_realisable_stream_is_refused_by_check_data() -> None:
 # --- end to end ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # what the installed command prints and exits with
 def test_non_realisable_stream_from_the_command_line_is_one_line(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
     proc = boundlab("algorithm=halving", "dataset=finite_class", "dataset.flip=0.1", f"hydra.run.dir={tmp_path / 'run'}",
@@ -285,25 +286,25 @@ def test_non_realisable_stream_from_the_command_line_is_one_line(tmp_path: Path,
 
 
 def _multirun(tmp_path: Path, boundlab, *args: str) -> pd.DataFrame:  # noqa: ANN001
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    env = {**os.environ, "MLFLOW_TRACKING_URI": migrated_store(tmp_path / "mlflow.db")}
     sweep = tmp_path / "sweep"
     proc = boundlab("-m", *args, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return pd.read_parquet(sweep / "results.parquet")
 
 
-@pytest.mark.slow
-def test_multirun_on_margin_data(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
-    table = _multirun(tmp_path, boundlab, "algorithm=halving,weighted_majority", "seed=0,1", "n=200", "d=5")
+@pytest.mark.e2e
+def test_multirun_on_margin_data(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    table = _multirun(tmp_path, boundlab_in_process, "algorithm=halving,weighted_majority", "seed=0,1", "n=200", "d=5")
     assert set(table["learner"]) == {"halving", "weighted_majority"} and table["run"].nunique() == 4
     applicable = table[table["applicable"].astype(bool)]
     assert set(applicable["bound"]) == {"halving", "weighted_majority"} and applicable["holds"].all()
     assert (tmp_path / "sweep" / "halving_measured_vs_bound.png").exists()
 
 
-@pytest.mark.slow
-def test_multirun_on_finite_classes(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
-    table = _multirun(tmp_path, boundlab, "algorithm=halving", "dataset=finite_class",
+@pytest.mark.e2e
+def test_multirun_on_finite_classes(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    table = _multirun(tmp_path, boundlab_in_process, "algorithm=halving", "dataset=finite_class",
                       "dataset.cls=thresholds,conjunctions", "dataset.adversary=bisect", "n=300")
     assert len(table) == 2 and table["applicable"].all() and table["holds"].all()
     table = table.set_index("cls")

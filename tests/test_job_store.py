@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import with_sitecustomize
+from helpers import migrated_store, with_sitecustomize
 
 from pipeline import resume
 
@@ -35,8 +35,8 @@ def _parents(uri: str, experiment: str) -> list:
             if "mlflow.parentRunId" not in r.data.tags]
 
 
-def _env(tmp_path: Path) -> tuple[str, dict[str, str]]:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def _env(tmp_path: Path, fresh: bool = False) -> tuple[str, dict[str, str]]:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}" if fresh else migrated_store(tmp_path / "mlflow.db")
     return uri, {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_CACHE": str(tmp_path / "cache")}
 
 
@@ -45,14 +45,17 @@ def _rows(sweep: Path) -> pd.DataFrame:
     return table.sort_values(["run", "bound"]).reset_index(drop=True)
 
 
-@pytest.mark.slow
+# The sweeps run in this process (e2e, boundlab_in_process) but those started together: two processes (slow).
+
+@pytest.mark.e2e
 @pytest.mark.parametrize(("first", "second", "runs"), [
     (["seed=0,1,2"], ["seed=0,1,2,3"], 4),  # the grid grows by a seed: one more job
     (["gamma=0.1,0.2", "seed=0,1"], ["seed=0,1", "gamma=0.1,0.2"], 4),  # the same grid in another order
     (["gamma=0.1,0.2", "seed=0,1"], ["gamma=0.2", "seed=1,2"], 5),  # overlapping grids
 ], ids=["grid-grows", "override-order", "overlap"])
-def test_a_job_reached_by_another_command_is_reused_not_rerun(tmp_path: Path, boundlab, first: list[str],  # noqa: ANN001
+def test_a_job_reached_by_another_command_is_reused_not_rerun(tmp_path: Path, boundlab_in_process, first: list[str],  # noqa: ANN001
                                                               second: list[str], runs: int) -> None:
+    boundlab = boundlab_in_process
     uri, env = _env(tmp_path)
     common = ["n=200", "d=5", "name=store"]
     a = boundlab("-m", *first, *common, f"hydra.sweep.dir={tmp_path / 'a'}", cwd=tmp_path, env=env)
@@ -77,34 +80,35 @@ def test_a_job_reached_by_another_command_is_reused_not_rerun(tmp_path: Path, bo
                                   table_b[table_b["run"].isin(shared)].reset_index(drop=True))
 
 
-@pytest.mark.slow
-def test_force_and_another_tracking_store_rerun_a_stored_job(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+@pytest.mark.e2e
+def test_force_and_another_tracking_store_rerun_a_stored_job(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    boundlab = boundlab_in_process
     uri, env = _env(tmp_path)
     grid = ["-m", "seed=0,1", "n=200", "d=5", "name=store"]
     assert boundlab(*grid, f"hydra.sweep.dir={tmp_path / 'a'}", cwd=tmp_path, env=env).returncode == 0
     forced = boundlab(*grid, "force=true", f"hydra.sweep.dir={tmp_path / 'b'}", cwd=tmp_path, env=env)
     assert forced.returncode == 0 and "reused, not rerun" not in forced.stdout
     assert len(_children(uri, "store")) == 4
-    other_uri = f"sqlite:///{tmp_path / 'other.db'}"  # a run in another store cannot be linked: the job runs
+    other_uri = migrated_store(tmp_path / "other.db")  # a run in another store cannot be linked: the job runs
     other = boundlab(*grid, f"hydra.sweep.dir={tmp_path / 'c'}", cwd=tmp_path, env={**env, "MLFLOW_TRACKING_URI": other_uri})
     assert other.returncode == 0 and "reused, not rerun" not in other.stdout
     assert len(_children(other_uri, "store")) == 2
 
 
-@pytest.mark.slow
-def test_a_deleted_run_or_a_damaged_entry_is_not_reused(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+@pytest.mark.e2e
+def test_a_deleted_run_or_a_damaged_entry_is_not_reused(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
     import mlflow
 
     uri, env = _env(tmp_path)
     grid = ["-m", "seed=0,1", "n=200", "d=5", "name=store"]
-    assert boundlab(*grid, f"hydra.sweep.dir={tmp_path / 'a'}", cwd=tmp_path, env=env).returncode == 0
+    assert boundlab_in_process(*grid, f"hydra.sweep.dir={tmp_path / 'a'}", cwd=tmp_path, env=env).returncode == 0
     first = {r.data.tags["boundlab.config_hash"]: r for r in _children(uri, "store")}
     deleted, damaged = sorted(first)
     mlflow.MlflowClient(tracking_uri=uri).delete_run(first[deleted].info.run_id)
     (entry,) = [p.parent for p in (tmp_path / "cache" / "jobs").glob(f"*/{resume.ENTRY}")
                 if resume.json.loads(p.read_text())["run_id"] == first[damaged].info.run_id]
     (entry / "data.npz").write_bytes(b"not the data")
-    again = boundlab(*grid, f"hydra.sweep.dir={tmp_path / 'b'}", cwd=tmp_path, env=env)
+    again = boundlab_in_process(*grid, f"hydra.sweep.dir={tmp_path / 'b'}", cwd=tmp_path, env=env)
     assert again.returncode == 0 and "reused, not rerun" not in again.stdout, again.stdout[-2000:]
     live = [r for r in _children(uri, "store") if r.info.lifecycle_stage == "active"]
     assert Counter(r.data.tags["boundlab.config_hash"] for r in live) == Counter({deleted: 1, damaged: 2})
@@ -124,7 +128,7 @@ if os.environ.get("BOUNDLAB_SLOW_JOB"):
 
 @pytest.mark.slow
 def test_two_sweeps_sharing_jobs_run_each_job_once(tmp_path: Path) -> None:
-    uri, env = _env(tmp_path)
+    uri, env = _env(tmp_path, fresh=True)  # two processes open the new store at once, as before
     env = with_sitecustomize(tmp_path, SLOW, env | {"BOUNDLAB_SLOW_JOB": "2"})
     exe = Path(sys.executable).parent / "boundlab"
     argv = {"a": ["seed=0,1,2"], "b": ["seed=2,1,0"]}  # the same jobs, another order: another sweep directory

@@ -2,8 +2,9 @@
 
 Reruns of a sweep soft-delete the job's earlier FAILED and KILLED runs (same parent, same
 ``boundlab.config_hash``); a sweep directory reused with another grid gets a new parent run, the old
-one left as it was. Each case is a tiny ``boundlab -m`` subprocess on a temporary SQLite store; a
-failing (or hanging) job is injected by a ``sitecustomize.py`` on ``PYTHONPATH`` (:data:`INJECTOR`).
+one left as it was. Each case is a tiny ``boundlab -m`` on a temporary SQLite store, run in this process
+(``boundlab_in_process``, a failing job injected by :func:`_failing`) except the one stopped by a signal:
+a subprocess whose hanging job is injected by a ``sitecustomize.py`` on ``PYTHONPATH`` (:data:`INJECTOR`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import with_sitecustomize
-
-pytestmark = pytest.mark.slow
+from helpers import migrated_store, with_sitecustomize
 
 # Wraps pipeline.run.run so that the job whose overrides include BOUNDLAB_FAIL_JOB raises, or, with
 # BOUNDLAB_HANG_FLAG set, touches that file and sleeps (to be stopped from outside). Keyed on the job,
@@ -54,11 +53,30 @@ FAILING = "seed=1"
 
 
 def _env(tmp_path: Path, fail: bool = False, **extra: str) -> tuple[str, dict[str, str]]:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = migrated_store(tmp_path / "mlflow.db")
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, **extra}
     if fail:
         env = with_sitecustomize(tmp_path, INJECTOR, env | {"BOUNDLAB_FAIL_JOB": FAILING})
     return uri, env
+
+
+def _failing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process, what :data:`INJECTOR` does with BOUNDLAB_FAIL_JOB: the job :data:`FAILING` raises."""
+    import functools
+
+    import pipeline.run
+
+    original = pipeline.run.run
+
+    @functools.wraps(original)
+    def faulty(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        from hydra.core.hydra_config import HydraConfig
+
+        if FAILING in HydraConfig.get().overrides.task:
+            raise RuntimeError(f"injected fault in the job {FAILING}")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline.run, "run", faulty)
 
 
 def _runs(uri: str) -> list:
@@ -85,11 +103,14 @@ def _parents(uri: str) -> list:
     return sorted((r for r in _runs(uri) if "mlflow.parentRunId" not in r.data.tags), key=lambda r: r.info.start_time)
 
 
-def test_rerunning_a_failing_job_keeps_one_live_failed_run(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
-    uri, env = _env(tmp_path, fail=True)
+@pytest.mark.e2e
+def test_rerunning_a_failing_job_keeps_one_live_failed_run(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    uri, env = _env(tmp_path)
     sweep = tmp_path / "sweep"
+    _failing(monkeypatch)
     for _ in range(3):
-        proc = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+        proc = boundlab_in_process(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
         assert proc.returncode == 1 and "1 job(s) failed" in proc.stderr, proc.stderr[-3000:]
     live = _live_children(uri)
     assert live == {"seed=0": Counter(FINISHED=1), "seed=1": Counter(FAILED=1)}, live
@@ -99,18 +120,23 @@ def test_rerunning_a_failing_job_keeps_one_live_failed_run(tmp_path: Path, bound
     assert len(_parents(uri)) == 1  # the same grid: the same parent, reopened
 
 
-def test_a_failed_job_that_then_succeeds_leaves_one_live_finished_run(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
-    uri, _ = _env(tmp_path)
+@pytest.mark.e2e
+def test_a_failed_job_that_then_succeeds_leaves_one_live_finished_run(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    uri, env = _env(tmp_path)
     sweep = tmp_path / "sweep"
-    failing = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=_env(tmp_path, fail=True)[1])
+    with monkeypatch.context() as fault:
+        _failing(fault)
+        failing = boundlab_in_process(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
     assert failing.returncode == 1, failing.stderr[-3000:]
-    fixed = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=_env(tmp_path)[1])
+    fixed = boundlab_in_process(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=_env(tmp_path)[1])
     assert fixed.returncode == 0 and fixed.stdout.count("already done") == 1, fixed.stderr[-3000:]
     assert _live_children(uri) == {"seed=0": Counter(FINISHED=1), "seed=1": Counter(FINISHED=1)}
     (parent,) = _parents(uri)
     assert parent.info.status == "FINISHED"
 
 
+@pytest.mark.slow  # a signal to the command's process
 def test_a_killed_job_that_then_succeeds_leaves_one_live_finished_run(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     flag = tmp_path / "hanging"
     uri, env = _env(tmp_path, fail=True, BOUNDLAB_HANG_FLAG=str(flag))
@@ -131,7 +157,9 @@ def test_a_killed_job_that_then_succeeds_leaves_one_live_finished_run(tmp_path: 
     assert _live_children(uri) == {"seed=0": Counter(FINISHED=1), "seed=1": Counter(FINISHED=1)}
 
 
-def test_a_sweep_dir_reused_with_another_grid_gets_a_new_parent(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+@pytest.mark.e2e
+def test_a_sweep_dir_reused_with_another_grid_gets_a_new_parent(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    boundlab = boundlab_in_process
     uri, env = _env(tmp_path)
     sweep = tmp_path / "sweep"
     first = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)

@@ -38,6 +38,7 @@ def test_builtins_are_entry_points_and_the_views_are_unchanged() -> None:
     assert len({b.name for b in BOUNDS}) == len(BOUNDS) >= 27
 
 
+@pytest.mark.slow  # a fresh interpreter: what discovery imports
 def test_discovery_imports_nothing(example: Path) -> None:
     code = ("import sys; from pipeline.schemas import register; from pipeline.learners import LEARNERS; register(); "
             "print('passive_aggressive' in LEARNERS, sorted(m for m in sys.modules if m.startswith('boundlab_pa')))")
@@ -267,6 +268,7 @@ def test_example_conforms(example: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         assert "no (D) bound violated" in check_bound(bound, learner=boundlab_pa.PassiveAggressive).passed
 
 
+@pytest.mark.slow  # the installed command finds the plug-in on its PYTHONPATH
 def test_example_sweeps_and_is_judged(example: Path, tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     done = boundlab("-m", "algorithm=passive_aggressive", "seed=0,1,2", "n=200", cwd=tmp_path,
                     env=_env(example, tracking=tmp_path))
@@ -309,6 +311,7 @@ def _warnings(stderr: str) -> list[str]:
     return [ln for ln in stderr.splitlines() if ln.startswith("boundlab: warning:")]
 
 
+@pytest.mark.slow  # the installed command with fake distributions on its PYTHONPATH
 def test_collisions_warn_and_unselected_broken_plugins_do_not_crash(fakes: Path, tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     done = boundlab("--help", cwd=tmp_path, env=_env(fakes))
     assert done.returncode == 0, done.stderr
@@ -327,6 +330,7 @@ def test_collisions_warn_and_unselected_broken_plugins_do_not_crash(fakes: Path,
     assert len(stray) == 1 and "failed to import (RuntimeError: boom)" in stray[0] and "(distribution fake-bound 0.1)" in stray[0]
 
 
+@pytest.mark.slow  # the installed command's one line and exit code 2
 @pytest.mark.parametrize(("argv", "expected"), [
     (["algorithm=broken", "n=30"], "boundlab: error: entry point boundlab.learners: broken = fake_broken:Broken "
      "(distribution fake-broken 0.1) failed to import (ModuleNotFoundError: No module named 'no_such_module_anywhere'); "

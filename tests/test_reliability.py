@@ -14,16 +14,33 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import migrated_store, with_sitecustomize
 
 from pipeline import resume
 
-pytestmark = pytest.mark.slow
+# slow: the tests that kill, signal or race the command's processes, or that ask the installed command
+# for its exit code; the others (e2e) run the command's main in this process (boundlab_in_process)
+slow = pytest.mark.slow
 
-GRID = ["-m", "gamma=0.05,0.1,0.2", "rho=1,2", "seed=0,1", "n=20000", "d=50", "name=faults"]
+GRID = ["-m", "gamma=0.05,0.1,0.2", "rho=1,2", "seed=0,1", "n=200", "d=5", "name=faults"]
+
+# In the process that is killed, every job's run first sleeps BOUNDLAB_SLOW_JOB seconds: the kill lands
+# part-way through the sweep and inside a job, whatever the machine's speed, without large data.
+SLOW_JOBS = """\
+import os, time
+if os.environ.get("BOUNDLAB_SLOW_JOB"):
+    import pipeline.run
+    original = pipeline.run.run
+    def slow(*args, **kwargs):
+        time.sleep(float(os.environ["BOUNDLAB_SLOW_JOB"]))
+        return original(*args, **kwargs)
+    pipeline.run.run = slow
+"""
 
 
-def _store(tmp_path: Path) -> tuple[str, dict[str, str]]:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def _store(tmp_path: Path, migrated: bool = False) -> tuple[str, dict[str, str]]:
+    """A store at tmp_path/mlflow.db: created by the command, or (``migrated``) a ready empty one."""
+    uri = migrated_store(tmp_path / "mlflow.db") if migrated else f"sqlite:///{tmp_path / 'mlflow.db'}"
     return uri, {**os.environ, "MLFLOW_TRACKING_URI": uri}
 
 
@@ -40,11 +57,13 @@ def _boundlab_cmd() -> list[str]:
     return [str(Path(sys.executable).parent / "boundlab")]
 
 
+@slow
 def test_sigkill_then_same_command_completes_only_the_missing_jobs(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     uri, env = _store(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
-    proc = subprocess.Popen([*_boundlab_cmd(), *GRID], cwd=work, env=env, stdout=subprocess.DEVNULL,
+    slow_env = with_sitecustomize(tmp_path, SLOW_JOBS, env | {"BOUNDLAB_SLOW_JOB": "1"})
+    proc = subprocess.Popen([*_boundlab_cmd(), *GRID], cwd=work, env=slow_env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 300
     while time.time() < deadline and len(list(work.glob("multirun/faults/*/*/done.json"))) < 4:
@@ -59,7 +78,7 @@ def test_sigkill_then_same_command_completes_only_the_missing_jobs(tmp_path: Pat
     skipped = again.stdout.count("already done")
     assert skipped >= finished_before - 1 and skipped >= 3  # a job may finish between marker and kill
 
-    clean_env = {**env, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'clean.db'}"}
+    clean_env = {**env, "MLFLOW_TRACKING_URI": migrated_store(tmp_path / "clean.db")}
     clean = boundlab(*GRID, f"hydra.sweep.dir={tmp_path / 'clean'}", cwd=tmp_path, env=clean_env)
     assert clean.returncode == 0, clean.stderr[-3000:]
     (sweep,) = work.glob("multirun/faults/*")
@@ -79,8 +98,10 @@ def test_sigkill_then_same_command_completes_only_the_missing_jobs(tmp_path: Pat
     assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
 
 
-def test_force_reruns_everything_and_keeps_one_live_run_per_job(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
-    uri, env = _store(tmp_path)
+@pytest.mark.e2e
+def test_force_reruns_everything_and_keeps_one_live_run_per_job(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    boundlab = boundlab_in_process
+    uri, env = _store(tmp_path, migrated=True)
     grid = ["-m", "seed=0,1,2", "n=200", "name=force"]
     assert boundlab(*grid, cwd=tmp_path, env=env).returncode == 0
     rerun = boundlab(*grid, "force=true", cwd=tmp_path, env=env)
@@ -90,6 +111,7 @@ def test_force_reruns_everything_and_keeps_one_live_run_per_job(tmp_path: Path, 
     assert stages == {("active", True): 3, ("deleted", True): 3, ("active", False): 1}
 
 
+@slow
 def test_repeated_parallel_sweeps_on_one_store_lose_nothing(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     uri, env = _store(tmp_path)
     for rep in range(3):
@@ -107,6 +129,7 @@ def test_repeated_parallel_sweeps_on_one_store_lose_nothing(tmp_path: Path, boun
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
+@slow
 def test_unreachable_tracking_store_stops_before_any_work(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     locked = tmp_path / "locked.db"
     holder = sqlite3.connect(locked)
@@ -130,8 +153,10 @@ def test_unreachable_tracking_store_stops_before_any_work(tmp_path: Path, boundl
     assert not any(work.iterdir()), "nothing written before the check"
 
 
-def test_tampered_data_is_detected_and_recomputed(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
-    _, env = _store(tmp_path)
+@pytest.mark.e2e
+def test_tampered_data_is_detected_and_recomputed(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    boundlab = boundlab_in_process
+    _, env = _store(tmp_path, migrated=True)
     grid = ["-m", "seed=0,1", "n=300", "name=integrity"]
     assert boundlab(*grid, cwd=tmp_path, env=env).returncode == 0
     (sweep,) = tmp_path.glob("multirun/integrity/*")
@@ -153,6 +178,7 @@ def test_resume_check_never_unpickles(tmp_path: Path) -> None:
     assert resume.check(tmp_path, "other") == "its config changed"
 
 
+@slow
 def test_sigterm_ends_runs_killed_and_the_sweep_resumes(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     uri, env = _store(tmp_path)
     grid = ["-m", "seed=0,1,2,3,4,5", "n=20000", "d=50", "name=term"]

@@ -1,8 +1,9 @@
 """Reliability, round two: stale results after an input file changes, faults outside the learner step,
 faults in the sweep callbacks, and an interrupted aggregation.
 
-Faults are injected into the ``boundlab`` subprocess by a ``sitecustomize.py`` on ``PYTHONPATH``
-(:data:`INJECTOR`), which wraps one named function to raise (or hang) on a chosen call.
+Faults wrap one named function to raise (or hang) on a chosen call: in a sweep run in this process
+(``boundlab_in_process``) by ``helpers.inject_fault``; in a ``boundlab`` subprocess, for the tests that
+signal it, by a ``sitecustomize.py`` on ``PYTHONPATH`` (:data:`INJECTOR`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import with_sitecustomize
+from helpers import inject_fault, migrated_store, with_sitecustomize
 
 from pipeline import resume, sweep, tracking
 from pipeline.callbacks import collect
@@ -56,7 +57,7 @@ if target:
 
 
 def _env(tmp_path: Path, fault: str | None = None, call: int = 0, **extra: str) -> tuple[str, dict[str, str]]:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = migrated_store(tmp_path / "mlflow.db")
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, **extra}
     if fault:
         env = with_sitecustomize(tmp_path, INJECTOR, env | {"BOUNDLAB_FAULT": fault, "BOUNDLAB_FAULT_CALL": str(call)})
@@ -213,7 +214,9 @@ def test_collect_counts_an_error_after_the_marker_as_failed(tmp_path: Path) -> N
     assert collect(tmp_path, 1)[2] == [tmp_path / "0"]
 
 
-# ---------------------------------------------------------------- sweeps (subprocess)
+# ---------------------------------------------------------------- sweeps
+# In this process (e2e; boundlab_in_process: the command's main, its callbacks and its jobs run here, faults
+# injected by inject_fault), except where the test is about the process (slow): a signal, a fresh read.
 
 slow = pytest.mark.slow
 
@@ -221,7 +224,7 @@ slow = pytest.mark.slow
 SWEPT_EDITS = ("same_size", "touch")  # every edit is covered in-process by test_input_fingerprint_follows_content
 
 
-@slow
+@slow  # a subprocess per command: each reads the edited file afresh, as a user's next command does
 @pytest.mark.parametrize("edit", SWEPT_EDITS)
 def test_sweep_over_an_edited_file_reruns_exactly_when_its_content_changed(tmp_path: Path, boundlab, edit: str) -> None:  # noqa: ANN001
     _, env = _env(tmp_path)
@@ -265,14 +268,18 @@ JOB_FAULTS = {  # where, and the call that fails (2: job 1 of the sweep)
 SWEPT_JOB_FAULTS = ("prepare", "resume_check", "tracking_open", "run", "record")
 
 
-@slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("fault", [JOB_FAULTS[k] for k in SWEPT_JOB_FAULTS], ids=SWEPT_JOB_FAULTS)
-def test_a_job_fault_anywhere_is_recorded_and_the_sweep_still_aggregates(tmp_path: Path, boundlab, fault: str) -> None:  # noqa: ANN001
+def test_a_job_fault_anywhere_is_recorded_and_the_sweep_still_aggregates(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
+                                                                          fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    boundlab = boundlab_in_process
     # experiment_id is called once in the start callback (start_parent) before the jobs: its call 3 is job 1's
     call = 3 if fault.endswith("experiment_id") else 2
-    uri, env = _env(tmp_path, fault, call)
+    uri, env = _env(tmp_path)
     sweep = tmp_path / "sweep"
-    proc = boundlab("-m", "seed=0,1", "n=50", "name=jobfault", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+    with monkeypatch.context() as faults:
+        inject_fault(faults, fault, call)
+        proc = boundlab("-m", "seed=0,1", "n=50", "name=jobfault", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "1 job(s) failed" in proc.stderr and f"{sweep / '1'} (seed=1" in proc.stderr, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -297,9 +304,11 @@ def test_a_job_fault_anywhere_is_recorded_and_the_sweep_still_aggregates(tmp_pat
     assert set(pd.read_parquet(sweep / "results.parquet")["seed"]) == {0, 1}
 
 
-@slow
-@pytest.mark.parametrize(("variant", "force"), [("truncated@30", False), ("binary", True)])  # all variants: in-process
-def test_sweep_with_a_corrupt_done_json_reruns_that_job(tmp_path: Path, boundlab, variant: str, force: bool) -> None:  # noqa: ANN001
+@pytest.mark.e2e
+@pytest.mark.parametrize(("variant", "force"), [("truncated@30", False), ("binary", True)])  # all variants: unit level above
+def test_sweep_with_a_corrupt_done_json_reruns_that_job(tmp_path: Path, boundlab_in_process, variant: str,  # noqa: ANN001
+                                                        force: bool) -> None:
+    boundlab = boundlab_in_process
     uri, env = _env(tmp_path)
     sweep = tmp_path / "sweep"
     cmd = ["-m", "seed=0,1", "n=50", "name=corrupt", f"hydra.sweep.dir={sweep}"]
@@ -338,13 +347,15 @@ CALLBACK_FAULTS = {
 }
 
 
-@slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("fault", CALLBACK_FAULTS, ids=CALLBACK_FAULTS.keys())
-def test_a_callback_fault_exits_nonzero_and_ends_the_parent(tmp_path: Path, boundlab, fault: str) -> None:  # noqa: ANN001
+def test_a_callback_fault_exits_nonzero_and_ends_the_parent(tmp_path: Path, boundlab_in_process, fault: str,  # noqa: ANN001
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     target, phase = CALLBACK_FAULTS[fault]
-    uri, env = _env(tmp_path, target)
+    uri, env = _env(tmp_path)
     sweep = tmp_path / "sweep"
-    proc = boundlab("-m", "seed=0,1", "n=50", "name=cbfault", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+    inject_fault(monkeypatch, target)
+    proc = boundlab_in_process("-m", "seed=0,1", "n=50", "name=cbfault", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
     assert proc.returncode == 1, proc.stderr[-3000:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("boundlab:")]
     assert len(lines) == 1 and f"sweep {phase}" in lines[0] and "injected fault" in lines[0], proc.stderr[-3000:]
@@ -355,9 +366,10 @@ def test_a_callback_fault_exits_nonzero_and_ends_the_parent(tmp_path: Path, boun
     assert not sweep.exists() or not list(sweep.glob(".aggregate*"))
 
 
-@slow
-@pytest.mark.parametrize("content", ["abc def ghi\n"], ids=["three_words"])  # every garbling: in-process above
-def test_a_garbled_parent_marker_starts_a_new_parent(tmp_path: Path, boundlab, content: str) -> None:  # noqa: ANN001
+@pytest.mark.e2e
+@pytest.mark.parametrize("content", ["abc def ghi\n"], ids=["three_words"])  # every garbling: unit level above
+def test_a_garbled_parent_marker_starts_a_new_parent(tmp_path: Path, boundlab_in_process, content: str) -> None:  # noqa: ANN001
+    boundlab = boundlab_in_process
     uri, env = _env(tmp_path)
     sweep = tmp_path / "sweep"
     cmd = ["-m", "seed=0,1", "n=50", "name=marker", f"hydra.sweep.dir={sweep}"]
@@ -371,8 +383,9 @@ def test_a_garbled_parent_marker_starts_a_new_parent(tmp_path: Path, boundlab, c
     assert tracking.read_parent_marker(sweep) is not None
 
 
-@slow
-def test_a_missing_job_table_reruns_that_job(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+@pytest.mark.e2e
+def test_a_missing_job_table_reruns_that_job(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    boundlab = boundlab_in_process
     _, env = _env(tmp_path)
     sweep = tmp_path / "sweep"
     cmd = ["-m", "seed=0,1", "n=50", "name=missing", f"hydra.sweep.dir={sweep}"]

@@ -43,6 +43,7 @@ def _alive(pid: int) -> bool:
 # ---------------------------------------------------------------- the lock itself
 
 
+@pytest.mark.slow  # a lock held by another process
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_a_held_directory_is_refused_naming_its_holder_and_freed_when_the_holder_dies(tmp_path: Path, sig: int) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "job")], stdout=subprocess.PIPE, text=True)
@@ -59,6 +60,7 @@ def test_a_held_directory_is_refused_naming_its_holder_and_freed_when_the_holder
     resume.release(fd)
 
 
+@pytest.mark.slow  # a lock held by another process
 def test_a_waiting_holder_gets_the_directory_when_its_holder_ends(tmp_path: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     told: list[str] = []
@@ -93,6 +95,7 @@ while True:
 """
 
 
+@pytest.mark.slow  # orphans: a worker process and its driver
 @pytest.mark.parametrize("busy", [True, False], ids=["in-a-job", "idle"])
 @pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
 def test_a_worker_stops_within_seconds_once_its_driver_is_gone(busy: bool, reaped: bool) -> None:

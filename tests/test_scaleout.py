@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import migrated_store
 
 pytestmark = pytest.mark.slow
 
@@ -105,11 +106,11 @@ def _check_sweep(driver: Path, sweep: str, env: dict[str, str], name: str, refer
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory, boundlab) -> pd.DataFrame:  # noqa: ANN001
-    """The same grid through the basic launcher."""
+def reference(tmp_path_factory: pytest.TempPathFactory, boundlab_in_process) -> pd.DataFrame:  # noqa: ANN001
+    """The same grid through the basic launcher (in this process: the launchers under test run the command)."""
     where = tmp_path_factory.mktemp("basic")
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{where / 'basic.db'}"}
-    proc = boundlab(*GRID, "name=basic", f"hydra.sweep.dir={where / 'sweep'}", cwd=where, env=env)
+    env = {**os.environ, "MLFLOW_TRACKING_URI": migrated_store(where / "basic.db")}
+    proc = boundlab_in_process(*GRID, "name=basic", f"hydra.sweep.dir={where / 'sweep'}", cwd=where, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return pd.read_parquet(where / "sweep" / "results.parquet")
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
+import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,6 +45,7 @@ from pipeline.numerics import (  # noqa: E402
     round_down,
     round_up,
     round_up_or_zero,
+    single_thread,
     two_product,
 )
 
@@ -100,7 +103,7 @@ def _exponent(top: float, window: int) -> int:
 def _largest(X: Matrix) -> float:
     """max |x_ij|; a NaN or infinite entry is refused (no statistic of such data means anything)."""
     values = X.data if sparse.issparse(X) else np.asarray(X)
-    top = float(np.abs(values).max(initial=0.0))
+    top = max(float(values.max(initial=0.0)), -float(values.min(initial=0.0)))  # = max |x_ij|, without a copy of |X|
     if not math.isfinite(top):
         raise UserError("the data contain NaN or infinite values: no radius or margin can be certified on them; "
                         "drop or impute those entries")
@@ -164,6 +167,9 @@ def radius(X: Matrix) -> float:
     return _scaled_back(R, k, round_up)
 
 
+_CHUNK_ENTRIES = 1 << 20  # entries of X per block of rows where a pass needs a temporary as large as the block
+
+
 def margins_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Rigorous lower bounds of each y_i w.x_i / ||w||: the rounding of every dot product and of
     ||w|| is charged against the margin, so each value is below the exact one."""
@@ -171,10 +177,17 @@ def margins_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     w = _unit_witness(w, _WINDOW)
     d = X.shape[1]
     g = err_factor(d)
-    # d ETA: products that underflow err absolutely, outside the relative model gamma_d covers
-    margins = y * (Xs @ w) - (g * (abs(Xs) @ np.abs(w)) + d * ETA)
+    y = np.asarray(y, dtype=np.float64)
+    w_abs = np.abs(w)
+    margins = np.empty(X.shape[0])
+    step = max(1, _CHUNK_ENTRIES // max(d, 1))  # rows at a time: |X| is never formed for the whole sample
+    for start in range(0, X.shape[0], step):
+        part = Xs[start:start + step]
+        # d ETA: products that underflow err absolutely, outside the relative model gamma_d covers
+        margins[start:start + step] = (y[start:start + step] * np.asarray(part @ w).ravel()
+                                       - (g * np.asarray(abs(part) @ w_abs).ravel() + d * ETA))
     norm_hi = math.sqrt(float(w @ w) * (1.0 + g)) * (1.0 + 2.0 * UNIT_ROUNDOFF)
-    lo = np.asarray(margins, dtype=np.float64) / norm_hi
+    lo = margins / norm_hi
     lo = np.where(lo > 0, lo * (1.0 - 4.0 * UNIT_ROUNDOFF), lo * (1.0 + 4.0 * UNIT_ROUNDOFF))
     return _scaled_back(lo, k, round_down)
 
@@ -272,7 +285,7 @@ def certify(X: Matrix, y: np.ndarray, w: np.ndarray, alpha: np.ndarray) -> Stats
 
 # --- Certification of an arbitrary sample (docs/bounds.md section 1, "Real data") ------------------
 
-CERTIFICATE_VERSION = "lp-highs+qp-clarabel-2"  # 2: gamma_hi charges the rounding of p; solvers see unit-scale data
+CERTIFICATE_VERSION = "working-set-nnls-3"  # 2: gamma_hi charges the rounding of p; solvers see unit-scale data; 3: working set (HiGHS LP, NNLS), other witnesses
 TARGET_GAP = 1e-6
 _SOLVER_WINDOW = 20  # the LP and QP tolerances are absolute: data beyond 2^+-20 reach the solvers at unit scale
 
@@ -290,7 +303,7 @@ def content_hash(X: Matrix, y: np.ndarray) -> str:
     for a in parts:
         a = np.asarray(a)
         h.update(str((a.dtype.str, a.shape)).encode())
-        h.update(np.ascontiguousarray(a).tobytes())
+        h.update(memoryview(np.ascontiguousarray(a)).cast("B"))  # the bytes, without a copy
     return h.hexdigest()[:16]
 
 
@@ -377,15 +390,47 @@ def _polish(Z: Matrix, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return w, beta
 
 
+def _exact_witnesses(Z: Matrix) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Witness candidates from the whole-sample solvers: HiGHS's LP for separability, Clarabel's hard-margin
+    QP and its active-set polish (the path used for every sample before the working set). None when HiGHS
+    proves the LP infeasible. Kept as the working set's fallback (a margin too small for the NNLS) and as
+    the reference the tests compare the working set against."""
+    direction = _separating_direction(Z)
+    if direction is None:
+        return None
+    w, alpha = _hard_margin(Z, direction)
+    out = [(w, alpha)]
+    w_polished, alpha_polished = _polish(Z, alpha)
+    if alpha_polished.sum() > 0:
+        out.append((w_polished, alpha_polished))
+    return out
+
+
+def _certify_candidates(X: Matrix, y: np.ndarray, candidates: list[tuple[np.ndarray, np.ndarray]]) -> Stats:
+    """:func:`certify` of each (w, alpha) candidate; any w and any alpha >= 0 certify: keep the tighter ends."""
+    stats = None
+    for w, alpha in candidates:
+        better = certify(X, y, w, alpha)
+        if stats is None:
+            stats = better
+        else:
+            lo, hi = max(stats.gamma_lo, better.gamma_lo), min(stats.gamma_hi, better.gamma_hi)
+            stats = Stats(stats.m, stats.d, stats.R, lo, hi, lo > 0, (hi - lo) / hi if hi > 0 else math.inf)
+    return stats
+
+
 def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> Stats:
     """Certified statistics of any labelled sample, computed once per content and cached.
 
-    Separability is an LP (scipy's HiGHS). For a separable sample the homogeneous hard-margin QP
-    min 1/2||w||^2 s.t. y_i w.x_i >= 1 is solved by Clarabel (interior point, tolerances 1e-12); its
-    solution is the primal witness (gamma_lo) and its duals the dual witness (gamma_hi) of the
-    two-sided certificate, both evaluated rigorously by :func:`certify`. A non-separable sample has
-    no margin: gamma_lo = gamma_hi = NaN and ``separable`` False. The solvers see the sample scaled by
-    a power of two to unit size when its entries lie beyond 2^+-20 (their tolerances are absolute).
+    The hard-margin problem min 1/2||w||^2 s.t. y_i w.x_i >= 1 is solved on a working set of candidate
+    support vectors (:func:`_max_margin`): separability of the working set is HiGHS's LP, its optimum an
+    exact active-set solve, and one pass over the whole sample per round adds the rows its w violates,
+    until none is left. Its w is the primal witness (gamma_lo, evaluated on every row) and its duals,
+    zero outside the working set, the dual witness (gamma_hi) of the two-sided certificate, both
+    evaluated rigorously by :func:`certify`. A working set that HiGHS proves not separable makes the
+    whole sample non-separable: no margin, gamma_lo = gamma_hi = NaN and ``separable`` False. The
+    solvers see the sample scaled by a power of two to unit size when its entries lie beyond 2^+-20
+    (their tolerances are absolute).
 
     Only proven answers become statistics or cache entries: HiGHS's "optimal" (a separating w) or
     "infeasible" (not separable); any other outcome raises :class:`SolverError` and caches nothing. A
@@ -399,21 +444,18 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
         cached = _read_cached(path, X, R)
         if cached is not None:
             return cached
-    Z = sparse.diags(y) @ sparse.csr_matrix(X) if sparse.issparse(X) else y[:, None] * X
     # The solvers only propose witnesses, which certify() evaluates on X itself: their data may round.
-    Z, _ = _unit_scale(Z, window=_SOLVER_WINDOW, exact=False)
-    direction = _separating_direction(Z)
-    if direction is None:
+    Xs, _ = _unit_scale(X, window=_SOLVER_WINDOW, exact=False)
+    with single_thread():  # small factorisations: BLAS threads only cost, and results stay bit-identical
+        found = _max_margin(Xs, np.asarray(y, dtype=np.float64))
+    if found is None:
         stats = Stats(m=int(X.shape[0]), d=int(X.shape[1]), R=R, gamma_lo=math.nan,
                       gamma_hi=math.nan, separable=False, gap=math.nan)
     else:
-        w, alpha = _hard_margin(Z, direction)
-        stats = certify(X, y, w, alpha)
-        w_polished, alpha_polished = _polish(Z, alpha)
-        if alpha_polished.sum() > 0:  # any w and any alpha >= 0 certify: keep the tighter ends
-            better = certify(X, y, w_polished, alpha_polished)
-            lo, hi = max(stats.gamma_lo, better.gamma_lo), min(stats.gamma_hi, better.gamma_hi)
-            stats = Stats(stats.m, stats.d, stats.R, lo, hi, lo > 0, (hi - lo) / hi)
+        stats = _certify_candidates(X, y, found)
+        if X.shape[0] > _SEED_ROWS or stats.gap > TARGET_GAP:
+            log.info("certified margin: m=%d d=%d gamma* in [%.6g, %.6g], relative gap %.2g", stats.m, stats.d,
+                     stats.gamma_lo, stats.gamma_hi, stats.gap)
     if _cache_problem(stats.as_dict(), X, R) is not None:  # valid, but not an entry a later read would accept
         return stats
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -421,6 +463,271 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
     tmp.write_text(json.dumps(stats.as_dict()) + "\n")
     os.replace(tmp, path)
     return stats
+
+
+# --- The working set: the hard-margin problem at the cost of a few passes over the data ------------------
+
+log = logging.getLogger("boundlab")
+
+_SEED_ROWS = 2048  # samples of up to this many rows start with the whole sample as the working set
+_ADD_ROWS = 1024  # at most this many violators (or 2 (d + 1), up to 4 times this) join the working set per round
+_ROUNDS = 500
+_NEAR = 0.05  # working-set rows with a margin within this (relative) of the optimum stay for the next round
+_VIOLATION = 1e-10  # a row violates when its margin under w (1 on the support) is below 1 - this
+_DEGENERATE = 1e-6  # the NNLS's margin relative to its scale below this: HiGHS decides separability
+_PROGRESS_SECONDS = 2.0
+_DENSE_NNLS = 2048  # dense rows with up to this many features: the NNLS runs on the rows, not on their Gram matrix
+
+
+class _Rows:
+    """z_i = y_i x_i of a (unit-scaled) sample, never formed for the whole sample: one pass computes every
+    margin z_i.w, and the working set's rows are gathered on demand."""
+
+    def __init__(self, X: Matrix, y: np.ndarray) -> None:
+        self.sparse = sparse.issparse(X)
+        self.X = sparse.csr_matrix(X) if self.sparse else np.asarray(X, dtype=np.float64)
+        self.y = y
+        self.m, self.d = X.shape
+
+    def margins(self, w: np.ndarray) -> np.ndarray:
+        return self.y * np.asarray(self.X @ w, dtype=np.float64).ravel()
+
+    def total(self) -> np.ndarray:
+        """sum_i z_i."""
+        return np.asarray(self.X.T @ self.y, dtype=np.float64).ravel()
+
+    def take(self, idx: np.ndarray) -> Matrix:
+        if self.sparse:
+            return sparse.csr_matrix(sparse.diags(self.y[idx]) @ self.X[idx])
+        return self.y[idx, None] * self.X[idx]
+
+
+def _gram(A: Matrix, B: Matrix) -> np.ndarray:
+    G = A @ B.T
+    return G.toarray() if sparse.issparse(G) else np.asarray(G)
+
+
+def _stack(A: Matrix, B: Matrix) -> Matrix:
+    return sparse.vstack([A, B], format="csr") if sparse.issparse(A) else np.vstack([A, B])
+
+
+def _solve_pd(H: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """H^-1 h for a positive definite H by Cholesky (LAPACK, no checks), else by least squares."""
+    from scipy.linalg import lapack
+
+    factor, info = lapack.dpotrf(H, lower=False, clean=False)
+    if info == 0:
+        x, info = lapack.dpotrs(factor, h, lower=False)
+        if info == 0 and np.all(np.isfinite(x)):
+            return x
+    return np.linalg.lstsq(H, h, rcond=None)[0]
+
+
+def _nnls_gram(H: np.ndarray, h: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """argmin_{u >= 0} u.H.u/2 - h.u for a positive semi-definite H: Lawson and Hanson's NNLS (*Solving
+    Least Squares Problems*, 1974, ch. 23) on the normal equations (Bro and de Jong, "A fast
+    non-negativity-constrained least squares algorithm", J. Chemometrics 11, 1997), started from the
+    first passive set whose solution is positive: every index, else ``start`` (the previous round's
+    support), else none."""
+    n = h.shape[0]
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    # first try every index (right at once when the support is everything), then the previous support
+    for guess in (np.arange(n), start):
+        if guess is None or not guess.size:
+            continue
+        s = _solve_pd(H[np.ix_(guess, guess)], h[guess])
+        if np.all(s > 0):
+            x[guess], passive[guess] = s, True
+            break
+    tol = 1e-14 * max(float(np.abs(h).max(initial=0.0)), float(np.abs(np.diag(H)).max(initial=0.0)), 1.0) * n
+    idx = np.flatnonzero(passive)
+    grad = h - H[:, idx] @ x[idx]
+    for _ in range(3 * n + 100):
+        candidate = np.where(passive, -np.inf, grad)
+        j = int(np.argmax(candidate))
+        if not candidate[j] > tol:
+            break
+        passive[j] = True
+        first = True
+        while True:
+            idx = np.flatnonzero(passive)
+            s = np.zeros(n)
+            s[idx] = _solve_pd(H[np.ix_(idx, idx)], h[idx])
+            if s[idx].min() > 0:
+                break
+            if first and s[j] <= 0:  # the entering index cannot rise: its gradient is rounding noise
+                passive[j] = False
+                return x
+            first = False
+            bad = idx[s[idx] <= 0]
+            ratios = x[bad] / (x[bad] - s[bad])
+            k = int(np.argmin(ratios))
+            x = x + float(ratios[k]) * (s - x)
+            x[bad[k]] = 0.0
+            passive &= x > 0
+            x[~passive] = 0.0
+            if not passive.any():
+                break
+        x = np.where(passive, s, 0.0)
+        idx = np.flatnonzero(passive)
+        grad = h - H[:, idx] @ x[idx]
+    return x
+
+
+def _nnls(ZW: Matrix, G: np.ndarray | None, scale: float, dense_rows: bool, start: np.ndarray | None) -> np.ndarray:
+    """u of :func:`_subproblem`'s NNLS by scipy's compiled Lawson-Hanson: on E itself for dense rows with
+    few features; else on a square root A of H = G / c^2 + 1 1^T (A^T A = H, A^T b = 1: Cholesky, or the
+    eigenvectors of a singular H), which has the same minimiser. :func:`_nnls_gram` if scipy's stops."""
+    from scipy.optimize import nnls
+
+    n = ZW.shape[0]
+    try:
+        if dense_rows:
+            E = np.empty((ZW.shape[1] + 1, n), order="F")
+            np.divide(ZW.T, scale, out=E[:-1])
+            E[-1] = 1.0
+            target = np.zeros(E.shape[0])
+            target[-1] = 1.0
+            return nnls(E, target, maxiter=50 * E.shape[0] + 10 * n)[0]
+        import scipy.linalg
+        from scipy.linalg import lapack
+
+        H = G / (scale * scale) + 1.0
+        U, info = lapack.dpotrf(H, lower=False, clean=True)
+        if info == 0:
+            u, info = lapack.dpotrs(U, np.ones(n), lower=False)
+            if info == 0 and np.all(u > 0):  # every row is a support vector: the NNLS is this one solve
+                return u
+            A, b = U, scipy.linalg.solve_triangular(U, np.ones(n), trans="T", check_finite=False)
+        else:
+            lam, V = np.linalg.eigh(H)
+            keep = lam > lam.max() * n * 1e-15
+            root = np.sqrt(lam[keep])
+            A, b = root[:, None] * V[:, keep].T, (V[:, keep].T @ np.ones(n)) / root
+        return nnls(A, b, maxiter=50 * n + 100)[0]
+    except (RuntimeError, np.linalg.LinAlgError, ValueError):
+        G = _gram(ZW, ZW) if G is None else G
+        return _nnls_gram(G / (scale * scale) + 1.0, np.ones(n), start)
+
+
+def _subproblem(ZW: Matrix, G: np.ndarray | None, scale: float, start: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Hard-margin optimum of the working set: (w, alpha_W) with z_i.w = 1 on its support, or None when the
+    NNLS finds the origin (numerically) in the hull of the z_i, i in W (then HiGHS decides).
+
+    The least-distance problem min ||w|| s.t. Z_W w >= 1 is the NNLS min_{u >= 0} ||E u - e||,
+    E = [Z_W^T / c; 1^T] (Lawson and Hanson 1974, ch. 23), with w proportional to Z_W^T u; here in the
+    Gram form H = G / c^2 + 1 1^T, c the expected margin (which keeps sum u near 1/2). The support
+    {u_i > 0} is then polished: least-norm w with z_i.w = 1 there, and the duals from w = Z_S^T beta.
+    """
+    n = ZW.shape[0]
+    dense_rows = not sparse.issparse(ZW) and ZW.shape[1] <= _DENSE_NNLS
+    if not dense_rows and G is None:
+        G = _gram(ZW, ZW)
+    for _ in range(3):  # c is a guess: re-solve with the margin found when it was far off (sum u far from 1/2)
+        u = _nnls(ZW, G, scale, dense_rows, start)
+        total = float(u.sum())
+        if not (0.0 < total < 1.0):
+            break
+        relative = math.sqrt((1.0 - total) / total)  # the working set's margin / c
+        if 0.1 <= relative <= 10.0 or relative < _DEGENERATE:
+            break
+        scale *= relative
+    if not (0.0 < total < 1.0) or (1.0 - total) / total < _DEGENERATE**2:
+        return None
+    S = np.flatnonzero(u > 0)
+    w, beta = None, None
+    with np.errstate(all="ignore"):
+        if dense_rows:
+            ZS = ZW[S]
+            w = np.linalg.lstsq(ZS, np.ones(S.size), rcond=None)[0]
+            beta = np.linalg.lstsq(ZS.T, w, rcond=None)[0]
+        else:
+            beta = _solve_pd(G[np.ix_(S, S)], np.ones(S.size))  # Cholesky; least squares if singular
+            w = np.asarray(ZW[S].T @ beta).ravel()
+    alpha = np.zeros(n)
+    if w is not None and np.all(np.isfinite(w)) and np.all(np.isfinite(beta)) and np.maximum(beta, 0.0).sum() > 0:
+        alpha[S] = np.maximum(beta, 0.0)
+        return w, alpha
+    alpha[S] = u[S]
+    return np.asarray(ZW.T @ u).ravel(), alpha
+
+
+def _max_margin(Xs: Matrix, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Witnesses (w, alpha) of the hard-margin problem on the rows z_i = y_i x_i of ``Xs`` by a working set
+    (cutting planes), or None when HiGHS proves a subset of the rows (hence the sample) not separable.
+
+    Start: the whole sample when small, else the rows with the smallest margins under sum_i z_i. The
+    working set's separability is HiGHS's LP (a proven status, else :class:`SolverError`). Each round
+    solves the working set exactly (:func:`_subproblem`), then one pass over all rows finds those whose
+    margin under its w is below the working set's (1): up to max(2 (d + 1), _ADD_ROWS) of the smallest
+    join. The working set's optimal margin decreases strictly, so the rounds end; they stop when no row
+    violates. A working set too close to the origin for the NNLS goes to HiGHS (infeasible: not
+    separable) and then to the whole-sample solvers restricted to it (Clarabel).
+    """
+    rows = _Rows(Xs, y)
+    m, d = rows.m, rows.d
+    if m <= _SEED_ROWS:
+        W = np.arange(m)
+    else:
+        w0 = rows.total()
+        seed = min(m - 1, max(512, min(4 * (d + 1), 4 * _ADD_ROWS)))
+        W = np.sort(np.argpartition(rows.margins(w0), seed)[:seed]) if np.any(w0 != 0) else np.arange(seed)
+    ZW = rows.take(W)
+    direction = _separating_direction(ZW)
+    if direction is None:
+        return None
+    z = np.asarray(ZW @ direction).ravel()
+    scale = float(z.min()) / float(np.linalg.norm(direction))
+    if not (math.isfinite(scale) and scale > 0):
+        scale = 1.0
+    gram = rows.sparse or d > _DENSE_NNLS  # the working set's Gram matrix, kept up to date, for many features
+    G = _gram(ZW, ZW) if gram else None
+    start: np.ndarray | None = None
+    began = last = time.monotonic()
+    best: tuple[np.ndarray, np.ndarray] | None = None
+    for round_ in range(1, _ROUNDS + 1):
+        solved = _subproblem(ZW, G, scale, start)
+        if solved is None:  # the origin is (numerically) in the working set's hull: HiGHS decides
+            exact = _exact_witnesses(ZW)
+            if exact is None:
+                return None
+            solved = exact[-1]
+        w, alpha_W = solved
+        norm = float(np.linalg.norm(w))
+        margins = rows.margins(w)
+        low = float(margins.min())
+        full = np.zeros(m)
+        full[W] = alpha_W
+        best = (w, full)
+        scale = 1.0 / norm if norm > 0 else scale
+        outside = np.ones(m, dtype=bool)
+        outside[W] = False
+        violating = np.flatnonzero(outside & (margins < 1.0 - _VIOLATION))
+        now = time.monotonic()
+        if m > _SEED_ROWS and (now - last >= _PROGRESS_SECONDS or not violating.size):
+            last = now
+            log.info("certifying the margin of %d x %d: round %d, working set %d rows (support %d), margin in "
+                     "[%.6g, %.6g] (unit scale), %d rows violate, %.1f s", m, d, round_, W.size,
+                     int(np.count_nonzero(alpha_W)), low / norm, 1.0 / norm, violating.size, now - began)
+        if not violating.size:
+            break
+        add = max(_ADD_ROWS, min(2 * (d + 1), 4 * _ADD_ROWS))
+        if violating.size > add:
+            violating = violating[np.argpartition(margins[violating], add)[:add]]
+        violating = np.sort(violating)
+        # the support (its optimum stays, so the working set's margin still falls) and the rows near the margin
+        keep = np.flatnonzero((alpha_W > 0) | (margins[W] < 1.0 + _NEAR))
+        Zk, Znew = ZW[keep], rows.take(violating)
+        if gram:
+            cross = _gram(Znew, Zk)
+            G = np.block([[G[np.ix_(keep, keep)], cross.T], [cross, _gram(Znew, Znew)]])
+        start = np.flatnonzero(alpha_W[keep] > 0)
+        W, ZW = np.concatenate([W[keep], violating]), _stack(Zk, Znew)
+    else:
+        log.warning("certifying the margin of %d x %d: %d rounds without settling the working set; the certificate "
+                    "reports its gap", m, d, _ROUNDS)
+    return [best]
 
 
 _FIELDS = {"m": int, "d": int, "R": float, "gamma_lo": float, "gamma_hi": float, "separable": bool, "gap": float}

@@ -85,7 +85,7 @@ class _Real(Source):
 
     def _finish(self, X: np.ndarray | sparse.csr_matrix, labels: np.ndarray, where: str, rng: np.random.Generator) -> Dataset:
         keep, y = binary_labels(labels, self.positive, self.negative, where)
-        X = preprocess(X[keep], self.standardize, self.unit_ball, self.bias)
+        X = preprocess(X if keep.all() else X[keep], self.standardize, self.unit_ball, self.bias)  # no copy when all kept
         stats = certify_sample(X, y)  # order-free statistics, cached by content
         check_radius_scale(stats.R, where)
         if self.shuffle:
@@ -198,11 +198,18 @@ class File(_Real):
         return self._finish(X, labels, self.path, rng)
 
 
+WORKSET_ROWS = 4096  # rows of the certificate's working set counted in the memory estimate
+
+
 def check_file_memory(shown: str, X: np.ndarray | sparse.csr_matrix, dense: bool = False, extra: int = 0) -> None:
     """Refuse a file whose preprocessing and certificate would exceed the available memory (before any of it)."""
     n, d = X.shape[0], X.shape[1] + extra
     entries = float(n) * d if dense or not sparse.issparse(X) else float(X.nnz + n * extra)
-    shortfall = memory_shortfall(sample_bytes(n, d, entries=entries, copies=4 if dense or not sparse.issparse(X) else 6))
+    # the certificate's solvers work on a working set of rows (pipeline.data.certify._max_margin), not on
+    # the whole sample: a few hundred thousand entries and, for sparse rows, its Gram matrix
+    workset = 8.0 * WORKSET_ROWS * (d + 1 + (WORKSET_ROWS if sparse.issparse(X) else 0))
+    shortfall = memory_shortfall(sample_bytes(n, d, entries=entries, copies=4 if dense or not sparse.issparse(X) else 6,
+                                              solvers=False) + workset)
     if shortfall is not None:
         raise DataError(shown, f"has {n} rows and {d} features ({entries:.3g} entries): preprocessing and certifying "
                         f"{shortfall}; use fewer rows or features")

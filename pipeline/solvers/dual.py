@@ -660,7 +660,8 @@ def _polish(G: np.ndarray, rhs: np.ndarray, a: np.ndarray, s: np.ndarray, steps:
     return a
 
 
-def _ascend(problem: _Linear | _Kernel, tol: float, max_epochs: int, seed: int) -> Certificate:
+def _ascend(problem: _Linear | _Kernel, tol: float, max_epochs: int, seed: int,
+            alpha0: np.ndarray | None = None) -> Certificate:
     """Dual coordinate ascent in seeded random-permutation epochs, with the gap evaluated afresh
     every few epochs (each epoch at first, then ~10 % of the epochs made, at most 50) and an
     active-set polish of the free coordinates (:func:`_polish`) when the sets {alpha_i = 0},
@@ -679,6 +680,11 @@ def _ascend(problem: _Linear | _Kernel, tol: float, max_epochs: int, seed: int) 
     m, s = problem.m, problem.s
     rng = np.random.default_rng(seed)
     alpha = problem.start()
+    if alpha0 is not None:  # a warm start: any alpha in the box is a dual point (zero rows keep their optimum)
+        start = np.asarray(alpha0, dtype=np.float64).ravel()
+        if start.shape != (m,) or not np.all(np.isfinite(start)):
+            raise ParamError("alpha0", f"array of shape {start.shape}", f"{m} finite dual values")
+        alpha = np.where(alpha == s, alpha, np.clip(start, 0.0, s))
     epochs = k = 0
     previous = tried = b""
     while True:
@@ -748,7 +754,7 @@ def objective(X: Any, y: np.ndarray, lam: float, w: np.ndarray, *, weights: np.n
 
 
 def sdca(X: Any, y: np.ndarray, lam: float, *, weights: np.ndarray | None = None, w_ref: np.ndarray | None = None,
-         tol: float = 1e-9, max_epochs: int = 100_000, seed: int = 0) -> Certificate:
+         tol: float = 1e-9, max_epochs: int = 100_000, seed: int = 0, alpha0: np.ndarray | None = None) -> Certificate:
     """Certified minimiser of :func:`objective` by exact dual coordinate ascent.
 
     Dual coordinate ascent with the hinge loss's closed-form coordinate step (Shalev-Shwartz & Zhang
@@ -779,6 +785,8 @@ def sdca(X: Any, y: np.ndarray, lam: float, *, weights: np.ndarray | None = None
     max_epochs : at most this many epochs. If tol is not reached, the certificate reached so far is
         returned (its gap > tol); the caller decides. Nothing is raised.
     seed : seed of the permutations; the result is deterministic for a fixed seed.
+    alpha0 : optional starting dual point (clipped into the box [0, s]), e.g. the ``alpha`` of a nearby
+        lam: a warm start. Default: alpha = 0.
 
     Returns
     -------
@@ -796,7 +804,7 @@ def sdca(X: Any, y: np.ndarray, lam: float, *, weights: np.ndarray | None = None
     """
     rows = _rows(X)
     problem = _Linear(rows, _labels(y, rows.m), _lam(lam), _weights(weights, rows.m), _vector("w_ref", w_ref, rows.d))
-    return _ascend(problem, tol, max_epochs, seed)
+    return _ascend(problem, tol, max_epochs, seed, alpha0)
 
 
 def kernel_objective(K: np.ndarray, y: np.ndarray, lam: float, a: np.ndarray, *,
@@ -840,3 +848,32 @@ def kernel_sdca(K: np.ndarray, y: np.ndarray, lam: float, *, weights: np.ndarray
     y = _labels(y, np.size(y))
     problem = _Kernel(symmetric_gram(K, y.shape[0]), y, _lam(lam), _weights(weights, y.shape[0]))
     return _ascend(problem, tol, max_epochs, seed)
+
+
+def sdca_direction(X: Any, y: np.ndarray, lam: float, *, epochs: int, seed: int = 0,
+                   alpha0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(w, alpha) after ``epochs`` epochs of the dual coordinate ascent of :func:`sdca` (plain Pegasos
+    objective: s = 1, w_ref = 0), started from ``alpha0`` (default 0), without a certificate: no gap is
+    evaluated, so the cost is one pass over the data per epoch plus one to form w from alpha. For callers
+    that need a good direction, not a certified optimum (the comparators of docs/bounds.md section 2).
+    Deterministic for a fixed seed."""
+    rows = _rows(X)
+    y = _labels(y, rows.m)
+    lam = _lam(lam)
+    m, lm = rows.m, lam * rows.m
+    sqn = rows.squared_norms()
+    s = np.ones(m)
+    alpha = np.where(sqn == 0.0, s, 0.0)
+    if alpha0 is not None:
+        start = np.asarray(alpha0, dtype=np.float64).ravel()
+        if start.shape != (m,) or not np.all(np.isfinite(start)):
+            raise ParamError("alpha0", f"array of shape {start.shape}", f"{m} finite dual values")
+        alpha = np.where(sqn == 0.0, s, np.clip(start, 0.0, s))
+    Xr = X if sparse.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
+    v = np.asarray(Xr.T @ (alpha * y), dtype=np.float64).ravel() / lm
+    rng = np.random.default_rng(seed)
+    b = np.ones(m)
+    for _ in range(int(epochs)):
+        perms = rng.permutation(m).astype(np.int64)[None, :]
+        rows.epochs(y, b, s, sqn, lm, alpha, v, perms)
+    return v, alpha

@@ -1,0 +1,165 @@
+"""The working-set certificate of large samples (pipeline.data.certify._max_margin) against the exact
+whole-sample path it replaced (HiGHS LP, Clarabel QP and polish on every row).
+
+Each test is small: the working set's thresholds are lowered (monkeypatched) so that a few hundred rows
+go through the rounds a large file goes through (seed, violators, degenerate working sets). Speed is
+measured in benchmarks/bench_files.py, never asserted here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pipeline.data import MarginBinary
+from pipeline.data.certify import TARGET_GAP, SolverError, certify_sample, margins_lower
+
+certify_module = importlib.import_module("pipeline.data.certify")
+
+
+def shifted_gaussian(n: int, d: int, seed: int, shift: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """The benchmark's recipe (benchmarks/bench_files.py): x ~ N(0, I), y = sign(w*.x), x += shift y w*."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    w /= np.linalg.norm(w)
+    X = rng.normal(size=(n, d))
+    y = np.where(X @ w >= 0, 1.0, -1.0)
+    X += shift * y[:, None] * w
+    return X, y
+
+
+def exact_path(X: np.ndarray | sp.csr_matrix, y: np.ndarray) -> certify_module.Stats | None:
+    Z = sp.diags(y) @ sp.csr_matrix(X) if sp.issparse(X) else y[:, None] * X
+    found = certify_module._exact_witnesses(Z)
+    return None if found is None else certify_module._certify_candidates(X, y, found)
+
+
+@pytest.fixture
+def small_working_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds on small samples: the whole-sample start only up to 40 rows, few violators per round."""
+    monkeypatch.setattr(certify_module, "_SEED_ROWS", 40)
+    monkeypatch.setattr(certify_module, "_ADD_ROWS", 16)
+
+
+def agree(new: certify_module.Stats, old: certify_module.Stats) -> None:
+    """Both certificates are rigorous intervals around the same gamma*: they overlap, and each is tight."""
+    assert new.separable and old.separable
+    assert new.gamma_lo <= old.gamma_hi and old.gamma_lo <= new.gamma_hi
+    assert new.gap <= TARGET_GAP and old.gap <= TARGET_GAP
+    assert new.R == old.R and (new.m, new.d) == (old.m, old.d)
+
+
+@pytest.mark.parametrize(("n", "d", "seed"), [(300, 5, 0), (600, 12, 1), (1500, 30, 2), (400, 3, 3)])
+def test_the_working_set_matches_the_exact_path(n: int, d: int, seed: int, small_working_set: None,
+                                                tmp_path: Path) -> None:
+    X, y = shifted_gaussian(n, d, seed)
+    agree(certify_sample(X, y, tmp_path), exact_path(X, y))
+
+
+def test_the_whole_sample_start_matches_the_exact_path(tmp_path: Path) -> None:
+    X, y = shifted_gaussian(800, 10, 4)
+    agree(certify_sample(X, y, tmp_path), exact_path(X, y))
+
+
+def test_sparse_rows_match_dense_rows(small_working_set: None, tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 40)) * (rng.random((300, 40)) < 0.2)  # 80 % zeros
+    X[:, :5], y = shifted_gaussian(300, 5, 5, shift=0.2)  # separable along 5 dense columns
+    dense = certify_sample(X, y, tmp_path / "dense")
+    agree(certify_sample(sp.csr_matrix(X), y, tmp_path / "sparse"), dense)
+    agree(dense, exact_path(X, y))
+
+
+def test_many_features_use_the_gram_form(small_working_set: None, monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    monkeypatch.setattr(certify_module, "_DENSE_NNLS", 4)  # the sparse/high-d path on dense rows
+    X, y = shifted_gaussian(200, 30, 6)
+    agree(certify_sample(X, y, tmp_path), exact_path(X, y))
+
+
+@pytest.mark.parametrize("rho", [1e-300, 1e-5, 1.0, 1e150])
+def test_the_working_set_brackets_an_exactly_known_margin(rho: float, small_working_set: None, tmp_path: Path) -> None:
+    from test_certificate_edges import pinned_sample  # tests/ is on sys.path (as for helpers)
+
+    gamma = 0.01 * rho
+    X, y, _, _ = pinned_sample(gamma, rho, n=300, d=4, seed=7)
+    s = certify_sample(X, y, tmp_path)
+    assert s.separable and s.gamma_lo <= gamma <= s.gamma_hi and s.gap <= TARGET_GAP
+
+
+@pytest.mark.parametrize("flip", [0.05, 0.3])
+def test_a_non_separable_working_set_is_proven_by_highs(flip: float, small_working_set: None, tmp_path: Path) -> None:
+    ds = MarginBinary(gamma=0.1, rho=1.0, n=400, d=10, flip=flip).generate(np.random.default_rng(8))
+    s = certify_sample(ds.X, ds.y, tmp_path)
+    assert exact_path(ds.X, ds.y) is None  # the whole-sample LP agrees
+    assert not s.separable and math.isnan(s.gamma_lo) and math.isnan(s.gamma_hi)
+
+
+def test_one_flipped_row_outside_the_seed_is_found(small_working_set: None, tmp_path: Path) -> None:
+    """The seed working set is separable; the rounds reach the one row that makes the sample not separable."""
+    X, y = shifted_gaussian(400, 5, 9, shift=0.5)
+    far = int(np.argmax(y * (X @ np.ones(5))))  # a row far from the boundary: not in the seed
+    X = np.vstack([X, -X[far]])  # its mirror image with the same label: the origin lies on their segment
+    y = np.append(y, y[far])
+    assert not certify_sample(X, y, tmp_path).separable
+
+
+def test_an_unproven_lp_status_on_the_working_set_raises(small_working_set: None, monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    monkeypatch.setattr("scipy.optimize.linprog", lambda *a, **k: SimpleNamespace(status=4, x=None, message="numerical"))
+    X, y = shifted_gaussian(300, 5, 10)
+    with pytest.raises(SolverError, match="HiGHS.*status 4"):
+        certify_sample(X, y, tmp_path)
+    assert not list(tmp_path.rglob("*.json"))
+
+
+def test_long_certificates_log_their_progress(small_working_set: None, caplog: pytest.LogCaptureFixture,
+                                              tmp_path: Path) -> None:
+    X, y = shifted_gaussian(300, 5, 11)
+    with caplog.at_level(logging.INFO, logger="boundlab"):
+        certify_sample(X, y, tmp_path)
+    rounds = [r.getMessage() for r in caplog.records if "certifying the margin of 300 x 5" in r.getMessage()]
+    assert rounds and "0 rows violate" in rounds[-1]
+
+
+def test_margins_in_blocks_equal_margins_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = shifted_gaussian(500, 7, 12)
+    w = np.random.default_rng(12).normal(size=7)
+    whole = margins_lower(X, y, w)
+    monkeypatch.setattr(certify_module, "_CHUNK_ENTRIES", 50)  # 7 rows a block
+    blocks = margins_lower(X, y, w)
+    exact = y * (X @ w) / np.linalg.norm(w)
+    assert np.all(blocks <= exact) and np.allclose(blocks, whole, rtol=1e-14, atol=0)
+    assert np.array_equal(margins_lower(sp.csr_matrix(X), y, w) <= exact, np.ones(500, bool))
+
+
+def test_the_largest_entry_needs_no_copy_and_refuses_nan() -> None:
+    from pipeline.params import UserError
+
+    X = np.array([[1.0, -3.0], [2.0, 0.5]])
+    assert certify_module._largest(X) == 3.0
+    X[1, 1] = np.nan
+    with pytest.raises(UserError, match="NaN or infinite"):
+        certify_module._largest(X)
+
+
+def test_nnls_in_gram_form_solves_the_least_distance_problem() -> None:
+    rng = np.random.default_rng(13)
+    Z = rng.normal(size=(60, 8)) + 2.0  # all z_i in a half-space: the origin outside their hull
+    H = Z @ Z.T + 1.0
+    u = certify_module._nnls_gram(H, np.ones(60))
+    from scipy.optimize import nnls
+
+    E = np.vstack([Z.T, np.ones(60)])
+    target = np.zeros(9)
+    target[-1] = 1.0
+    ref = nnls(E, target)[0]
+    assert np.all(u >= 0) and np.allclose(Z.T @ u, Z.T @ ref, atol=1e-10) and math.isclose(u.sum(), ref.sum(), rel_tol=1e-10)
