@@ -85,7 +85,10 @@ class _Real(Source):
 
     def _finish(self, X: np.ndarray | sparse.csr_matrix, labels: np.ndarray, where: str, rng: np.random.Generator) -> Dataset:
         keep, y = binary_labels(labels, self.positive, self.negative, where)
-        X = preprocess(X if keep.all() else X[keep], self.standardize, self.unit_ball, self.bias)  # no copy when all kept
+        # a dense sample keeps its rows without a copy when all are kept; a sparse one is always rebuilt by
+        # the row selection, which gives it the canonical layout its saved copy (data.npz) has when read back
+        dense_all = keep.all() and not sparse.issparse(X)
+        X = preprocess(X if dense_all else X[keep], self.standardize, self.unit_ball, self.bias)
         stats = certify_sample(X, y)  # order-free statistics, cached by content
         check_radius_scale(stats.R, where)
         if self.shuffle:
