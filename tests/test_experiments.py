@@ -155,7 +155,7 @@ def _report(in_process, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
     return in_process(lambda: main([]), cwd=cwd, env=env)
 
 
-@pytest.mark.e2e
+# not e2e: a 2-job DVC stage and the report (seconds), the fast tier's run of both entry points
 def test_report_from_a_small_sweep_has_every_claim_and_figure(tmp_path: Path, in_process) -> None:  # noqa: ANN001
     ws, env = _workspace(tmp_path), _env(tmp_path)
     stage = _stage(in_process, "perceptron_tight", cwd=ws, env=env)
