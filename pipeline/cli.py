@@ -13,7 +13,7 @@ import signal
 import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import hydra
 from omegaconf import DictConfig
@@ -354,8 +354,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             keep_on_loopback(plan.ray_init)
         context = context.with_(size=len(plan.jobs), key=plan.sweep_key())
     context.publish()
-    if not plan.jobs:  # --help, --cfg, --info, shell completion: Hydra lists every group's options
-        _list_groups_once()
+    listing = _list_groups_once() if not plan.jobs else None  # --help, --cfg, --info, completion
     sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
     guard = StopGuard(plan.tracking_uri)
     try:
@@ -376,12 +375,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(130) from None
     finally:
         sweep.forget()
+        if listing is not None:  # Hydra's own method again (a later command in this process: its own repository)
+            listing()
         guard.close()
         if "pipeline.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
             sys.modules["pipeline.callbacks"].release_sweep()
 
 
-def _list_groups_once() -> None:
+def _list_groups_once() -> Callable[[], None]:
     """Make Hydra's listing of config-group options read one copy of the config repository.
 
     ``boundlab --help`` lists every group and its options. Hydra answers each of those ~80 questions
@@ -402,7 +403,13 @@ def _list_groups_once() -> None:
             repos[key] = self._parse_overrides_and_create_caching_repo(config_name, list(overrides or ()))[1]
         return repos[key].get_group_options(group_name, results_filter)
 
+    hydras = ConfigLoaderImpl.get_group_options
     ConfigLoaderImpl.get_group_options = get_group_options
+
+    def restore() -> None:
+        ConfigLoaderImpl.get_group_options = hydras
+
+    return restore
 
 
 class StopGuard:

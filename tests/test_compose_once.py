@@ -191,6 +191,18 @@ def test_help_lists_the_same_groups_from_one_repository_copy() -> None:
     assert texts[0] == texts[1] and "algorithm: " in texts[0] and "dataset: " in texts[0]
 
 
+def test_the_listing_is_hydras_again_once_the_command_ends() -> None:
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    from pipeline import cli
+
+    hydras = ConfigLoaderImpl.get_group_options
+    restore = cli._list_groups_once()
+    assert ConfigLoaderImpl.get_group_options is not hydras
+    restore()
+    assert ConfigLoaderImpl.get_group_options is hydras
+
+
 # ---------------------------------------------------------------- the joblib launcher
 
 @pytest.mark.filterwarnings(r"ignore:\s*'hydra/launcher/joblib' is validated against ConfigStore schema")
