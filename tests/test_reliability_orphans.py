@@ -34,6 +34,11 @@ def _wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
         time.sleep(0.05)
 
 
+def _default_signals() -> None:
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def _alive(pid: int) -> bool:
     from pipeline.stages import _alive as alive
 
@@ -46,7 +51,10 @@ def _alive(pid: int) -> bool:
 @pytest.mark.slow  # a lock held by another process
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_a_held_directory_is_refused_naming_its_holder_and_freed_when_the_holder_dies(tmp_path: Path, sig: int) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "job")], stdout=subprocess.PIPE, text=True)
+    # the holder starts with the default dispositions a user's process has, whatever this test process
+    # inherited or was left with (an ignored SIGINT is inherited across exec, and Python then keeps ignoring it)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "job")], stdout=subprocess.PIPE, text=True,
+                              preexec_fn=_default_signals)
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(resume.Held) as held:
