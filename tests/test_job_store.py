@@ -183,6 +183,24 @@ def test_editing_a_module_changes_the_identity_of_exactly_the_jobs_that_run_it(t
     resume.closure.cache_clear()
 
 
+def test_the_parsed_imports_are_cached_by_the_source_they_were_read_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOUNDLAB_CACHE", str(tmp_path / "cache"))
+    module = tmp_path / "a.py"
+    module.write_text("import json\nfrom pkgx import b\n\ndef f():\n    from . import lazy\n")
+    packages = frozenset({"pkgx"})
+    first = resume._imports("pkgx.a", module, packages)
+    assert first == {"pkgx", "pkgx.b", "pkgx.lazy"} == resume._parse_imports("pkgx.a", module, module.read_bytes(), packages)
+    entries = list((tmp_path / "cache" / "imports").iterdir())
+    assert len(entries) == 1
+    assert resume._imports("pkgx.a", module, packages) == first  # from the entry
+    assert resume._imports("pkgx.a", module, frozenset({"other"})) == set()  # another question, another entry
+    module.write_text(module.read_text() + "from pkgx import c\n")  # an edit is parsed afresh
+    assert resume._imports("pkgx.a", module, packages) == first | {"pkgx.c"}
+    for entry in (tmp_path / "cache" / "imports").iterdir():
+        entry.write_text("{not json")
+    assert resume._imports("pkgx.a", module, packages) == first | {"pkgx.c"}  # a damaged entry is parsed again
+
+
 def test_identity_is_the_config_the_code_and_the_input_files() -> None:
     base = resume.identity("key", "code", {"data.svm": "10:abc"})
     assert base == resume.identity("key", "code", {"data.svm": "10:abc"})

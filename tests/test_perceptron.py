@@ -230,3 +230,23 @@ def test_noise_knobs_make_the_data_non_separable_and_solvers_certify_it() -> Non
     assert clean.stats.separable and not noisy.stats.separable
     assert inside.stats.separable and inside.stats.gamma_hi <= 0.1 * (1 + 1e-9)
     assert np.array_equal(clean.X, _noisy(0.1, 0.2, 0.0, 0.0, 400, 5, 1).X)  # flips change labels only
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 5000), st.integers(1, 50_000), st.integers(0, 2**32 - 1))
+def test_the_hinge_bounds_sum_their_table_in_blocks_to_the_same_bits(m: int, block: int, seed: int) -> None:
+    """The (scales x margins) tables of the hinge bounds are formed a block of rows at a time (memory O(m)
+    at a million examples): every row's sum is the same bits as the whole table's, at any block size."""
+    import pipeline.bounds.perceptron as bp
+
+    margins = np.random.default_rng(seed).normal(0.2, 0.3, size=m)
+    rows = bp.SCALES / 3.7
+    whole = np.maximum(0.0, 1.0 - np.outer(rows, margins)).sum(axis=1)
+    short = (np.maximum(0.0, bp.GAMMAS[:, None] - margins[None, :]) ** 2).sum(axis=1)
+    saved = bp._BLOCK_ENTRIES
+    try:
+        bp._BLOCK_ENTRIES = block
+        assert np.array_equal(bp._row_sums(rows, margins, lambda a, b: np.maximum(0.0, 1.0 - a * b)), whole)
+        assert np.array_equal(bp._row_sums(bp.GAMMAS, margins, lambda a, b: np.maximum(0.0, a - b) ** 2), short)
+    finally:
+        bp._BLOCK_ENTRIES = saved

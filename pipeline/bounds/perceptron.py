@@ -38,6 +38,16 @@ SCALES = np.geomspace(1e-2, 1e6, 321)
 GAMMAS = np.geomspace(1e-6, 1.0, 241)
 
 
+_BLOCK_ENTRIES = 1 << 22  # entries of a (scales x margins) table formed at a time: memory stays O(m), not O(321 m)
+
+
+def _row_sums(rows: np.ndarray, m: np.ndarray, term) -> np.ndarray:  # noqa: ANN001
+    """sum_i term(rows[k], m_i) for every k, a block of rows at a time. Each row is summed whole, as one
+    contiguous row of the full table would be, so the sums are the same bits at any block size."""
+    step = max(1, _BLOCK_ENTRIES // max(m.size, 1))
+    return np.concatenate([term(rows[k:k + step, None], m[None, :]).sum(axis=1) for k in range(0, rows.size, step)])
+
+
 def _passes(s: Stats) -> float:
     # the Perceptron presents the m examples once per pass: sums over the stream are passes x sums over S
     return s["T"] / s["m"]
@@ -51,7 +61,8 @@ def _hinge_all_rounds(s: Stats) -> tuple[float, str]:
         # L_T(s v) for every scale at once; m are lower bounds of the margins, so L_T is over-estimated
         # u = v / min margin has L_T(u) = 0 and the bound (R/gamma_v)^2: Novikoff's form, for that v
         s_all = np.append(scales, 1.0 / m.min()) if m.size and m.min() > 0 else scales
-        loss = _passes(s) * np.maximum(0.0, 1.0 - np.outer(s_all, m)).sum(axis=1) * (1 + 2 * len(m) * UNIT_ROUNDOFF)
+        hinge = _row_sums(s_all, m, lambda a, b: np.maximum(0.0, 1.0 - a * b))
+        loss = _passes(s) * hinge * (1 + 2 * len(m) * UNIT_ROUNDOFF)
         value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < best[0]:
@@ -65,7 +76,8 @@ def _freund_schapire(s: Stats) -> tuple[float, str]:
     R, best = s["R"], (math.inf, "")
     gammas = GAMMAS * R
     for name, m in s["comparators"].items():
-        D = np.sqrt(_passes(s) * (np.maximum(0.0, gammas[:, None] - m[None, :]) ** 2).sum(axis=1) * (1 + 2 * len(m) * UNIT_ROUNDOFF))
+        short = _row_sums(gammas, m, lambda a, b: np.maximum(0.0, a - b) ** 2)
+        D = np.sqrt(_passes(s) * short * (1 + 2 * len(m) * UNIT_ROUNDOFF))
         value = ((R + D) / gammas) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < best[0]:
