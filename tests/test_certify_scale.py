@@ -163,3 +163,62 @@ def test_nnls_in_gram_form_solves_the_least_distance_problem() -> None:
     target[-1] = 1.0
     ref = nnls(E, target)[0]
     assert np.all(u >= 0) and np.allclose(Z.T @ u, Z.T @ ref, atol=1e-10) and math.isclose(u.sum(), ref.sum(), rel_tol=1e-10)
+
+
+def sparse_many_features(n: int, d: int, k: int, seed: int, shift: float = 0.05) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The benchmark's sparse recipe (benchmarks/bench_files.py): k N(0, 1) entries a row, y = sign(w*.x)."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    w /= np.linalg.norm(w)
+    cols = np.sort(np.argsort(rng.random((n, d)), axis=1)[:, :k], axis=1)
+    values = rng.normal(size=(n, k))
+    ws = w[cols]
+    y = np.where(np.einsum("ij,ij->i", values, ws) >= 0, 1.0, -1.0)
+    values += shift * (y / np.linalg.norm(ws, axis=1))[:, None] * ws
+    return sp.csr_matrix((values.ravel(), cols.ravel(), np.arange(0, n * k + 1, k)), shape=(n, d)), y
+
+
+def test_sparse_rows_in_many_dimensions_are_certified_by_the_active_set(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    """m <= d sparse rows: the active set alone gives the certificate (the working set is never called), its
+    rounds both drop rows from the guessed support and add rows back, and the interval agrees with the
+    whole-sample solvers'."""
+    monkeypatch.setattr(certify_module, "_SEED_ROWS", 40)  # its rounds are logged
+    X, y = sparse_many_features(400, 500, 8, seed=13, shift=0.3)
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("the working set was used")
+
+    monkeypatch.setattr(certify_module, "_max_margin", refuse)
+    with caplog.at_level(logging.INFO, logger="boundlab"):
+        s = certify_sample(X, y, tmp_path)
+    agree(s, exact_path(X, y))
+    rounds = [r.getMessage() for r in caplog.records if "active set, round" in r.getMessage()]
+    assert len(rounds) >= 3 and "(0 leave, 0 join)" in rounds[-1]
+    assert "(0 leave" not in rounds[0]  # the first guess (every row) was not the support
+
+
+def test_a_sparse_sample_that_is_not_separable_leaves_the_active_set_to_highs(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    X, y = sparse_many_features(200, 600, 6, seed=14)
+    X, y = sp.vstack([X, X[:1]]).tocsr(), np.append(y, -y[0])  # one row twice, with both labels
+    calls: list[object] = []
+    active_set = certify_module._active_set
+    monkeypatch.setattr(certify_module, "_active_set", lambda *a: calls.append(active_set(*a)) or calls[-1])
+    s = certify_sample(X, y, tmp_path)
+    assert calls == [None]  # it gave up, and HiGHS proved the sample not separable
+    assert not s.separable and exact_path(X, y) is None
+
+
+def test_a_working_set_too_large_for_the_memory_is_refused_before_it_is_built(
+        small_working_set: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from pipeline.params import UserError
+
+    monkeypatch.setattr(certify_module, "_DENSE_NNLS", 4)  # the Gram form on dense rows
+    monkeypatch.setattr(certify_module, "memory_shortfall",
+                        lambda nbytes, what: f"{what} need ~{nbytes / 2**30:.3g} GiB, more than the 0 GiB available")
+    X, y = shifted_gaussian(3000, 30, 15)  # beyond the seed of 512 rows: the working set grows
+    with pytest.raises(UserError, match=r"certifying the margin of 3000 x 30: a working set of \d+ rows need .*"
+                                        r"certify a subsample \(fewer rows\)"):
+        certify_sample(X, y, tmp_path)
+    assert not list(tmp_path.rglob("*.json"))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 from pipeline._lazy import LazyModule
-from pipeline.params import UserError
+from pipeline.params import UserError, memory_shortfall
 
 sparse = LazyModule("scipy.sparse")
 
@@ -446,13 +446,24 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
             return cached
     # The solvers only propose witnesses, which certify() evaluates on X itself: their data may round.
     Xs, _ = _unit_scale(X, window=_SOLVER_WINDOW, exact=False)
-    with single_thread():  # small factorisations: BLAS threads only cost, and results stay bit-identical
-        found = _max_margin(Xs, np.asarray(y, dtype=np.float64))
+    y = np.asarray(y, dtype=np.float64)
+    stats = None
+    if sparse.issparse(Xs) and Xs.shape[0] <= Xs.shape[1]:  # sparse rows in many dimensions: most rows support vectors
+        candidate = _active_set(Xs, y)
+        if candidate is not None:
+            stats = _certify_candidates(X, y, [candidate])
+            if not stats.gap <= TARGET_GAP:  # not that case: the working set decides, as for any sample
+                stats = None
+    if stats is not None:
+        found = [candidate]
+    else:
+        with single_thread():  # small factorisations: BLAS threads only cost, and results stay bit-identical
+            found = _max_margin(Xs, y)
     if found is None:
         stats = Stats(m=int(X.shape[0]), d=int(X.shape[1]), R=R, gamma_lo=math.nan,
                       gamma_hi=math.nan, separable=False, gap=math.nan)
     else:
-        stats = _certify_candidates(X, y, found)
+        stats = stats or _certify_candidates(X, y, found)
         if X.shape[0] > _SEED_ROWS or stats.gap > TARGET_GAP:
             log.info("certified margin: m=%d d=%d gamma* in [%.6g, %.6g], relative gap %.2g", stats.m, stats.d,
                      stats.gamma_lo, stats.gamma_hi, stats.gap)
@@ -476,6 +487,9 @@ _NEAR = 0.05  # working-set rows with a margin within this (relative) of the opt
 _VIOLATION = 1e-10  # a row violates when its margin under w (1 on the support) is below 1 - this
 _DEGENERATE = 1e-6  # the NNLS's margin relative to its scale below this: HiGHS decides separability
 _PROGRESS_SECONDS = 2.0
+_GRAM_COPIES = 5  # a working set's Gram matrix G, its grown copy, H = G / c^2 + 1, H's factor and G[S, S]
+_ACTIVE_ROUNDS, _STALL_ROUNDS = 40, 4  # the sparse active set's rounds before it leaves the sample to the working set
+_CG_RTOL, _CG_ITERATIONS = 1e-14, 300  # its conjugate-gradient solves: relative residual, iterations a round
 _DENSE_NNLS = 2048  # dense rows with up to this many features: the NNLS runs on the rows, not on their Gram matrix
 
 
@@ -653,6 +667,69 @@ def _subproblem(ZW: Matrix, G: np.ndarray | None, scale: float, start: np.ndarra
     return np.asarray(ZW.T @ u).ravel(), alpha
 
 
+def _active_set(Xs: Matrix, y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Witnesses (w, alpha) of the hard-margin problem on sparse rows in many dimensions, or None.
+
+    Sparse rows in as many dimensions as rows, or more, are nearly orthogonal, and most of them are
+    support vectors: a working set would hold most of the sample, and its Gram matrix (memory the
+    square of the support, time its cube) would not fit. Here the KKT conditions are solved directly by
+    a primal-dual active set: guess the support S (first every row), solve z_i.w = 1 on S for
+    w = Z_S^T alpha_S, i.e. (Z_S Z_S^T) alpha_S = 1, by conjugate gradients (two sparse products an
+    iteration; the Gram matrix is never formed), then drop the rows of S with alpha <= 0 and add the rows
+    outside S that w puts below the margin. When S no longer changes, alpha > 0 on S and every other row
+    has margin >= 1, the optimum's conditions. Each solve starts from the last alpha, so the later rounds,
+    which move a few rows, take a few iterations. It gives up (None) when the number of rows that move has
+    not fallen to a new low in ``_STALL_ROUNDS`` rounds (no such optimum: a sample that is not separable
+    cycles) or after ``_ACTIVE_ROUNDS``, and the caller uses the working set; the witnesses are evaluated rigorously by
+    :func:`certify` either way, so this only decides how tight the certificate is, never whether it holds.
+    """
+    from scipy.sparse.linalg import LinearOperator, cg
+
+    Z = sparse.csr_matrix(sparse.diags(y) @ Xs)
+    m = Z.shape[0]
+    diag = np.asarray(Z.multiply(Z).sum(axis=1)).ravel()
+    if not np.all(diag > 0):
+        return None
+    began, products = time.monotonic(), [0]
+    active, alpha = np.ones(m, dtype=bool), np.zeros(m)
+    fewest, since = m + 1, 0
+    for round_ in range(1, _ACTIVE_ROUNDS + 1):
+        ZS = Z[active]
+        ZST = ZS.T.tocsr()
+
+        def gram(v: np.ndarray, ZS: Matrix = ZS, ZST: Matrix = ZST) -> np.ndarray:
+            products[0] += 1
+            return ZS @ (ZST @ v)
+
+        size = ZS.shape[0]
+        G = LinearOperator((size, size), matvec=gram, dtype=np.float64)
+        M = LinearOperator((size, size), matvec=lambda v, d=diag[active]: v / d, dtype=np.float64)
+        solved, info = cg(G, np.ones(size), x0=alpha[active], rtol=_CG_RTOL, atol=0.0, maxiter=_CG_ITERATIONS,
+                          M=M)
+        if not np.all(np.isfinite(solved)):
+            return None
+        alpha = np.zeros(m)
+        alpha[active] = solved
+        w = np.asarray(ZST @ solved).ravel()
+        below = ~active & (np.asarray(Z @ w).ravel() < 1.0 - _VIOLATION)
+        dropped = active & (alpha <= 0)
+        if m > _SEED_ROWS:
+            log.info("certifying the margin of %d x %d: active set, round %d, %d rows (%d leave, %d join), "
+                     "%d sparse products, %.1f s", m, Z.shape[1], round_, size, int(dropped.sum()),
+                     int(below.sum()), products[0], time.monotonic() - began)
+        if info == 0 and not dropped.any() and not below.any():
+            return w, alpha
+        moved = int(dropped.sum() + below.sum())
+        fewest, since = (moved, 0) if moved < fewest else (fewest, since + 1)
+        if since >= _STALL_ROUNDS:
+            return None
+        active = (active & ~dropped) | below
+        alpha[dropped] = 0.0
+        if not active.any():
+            return None
+    return None
+
+
 def _max_margin(Xs: Matrix, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """Witnesses (w, alpha) of the hard-margin problem on the rows z_i = y_i x_i of ``Xs`` by a working set
     (cutting planes), or None when HiGHS proves a subset of the rows (hence the sample) not separable.
@@ -718,6 +795,15 @@ def _max_margin(Xs: Matrix, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]
         violating = np.sort(violating)
         # the support (its optimum stays, so the working set's margin still falls) and the rows near the margin
         keep = np.flatnonzero((alpha_W > 0) | (margins[W] < 1.0 + _NEAR))
+        if gram:  # its Gram matrix and the factorisations' copies of it: refused before they exhaust the memory
+            size = keep.size + violating.size
+            shortfall = memory_shortfall(_GRAM_COPIES * 8.0 * size * size, f"a working set of {size} rows")
+            if shortfall is not None:
+                raise UserError(
+                    f"certifying the margin of {m} x {d}: {shortfall}. After {round_} rounds the working set holds "
+                    f"{W.size} rows, {int(np.count_nonzero(alpha_W))} of them support vectors, and {violating.size} more "
+                    "rows violate its margin: this sample's support set is most of it, which the working-set "
+                    "certificate cannot hold; certify a subsample (fewer rows)")
         Zk, Znew = ZW[keep], rows.take(violating)
         if gram:
             cross = _gram(Znew, Zk)
