@@ -449,7 +449,8 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
     y = np.asarray(y, dtype=np.float64)
     stats = None
     if sparse.issparse(Xs) and Xs.shape[0] <= Xs.shape[1]:  # sparse rows in many dimensions: most rows support vectors
-        candidate = _active_set(Xs, y)
+        with single_thread():  # the solves' dot products reduce in one order: the same bits on any machine load
+            candidate = _active_set(Xs, y)
         if candidate is not None:
             stats = _certify_candidates(X, y, [candidate])
             if not stats.gap <= TARGET_GAP:  # not that case: the working set decides, as for any sample
