@@ -551,7 +551,7 @@ def table(report: dict[str, Any]) -> str:
         if isinstance(r, dict) and "seconds" in r:
             limit = r.get("target_seconds")
             lines.append(f"| `boundlab dataset=file` on {name}: wall s, peak RSS / data bytes | {r['seconds']:.1f} s, "
-                         f"{r.get('peak_rss_bytes', 0) / 2**30:.2f} GiB = {r.get('peak_rss_over_data', float('nan')):.1f}x the data | "
+                         f"{r.get('peak_rss_bytes', 0) / 2**30:.2f} GiB = {r.get('rss_per_data_byte', float('nan')):.1f}x the data | "
                          f"{_target(r['seconds'], limit, unit=' s') if limit else ''} |")
     for name, r in report.get("sweep", {}).items():
         if not isinstance(r, dict) or "per_job_over_bare_hydra" not in r:
