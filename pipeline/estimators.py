@@ -16,6 +16,8 @@ w that scores a new x by w.x):
   ``passes`` passes over the data given), on a fresh learner or continuing the last one; with ``passes=1``,
   partial fits over consecutive batches are one fit over their concatenation, bit for bit. ``w_`` is its
   output; a tie w.x = 0 follows its ``tie`` parameter (its ``predict_one``).
+- ``BatchPerceptron`` (section 1, the batch form): ``fit`` is its ``learn_stream``, passes until a clean one
+  (at most ``passes``); only ``fit`` is offered, as a batch learner: it stops on the sample it was given.
 - ``Pegasos`` (sections 4, 6) and its presets (``pegasos_balanced``, ``pegasos_inorder``,
   ``pegasos_projected``, ``pegasos_weighted`` are parameters of the same class): the output is the
   average w_bar (``w_bar_``), the iterate its expectation and high-probability bounds speak about
@@ -67,7 +69,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from pipeline.learners import LEARNERS, MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos, Perceptron
+from pipeline.learners import LEARNERS, BatchPerceptron, MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos, Perceptron
 from pipeline.learners.base import Learner
 from pipeline.learners.multiclass import _steps
 from pipeline.learners.pegasos import class_weights, index_stream, margins_kernel, pegasos_kernel
@@ -79,7 +81,7 @@ except ImportError:  # pragma: no cover - scikit-learn < 1.6
     def _validate_data(est: BaseEstimator, *args: Any, **kwargs: Any) -> Any:
         return est._validate_data(*args, **kwargs)
 
-__all__ = ["FITTINGS", "Fitting", "LearnerClassifier", "MulticlassPegasosClassifier", "MulticlassSGDClassifier",
+__all__ = ["FITTINGS", "BatchPerceptronClassifier", "Fitting", "LearnerClassifier", "MulticlassPegasosClassifier", "MulticlassSGDClassifier",
            "MulticlassSVMClassifier", "OneVsAllClassifier", "PegasosClassifier", "PerceptronClassifier", "adapted",
            "estimator", "fitting_for"]
 
@@ -199,6 +201,7 @@ def _learn_ova(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.rando
 
 FITTINGS: dict[type, Fitting] = {  # the learners this module adapts (the module docstring says why these)
     Perceptron: Fitting("binary", "w_", _learn_stream, online=True, random=False),
+    BatchPerceptron: Fitting("binary", "w_", _learn_stream, online=False, random=False),
     Pegasos: Fitting("binary", "w_bar_", _learn_pegasos, online=True, random=True),
     MulticlassPegasos: Fitting("multiclass", "W_bar_", _learn_multiclass_pegasos, online=False, random=True),
     MulticlassSGD: Fitting("multiclass", "W_bar_", _learn_multiclass_sgd, online=False, random=True),
@@ -441,6 +444,7 @@ def adapted() -> list[type]:
 
 
 PerceptronClassifier = estimator(Perceptron)
+BatchPerceptronClassifier = estimator(BatchPerceptron)
 PegasosClassifier = estimator(Pegasos)
 MulticlassPegasosClassifier = estimator(MulticlassPegasos)
 MulticlassSGDClassifier = estimator(MulticlassSGD)

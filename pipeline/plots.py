@@ -35,7 +35,11 @@ BOUND_COLOR = "black"
 
 
 def _varying(table: pd.DataFrame) -> list[str]:
-    return [c for c in SWEPT if c in table and table[c].nunique(dropna=True) > 1]
+    """The SWEPT columns that vary in ``table``, the runs' parameters first: a column the runs measured
+    (the steps T of a learner that stops by itself) is shown only after the settings that were swept."""
+    varying = [c for c in SWEPT if c in table and table[c].nunique(dropna=True) > 1]
+    params = set(" ".join(table["param_names"].dropna().unique()).split()) if "param_names" in table else set()
+    return sorted(varying, key=lambda c: c not in params) if params else varying
 
 
 def _fmt(col: str, value: object) -> str:
@@ -359,7 +363,9 @@ def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path) ->
         rows = table[table["bound"] == bound]
         guarantee, quantity = rows["guarantee"].iloc[0], rows["quantity"].iloc[0]
         paths += save(measured_vs_bound(table, bound), directory, f"{bound}_measured_vs_bound")
-        if guarantee in ("D", "E") and quantity not in drawn:
+        names = curves["quantity"] if "quantity" in curves else pd.Series([], dtype=object)
+        traced = bool(names.eq(quantity).any() or names.str.endswith(f"/{quantity}").any())  # a count per run has no curve
+        if guarantee in ("D", "E") and quantity not in drawn and traced:
             drawn.add(quantity)
             paths += save(curves_vs_bound(table, curves, bound), directory, f"{bound}_curves")
         for x in ("T", "m", "n"):

@@ -282,12 +282,21 @@ class BoundRegistry:
             if home is not None and not home.builtin and entry.dist == home.dist:
                 raise PluginError(f"{e} (it belongs with algorithm={learner}, which would run unjudged)")
             warn(f"{e} (its bounds are not evaluated)")
-        return tuple(b for _, b in bounds if b.learner == learner)
+        names = self._judged_as(learner)
+        return tuple(b for _, b in bounds if b.learner in names)
+
+    @staticmethod
+    def _judged_as(learner: str) -> tuple[str, ...]:
+        """``learner`` and the learners whose bounds also speak about it (its class's ``judged_as``: e.g. the
+        batch Perceptron, whose updates are the Perceptron's on the concatenated passes)."""
+        cls = LEARNERS[learner] if learner in LEARNERS else None
+        return (learner, *getattr(cls, "judged_as", ()))
 
     def modules_for(self, learner: str) -> tuple[str, ...]:
         """The modules that define the bounds of ``learner`` (what a job's identity must include: editing a
         plug-in's bound module reruns its jobs; pipeline.resume.job_roots)."""
-        return tuple(sorted({e.value.partition(":")[0].strip() for e, b in self._load() if b.learner == learner}))
+        names = self._judged_as(learner)
+        return tuple(sorted({e.value.partition(":")[0].strip() for e, b in self._load() if b.learner in names}))
 
     def check_for(self, learner: str) -> None:
         """Before any work: the plug-in bound entry points of ``learner``'s distribution load (plug-ins only:

@@ -16,7 +16,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from pipeline.estimators import (FITTINGS, MulticlassPegasosClassifier, MulticlassSGDClassifier, MulticlassSVMClassifier,
+from pipeline.estimators import (FITTINGS, BatchPerceptronClassifier, MulticlassPegasosClassifier, MulticlassSGDClassifier, MulticlassSVMClassifier,
                                  OneVsAllClassifier, PegasosClassifier, PerceptronClassifier, adapted, estimator)
 from pipeline.learners import LEARNERS, MulticlassPegasos, OneVsAll, Pegasos, Perceptron
 from pipeline.learners.perceptron import dot_kernel
@@ -27,6 +27,7 @@ from pipeline.params import Param
 INSTANCES = [
     PerceptronClassifier(),
     PerceptronClassifier(tie="positive", passes=3),
+    BatchPerceptronClassifier(passes=50),
     PegasosClassifier(lam=0.01, T=300, random_state=0),
     PegasosClassifier(lam=0.01, T=300, batch=4, projection=True, sampling="perm", random_state=0),
     PegasosClassifier(lam=0.01, T=300, objective="balanced", sampling="class_balanced", random_state=0),

@@ -250,3 +250,97 @@ def test_the_hinge_bounds_sum_their_table_in_blocks_to_the_same_bits(m: int, blo
         assert np.array_equal(bp._row_sums(bp.GAMMAS, margins, lambda a, b: np.maximum(0.0, a - b) ** 2), short)
     finally:
         bp._BLOCK_ENTRIES = saved
+
+
+# --- the batch Perceptron ([S1] slides 2-3; docs/bounds.md section 1, the batch form) ------------------
+
+from pipeline.bounds.perceptron import BATCH_PASSES  # noqa: E402
+from pipeline.learners import BatchPerceptron  # noqa: E402
+
+
+def _plain_batch(X: np.ndarray, y: np.ndarray, tie: str, limit: int) -> tuple[np.ndarray, list[int], bool]:
+    """[S1]'s batch form written out: cycle over the sample, update on each mistake, stop after a clean pass."""
+    w, trace = np.zeros(X.shape[1]), []
+    for _ in range(limit):
+        clean = True
+        for x, label in zip(X, y):
+            s = float(np.dot(w, x))
+            wrong = label * s <= 0 if tie == "mistake" else (1.0 if s > 0 or (s == 0 and tie == "positive") else -1.0) != label
+            trace.append(int(wrong))
+            if wrong:
+                w = w + label * x
+                clean = False
+        if clean:
+            return w, trace, True
+    return w, trace, False
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    points=st.lists(st.lists(st.integers(-6, 6), min_size=4, max_size=4), min_size=1, max_size=40),
+    direction=st.lists(st.integers(-4, 4), min_size=4, max_size=4).filter(any),
+    tie=TIE,
+    limit=st.integers(1, 60),
+    sparse=st.booleans(),
+)
+def test_the_batch_perceptron_equals_the_plain_batch_form(points, direction, tie, limit, sparse) -> None:  # noqa: ANN001
+    """Integer points: every sum is exact, so the compiled passes and the written-out loop agree bit for bit."""
+    import scipy.sparse as sp
+
+    X = np.array(points, dtype=np.float64)
+    y = np.where(X @ np.array(direction, dtype=np.float64) >= 0, 1.0, -1.0)
+    w, trace, converged = _plain_batch(X, y, tie, limit)
+    p = BatchPerceptron(tie=tie, passes=limit)
+    got = p.learn_stream(sp.csr_matrix(X) if sparse else X, y)
+    assert got.tolist() == trace and np.array_equal(p.w_, w) and p.converged_ == converged
+    assert p.passes_ == len(trace) // len(X) and p.mistakes_ == sum(trace) and p.t_ == len(trace)
+
+
+def test_the_batch_perceptron_is_the_perceptron_stopped_after_its_clean_pass() -> None:
+    X, y = stream(seed=4, n=200, gamma=0.05)
+    batch = BatchPerceptron(passes=1000)
+    trace = batch.learn_stream(X, y)
+    fixed = Perceptron(passes=batch.passes_)
+    assert batch.converged_ and batch.passes_ > 2
+    assert np.array_equal(fixed.learn_stream(X, y), trace) and np.array_equal(fixed.w_, batch.w_)  # same bits
+    passes = trace.reshape(batch.passes_, -1).sum(axis=1)
+    assert passes[-1] == 0 and (passes[:-1] > 0).all()  # it stopped at the first clean pass
+    assert np.all(y * (X @ batch.w_) > 0)  # which classifies every example correctly
+
+
+def test_the_pass_limit_stops_a_batch_that_has_not_converged() -> None:
+    X, y = stream(seed=5, n=200, gamma=0.01)
+    p = BatchPerceptron(passes=1)
+    trace = p.learn_stream(X, y)
+    assert p.passes_ == 1 and not p.converged_ and trace.sum() > 0 and trace.size == 200
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    gamma=st.floats(2e-2, 1.0),
+    ratio=st.floats(1.0, 10.0),
+    n=st.integers(2, 300),
+    d=st.integers(2, 20),
+    seed=st.integers(0, 2**32 - 1),
+    tie=TIE,
+    limit=st.integers(1, 3000),
+)
+def test_the_batch_bounds_hold_on_generated_samples(gamma, ratio, n, d, seed, tie, limit) -> None:  # noqa: ANN001
+    ds = MarginBinary(gamma=gamma, rho=gamma * ratio, n=n, d=d).generate(np.random.default_rng(seed))
+    p = BatchPerceptron(tie=tie, passes=limit)
+    trace = p.learn_stream(ds.X, ds.y)
+    stats = ds.stats.as_dict() | {"T": trace.size, "pass_limit": limit}
+    passes = BATCH_PASSES.evaluate(stats, {"passes_made": p.passes_})
+    updates = NOVIKOFF.evaluate(stats, {"mistakes": p.mistakes_})
+    assert passes["applicable"] and passes["holds"] and updates["holds"]
+    assert passes["informative"] == (passes["theoretical"] < limit)
+    if limit > passes["theoretical"]:  # a limit above the bound is never reached: the run converged
+        assert p.converged_
+
+
+def test_the_batch_passes_bound_needs_separable_data() -> None:
+    ds = MarginBinary(gamma=0.1, rho=1.0, n=200, d=5, flip=0.2).generate(np.random.default_rng(6))
+    p = BatchPerceptron(passes=20)
+    p.learn_stream(ds.X, ds.y)
+    row = BATCH_PASSES.evaluate(ds.stats.as_dict() | {"pass_limit": 20}, {"passes_made": p.passes_})
+    assert not row["applicable"] and p.passes_ == 20 and not p.converged_

@@ -114,3 +114,28 @@ FREUND_SCHAPIRE = Bound(
 )
 
 PERCEPTRON_BOUNDS: tuple[Bound, ...] = (NOVIKOFF, HINGE, FREUND_SCHAPIRE)
+
+
+def _batch_passes(s: Stats) -> float:
+    # passes made <= updates + 1 (every pass before the last makes an update) <= Novikoff's floor + 1
+    return float(_novikoff(s) + 1)
+
+
+BATCH_PASSES = Bound(
+    name="batch_passes",
+    title="Batch passes",
+    learner="batch_perceptron",
+    guarantee="D",
+    quantity="passes_made",
+    requires=("R", "gamma_lo", "separable", "pass_limit"),
+    reference="[S1] slides 2-6 (the batch form stops after a clean pass) with Novikoff's bound; docs/bounds.md section 1",
+    formula="floor((R/gamma_lo)^2) + 1",
+    value=_batch_passes,
+    applies=NOVIKOFF.applies,
+    trivial=lambda s: float(s["pass_limit"]),
+    trivial_text="the pass limit (algorithm.passes): the learner stops there whatever the data",
+)
+
+# Its own bound; the Perceptron's bound its updates too (BatchPerceptron.judged_as): they are the
+# Perceptron's updates on the concatenated passes.
+BATCH_PERCEPTRON_BOUNDS: tuple[Bound, ...] = (BATCH_PASSES,)

@@ -10,8 +10,8 @@ from pipeline.learners.halving import Halving, WeightedMajority
 from pipeline.learners.kernel_pegasos import KernelPegasos
 from pipeline.learners.multiclass import MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll
 from pipeline.learners.pegasos import Pegasos
-from pipeline.learners.perceptron import Perceptron
+from pipeline.learners.perceptron import BatchPerceptron, Perceptron
 from pipeline.plugins import LEARNERS
 
-__all__ = ["LEARNERS", "Halving", "KernelPegasos", "MulticlassPegasos", "MulticlassSGD", "MulticlassSVM", "OneVsAll",
+__all__ = ["LEARNERS", "BatchPerceptron", "Halving", "KernelPegasos", "MulticlassPegasos", "MulticlassSGD", "MulticlassSVM", "OneVsAll",
            "Pegasos", "Perceptron", "WeightedMajority"]

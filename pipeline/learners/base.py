@@ -58,6 +58,9 @@ class Learner(Declared):
     name: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
     accepts: ClassVar[frozenset[str]] = BINARY  # a materialised binary sample, with or without its finite class
+    # other learners whose bounds speak about this one too (a variant whose quantities are the other's on
+    # its own sequence: the batch Perceptron's updates are the Perceptron's); pipeline.plugins.for_learner
+    judged_as: ClassVar[tuple[str, ...]] = ()
 
     def check_data(self, dataset: Any) -> None:
         """Raise :class:`pipeline.params.UserError` if the learner cannot run on ``dataset``."""

@@ -212,3 +212,87 @@ class Perceptron(Learner):
         """Each quantity after steps ``t`` (1-based): the cumulative number of mistakes (counted from the
         mistakes' positions: memory in the number of mistakes, not in the length of the trace)."""
         return {"mistakes": np.searchsorted(np.flatnonzero(trace), t, side="left").astype(np.int64)}
+
+
+class BatchPerceptron(Perceptron):
+    """The batch Perceptron of [S1] (slides 2-3): passes over the sample in its order, updating on each
+    mistake, until a pass makes none (every example classified correctly), at most ``passes`` passes.
+
+    Its total updates M are those of the Perceptron on the concatenated passes, so Novikoff's bound
+    M <= floor((R/gamma)^2) holds for them ([S1] slide 6; docs/bounds.md section 1: any order, any number
+    of passes). Every pass before the last makes an update, so the passes made are at most M + 1 (the
+    last one clean) when it converges, and M when it stops at the limit: passes <= floor((R/gamma)^2) + 1
+    either way on separable data (docs/bounds.md section 1, the batch form).
+
+    Parameters
+    ----------
+    tie : as :class:`Perceptron`.
+    passes : the pass limit: it stops there, clean pass or not.
+
+    Attributes
+    ----------
+    w_, t_, mistakes_ : as :class:`Perceptron` (``t_`` counts the steps of the passes made).
+    passes_ : passes made, the clean one included.
+    converged_ : whether the last pass made no update.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pipeline.data import MarginBinary
+    >>> ds = MarginBinary(gamma=0.2, rho=1.0, n=200, d=10).generate(np.random.default_rng(1))
+    >>> p = BatchPerceptron()
+    >>> trace = p.learn_stream(ds.X, ds.y)
+    >>> p.converged_, p.passes_, p.mistakes_, int((ds.stats.R / ds.stats.gamma_lo) ** 2)  # stopped after a clean pass
+    (True, 2, 6, 25)
+    """
+
+    name = "batch_perceptron"
+    accepts = BINARY  # the whole sample, pass after pass
+    judged_as = ("perceptron",)  # the Perceptron's bounds speak about its updates too (pipeline.plugins)
+    params = (
+        Perceptron.params[0],
+        Param("passes", int, lambda v: v >= 1, "an integer >= 1 (the pass limit)", default=1000),
+    )
+
+    def learn_stream(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Passes over (X, y) in order until one makes no update, at most ``passes``; return the trace of
+        the passes made (1 where step t was an update). ``X`` may be a scipy sparse matrix (read as CSR)."""
+        from scipy import sparse
+
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        self._start(X.shape[1])
+        n, tie = X.shape[0], TIES[self.tie]
+        if sparse.issparse(X):
+            X = sparse.csr_matrix(X, dtype=np.float64)
+            X.sort_indices()
+
+            def one_pass(part: np.ndarray) -> int:
+                return perceptron_sparse_kernel(X.indptr, X.indices, X.data, y, self.w_, tie, 1, part)
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+
+            def one_pass(part: np.ndarray) -> int:
+                return perceptron_kernel(X, y, self.w_, tie, 1, part)
+
+        parts, self.converged_ = [], False
+        for _ in range(self.passes):
+            part = np.zeros(n, dtype=np.int8)
+            updates = one_pass(part)
+            self.mistakes_ += updates
+            parts.append(part)
+            if updates == 0:
+                self.converged_ = True
+                break
+        self.passes_ = len(parts)
+        trace = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int8)
+        self.t_ += trace.shape[0]
+        return trace
+
+    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+        """Passes over the dataset in its order until a clean pass (the learner draws no randomness)."""
+        trace = self.learn_stream(dataset.X, dataset.y)
+        t = log_grid(trace.size)
+        curves = {q: (t, v) for q, v in self.curve(trace, t).items()}
+        return Outcome(quantities=self.quantities(trace) | {"passes_made": self.passes_},
+                       curves=curves, trace={"mistake": trace},
+                       stats={"T": int(trace.size), "pass_limit": int(self.passes), "converged": bool(self.converged_)})
