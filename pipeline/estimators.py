@@ -15,7 +15,8 @@ w that scores a new x by w.x):
 - ``Perceptron`` (docs/bounds.md sections 1-2): ``fit`` and ``partial_fit`` are its ``learn_stream`` (its
   ``passes`` passes over the data given), on a fresh learner or continuing the last one; with ``passes=1``,
   partial fits over consecutive batches are one fit over their concatenation, bit for bit. ``w_`` is its
-  output; a tie w.x = 0 follows its ``tie`` parameter (its ``predict_one``).
+  output; a tie w.x = 0 follows its ``tie`` parameter (its ``predict_one``). ``ordering="random"`` or
+  ``"adversarial"`` permutes the sample given to ``fit`` first (drawn from ``random_state``).
 - ``BatchPerceptron`` (section 1, the batch form): ``fit`` is its ``learn_stream``, passes until a clean one
   (at most ``passes``); only ``fit`` is offered, as a batch learner: it stops on the sample it was given.
 - ``Pegasos`` (sections 4, 6) and its presets (``pegasos_balanced``, ``pegasos_inorder``,
@@ -109,7 +110,15 @@ class Fitting:
 
 
 def _learn_stream(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: Any, state: Any) -> None:
-    # the learner's own online API: it keeps its state (w_, t_) between calls
+    # the learner's own online API: it keeps its state (w_, t_) between calls; an ``ordering`` other than
+    # "given" permutes the whole sample first (random_state draws it), so it does not continue a learner
+    ordering = getattr(learner, "ordering", "given")
+    if ordering != "given":
+        if getattr(learner, "t_", 0):
+            raise ValueError(f"ordering={ordering!r} reorders a whole sample: use fit, or partial_fit with "
+                             "ordering='given'")
+        order = learner.order(X, y, rng)
+        X, y = X[order], y[order]
     learner.learn_stream(X, y)
 
 
@@ -200,8 +209,8 @@ def _learn_ova(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.rando
 
 
 FITTINGS: dict[type, Fitting] = {  # the learners this module adapts (the module docstring says why these)
-    Perceptron: Fitting("binary", "w_", _learn_stream, online=True, random=False),
-    BatchPerceptron: Fitting("binary", "w_", _learn_stream, online=False, random=False),
+    Perceptron: Fitting("binary", "w_", _learn_stream, online=True, random=True),  # random: its ordering
+    BatchPerceptron: Fitting("binary", "w_", _learn_stream, online=False, random=True),
     Pegasos: Fitting("binary", "w_bar_", _learn_pegasos, online=True, random=True),
     MulticlassPegasos: Fitting("multiclass", "W_bar_", _learn_multiclass_pegasos, online=False, random=True),
     MulticlassSGD: Fitting("multiclass", "W_bar_", _learn_multiclass_sgd, online=False, random=True),

@@ -16,7 +16,7 @@ from pipeline.verdicts import mean_interval  # noqa: E402
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
 SWEPT = ("gamma", "rho", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
-         "passes", "tie", "pos_fraction", "source",
+         "passes", "tie", "ordering", "pos_fraction", "source",
          "positive", "negative", "standardize", "unit_ball", "bias", "nnz", "cls", "size", "adversary", "beta", "randomized", "experts")
 SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}
 STYLE = {
@@ -40,6 +40,14 @@ def _varying(table: pd.DataFrame) -> list[str]:
     varying = [c for c in SWEPT if c in table and table[c].nunique(dropna=True) > 1]
     params = set(" ".join(table["param_names"].dropna().unique()).split()) if "param_names" in table else set()
     return sorted(varying, key=lambda c: c not in params) if params else varying
+
+
+def _per_setting(table: pd.DataFrame, column: str) -> bool:
+    """Whether ``column`` is a property of the setting (one value for every seed of it), not something a
+    run measured (the steps T of a learner that stops by itself)."""
+    if "setting" not in table:
+        return True
+    return bool((table.groupby("setting")[column].nunique(dropna=False) <= 1).all())
 
 
 def _fmt(col: str, value: object) -> str:
@@ -250,7 +258,7 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
 
 # Pairs of swept parameters shown as heatmaps of measured/bound, and categorical ones compared side by side.
 HEATMAP_PAIRS = (("gamma", "rho"), ("lam", "T"), ("n", "rho"))
-CATEGORICAL = ("sampling", "kernel", "objective", "learner", "adversary", "cls", "source", "tie")
+CATEGORICAL = ("sampling", "kernel", "objective", "learner", "ordering", "adversary", "cls", "source", "tie")
 
 
 def _mean_ci(values: pd.Series) -> tuple[float, float]:
@@ -289,55 +297,74 @@ def compare(table: pd.DataFrame, quantity: str, by: str, x: str | None = None) -
     """``quantity`` (a bound's measured quantity, or a column of the table such as f_star_hi) for each
     value of ``by``: the mean over seeds with its 95 % band against ``x`` (log-log) when given, else one
     column of runs per value with the mean and its interval. A bound on the quantity, where it applies,
-    is drawn dashed in the same colour. Every run is shown, whether a bound applies to it or not."""
+    is drawn dashed in the same colour. Every run is shown, whether a bound applies to it or not. Runs of
+    several learners (when ``by`` is not the learner) get a panel each, side by side."""
     if quantity in table["quantity"].values:
         rows = table[table["quantity"] == quantity]
         bounded = rows[rows["applicable"].astype(bool) & (rows["guarantee"] != "P")]
+        bounded = bounded[bounded["bound"] == bounded["bound"].iloc[0]] if len(bounded) else bounded  # one bound, named
         rows = rows.drop_duplicates("run")
         values = rows.set_index("run")["empirical"]
-        label = quantity
     else:
         rows = table.drop_duplicates("run")
         bounded = rows.iloc[0:0]
         values = rows.set_index("run")[quantity]
-        label = quantity
     rows = rows.assign(value=rows["run"].map(values))
     cats = sorted(rows[by].astype(str).unique())
+    learners = [None] if by == "learner" else sorted(rows["learner"].unique())
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(6.0, 4.4))
-        cmap = plt.get_cmap("tab10")
-        for i, cat in enumerate(cats):
-            sel = rows[rows[by].astype(str) == cat]
-            if x is not None:
-                stats_ = [(v, *_mean_ci(g["value"])) for v, g in sel.groupby(x, sort=True)]
-                xs, means, halves = (np.array(a, dtype=float) for a in zip(*stats_))
-                ax.plot(xs, means, marker="o", ms=4, color=cmap(i), label=f"{by} = {cat}")
-                ax.fill_between(xs, means - halves, means + halves, color=cmap(i), alpha=0.2, lw=0)
-                b = bounded[bounded[by].astype(str) == cat]
-                if len(b):
-                    bx = b.groupby(x, sort=True)["theoretical"].mean()
-                    ax.plot(bx.index, bx.to_numpy(), ls="--", color=cmap(i), lw=1.1,
-                            label=f"{by} = {cat}: {b['title'].iloc[0]} bound")
-            else:
-                jitter = (np.arange(len(sel)) - (len(sel) - 1) / 2) * 0.04
-                ax.scatter(i + jitter, sel["value"], color=cmap(i), s=18, alpha=0.7, zorder=3)
-                mean, half = _mean_ci(sel["value"])
-                ax.errorbar(i + 0.25, mean, yerr=half, fmt="s", color="black", ms=5, capsize=3, zorder=4)
-        if x is not None:
-            positive = bool((rows["value"] > 0).all())
-            ax.set(xscale="log", yscale="log" if positive else "symlog", xlabel=SYMBOL.get(x, x))
-            ax.legend(fontsize=7, loc="best")
-        else:
-            ax.set_xticks(range(len(cats)), cats)
-            ax.set_xlabel(by)
-            ax.errorbar([], [], yerr=[], fmt="s", color="black", label="mean, 95 % interval")
-            ax.legend(fontsize=7, loc="best")
-        ax.set_ylabel(f"{label} (per run; mean over seeds, 95 % band)")
+        fig, axes = plt.subplots(1, len(learners), figsize=(6.0 * len(learners) ** 0.8, 4.4), sharey=True,
+                                 squeeze=False)
+        for ax, learner in zip(axes[0], learners):
+            mine = rows if learner is None else rows[rows["learner"] == learner]
+            theirs = bounded if learner is None else bounded[bounded["learner"] == learner]
+            _compare_panel(ax, mine, theirs, quantity, by, x, cats)
+        axes[0, 0].set_ylabel(f"{quantity} (per run; mean over seeds, 95 % band)")
         seeds = int(rows.groupby("setting").size().max())
-        ax.set_title(f"{rows['learner'].iloc[0]}: {label} by {by}" + (f" against {x}" if x else "")
-                     + f" ({seeds} seeds per setting)", fontsize=9)
+        if len(learners) == 1:
+            axes[0, 0].set_title(f"{rows['learner'].iloc[0]}: {quantity} by {by}" + (f" against {x}" if x else "")
+                                 + f" ({seeds} seeds per setting)", fontsize=9)
+        else:
+            fig.suptitle(f"{quantity} by {by}" + (f" against {SYMBOL.get(x, x)}" if x else "")
+                         + f", one panel per learner ({seeds} seeds per setting)", fontsize=10)
         fig.tight_layout()
     return fig
+
+
+def _compare_panel(ax: plt.Axes, rows: pd.DataFrame, bounded: pd.DataFrame, quantity: str, by: str,
+                   x: str | None, cats: list[str]) -> None:
+    """One panel of :func:`compare`: ``rows`` (one per run, with ``value``) by ``by``, against ``x``."""
+    cmap = plt.get_cmap("tab10")
+    for i, cat in enumerate(cats):
+        sel = rows[rows[by].astype(str) == cat]
+        if not len(sel):
+            continue
+        if x is not None:
+            stats_ = [(v, *_mean_ci(g["value"])) for v, g in sel.groupby(x, sort=True)]
+            xs, means, halves = (np.array(a, dtype=float) for a in zip(*stats_))
+            ax.plot(xs, means, marker="o", ms=4, color=cmap(i), label=f"{by} = {cat}")
+            ax.fill_between(xs, means - halves, means + halves, color=cmap(i), alpha=0.2, lw=0)
+            b = bounded[bounded[by].astype(str) == cat]
+            if len(b):
+                bx = b.groupby(x, sort=True)["theoretical"].mean()
+                ax.plot(bx.index, bx.to_numpy(), ls="--", color=cmap(i), lw=1.1,
+                        label=f"{by} = {cat}: {b['title'].iloc[0]} bound")
+        else:
+            jitter = (np.arange(len(sel)) - (len(sel) - 1) / 2) * 0.04
+            ax.scatter(i + jitter, sel["value"], color=cmap(i), s=18, alpha=0.7, zorder=3)
+            mean, half = _mean_ci(sel["value"])
+            ax.errorbar(i + 0.25, mean, yerr=half, fmt="s", color="black", ms=5, capsize=3, zorder=4)
+    if x is not None:
+        positive = bool((rows["value"] > 0).all())
+        ax.set(xscale="log", yscale="log" if positive else "symlog", xlabel=SYMBOL.get(x, x))
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.set_xticks(range(len(cats)), cats)
+        ax.set_xlabel(by)
+        ax.errorbar([], [], yerr=[], fmt="s", color="black", label="mean, 95 % interval")
+        ax.legend(fontsize=7, loc="best")
+    if rows["learner"].nunique() == 1 and by != "learner":
+        ax.set_title(str(rows["learner"].iloc[0]), fontsize=9)
 
 
 def save(fig: plt.Figure, directory: Path, stem: str) -> list[Path]:
@@ -375,7 +402,7 @@ def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path) ->
         for x, y in HEATMAP_PAIRS:
             if x in varying and y in varying and guarantee in ("D", "E"):
                 paths += save(ratio_heatmap(table, bound, x, y), directory, f"{bound}_heatmap_{y}_{x}")
-    x = next((c for c in ("T", "m") if c in varying), None)
+    x = next((c for c in ("T", "m", "gamma") if c in varying and _per_setting(table, c)), None)
     for by in (c for c in CATEGORICAL if c in varying or (c == "learner" and table["learner"].nunique() > 1)):
         judged = applicable[applicable["guarantee"].isin(["E", "D"])]
         for quantity in judged.sort_values("guarantee", ascending=False)["quantity"].unique()[:1]:

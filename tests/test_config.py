@@ -50,7 +50,7 @@ def test_experiments_state_their_question() -> None:
 def test_group_keys_are_the_constructor_arguments() -> None:
     cfg = compose_job(["algorithm.passes=3", "algorithm.tie=mistake", "gamma=0.3", "rho=2"])
     job = build(cfg)
-    assert job.learner.get_params() == {"tie": "mistake", "passes": 3}
+    assert job.learner.get_params() == {"tie": "mistake", "passes": 3, "ordering": "given"}
     assert job.dataset.gamma == 0.3 and job.dataset.rho == 2.0
 
 

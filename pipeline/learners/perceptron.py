@@ -7,7 +7,8 @@ import numpy as np
 from pipeline._jit import dot, dot_row, kernel
 from pipeline.data.dataset import BINARY
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.params import Param
+from pipeline.learners.orderings import BUDGET, ORDERINGS, adversarial_order, greedy_order
+from pipeline.params import Param, ParamError
 
 # Tie conventions for w.x = 0 (docs/bounds.md section 1): every update has y w.x <= 0 under each of them,
 # so Novikoff's bound holds for all three.
@@ -93,6 +94,9 @@ class Perceptron(Learner):
     tie : how w.x = 0 is treated: "negative" (sgn(0) = -1, [S0], the default), "positive"
         (sgn(0) = +1, [S2]) or "mistake" (update iff y w.x <= 0, [S1] and UML 21.4).
     passes : passes over the stream made by :meth:`learn_stream`.
+    ordering : the order :meth:`run` presents the sample in, every pass: "given" (the default), "random"
+        (a permutation drawn from the algorithm's stream) or "adversarial" (a search for the order with the
+        most mistakes, :mod:`pipeline.learners.orderings`); the bounds hold for every order.
 
     Attributes
     ----------
@@ -116,7 +120,36 @@ class Perceptron(Learner):
     params = (
         Param("tie", str, lambda v: v in TIES, f"one of {', '.join(TIES)}", default="negative"),
         Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),
+        Param("ordering", str, lambda v: v in ORDERINGS, f"one of {', '.join(ORDERINGS)}", default="given"),
     )
+
+    def check_data(self, dataset: object) -> None:
+        """A stream is read in its order: only ``ordering=given``."""
+        if dataset.kind == "stream" and self.ordering != "given":
+            raise ParamError("algorithm.ordering", self.ordering,
+                             "given on dataset=stream (a stream is read in its order, never held whole to reorder)")
+
+    def order(self, X: object, y: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
+        """The permutation of the rows the run presents (every pass), or None for the given order:
+        ``random`` a uniform permutation drawn from ``rng``; ``adversarial`` the search of
+        :mod:`pipeline.learners.orderings` over this learner's own runs, started from the given order, that
+        same random draw and the greedy order (so it never has fewer mistakes than either)."""
+        if self.ordering == "given":
+            return None
+        n = X.shape[0]
+        drawn = rng.permutation(n)
+        if self.ordering == "random":
+            return drawn
+        fresh = {k: v for k, v in self.get_params().items() if k != "ordering"}
+
+        def mistakes(order: np.ndarray) -> int:
+            learner = type(self)(**fresh)
+            learner.learn_stream(X[order], y[order])
+            return learner.mistakes_
+
+        candidates = [np.arange(n), drawn, greedy_order(X, y, self.tie)]
+        found, _ = adversarial_order(mistakes, n, rng, candidates, BUDGET)
+        return found
 
     def check_with(self, dataset: object) -> None:
         """The trace of passes x n steps (int8, the concatenated passes, the mistakes' int64 positions) fits."""
@@ -196,11 +229,17 @@ class Perceptron(Learner):
             parts = [self.learn_chunks(dataset.chunks(), dataset.n) for _ in range(self.passes)]
             trace = parts[0] if len(parts) == 1 else np.concatenate(parts)
         else:
-            trace = self.learn_stream(dataset.X, dataset.y)
+            trace = self.learn_stream(*self._ordered(dataset, rng))
         t = log_grid(trace.size)
         curves = {q: (t, v) for q, v in self.curve(trace, t).items()}
         return Outcome(quantities=self.quantities(trace), curves=curves, trace={"mistake": trace},
                        stats={"T": int(trace.size)})
+
+    def _ordered(self, dataset: object, rng: np.random.Generator) -> tuple[object, np.ndarray]:
+        """The sample in the order the run presents it (:meth:`order`)."""
+        X, y = dataset.X, np.asarray(dataset.y)
+        order = self.order(X, y, rng)
+        return (X, y) if order is None else (X[order], y[order])
 
     @staticmethod
     def quantities(trace: np.ndarray) -> dict[str, float]:
@@ -228,6 +267,7 @@ class BatchPerceptron(Perceptron):
     ----------
     tie : as :class:`Perceptron`.
     passes : the pass limit: it stops there, clean pass or not.
+    ordering : as :class:`Perceptron` (one permutation for every pass).
 
     Attributes
     ----------
@@ -252,6 +292,7 @@ class BatchPerceptron(Perceptron):
     params = (
         Perceptron.params[0],
         Param("passes", int, lambda v: v >= 1, "an integer >= 1 (the pass limit)", default=1000),
+        Perceptron.params[2],
     )
 
     def learn_stream(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -290,7 +331,7 @@ class BatchPerceptron(Perceptron):
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         """Passes over the dataset in its order until a clean pass (the learner draws no randomness)."""
-        trace = self.learn_stream(dataset.X, dataset.y)
+        trace = self.learn_stream(*self._ordered(dataset, rng))
         t = log_grid(trace.size)
         curves = {q: (t, v) for q, v in self.curve(trace, t).items()}
         return Outcome(quantities=self.quantities(trace) | {"passes_made": self.passes_},
