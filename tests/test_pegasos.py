@@ -16,7 +16,7 @@ from pipeline.learners.base import log_grid
 from pipeline.learners.pegasos import SAMPLINGS, Pegasos, class_weights, index_stream, pegasos_kernel, pegasos_single_kernel
 from pipeline.statistics import measure
 
-REGRET, EXPECTATION, HIGH_PROBABILITY, LAST = PEGASOS_BOUNDS
+REGRET, EXPECTATION, HIGH_PROBABILITY, LAST, FULL_BATCH = PEGASOS_BOUNDS
 
 
 def textbook(X, y, idx, lam, s, w_ref, radius):  # noqa: ANN001, ANN201
@@ -246,3 +246,40 @@ def test_same_seed_same_bits() -> None:
     for key in a.trace:
         np.testing.assert_array_equal(a.trace[key], b.trace[key])
     assert a.quantities == b.quantities
+
+
+# --- A_t = S: the deterministic form of Cor. 1 (docs/bounds.md section 4, `full_batch`) -----------------
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 80),
+    d=st.integers(2, 8),
+    lam=st.sampled_from([3.0, 1.0, 0.3, 0.1, 0.01]),
+    T=st.integers(1, 400),
+    flip=st.sampled_from([0.0, 0.1, 0.3]),
+    sampling=st.sampled_from(["perm", "inorder"]),
+    projection=st.booleans(),
+)
+def test_the_full_batch_bound_holds_in_every_run(seed, n, d, lam, T, flip, sampling, projection) -> None:  # noqa: ANN001
+    ds = MarginBinary(gamma=0.05, rho=1.0, n=n, d=d, flip=flip).generate(np.random.default_rng(seed))
+    learner = Pegasos(lam=lam, T=T, batch=n, sampling=sampling, projection=projection)
+    out = measure(learner, ds, np.random.default_rng(seed + 1))
+    row = FULL_BATCH.evaluate(ds.stats.as_dict() | out.stats, out.quantities)
+    assert row["applicable"] and row["holds"], (row, learner.get_params())
+
+
+@pytest.mark.parametrize(("batch", "sampling"), [(40, "iid"), (39, "perm"), (40, "class_balanced")])
+def test_the_full_batch_bound_needs_the_whole_sample_every_step(batch: int, sampling: str) -> None:
+    ds = MarginBinary(gamma=0.05, rho=1.0, n=40, d=3, flip=0.1).generate(np.random.default_rng(2))
+    objective = "balanced" if sampling == "class_balanced" else "hinge"
+    out = measure(Pegasos(lam=0.1, T=50, batch=batch, sampling=sampling, objective=objective), ds, np.random.default_rng(3))
+    row = FULL_BATCH.evaluate(ds.stats.as_dict() | out.stats, out.quantities)
+    assert not row["applicable"] and "A_t = S" in row["reason"]
+
+
+def test_a_full_batch_is_the_whole_sample_in_every_step() -> None:
+    """batch = m under perm and inorder: every row of the index stream is a permutation of the sample."""
+    for sampling in ("perm", "inorder"):
+        idx = index_stream(sampling, np.ones(37), 25, 37, np.random.default_rng(0))
+        assert all(np.array_equal(np.sort(row), np.arange(37)) for row in idx)

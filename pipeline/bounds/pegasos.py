@@ -109,4 +109,29 @@ def pegasos_bounds(learner: str, prefix: str = "") -> tuple[Bound, ...]:
     )
 
 
-PEGASOS_BOUNDS = pegasos_bounds("pegasos")
+def _whole_sample(s: Stats) -> str | None:
+    """A_t = S at every step: a batch of all m examples without repetition (perm or inorder epochs of one batch)."""
+    if s["batch"] != s["m"] or s["sampling"] not in ("perm", "inorder"):
+        return (f"needs A_t = S at every step (batch = m = {s['m']} with sampling perm or inorder); here batch = "
+                f"{s['batch']}, sampling = {s['sampling']}")
+    return None
+
+
+FULL_BATCH = Bound(
+    name="full_batch",
+    title="Full-batch suboptimality",
+    learner="pegasos",
+    guarantee="D",
+    quantity="suboptimality",
+    requires=("c", "lam", "T", "sampling", "batch", "m", "f_start", "f_star_hi"),
+    reference="P11 Cor. 1 with A_t = S (Lemma 1 with f_t = f, then Jensen); docs/bounds.md section 4",
+    formula="f(w_bar) - f* <= c (1 + ln T) / (2 lam T), A_t = S",
+    value=_rate,
+    applies=_whole_sample,
+    curve=_rate_curve,
+    trivial=_start_gap,
+    trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
+    quantity_low="suboptimality_low",
+)
+
+PEGASOS_BOUNDS = (*pegasos_bounds("pegasos"), FULL_BATCH)

@@ -412,7 +412,7 @@ class Pegasos(Learner):
             quantities={},
             curves={},
             trace={"active": active, "loss": loss},
-            stats={"T": T, "lam": lam, "sampling": self.sampling, "delta": float(self.delta)},
+            stats={"T": T, "lam": lam, "sampling": self.sampling, "batch": int(self.batch), "delta": float(self.delta)},
             objective="svm",
             iterates={"X": X, "y": y, "lam": lam, "weights": weights, "w_ref": w_ref, "s_step": s_step,
                       "ref_margin": ref_margin, "radius": radius, "projection": bool(self.projection),
