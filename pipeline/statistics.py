@@ -120,10 +120,14 @@ def _svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
 
     sub_avg, sub_last = sub(it["avg"]), sub(it["last"])
     t, grid = log_grid(T), it["grid"]
+    random = {}
+    if "random" in it:  # the random iterate w_r (linear Pegasos)
+        sub_random = float(sub(it["random"][None, :])[0])
+        random = {"suboptimality_random": sub_random, "suboptimality_random_low": sub_random - (cert.primal - cert.dual)}
     return Outcome(
         quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
                     "suboptimality_low": float(sub_avg[-1]) - (cert.primal - cert.dual),
-                    "suboptimality_last": float(sub_last[-1])},
+                    "suboptimality_last": float(sub_last[-1]), **random},
         curves={"regret": (t, regret[t - 1]), "suboptimality": (grid, sub_avg), "suboptimality_last": (grid, sub_last)},
         trace={"comparator_loss": f_u},
         steps={"regret": regret},
@@ -279,7 +283,8 @@ PROVIDERS: tuple[Provider, ...] = (
     Provider("comparators", "", ("comparators",), _comparators,
              "docs/bounds.md section 2: the generator's w* and soft-margin SVM directions", needs_sample=True),
     Provider("svm_constant", "svm", ("c",), _constant, _C_REFERENCE, layout={"stats": _PEGASOS_STATS}),
-    Provider("svm_optimum", "svm", (*_OPTIMUM, *_PEGASOS_QUANTITIES), _svm_optimum,
+    Provider("svm_optimum", "svm", (*_OPTIMUM, *_PEGASOS_QUANTITIES, "suboptimality_random", "suboptimality_random_low"),
+             _svm_optimum,
              "docs/bounds.md section 4, 'Computing the comparator' (SDCA duality gap, pipeline.solvers.dual)",
              layout={"stats": _PEGASOS_STATS, "trace": ("active", "loss", "comparator_loss")}),
     Provider("kernel_svm_constant", "kernel_svm", ("c",), _constant, _C_REFERENCE,

@@ -16,7 +16,7 @@ from pipeline.learners.base import log_grid
 from pipeline.learners.pegasos import SAMPLINGS, Pegasos, class_weights, index_stream, pegasos_kernel, pegasos_single_kernel
 from pipeline.statistics import measure
 
-REGRET, EXPECTATION, HIGH_PROBABILITY, LAST, FULL_BATCH = PEGASOS_BOUNDS
+REGRET, EXPECTATION, HIGH_PROBABILITY, LAST, FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV = PEGASOS_BOUNDS
 
 
 def textbook(X, y, idx, lam, s, w_ref, radius):  # noqa: ANN001, ANN201
@@ -283,3 +283,56 @@ def test_a_full_batch_is_the_whole_sample_in_every_step() -> None:
     for sampling in ("perm", "inorder"):
         idx = index_stream(sampling, np.ones(37), 25, 37, np.random.default_rng(0))
         assert all(np.array_equal(np.sort(row), np.arange(37)) for row in idx)
+
+
+# --- the random iterate w_r, r uniform in 1..T (P07 Thm 2-3; docs/bounds.md section 4) -------------------
+
+@pytest.mark.parametrize(("T", "seed"), [(1, 0), (2, 1), (57, 2), (1000, 3), (1000, 4)])
+def test_the_random_iterate_is_the_iterate_at_step_r_and_changes_nothing_else(T: int, seed: int) -> None:
+    ds = MarginBinary(gamma=0.05, rho=1.0, n=60, d=4, flip=0.1).generate(np.random.default_rng(seed))
+    learner = Pegasos(lam=0.05, T=T, batch=2)
+    out = learner.run(ds, np.random.default_rng(seed))
+    it, r = out.iterates, out.stats["r"]
+    assert 1 <= r <= T
+    X, y, grid, d = it["X"], it["y"], it["grid"], ds.X.shape[1]
+
+    def kernel(steps: np.ndarray) -> tuple:
+        state, v, z, buf = np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d), np.zeros(d)
+        loss, active = np.empty(T), np.empty(T, dtype=np.int32)
+        avg, last = np.empty((steps.size, d)), np.empty((steps.size, d))
+        pegasos_kernel(X, y, it["ref_margin"], it["s_step"], it["idx"], 0.05, 0.0, 0, steps, state, v, z, buf, loss,
+                       active, avg, last)
+        return state, v, loss, active, avg, last
+
+    state, v, loss, active, avg, last = kernel(grid)  # the run without the extra snapshot: the same bytes
+    assert loss.tobytes() == it["loss"].tobytes() and active.tobytes() == out.trace["active"].tobytes()
+    assert avg.tobytes() == it["avg"].tobytes() and last.tobytes() == it["last"].tobytes()
+    assert (state[0] * v).tobytes() == learner.w_.tobytes()
+    if r == 1:
+        assert not it["random"].any()  # w_1 = 0
+    else:  # u_r is the "last" snapshot after step r - 1
+        assert kernel(np.array([r - 1], dtype=grid.dtype))[5][0].tobytes() == it["random"].tobytes()
+
+
+def test_the_random_iterate_bounds_need_sampling_with_replacement() -> None:
+    ds = MarginBinary(gamma=0.05, rho=1.0, n=80, d=3, flip=0.1).generate(np.random.default_rng(5))
+    for sampling, applies in (("iid", True), ("perm", False), ("inorder", False)):
+        out = measure(Pegasos(lam=0.1, T=200, sampling=sampling), ds, np.random.default_rng(6))
+        for bound in (RANDOM_ITERATE, RANDOM_MARKOV):
+            row = bound.evaluate(ds.stats.as_dict() | out.stats, out.quantities)
+            assert row["applicable"] == applies
+            assert out.quantities["suboptimality_random"] >= out.quantities["suboptimality_random_low"]
+
+
+def test_the_random_iterate_is_within_its_expectation_bound_on_average() -> None:
+    """40 seeds of one setting: the mean of f(w_r) - f* (upper estimates) stays below c (1 + ln T)/(2 lam T),
+    and the Markov reading's violations are rarer than delta allows (an (E) and a (P) statement, checked as such)."""
+    ds = MarginBinary(gamma=0.05, rho=1.0, n=100, d=4, flip=0.1).generate(np.random.default_rng(7))
+    rows = []
+    for seed in range(40):
+        out = measure(Pegasos(lam=0.1, T=300, delta=0.1), ds, np.random.default_rng(seed))
+        stats = ds.stats.as_dict() | out.stats
+        rows.append((RANDOM_ITERATE.evaluate(stats, out.quantities), RANDOM_MARKOV.evaluate(stats, out.quantities)))
+    mean = np.mean([e["empirical"] for e, _ in rows])
+    assert mean <= rows[0][0]["theoretical"]
+    assert sum(not p["holds"] for _, p in rows) <= 4

@@ -134,4 +134,36 @@ FULL_BATCH = Bound(
     quantity_low="suboptimality_low",
 )
 
-PEGASOS_BOUNDS = (*pegasos_bounds("pegasos"), FULL_BATCH)
+RANDOM_ITERATE = Bound(
+    name="random_iterate",
+    title="Random iterate",
+    learner="pegasos",
+    guarantee="E",
+    quantity="suboptimality_random",
+    requires=("c", "lam", "T", "sampling", "f_start", "f_star_hi"),
+    reference="P07 Thm 2; UML Thm 14.11 (E_A E_r f(w_r)); docs/bounds.md section 4",
+    formula="E f(w_r) - f* <= c (1 + ln T) / (2 lam T), r uniform in 1..T",
+    value=_rate,
+    applies=_iid,
+    trivial=_start_gap,
+    trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
+    quantity_low="suboptimality_random_low",
+)
+
+RANDOM_MARKOV = Bound(
+    name="random_iterate_markov",
+    title="Random iterate (Markov)",
+    learner="pegasos",
+    guarantee="P",
+    quantity="suboptimality_random",
+    requires=("c", "lam", "T", "sampling", "delta", "f_start", "f_star_hi"),
+    reference="P07 Thm 3 (Markov's inequality on the nonnegative f(w_r) - f*); docs/bounds.md section 4",
+    formula="with probability >= 1 - delta: f(w_r) - f* <= c (1 + ln T) / (2 delta lam T)",
+    value=lambda s: _rate(s) / s["delta"] * (1.0 + 2.0 * UNIT_ROUNDOFF),
+    applies=_iid,
+    trivial=_start_gap,
+    trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
+    quantity_low="suboptimality_random_low",
+)
+
+PEGASOS_BOUNDS = (*pegasos_bounds("pegasos"), FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV)

@@ -400,22 +400,33 @@ class Pegasos(Learner):
             radius = math.sqrt(np.maximum(0.0, 1.0 - ref_margin).mean() / lam) if w_ref is not None else 1.0 / math.sqrt(lam)
 
         grid = log_grid(T, SNAPSHOTS)
+        # the random iterate w_r, r uniform in 1..T (P07 Thm 2-3): drawn after everything else, so the run
+        # itself is unchanged; w_r = u_r is the kernel's "last" snapshot at step r - 1 (w_1 when r = 1)
+        r = int(rng.integers(1, T + 1))
+        extra = r > 1 and not np.any(grid == r - 1)
+        steps = np.union1d(grid, np.array([r - 1], dtype=grid.dtype)) if extra else grid
         state = np.array([1.0, 0.0, 0.0, 1.0])  # a, ||v||^2, A, q (pegasos_kernel)
         v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
         loss, active = np.empty(T), np.empty(T, dtype=np.int32)
-        avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))
-        pegasos_kernel(X, y, ref_margin, s_step, idx, lam, radius, 0, grid, state, v, z, buf, loss, active, avg, last)
+        avg, last = np.empty((steps.size, d)), np.empty((steps.size, d))
+        pegasos_kernel(X, y, ref_margin, s_step, idx, lam, radius, 0, steps, state, v, z, buf, loss, active, avg, last)
+        u_r = last[int(np.flatnonzero(steps == r - 1)[0])].copy() if r > 1 else np.zeros(d)
+        if extra:  # the snapshots of the grid only
+            keep = steps != r - 1
+            avg, last = avg[keep], last[keep]
         self.w_ = state[0] * v + (0.0 if w_ref is None else w_ref)
         self.w_bar_ = avg[-1] + (0.0 if w_ref is None else w_ref)
+        self.w_random_ = u_r + (0.0 if w_ref is None else w_ref)
         self.t_ = T
         return Outcome(
             quantities={},
             curves={},
             trace={"active": active, "loss": loss},
-            stats={"T": T, "lam": lam, "sampling": self.sampling, "batch": int(self.batch), "delta": float(self.delta)},
+            stats={"T": T, "lam": lam, "sampling": self.sampling, "batch": int(self.batch), "delta": float(self.delta),
+                   "r": r},
             objective="svm",
             iterates={"X": X, "y": y, "lam": lam, "weights": weights, "w_ref": w_ref, "s_step": s_step,
                       "ref_margin": ref_margin, "radius": radius, "projection": bool(self.projection),
-                      "idx": idx, "grid": grid, "avg": avg, "last": last, "loss": loss,
+                      "idx": idx, "grid": grid, "avg": avg, "last": last, "loss": loss, "random": u_r, "r": r,
                       "feature_radius": float(dataset.stats.R), "s_max": float(s_step.max())},
         )
