@@ -134,3 +134,44 @@ def test_the_scikit_learn_adapter_reorders_the_sample_it_is_fitted_on() -> None:
         ds, np.random.default_rng(0)).quantities["mistakes"]
     with pytest.raises(ValueError, match="reorders a whole sample: use fit"):
         est.partial_fit(ds.X, ds.y)
+
+
+# --- Halving: the same search over its orders (docs/bounds.md section 3) --------------------------------
+
+def _halving_mistakes(table: np.ndarray, y: np.ndarray):  # noqa: ANN202
+    from pipeline.learners import Halving
+
+    return lambda order: int(Halving().learn_table(table[:, order], y[order]).sum())
+
+
+@pytest.mark.parametrize("cls", ["thresholds", "intervals"])
+def test_halving_search_reaches_the_brute_force_worst_case(cls: str) -> None:
+    """Measured when written: 20 of 20 samples of 7 points (thresholds and intervals of 16)."""
+    from pipeline.data.finite import FiniteClass
+    from pipeline.learners import Halving
+
+    reached = 0
+    for seed in range(8):
+        ds = FiniteClass(cls=cls, size=16, n=7, adversary="random").sample(np.random.default_rng(seed))
+        table, y = Halving().table(ds, np.random.default_rng(0)), np.asarray(ds.y)
+        _, truth = worst_order(_halving_mistakes(table, y), len(y))
+        run = Halving(ordering="adversarial").run(ds, np.random.default_rng(seed))
+        assert run.quantities["mistakes"] <= truth <= int(np.log2(run.stats["H"]))  # the theorem caps the truth
+        reached += run.quantities["mistakes"] == truth
+    assert reached >= 7, f"the search reached the worst case on {reached} of 8 samples"
+
+
+@pytest.mark.parametrize("cls", ["thresholds", "intervals", "conjunctions"])
+def test_halving_orderings_never_beat_the_bound_and_the_adversary_never_does_worse(cls: str) -> None:
+    from pipeline.data.finite import FiniteClass
+    from pipeline.learners import Halving
+
+    for adversary in ("random", "bisect"):
+        ds = FiniteClass(cls=cls, size=8, n=120, adversary=adversary).sample(np.random.default_rng(1))
+        runs = {o: Halving(ordering=o).run(ds, np.random.default_rng(2)) for o in ("given", "random", "adversarial")}
+        m = {o: r.quantities["mistakes"] for o, r in runs.items()}
+        bound = int(np.log2(runs["given"].stats["H"]))
+        assert max(m["given"], m["random"]) <= m["adversarial"] <= bound
+        assert {r.stats["H"] for r in runs.values()} == {runs["given"].stats["H"]}  # |H| does not depend on the order
+        if adversary == "bisect" and cls == "thresholds":  # the bisecting adversary is the known worst case
+            assert m["given"] == m["adversarial"] == bound

@@ -11,6 +11,7 @@ from pipeline._jit import kernel
 from pipeline.data.dataset import Source
 from pipeline.data.finite import distinct_rows
 from pipeline.learners.base import Learner, Outcome, log_grid
+from pipeline.learners.orderings import ORDERINGS, choose, greedy_halving
 from pipeline.params import Param, UserError
 
 # The class is a prediction table; without one (e.g. margin_binary) the learners use discretised linear
@@ -19,13 +20,16 @@ MAX_ENTRIES = 50_000_000  # |H| x m table entries the learners materialise
 
 
 @kernel
-def halving_kernel(table_T, y, alive, mistakes):  # noqa: ANN001, ANN201
-    """Halving over the m x |H| table (row t: every hypothesis on x_t), updating the mask ``alive`` (V_t).
+def halving_kernel(table_T, y, order, alive, mistakes):  # noqa: ANN001, ANN201
+    """Halving over the m x |H| table (row i: every hypothesis on x_i), presented in ``order`` (step t
+    shows row order[t]), updating the mask ``alive`` (V_t).
 
     Predict the majority vote of V_t, a tie going to +1; V_{t+1} keeps the hypotheses that were right.
-    ``mistakes[t]`` is set to 1 where step t erred. Returns the number of mistakes.
+    ``mistakes[t]`` is set to 1 where step t erred. Returns the number of mistakes. (The order is an
+    argument so that an adversary's search evaluates orders without copying the table.)
     """
-    m, H = table_T.shape
+    m = order.shape[0]
+    H = table_T.shape[1]
     survivors = np.empty(H, dtype=np.int64)
     k = 0
     for i in range(H):
@@ -34,18 +38,19 @@ def halving_kernel(table_T, y, alive, mistakes):  # noqa: ANN001, ANN201
             k += 1
     count = 0
     for t in range(m):
+        row = order[t]
         plus = 0
         for j in range(k):
-            if table_T[t, survivors[j]] > 0:
+            if table_T[row, survivors[j]] > 0:
                 plus += 1
         predicted = 1 if 2 * plus >= k else -1
-        if predicted != y[t]:
+        if predicted != y[row]:
             mistakes[t] = 1
             count += 1
         kept = 0
         for j in range(k):
             i = survivors[j]
-            if table_T[t, i] == y[t]:
+            if table_T[row, i] == y[row]:
                 survivors[kept] = i
                 kept += 1
             else:
@@ -185,6 +190,8 @@ class Halving(_Experts):
     Parameters
     ----------
     experts : random directions added to the known ones when the data has no hypothesis table.
+    ordering : the order of the stream: "given" (the default), "random" or "adversarial" (a search for the
+        order with the most mistakes, :mod:`pipeline.learners.orderings`); the bound holds for every order.
 
     Attributes
     ----------
@@ -202,7 +209,8 @@ class Halving(_Experts):
     """
 
     name = "halving"
-    params = (Param("experts", int, lambda v: 0 <= v <= 100_000, "an integer in [0, 100000]", default=100),)
+    params = (Param("experts", int, lambda v: 0 <= v <= 100_000, "an integer in [0, 100000]", default=100),
+              Param("ordering", str, lambda v: v in ORDERINGS, f"one of {', '.join(ORDERINGS)}", default="given"))
 
     def check_data(self, dataset: object) -> None:
         """Refuse a stream that no hypothesis known before the run agrees with (the run would empty V)."""
@@ -218,22 +226,35 @@ class Halving(_Experts):
             raise UserError(f"algorithm=halving: the stream is not realisable by the class ({what}); "
                             "use algorithm=weighted_majority for noisy streams")
 
-    def learn_table(self, table: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Run Halving over a table of distinct functions; return the trace: 1 where step t erred."""
+    def learn_table(self, table: np.ndarray, y: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+        """Run Halving over a table of distinct functions, its examples in ``order`` (default: as given);
+        return the trace: 1 where step t erred."""
         self.check()
         table = np.asarray(table, dtype=np.int8)
-        self.alive_ = np.ones(table.shape[0], dtype=np.bool_)
-        trace = np.zeros(table.shape[1], dtype=np.int8)
-        self.mistakes_ = int(halving_kernel(np.ascontiguousarray(table.T), _labels(y), self.alive_, trace))
+        return self._learn_rows(np.ascontiguousarray(table.T), _labels(y), order)
+
+    def _learn_rows(self, table_T: np.ndarray, labels: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+        order = np.arange(table_T.shape[0]) if order is None else np.asarray(order, dtype=np.int64)
+        self.alive_ = np.ones(table_T.shape[1], dtype=np.bool_)
+        trace = np.zeros(order.shape[0], dtype=np.int8)
+        self.mistakes_ = int(halving_kernel(table_T, labels, order, self.alive_, trace))
         return trace
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
-        """One pass over the dataset in its order (randomness only draws the random directions)."""
+        """One pass over the dataset in the order ``ordering`` says (:mod:`pipeline.learners.orderings`;
+        randomness draws the random directions, then the order)."""
         self.check()
         table = self.table(dataset, rng)
-        trace = self.learn_table(table, dataset.y)
+        y = np.asarray(dataset.y)
+        table_T, labels = np.ascontiguousarray(table.T), _labels(y)
+
+        def mistakes(order: np.ndarray) -> int:
+            return int(Halving(experts=self.experts)._learn_rows(table_T, labels, order).sum())
+
+        order = choose(self.ordering, y.size, rng, mistakes, lambda: greedy_halving(table, labels))
+        trace = self._learn_rows(table_T, labels, order)
         t = log_grid(trace.size)
-        stats = {"T": int(trace.size), "H": int(table.shape[0]), "m_star": int(self.best_expert(table, dataset.y).min())}
+        stats = {"T": int(trace.size), "H": int(table.shape[0]), "m_star": int(self.best_expert(table, y).min())}
         return Outcome(quantities={"mistakes": int(trace.sum())},
                        curves={"mistakes": (t, np.cumsum(trace, dtype=np.int64)[t - 1])},
                        trace={"mistake": trace}, stats=stats)

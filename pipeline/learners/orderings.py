@@ -34,6 +34,48 @@ BUDGET = 400  # the local search's evaluations (runs of the learner over the reo
 Evaluate = Callable[[np.ndarray], int]  # an order (a permutation of the rows) -> the learner's mistakes under it
 
 
+def choose(ordering: str, n: int, rng: np.random.Generator, evaluate: Evaluate,
+           greedy: Callable[[], np.ndarray]) -> np.ndarray | None:
+    """The permutation a run presents under ``ordering`` (None: the given order). ``random`` draws one
+    permutation from ``rng``; ``adversarial`` draws the same one first, then searches
+    (:func:`adversarial_order`) from it, the given order and ``greedy()``, with ``evaluate`` the learner's
+    mistakes under an order."""
+    if ordering == "given":
+        return None
+    drawn = rng.permutation(n)
+    if ordering == "random":
+        return drawn
+    found, _ = adversarial_order(evaluate, n, rng, [np.arange(n), drawn, greedy()], BUDGET)
+    return found
+
+
+def greedy_halving(table: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Halving's greedy order over a table of functions (|H| x n, +1/-1) and the labels: at each step, among
+    the examples not yet shown, one on which the version space's majority vote (a tie going to +1) is
+    wrong, the one whose wrong majority is smallest (it keeps the most hypotheses alive for later
+    mistakes); when the vote is right on all of them, the first in row order."""
+    n = table.shape[1]
+    table = np.asarray(table, dtype=np.int64)
+    alive = np.ones(table.shape[0], dtype=bool)
+    remaining = np.ones(n, dtype=bool)
+    order = np.empty(n, dtype=np.int64)
+    votes = table.sum(axis=0)  # over the version space; >= 0: the majority says +1 (a tie goes to +1)
+    against = (table != labels[None, :]).sum(axis=0)  # the hypotheses each example would remove
+    for t in range(n):
+        wrong = remaining & (np.where(votes >= 0, 1, -1) != labels)
+        if wrong.any():
+            i = int(np.flatnonzero(wrong)[np.argmin(against[wrong])])
+        else:
+            i = int(np.flatnonzero(remaining)[0])
+        order[t], remaining[i] = i, False
+        dead = alive & (table[:, i] != labels[i])
+        if dead.any():  # each hypothesis leaves once: O(|H| n) over the pass
+            votes -= table[dead].sum(axis=0)
+            against -= (table[dead] != labels[None, :]).sum(axis=0)
+            alive &= ~dead
+    return order
+
+
 def greedy_order(X: np.ndarray, y: np.ndarray, tie: str) -> np.ndarray:
     """One pass of the Perceptron in which each next example is the remaining one with the lowest y w.x
     (the most wrong under the current w; the first such in row order): the order it presented.

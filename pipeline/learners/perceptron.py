@@ -7,7 +7,7 @@ import numpy as np
 from pipeline._jit import dot, dot_row, kernel
 from pipeline.data.dataset import BINARY
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.learners.orderings import BUDGET, ORDERINGS, adversarial_order, greedy_order
+from pipeline.learners.orderings import ORDERINGS, choose, greedy_order
 from pipeline.params import Param, ParamError
 
 # Tie conventions for w.x = 0 (docs/bounds.md section 1): every update has y w.x <= 0 under each of them,
@@ -134,12 +134,6 @@ class Perceptron(Learner):
         ``random`` a uniform permutation drawn from ``rng``; ``adversarial`` the search of
         :mod:`pipeline.learners.orderings` over this learner's own runs, started from the given order, that
         same random draw and the greedy order (so it never has fewer mistakes than either)."""
-        if self.ordering == "given":
-            return None
-        n = X.shape[0]
-        drawn = rng.permutation(n)
-        if self.ordering == "random":
-            return drawn
         fresh = {k: v for k, v in self.get_params().items() if k != "ordering"}
 
         def mistakes(order: np.ndarray) -> int:
@@ -147,9 +141,7 @@ class Perceptron(Learner):
             learner.learn_stream(X[order], y[order])
             return learner.mistakes_
 
-        candidates = [np.arange(n), drawn, greedy_order(X, y, self.tie)]
-        found, _ = adversarial_order(mistakes, n, rng, candidates, BUDGET)
-        return found
+        return choose(self.ordering, X.shape[0], rng, mistakes, lambda: greedy_order(X, y, self.tie))
 
     def check_with(self, dataset: object) -> None:
         """The trace of passes x n steps (int8, the concatenated passes, the mistakes' int64 positions) fits."""
