@@ -15,8 +15,8 @@ import pandas as pd  # noqa: E402
 from pipeline.verdicts import mean_interval  # noqa: E402
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
-SWEPT = ("gamma", "rho", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
-         "passes", "tie", "ordering", "pos_fraction", "source",
+SWEPT = ("gamma", "rho", "ordering", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
+         "passes", "tie", "pos_fraction", "source",
          "positive", "negative", "standardize", "unit_ball", "bias", "nnz", "cls", "size", "adversary", "beta", "randomized", "experts")
 SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}
 STYLE = {
@@ -40,6 +40,13 @@ def _varying(table: pd.DataFrame) -> list[str]:
     varying = [c for c in SWEPT if c in table and table[c].nunique(dropna=True) > 1]
     params = set(" ".join(table["param_names"].dropna().unique()).split()) if "param_names" in table else set()
     return sorted(varying, key=lambda c: c not in params) if params else varying
+
+
+def _who(rows: pd.DataFrame) -> str:
+    """The learners of ``rows`` for a title: "Perceptron", or "Perceptron and batch_perceptron"."""
+    names = sorted(rows["learner"].astype(str).unique(), key=lambda n: (n != rows["learner"].iloc[0], n))
+    text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return text[:1].upper() + text[1:]
 
 
 def _per_setting(table: pd.DataFrame, column: str) -> bool:
@@ -89,7 +96,7 @@ def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
         ax.set_xlabel(f"{first['title']} bound\n{first['formula']}", fontsize=8)
         violations = int((~rows["holds"].astype(bool)).sum())
         informative = int(rows["informative"].astype(bool).sum()) if "informative" in rows else len(rows)
-        ax.set_title(f"{first['learner'].capitalize()}: {first['quantity']} vs {first['title']} ({first['guarantee']})\n"
+        ax.set_title(f"{_who(rows)}: {first['quantity']} vs {first['title']} ({first['guarantee']})\n"
                      f"{len(rows)} runs ({informative} informative), {violations} above the bound, "
                      f"max ratio {rows['ratio'].max():.3g}", fontsize=10)
         handles, labels = ax.get_legend_handles_labels()
@@ -209,7 +216,7 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             handles.append(plt.Line2D([], [], color=BOUND_COLOR, ls="--"))
             labels.append(f"{rows['title'].iloc[0]} bound of the run")
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8)
-        fig.suptitle(f"{rows['learner'].iloc[0].capitalize()}: {quantity} against step t, with the "
+        fig.suptitle(f"{_who(rows)}: {quantity} against step t, with the "
                      f"{rows['title'].iloc[0]} bound (dashed)\n{rows['formula'].iloc[0]}", fontsize=10)
         fig.tight_layout(rect=(0, 0.04 + 0.03 * ((len(labels) + 3) // 4), 1, 1))
     return fig
@@ -287,7 +294,7 @@ def ratio_heatmap(table: pd.DataFrame, bound: str, x: str, y: str) -> plt.Figure
         ax.grid(False)
         what = "worst run" if worst else "mean over seeds"
         fig.colorbar(im, ax=ax, label=f"measured / bound ({what})")
-        ax.set_title(f"{first['learner'].capitalize()}: {first['quantity']} / {first['title']} bound "
+        ax.set_title(f"{_who(rows)}: {first['quantity']} / {first['title']} bound "
                      f"({first['guarantee']})\n{what}; > 1 would be a violation", fontsize=9)
         fig.tight_layout()
     return fig
