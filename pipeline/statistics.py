@@ -175,8 +175,12 @@ def _crammer_singer_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     def f(Wm: np.ndarray) -> float:
         return 0.5 * lam * float(np.sum(Wm * Wm)) + float(ghinge_losses(X, y, Wm).mean())
 
-    hinge_u = ghinge_losses(X, y, cert.W)
-    f_u = 0.5 * lam * float(np.sum(cert.W * cert.W)) + hinge_u[idx]
+    u = cert.W
+    radius = float(it.get("radius", 0.0))
+    if radius > 0.0 and np.linalg.norm(u) > radius:  # Lemma 1 needs u in the ball the run projects onto
+        u = u * (radius / np.linalg.norm(u))
+    hinge_u = ghinge_losses(X, y, u)
+    f_u = 0.5 * lam * float(np.sum(u * u)) + hinge_u[idx]
     regret = np.cumsum(it["loss"] - f_u) / np.arange(1, T + 1)
     regret_still = float(np.mean(1.0 - f_u))  # W = 0 throughout: f_t(0) = 1
     sub = np.array([f(a) for a in avg]) - cert.dual

@@ -29,15 +29,15 @@ def _evaluate(ds, out, bound):  # noqa: ANN001, ANN202
     return bound.evaluate(ds.stats.as_dict() | out.stats, out.quantities)
 
 
-@pytest.mark.parametrize("lam", [0.0, 0.1])
-def test_step_kernel_matches_reference(lam: float) -> None:
+@pytest.mark.parametrize(("lam", "radius"), [(0.0, 0.0), (0.1, 0.0), (0.1, 1.0 / math.sqrt(0.1)), (0.1, 0.5)])
+def test_step_kernel_matches_reference(lam: float, radius: float) -> None:
     ds = _data(0)
     T = 300
     idx = np.random.default_rng(1).integers(0, ds.y.size, T)
     grid = log_grid(T, 8)
     outs = []
     for fn in (multiclass_step_kernel, multiclass_step_kernel.py):
-        arrays = [np.zeros((3, 5)), np.zeros((3, 5)), 0.05, lam, grid, np.empty((grid.size, 3, 5)), np.empty(T),
+        arrays = [np.zeros((3, 5)), np.zeros((3, 5)), 0.05, lam, radius, grid, np.empty((grid.size, 3, 5)), np.empty(T),
                   np.empty(T), np.empty(T, dtype=np.int8)]
         fn(ds.X, ds.y, idx, *arrays)
         outs.append(arrays)
@@ -98,20 +98,23 @@ def test_multiclass_svm_is_certified_and_below_its_bound() -> None:
     assert row["applicable"] and row["empirical"] <= row["theoretical"]
 
 
-def test_multiclass_pegasos_with_two_classes_is_binary_pegasos() -> None:
+@pytest.mark.parametrize("projection", [False, True])
+def test_multiclass_pegasos_with_two_classes_is_binary_pegasos(projection: bool) -> None:
     """k = 2: W_0 = -W_1 throughout, w = W_1 - W_0 follows binary Pegasos with lam/2 on the same stream,
-    and both certified optima coincide (docs/bounds.md section 8)."""
+    and both certified optima coincide (docs/bounds.md section 8). With projection too: ||W|| <= 1/sqrt(lam)
+    is ||w|| = sqrt(2) ||W|| <= 1/sqrt(lam/2), binary Pegasos's ball."""
     from pipeline.data.certify import Stats
     from pipeline.data.dataset import Dataset
 
     ds = _data(5, k=2, d=4, noise=0.1, n=150)
     lam, T = 0.02, 2000
-    mc = MulticlassPegasos(lam=lam, T=T)
+    mc = MulticlassPegasos(lam=lam, T=T, projection=projection)
     out_mc = measure(mc, ds, np.random.default_rng(9))
     binary = Dataset("binary", ds.X, 2.0 * ds.y - 1.0, Stats(m=150, d=4, R=ds.stats.R, gamma_lo=math.nan,
                                                               gamma_hi=math.nan, separable=False, gap=math.nan))
-    pg = Pegasos(lam=lam / 2, T=T)
+    pg = Pegasos(lam=lam / 2, T=T, projection=projection)
     out_bin = measure(pg, binary, np.random.default_rng(9))
+    assert out_mc.stats["c"] / lam == pytest.approx(out_bin.stats["c"] / (lam / 2), rel=1e-12)  # the same rate c / lam
     np.testing.assert_array_equal(mc.W_[0], -mc.W_[1])
     np.testing.assert_allclose(mc.W_[1] - mc.W_[0], pg.w_, rtol=0, atol=1e-10 * max(1.0, np.abs(pg.w_).max()))
     np.testing.assert_allclose(mc.W_bar_[1] - mc.W_bar_[0], pg.w_bar_, rtol=0, atol=1e-10 * max(1.0, np.abs(pg.w_).max()))
@@ -177,3 +180,17 @@ def test_binary_learner_on_multiclass_data_is_refused() -> None:
 
     with pytest.raises(UserError, match="binary learner"):
         prepare(Job(experiment="t", seed=0, learner=Perceptron(), dataset=_Spec()))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(2, 5), lam=st.sampled_from([1.0, 0.1, 0.01]),
+       T=st.integers(1, 400), noise=st.sampled_from([0.0, 0.1]))
+def test_projected_multiclass_pegasos_stays_in_the_ball_and_within_lemma_1(seed, k, lam, T, noise) -> None:  # noqa: ANN001
+    ds = _data(seed % 1000, k=k, d=4, noise=noise, n=60)
+    mc = MulticlassPegasos(lam=lam, T=T, projection=True)
+    out = measure(mc, ds, np.random.default_rng(seed))
+    radius = 1.0 / math.sqrt(lam)
+    assert np.linalg.norm(mc.W_) <= radius * (1 + 1e-12) and np.linalg.norm(mc.W_bar_) <= radius * (1 + 1e-12)
+    regret = next(b for b in bounds_for("multiclass_pegasos") if b.name == "mc_regret")
+    row = _evaluate(ds, out, regret)
+    assert row["applicable"] and row["holds"], row

@@ -19,7 +19,7 @@ from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, SCALE_WORDS, STEPS_WORDS
 
 
 @kernel
-def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, grid, avg, loss, vnorm2, wrong):  # noqa: ANN001, ANN201
+def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, grid, avg, loss, vnorm2, wrong):  # noqa: ANN001, ANN201
     """Sub-gradient steps on the generalized hinge loss over the rows ``idx`` of (X, y).
 
     At step t (1-based), with scores s_j = W_j.x: the loss-augmented label yhat = argmax_y'
@@ -29,6 +29,8 @@ def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, grid, avg, loss, vnorm2
     the steps in ``grid`` the average Wsum/t goes to ``avg``. Update:
       lam = 0 (SGD, [S3]):           W <- W - eta (Psi(x, yhat) - Psi(x, y))
       lam > 0 (Pegasos, P11 5):      W <- (1 - 1/t) W - (lam t)^-1 (Psi(x, yhat) - Psi(x, y))
+    then, when ``radius`` > 0, W is projected onto the Frobenius ball ||W|| <= radius (scaled by
+    radius / ||W|| when outside it).
     """
     T = idx.shape[0]
     k, d = W.shape
@@ -80,10 +82,21 @@ def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, grid, avg, loss, vnorm2
             vnorm2[r] = 2.0 * xx
         else:
             vnorm2[r] = 0.0
+        if radius > 0.0:
+            after = 0.0
+            for j in range(k):
+                for c in range(d):
+                    after += W[j, c] * W[j, c]
+            if after > radius * radius:
+                scale = radius / math.sqrt(after)
+                for j in range(k):
+                    for c in range(d):
+                        W[j, c] *= scale
     return 0
 
 
-def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, lam: float, points: int = 40):  # noqa: ANN202
+def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, lam: float, points: int = 40,  # noqa: ANN202
+           radius: float = 0.0):
     T = idx.shape[0]
     d = X.shape[1]
     grid = log_grid(T, points)
@@ -91,7 +104,7 @@ def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, la
     avg = np.empty((grid.size, k, d))
     loss, vnorm2, wrong = np.empty(T), np.empty(T), np.empty(T, dtype=np.int8)
     multiclass_step_kernel(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(y, dtype=np.int64),
-                           idx, W, Wsum, float(eta), float(lam), grid, avg, loss, vnorm2, wrong)
+                           idx, W, Wsum, float(eta), float(lam), float(radius), grid, avg, loss, vnorm2, wrong)
     return W, grid, avg, loss, vnorm2, wrong
 
 
@@ -286,6 +299,9 @@ class MulticlassPegasos(_Multiclass):
     lam : regularisation (Pegasos convention lam/2 ||W||^2).
     T : steps.
     sampling : "iid", "perm" or "inorder".
+    projection : project W onto the Frobenius ball of radius 1/sqrt(lam) after each step. It holds the
+        optimum: by strong duality lam ||W*||^2 = (1/m) sum_i (dual weights on the 0-1 cost) - loss(W*)
+        <= 1 (docs/bounds.md section 8); then c = (sqrt(lam) + sqrt(2) R)^2.
     delta : confidence of the high-probability bound.
     """
 
@@ -294,6 +310,7 @@ class MulticlassPegasos(_Multiclass):
         Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
         Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
         Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder", default="iid"),
+        Param("projection", bool, lambda v: True, "true or false", default=False),
         Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)", default=0.05),
     )
 
@@ -306,7 +323,8 @@ class MulticlassPegasos(_Multiclass):
         lam, T, k = float(self.lam), int(self.T), int(dataset.k)
         X, y = dataset.X, dataset.y
         idx = index_stream(self.sampling, np.ones(y.size), T, 1, rng)[:, 0]
-        W, grid, avg, loss, vnorm2, wrong = _steps(X, y, idx, k, 0.0, lam)
+        radius = 1.0 / math.sqrt(lam) if self.projection else 0.0
+        W, grid, avg, loss, vnorm2, wrong = _steps(X, y, idx, k, 0.0, lam, radius=radius)
         self.W_, self.W_bar_ = W, avg[-1]
         R = float(dataset.stats.R)
         return Outcome(
@@ -317,7 +335,8 @@ class MulticlassPegasos(_Multiclass):
                    **held_out(dataset, avg[-1])},
             objective="crammer_singer",
             iterates={"X": X, "y": y, "k": k, "lam": lam, "idx": idx, "grid": grid, "avg": avg, "W": W, "loss": loss,
-                      "feature_radius": math.sqrt(2.0) * R, "projection": False, "s_max": 1.0, "radius": 0.0},
+                      "feature_radius": math.sqrt(2.0) * R, "projection": bool(self.projection), "s_max": 1.0,
+                      "radius": radius},
         )
 
 
