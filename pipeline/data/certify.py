@@ -453,18 +453,15 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
             candidate = _active_set(Xs, y)
         if candidate is not None:
             stats = _certify_candidates(X, y, [candidate])
-            if not stats.gap <= TARGET_GAP:  # not that case: the working set decides, as for any sample
-                stats = None
-    if stats is not None:
-        found = [candidate]
-    else:
+            stats = stats if stats.gap <= TARGET_GAP else None  # else not that case: the working set decides
+    if stats is None:
         with single_thread():  # small factorisations: BLAS threads only cost, and results stay bit-identical
             found = _max_margin(Xs, y)
-    if found is None:
+        stats = None if found is None else _certify_candidates(X, y, found)
+    if stats is None:
         stats = Stats(m=int(X.shape[0]), d=int(X.shape[1]), R=R, gamma_lo=math.nan,
                       gamma_hi=math.nan, separable=False, gap=math.nan)
     else:
-        stats = stats or _certify_candidates(X, y, found)
         if X.shape[0] > _SEED_ROWS or stats.gap > TARGET_GAP:
             log.info("certified margin: m=%d d=%d gamma* in [%.6g, %.6g], relative gap %.2g", stats.m, stats.d,
                      stats.gamma_lo, stats.gamma_hi, stats.gap)

@@ -55,12 +55,11 @@ def greedy_halving(table: np.ndarray, labels: np.ndarray) -> np.ndarray:
     wrong, the one whose wrong majority is smallest (it keeps the most hypotheses alive for later
     mistakes); when the vote is right on all of them, the first in row order."""
     n = table.shape[1]
-    table = np.asarray(table, dtype=np.int64)
     alive = np.ones(table.shape[0], dtype=bool)
     remaining = np.ones(n, dtype=bool)
     order = np.empty(n, dtype=np.int64)
-    votes = table.sum(axis=0)  # over the version space; >= 0: the majority says +1 (a tie goes to +1)
-    against = (table != labels[None, :]).sum(axis=0)  # the hypotheses each example would remove
+    votes = table.sum(axis=0, dtype=np.int64)  # over the version space; >= 0: the majority says +1 (a tie goes to +1)
+    against = (table != labels[None, :]).sum(axis=0, dtype=np.int64)  # the hypotheses each example would remove
     for t in range(n):
         wrong = remaining & (np.where(votes >= 0, 1, -1) != labels)
         if wrong.any():
@@ -70,8 +69,8 @@ def greedy_halving(table: np.ndarray, labels: np.ndarray) -> np.ndarray:
         order[t], remaining[i] = i, False
         dead = alive & (table[:, i] != labels[i])
         if dead.any():  # each hypothesis leaves once: O(|H| n) over the pass
-            votes -= table[dead].sum(axis=0)
-            against -= (table[dead] != labels[None, :]).sum(axis=0)
+            votes -= table[dead].sum(axis=0, dtype=np.int64)
+            against -= (table[dead] != labels[None, :]).sum(axis=0, dtype=np.int64)
             alive &= ~dead
     return order
 

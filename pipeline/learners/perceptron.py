@@ -182,21 +182,26 @@ class Perceptron(Learner):
     def learn_stream(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Make ``passes`` passes over (X, y) in order; return the trace: 1 where step t was a mistake.
         ``X`` may be a scipy sparse matrix: it is read as CSR, never densified."""
+        self._start(X.shape[1])
+        trace = np.zeros(self.passes * X.shape[0], dtype=np.int8)
+        self.mistakes_ += self._passes_over(X, y)(self.passes, trace)
+        self.t_ += trace.shape[0]
+        return trace
+
+    def _passes_over(self, X: object, y: np.ndarray):  # noqa: ANN202
+        """``run(passes, trace) -> updates``: that many passes of the compiled kernel over (X, y) from the
+        current w, dense rows or CSR (read as such, never densified)."""
         from scipy import sparse
 
         y = np.ascontiguousarray(y, dtype=np.float64)
-        self._start(X.shape[1])
-        trace = np.zeros(self.passes * X.shape[0], dtype=np.int8)
         tie = TIES[self.tie]
         if sparse.issparse(X):
             X = sparse.csr_matrix(X, dtype=np.float64)
             X.sort_indices()
-            self.mistakes_ += perceptron_sparse_kernel(X.indptr, X.indices, X.data, y, self.w_, tie, self.passes, trace)
-        else:
-            X = np.ascontiguousarray(X, dtype=np.float64)
-            self.mistakes_ += perceptron_kernel(X, y, self.w_, tie, self.passes, trace)
-        self.t_ += trace.shape[0]
-        return trace
+            return lambda passes, trace: perceptron_sparse_kernel(X.indptr, X.indices, X.data, y, self.w_, tie,
+                                                                  passes, trace)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        return lambda passes, trace: perceptron_kernel(X, y, self.w_, tie, passes, trace)
 
     def learn_chunks(self, chunks: object, n: int) -> np.ndarray:
         """One pass over a stream of ``n`` examples given as (X, y) chunks, the state carried across
@@ -290,27 +295,12 @@ class BatchPerceptron(Perceptron):
     def learn_stream(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Passes over (X, y) in order until one makes no update, at most ``passes``; return the trace of
         the passes made (1 where step t was an update). ``X`` may be a scipy sparse matrix (read as CSR)."""
-        from scipy import sparse
-
-        y = np.ascontiguousarray(y, dtype=np.float64)
         self._start(X.shape[1])
-        n, tie = X.shape[0], TIES[self.tie]
-        if sparse.issparse(X):
-            X = sparse.csr_matrix(X, dtype=np.float64)
-            X.sort_indices()
-
-            def one_pass(part: np.ndarray) -> int:
-                return perceptron_sparse_kernel(X.indptr, X.indices, X.data, y, self.w_, tie, 1, part)
-        else:
-            X = np.ascontiguousarray(X, dtype=np.float64)
-
-            def one_pass(part: np.ndarray) -> int:
-                return perceptron_kernel(X, y, self.w_, tie, 1, part)
-
+        n, one_pass = X.shape[0], self._passes_over(X, y)
         parts, self.converged_ = [], False
         for _ in range(self.passes):
             part = np.zeros(n, dtype=np.int8)
-            updates = one_pass(part)
+            updates = one_pass(1, part)
             self.mistakes_ += updates
             parts.append(part)
             if updates == 0:
@@ -322,10 +312,9 @@ class BatchPerceptron(Perceptron):
         return trace
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
-        """Passes over the dataset in its order until a clean pass (the learner draws no randomness)."""
-        trace = self.learn_stream(*self._ordered(dataset, rng))
-        t = log_grid(trace.size)
-        curves = {q: (t, v) for q, v in self.curve(trace, t).items()}
-        return Outcome(quantities=self.quantities(trace) | {"passes_made": self.passes_},
-                       curves=curves, trace={"mistake": trace},
-                       stats={"T": int(trace.size), "pass_limit": int(self.passes), "converged": bool(self.converged_)})
+        """Passes over the dataset (in ``ordering``) until a clean pass (the learner draws no randomness
+        but the ordering's): the Perceptron's run over this :meth:`learn_stream`, with the passes made."""
+        out = super().run(dataset, rng)
+        out.quantities["passes_made"] = self.passes_
+        out.stats |= {"pass_limit": int(self.passes), "converged": bool(self.converged_)}
+        return out
