@@ -209,9 +209,9 @@ def kernel_pegasos_ours(X: np.ndarray, y: np.ndarray, idx: np.ndarray, lam: floa
     K = gram_kernel(X, 2, 2, 1.0, sigma)
     m, T = y.shape[0], idx.shape[0]
     grid = log_grid(T, 40)
-    state, beta, g, z = np.zeros(2), np.zeros(m), np.zeros(m), np.zeros(m)
+    state, beta, g, z = np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(m), np.zeros(m), np.zeros(m)
     loss, active, avg = np.empty(T), np.empty(T, dtype=np.int32), np.empty((grid.size, m))
-    kernel_pegasos_kernel(K, y, idx, lam, 0, grid, state, beta, g, z, loss, active, avg)
+    kernel_pegasos_kernel(K, y, idx, lam, 0.0, 0, grid, state, beta, g, z, loss, active, avg)
     return avg[-1], int(active.sum())
 
 

@@ -31,6 +31,7 @@ STYLE = {
     "svg.hashsalt": "boundlab",  # stable SVG ids
 }
 MARKERS = "osD^v<>Ph*"
+MAX_PANELS = 12  # panels of one comparison figure
 BOUND_COLOR = "black"
 
 
@@ -58,6 +59,8 @@ def _per_setting(table: pd.DataFrame, column: str) -> bool:
 
 
 def _fmt(col: str, value: object) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return f"{col} = {str(bool(value)).lower()}"
     return f"{SYMBOL.get(col, col)} = {value:g}" if isinstance(value, (int, float, np.number)) else f"{col} = {value}"
 
 
@@ -227,18 +230,19 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
     t band, and the bound (mean over seeds) as a dashed line, one colour per other swept setting."""
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
     first = rows.iloc[0]
-    # a colour per other swept setting, but not one that merely renames x (e.g. n when T = m)
-    hue = next((c for c in _varying(rows) if c not in (x, "seed") and rows.groupby(c)[x].nunique().max() > 1), None)
+    # a colour per combination of the other swept settings (never a mean over one of them), but not one that
+    # merely renames x (e.g. n when T = m)
+    hues = [c for c in _varying(rows) if c not in (x, "seed") and rows.groupby(c)[x].nunique().max() > 1]
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 4.6))
-        groups = list(rows.groupby(hue, sort=True)) if hue else [(None, rows)]
+        groups = list(rows.groupby(hues, sort=True)) if hues else [((), rows)]
         cmap = plt.get_cmap("viridis", max(len(groups), 2))
         for i, (h, sel) in enumerate(groups):
             agg = sel.groupby(x).agg(bound=("theoretical", "mean")).reset_index()
             bands = [_mean_ci(g["empirical"]) for _, g in sel.groupby(x, sort=True)]
             agg["mean"] = [b[0] for b in bands]
             half = np.array([b[1] for b in bands])
-            prefix = f"{_fmt(hue, h)}: " if hue else ""
+            prefix = ", ".join(_fmt(c, v) for c, v in zip(hues, h)) + ": " if hues else ""
             ax.plot(agg[x], agg["mean"], marker="o", ms=4, color=cmap(i),
                     label=f"{prefix}measured, mean over seeds (95 % band)")
             ax.fill_between(agg[x], agg["mean"] - half, agg["mean"] + half, color=cmap(i), alpha=0.2, lw=0)
@@ -265,7 +269,7 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
 
 # Pairs of swept parameters shown as heatmaps of measured/bound, and categorical ones compared side by side.
 HEATMAP_PAIRS = (("gamma", "rho"), ("lam", "T"), ("n", "rho"))
-CATEGORICAL = ("sampling", "kernel", "objective", "learner", "ordering", "adversary", "cls", "source", "tie")
+CATEGORICAL = ("sampling", "kernel", "objective", "projection", "learner", "ordering", "adversary", "cls", "source", "tie")
 
 
 def _mean_ci(values: pd.Series) -> tuple[float, float]:
@@ -318,22 +322,40 @@ def compare(table: pd.DataFrame, quantity: str, by: str, x: str | None = None) -
         values = rows.set_index("run")[quantity]
     rows = rows.assign(value=rows["run"].map(values))
     cats = sorted(rows[by].astype(str).unique())
-    learners = [None] if by == "learner" else sorted(rows["learner"].unique())
+    # a panel per learner and per value of every other setting swept beside x: a point is a mean over seeds
+    # only, never over settings (at most MAX_PANELS; beyond, the settings beyond the first are pooled and
+    # the title says so)
+    others = [c for c in _varying(rows) if c not in (by, x, "seed", "learner") and _per_setting(rows, c)]
+    keys = ([] if by == "learner" or rows["learner"].nunique() == 1 else ["learner"]) + others
+    while keys and rows.groupby(keys).ngroups > MAX_PANELS:
+        keys.pop()
+    pooled = [c for c in others if c not in keys]
+    panels = list(rows.groupby(keys, sort=True)) if keys else [((), rows)]
+    ncols = min(len(panels), 4)
+    nrows = -(-len(panels) // ncols)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(learners), figsize=(6.0 * len(learners) ** 0.8, 4.4), sharey=True,
+        fig, axes = plt.subplots(nrows, ncols, figsize=(6.0 * ncols ** 0.8, 4.4 * nrows ** 0.9), sharey=True,
                                  squeeze=False)
-        for ax, learner in zip(axes[0], learners):
-            mine = rows if learner is None else rows[rows["learner"] == learner]
-            theirs = bounded if learner is None else bounded[bounded["learner"] == learner]
+        for ax, (key, mine) in zip(axes.flat, panels):
+            key = key if isinstance(key, tuple) else (key,)
+            theirs = bounded
+            for c, v in zip(keys, key):
+                theirs = theirs[theirs[c] == v]
             _compare_panel(ax, mine, theirs, quantity, by, x, cats)
-        axes[0, 0].set_ylabel(f"{quantity} (per run; mean over seeds, 95 % band)")
+            if len(panels) > 1:
+                ax.set_title(", ".join(str(v) if c == "learner" else _fmt(c, v) for c, v in zip(keys, key)), fontsize=9)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.set_visible(False)
+        for ax in axes[:, 0]:
+            ax.set_ylabel(f"{quantity} (per run; mean over seeds, 95 % band)")
         seeds = int(rows.groupby("setting").size().max())
-        if len(learners) == 1:
-            axes[0, 0].set_title(f"{rows['learner'].iloc[0]}: {quantity} by {by}" + (f" against {x}" if x else "")
-                                 + f" ({seeds} seeds per setting)", fontsize=9)
+        pool = f"; pooled over {', '.join(pooled)}" if pooled else ""
+        if len(panels) == 1:
+            axes[0, 0].set_title(f"{_who(rows)}: {quantity} by {by}" + (f" against {x}" if x else "")
+                                 + f" ({seeds} seeds per setting{pool})", fontsize=9)
         else:
-            fig.suptitle(f"{quantity} by {by}" + (f" against {SYMBOL.get(x, x)}" if x else "")
-                         + f", one panel per learner ({seeds} seeds per setting)", fontsize=10)
+            fig.suptitle(f"{_who(rows)}: {quantity} by {by}" + (f" against {SYMBOL.get(x, x)}" if x else "")
+                         + f", a panel per {' and '.join(keys)} ({seeds} seeds per setting{pool})", fontsize=10)
         fig.tight_layout()
     return fig
 
@@ -349,13 +371,13 @@ def _compare_panel(ax: plt.Axes, rows: pd.DataFrame, bounded: pd.DataFrame, quan
         if x is not None:
             stats_ = [(v, *_mean_ci(g["value"])) for v, g in sel.groupby(x, sort=True)]
             xs, means, halves = (np.array(a, dtype=float) for a in zip(*stats_))
-            ax.plot(xs, means, marker="o", ms=4, color=cmap(i), label=f"{by} = {cat}")
+            ax.plot(xs, means, marker="o", ms=4, color=cmap(i), label=f"{by} = {cat.lower() if cat in ('True', 'False') else cat}")
             ax.fill_between(xs, means - halves, means + halves, color=cmap(i), alpha=0.2, lw=0)
             b = bounded[bounded[by].astype(str) == cat]
             if len(b):
                 bx = b.groupby(x, sort=True)["theoretical"].mean()
                 ax.plot(bx.index, bx.to_numpy(), ls="--", color=cmap(i), lw=1.1,
-                        label=f"{by} = {cat}: {b['title'].iloc[0]} bound")
+                        label=f"{by} = {cat.lower() if cat in ('True', 'False') else cat}: {b['title'].iloc[0]} bound")
         else:
             jitter = (np.arange(len(sel)) - (len(sel) - 1) / 2) * 0.04
             ax.scatter(i + jitter, sel["value"], color=cmap(i), s=18, alpha=0.7, zorder=3)
@@ -370,8 +392,6 @@ def _compare_panel(ax: plt.Axes, rows: pd.DataFrame, bounded: pd.DataFrame, quan
         ax.set_xlabel(by)
         ax.errorbar([], [], yerr=[], fmt="s", color="black", label="mean, 95 % interval")
         ax.legend(fontsize=7, loc="best")
-    if rows["learner"].nunique() == 1 and by != "learner":
-        ax.set_title(str(rows["learner"].iloc[0]), fontsize=9)
 
 
 def save(fig: plt.Figure, directory: Path, stem: str) -> list[Path]:

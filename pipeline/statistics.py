@@ -19,6 +19,7 @@ computes its names together (one certified solve gives f*_lo, f*_hi and the regr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -142,9 +143,16 @@ def _kernel_svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     K, y, lam, idx, avg = it["K"], it["y"], it["lam"], it["idx"], it["avg"]
     T, k, m = int(out.stats["T"]), idx.shape[1], y.shape[0]
     cert = dual.kernel_sdca(K, y, lam, tol=1e-9)
-    Kay = K @ (cert.w * y)
+    u = cert.w
+    Kay = K @ (u * y)
+    u_norm2 = float((u * y) @ Kay)
+    radius = float(it["radius"])
+    if radius > 0.0 and u_norm2 > radius * radius:  # Lemma 1 needs u in the ball the run projects onto
+        u = u * (radius / math.sqrt(u_norm2))
+        Kay = K @ (u * y)
+        u_norm2 = float((u * y) @ Kay)
     hinge_u = np.maximum(0.0, 1.0 - y * Kay)
-    f_u = 0.5 * lam * float((cert.w * y) @ Kay) + hinge_u[idx].sum(axis=1) / k
+    f_u = 0.5 * lam * u_norm2 + hinge_u[idx].sum(axis=1) / k
     steps = np.arange(1, T + 1)
     regret = np.cumsum(it["loss"] - f_u) / steps
     regret_still = float(np.mean(1.0 - f_u))  # beta = 0 throughout: f_t(0) = 1

@@ -41,7 +41,7 @@ def test_the_issue_lists_every_experiment() -> None:
     asked = {"perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "perceptron_orderings",
              "halving_classes",
              "pegasos_convergence", "pegasos_sampling", "pegasos_imbalanced", "pegasos_transfer",
-             "pegasos_full_batch", "kernel_pegasos",
+             "pegasos_full_batch", "kernel_pegasos", "kernel_pegasos_projection",
              "multiclass_sgd_rate", "multiclass_svm_samples", "multiclass_pegasos_projection", "real_data_margins"}
     assert asked <= set(EXPERIMENTS)
 

@@ -37,6 +37,28 @@ def test_linear_kernel_is_linear_pegasos(batch: int, sampling: str) -> None:
     assert a.quantities["suboptimality"] == pytest.approx(b.quantities["suboptimality"], abs=1e-8)
 
 
+@pytest.mark.parametrize("lam", [0.01, 0.3])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_projected_linear_kernel_is_projected_linear_pegasos(lam: float, batch: int) -> None:
+    """The projection in the kernel's scale-and-coefficients form is linear Pegasos's projection: the same
+    active steps, the same iterates up to rounding, on long rows (R = 3) where the ball binds early and often
+    (the restart of the scale included: lam = 0.01 shrinks it past 2^-8)."""
+    ds = MarginBinary(gamma=0.1, rho=3.0, n=150, d=5, flip=0.1).generate(np.random.default_rng(2))
+    T = 4000
+    lin = Pegasos(lam=lam, T=T, batch=batch, projection=True)
+    ker = KernelPegasos(lam=lam, T=T, batch=batch, projection=True, kernel="linear")
+    a = measure(lin, ds, np.random.default_rng(5))
+    b = measure(ker, ds, np.random.default_rng(5))
+    np.testing.assert_array_equal(a.trace["active"], b.trace["active"])
+    scale = max(1.0, np.abs(lin.w_).max())
+    assert np.abs(lin.w_ - (ker.alpha_ * ds.y) @ ds.X).max() <= 1e-9 * scale
+    assert np.abs(lin.w_bar_ - (ker.alpha_bar_ * ds.y) @ ds.X).max() <= 1e-9 * scale
+    assert np.linalg.norm((ker.alpha_ * ds.y) @ ds.X) <= (1 + 1e-12) / np.sqrt(lam)  # inside the ball
+    np.testing.assert_allclose(a.trace["loss"], b.trace["loss"], rtol=1e-9, atol=1e-12)
+    assert b.stats["c"] == pytest.approx((np.sqrt(lam) + b.stats["R"]) ** 2, rel=1e-14)
+    assert a.quantities["suboptimality"] == pytest.approx(b.quantities["suboptimality"], abs=1e-8)
+
+
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_gram_matrices_are_the_textbook_kernels(kernel: str) -> None:
     from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
@@ -64,10 +86,12 @@ def test_gram_matrices_are_the_textbook_kernels(kernel: str) -> None:
     sampling=st.sampled_from(["iid", "perm", "inorder"]),
     kernel=st.sampled_from(list(KERNELS)),
     rho=st.sampled_from([0.5, 1.0, 3.0]),
+    projection=st.booleans(),
 )
-def test_lemma1_holds_for_every_kernel(seed, m, lam, T, batch, sampling, kernel, rho) -> None:  # noqa: ANN001
+def test_lemma1_holds_for_every_kernel(seed, m, lam, T, batch, sampling, kernel, rho, projection) -> None:  # noqa: ANN001
     ds = Shells(rho=rho, n=m, d=3).generate(np.random.default_rng(seed))
-    learner = KernelPegasos(lam=lam, T=T, batch=min(batch, m), sampling=sampling, kernel=kernel, sigma=0.5 * rho)
+    learner = KernelPegasos(lam=lam, T=T, batch=min(batch, m), sampling=sampling, kernel=kernel, sigma=0.5 * rho,
+                            projection=projection)
     out = measure(learner, ds, np.random.default_rng(seed))
     stats = ds.stats.as_dict() | out.stats
     row = REGRET.evaluate(stats, out.quantities)
@@ -89,7 +113,8 @@ def test_gaussian_kernel_separates_shells_and_linear_cannot() -> None:
     assert errors["gaussian"] <= 0.02 and errors["linear"] >= 0.3, errors
 
 
-def test_compiled_kernel_matches_reference() -> None:
+@pytest.mark.parametrize("radius", [0.0, 0.5])
+def test_compiled_kernel_matches_reference(radius: float) -> None:
     from pipeline.learners.base import log_grid
     from pipeline.learners.kernel_pegasos import kernel_pegasos_kernel
     from pipeline.learners.pegasos import index_stream
@@ -100,9 +125,9 @@ def test_compiled_kernel_matches_reference() -> None:
     grid = log_grid(200, 10)
     outs = []
     for fn in (kernel_pegasos_kernel, kernel_pegasos_kernel.py):
-        arrays = [np.zeros(2), np.zeros(40), np.zeros(40), np.zeros(40), np.empty(200), np.empty(200, dtype=np.int32),
+        arrays = [np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(40), np.zeros(40), np.zeros(40), np.empty(200), np.empty(200, dtype=np.int32),
                   np.empty((grid.size, 40))]
-        fn(K, ds.y, idx, 0.1, 0, grid, *arrays)
+        fn(K, ds.y, idx, 0.1, radius, 0, grid, *arrays)
         outs.append(arrays)
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)

@@ -12,7 +12,7 @@ import numpy as np
 from pipeline._jit import kernel
 from pipeline.numerics import ETA, err_factor, psd_gram, round_up
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.learners.pegasos import SNAPSHOTS, index_stream
+from pipeline.learners.pegasos import RESTART, SNAPSHOTS, index_stream
 from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, SCALE_WORDS, STATE_LIMIT, STEPS_WORDS, Param, ParamError, in_scale,
                              reciprocal_finite)
 
@@ -56,25 +56,36 @@ def gram_kernel(X, kind, degree, coef0, sigma):  # noqa: ANN001, ANN201
 
 
 @kernel
-def kernel_pegasos_kernel(K, y, idx, lam, t0, grid, state, beta, g, z, loss, active, avg):  # noqa: ANN001, ANN201
-    """Steps t0+1 .. t0+len(idx) of [S4] Algorithm 2 with mini-batches of k (add 1/k per active index).
+def kernel_pegasos_kernel(K, y, idx, lam, radius, t0, grid, state, beta, g, z, loss, active, avg):  # noqa: ANN001, ANN201
+    """Steps t0+1 .. t0+len(idx) of [S4] Algorithm 2 with mini-batches of k (add 1/k per active index), and
+    when ``radius`` > 0 the projection onto the ball ||w|| <= radius after each step (P11 Fig. 1-2).
 
-    w_t = (lam (t-1))^-1 sum_i beta_i y_i phi(x_i), so y_j w_t.phi(x_j) = y_j g_j / (lam (t-1)) with
-    g = K (beta * y) kept up to date (O(m) per active index); at t = 1, w_1 = 0 and the test is true.
-    ``state`` = [||sum beta_i y_i phi_i||^2, H_t = sum_(s<=t) h_s] with h_t = 1/(lam (t-1)) (0 at t = 1);
-    sum_(s<=t) w_s = sum_i (H_t beta_i - z_i) y_i phi_i, so the average's coefficients need no O(m) step.
-    At the steps in ``grid`` the average's coefficients (H_t beta - z)/t go to ``avg``.
+    w_t = h_t sum_i beta_i y_i phi(x_i), so y_j w_t.phi(x_j) = y_j h_t g_j with g = K (beta * y) kept up
+    to date (O(m) per active index); at t = 1, w_1 = 0 (h = 0) and the test is true. Without projection
+    h_t = 1/(lam (t-1)) and each active index adds 1/k to beta (Algorithm 2 exactly). With projection the
+    scale is a state: w_(t+1) = (1 - 1/t) w_t + (lam t k)^-1 sum_(A+) y_j phi_j gives h_(t+1) = h_t (1 - 1/t)
+    (1/lam after t = 1) and the increment c = 1/(lam t k h_(t+1)); then ||w_(t+1)||^2 = h^2 ||sum beta y phi||^2
+    above radius^2 multiplies h by radius / ||w_(t+1)||. Once h lam t falls below 2^-8 q (q: its value
+    at the last restart, 1 at the start) the scale moves into beta, g and the average's z (h <- 1), as
+    pegasos_kernel does in the linear case, so that beta and ||sum beta y phi||^2 do not overflow.
+    ``state`` = [||sum beta_i y_i phi_i||^2, H_t = sum_(s<=t) h_s, h_(t+1), q]; sum_(s<=t) w_s =
+    sum_i (H_t beta_i - z_i) y_i phi_i, so the average's coefficients need no O(m) step. At the steps in
+    ``grid`` the average's coefficients (H_t beta - z)/t go to ``avg``.
     """
     T, k = idx.shape
     m = K.shape[0]
-    nb, H = state[0], state[1]
+    nb, H, a, q = state[0], state[1], state[2], state[3]
+    project = radius > 0.0
     flags = np.zeros(k, dtype=np.bool_)
     gp = 0
     while gp < grid.shape[0] and grid[gp] <= t0:
         gp += 1
     for r in range(T):
         t = t0 + r + 1
-        h = 0.0 if t == 1 else 1.0 / (lam * (t - 1))
+        if project:
+            h = 0.0 if t == 1 else a
+        else:
+            h = 0.0 if t == 1 else 1.0 / (lam * (t - 1))
         hinge = 0.0
         n_active = 0
         for b in range(k):
@@ -91,17 +102,33 @@ def kernel_pegasos_kernel(K, y, idx, lam, t0, grid, state, beta, g, z, loss, act
             for i in range(m):
                 avg[gp, i] = (H * beta[i] - z[i]) / t
             gp += 1
-        for b in range(k):  # the test above used w_t for the whole batch; now add 1/k per active index
+        c = 1.0 / k
+        if project:
+            a = 1.0 / lam if t == 1 else h * (1.0 - 1.0 / t)
+            c = 1.0 / (lam * t * k * a)
+        for b in range(k):  # the test above used w_t for the whole batch; now add c per active index
             j = idx[r, b]
             if flags[b]:
-                c = 1.0 / k
                 nb += 2.0 * c * y[j] * g[j] + c * c * K[j, j]
                 beta[j] += c
                 z[j] += H * c
                 cy = c * y[j]  # (c y_j) K_ji: the same product as before, hoisted out of the O(m) loop
                 for i in range(m):
                     g[i] += cy * K[j, i]
-    state[0], state[1] = nb, H
+        if project:
+            norm2 = a * a * nb
+            if norm2 > radius * radius:
+                a *= radius / math.sqrt(norm2)
+                if a * lam * t < RESTART * q:
+                    for i in range(m):
+                        z[i] -= H * beta[i]
+                        beta[i] *= a
+                        g[i] *= a
+                    nb *= a * a
+                    H = 0.0
+                    a = 1.0
+                    q = lam * t
+    state[0], state[1], state[2], state[3] = nb, H, a, q
     return 0
 
 
@@ -112,7 +139,7 @@ class KernelPegasos(Learner):
 
     This is linear Pegasos without projection in the feature space, exactly: w_t =
     (lam (t-1))^-1 sum_i beta_i y_i phi(x_i) (docs/bounds.md section 5), so the bounds of section 4 hold with
-    R^2 = max_i K(x_i, x_i) and c = 4 R^2. P11 Fig. 3 tests with 1/(lam t) instead, a slightly different
+    R^2 = max_i K(x_i, x_i) and c = 4 R^2 (c = (sqrt(lam) + R)^2 with ``projection``). P11 Fig. 3 tests with 1/(lam t) instead, a slightly different
     algorithm; this is [S4]'s. The comparator is kernel SDCA on the box [0, 1] (no intercept).
 
     A feature space exists only if the Gram matrix is positive semi-definite, and in floating point a
@@ -131,6 +158,9 @@ class KernelPegasos(Learner):
     T : steps.
     batch : indices per step (each active one adds 1/batch).
     sampling : "iid", "perm" or "inorder".
+    projection : project w onto the ball of radius 1/sqrt(lam) after each step (P11 Fig. 1; the ball holds
+        the optimum by strong duality, docs/bounds.md section 5); then c = (sqrt(lam) + R)^2. The norm is
+        ||w||^2 = (beta y)^T K (beta y) times the scale, kept up to date with g = K (beta y).
     kernel : "linear", "polynomial" or "gaussian".
     degree, coef0 : of the polynomial kernel.
     sigma : bandwidth of the Gaussian kernel.
@@ -151,6 +181,7 @@ class KernelPegasos(Learner):
         Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
         Param("batch", int, lambda v: v >= 1, "an integer >= 1 (and at most the sample size)", default=1),
         Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder", default="iid"),
+        Param("projection", bool, lambda v: True, "true or false", default=False),
         Param("kernel", str, lambda v: v in KERNELS, f"one of {', '.join(KERNELS)}", default="gaussian"),
         Param("degree", int, lambda v: 1 <= v <= 10, "an integer in 1..10", default=2),
         Param("coef0", float, lambda v: v >= 0, "a number >= 0", default=1.0),
@@ -267,13 +298,15 @@ class KernelPegasos(Learner):
         K = psd.K  # learner, comparator and R all see this matrix: the Gram matrix, shifted if it had to be
         idx = index_stream(self.sampling, y, T, k, rng)
         grid = log_grid(T, SNAPSHOTS)
-        state = np.zeros(2)
+        radius = 1.0 / math.sqrt(lam) if self.projection else 0.0
+        state = np.array([0.0, 0.0, 0.0, 1.0])  # ||sum beta y phi||^2, H, the scale h, the restart mark q
         beta, g, z = np.zeros(m), np.zeros(m), np.zeros(m)
         loss, active = np.empty(T), np.empty(T, dtype=np.int32)
         avg = np.empty((grid.size, m))
-        kernel_pegasos_kernel(K, y, idx, lam, 0, grid, state, beta, g, z, loss, active, avg)
+        kernel_pegasos_kernel(K, y, idx, lam, radius, 0, grid, state, beta, g, z, loss, active, avg)
         self.beta_ = beta
-        self.alpha_ = beta / (lam * T)  # w_(T+1) = sum_i alpha_i y_i phi(x_i)
+        # w_(T+1) = sum_i alpha_i y_i phi(x_i)
+        self.alpha_ = state[2] * beta if self.projection else beta / (lam * T)
         self.alpha_bar_ = avg[-1]
         self.t_ = T
         R = self.radius(float(dataset.stats.R))
@@ -288,5 +321,6 @@ class KernelPegasos(Learner):
                    "gram_min_eig": psd.min_eig, "gram_shift": psd.shift},
             objective="kernel_svm",
             iterates={"K": K, "y": y, "lam": lam, "idx": idx, "grid": grid, "avg": avg, "last": self.alpha_,
-                      "loss": loss, "feature_radius": R, "projection": False, "s_max": 1.0, "radius": 0.0},
+                      "loss": loss, "feature_radius": R, "projection": bool(self.projection), "s_max": 1.0,
+                      "radius": radius},
         )
