@@ -141,6 +141,9 @@ def _learn_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.r
     """``T`` more steps of Pegasos.run's training (same draws, same kernel), from step ``state.t`` + 1."""
     learner.check()
     m, d = X.shape
+    if learner.intercept:
+        raise ParamError("intercept", learner.intercept, "false for the estimator (its decision function has no "
+                         "intercept); the biased form runs as boundlab algorithm=pegasos algorithm.intercept=true")
     if learner.objective == "transfer":
         raise ParamError("objective", learner.objective, "hinge or balanced for a plain (X, y) sample (transfer "
                          "needs a generator's known direction w* for its reference w_r)")
@@ -197,6 +200,9 @@ def _learn_multiclass_svm(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rn
 
 def _learn_ova(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator, state: Any) -> None:
     learner.check()
+    if learner.intercept:
+        raise ParamError("intercept", learner.intercept, "false for the estimator (its decision function has no "
+                         "intercept); the biased form runs as boundlab algorithm=ova algorithm.intercept=true")
     for j in range(k):
         if not np.any(y == j):
             raise ValueError(f"OneVsAll: class {j} has no training example (n = {y.size})")

@@ -101,8 +101,10 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
     if outcome.parts:
         curves |= outcome.curves
     table = pd.DataFrame(rows)
-    curve = pd.concat(
-        [pd.DataFrame({"run": job.key(), "quantity": q, "t": t, "empirical": v}) for q, (t, v) in curves.items()],
+    curve = pd.concat(  # (a run no bound speaks of may have no curve: an empty table with the columns)
+        [pd.DataFrame({"run": job.key(), "quantity": q, "t": t, "empirical": v}) for q, (t, v) in curves.items()]
+        or [pd.DataFrame({"run": pd.Series(dtype=object), "quantity": pd.Series(dtype=object),
+                          "t": pd.Series(dtype=np.int64), "empirical": pd.Series(dtype=np.float64)})],
         ignore_index=True,
     )
     return Result(table=table, curve=curve, trace=outcome.trace, dataset=ds)

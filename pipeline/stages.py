@@ -266,7 +266,8 @@ def job(cfg: DictConfig) -> None:
         part = getattr(row, "part", None)
         name_ = f"{name} [{part}]" if isinstance(part, str) and part else name
         if not row.applicable:
-            log.info("%s%s: %s %g; %s not applicable: %s", step, name_, row.quantity, row.empirical, row.bound, row.reason)
+            measured = f"{row.empirical:g}" if row.empirical == row.empirical else "not measured"
+            log.info("%s%s: %s %s; %s not applicable: %s", step, name_, row.quantity, measured, row.bound, row.reason)
             continue
         log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)%s", step, name_, row.quantity, row.empirical, row.bound,
                  row.theoretical, row_phrase(row), row.ratio, f"; {row.reason}" if row.reason else "")

@@ -174,3 +174,15 @@ def test_bad_input_from_the_command_line_leaves_nothing(tmp_path: Path, boundlab
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert not any(tmp_path.iterdir()), "no tracking store, no output directory"
+
+
+def test_no_learner_parameter_shares_a_name_with_a_dataset_parameter() -> None:
+    """A run's parameters are one flat mapping (its table columns and its key, pipeline.config.Job.params):
+    a learner parameter named like a dataset parameter would hide it, and two runs differing only there
+    would share a key (and one would be resumed as the other)."""
+    from pipeline.plugins import DATASETS, LEARNERS
+
+    for learner_name, learner in LEARNERS.items():
+        for dataset_name, dataset in DATASETS.items():
+            shared = {p.name for p in learner.params} & {p.name for p in getattr(dataset, "params", ())}
+            assert not shared, (learner_name, dataset_name, shared)

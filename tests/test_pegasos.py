@@ -336,3 +336,129 @@ def test_the_random_iterate_is_within_its_expectation_bound_on_average() -> None
     mean = np.mean([e["empirical"] for e, _ in rows])
     assert mean <= rows[0][0]["theoretical"]
     assert sum(not p["holds"] for _, p in rows) <= 4
+
+
+# --- An unregularised bias (algorithm.intercept) ---------------------------------------------------------------
+
+
+def _biased_reference(X, y, ref_margin, s, idx, lam, radius):  # noqa: ANN001, ANN202
+    """Pegasos with an unregularised bias written out step by step (P11 section 6), in the kernel's order."""
+    T, k = idx.shape
+    d = X.shape[1]
+    u, b, ubar, bsum = [0.0] * d, 0.0, [0.0] * d, 0.0
+    loss, active = [], []
+    for r in range(T):
+        t = r + 1
+        ubar = [ubar[j] + u[j] for j in range(d)]
+        uu = 0.0
+        for j in range(d):
+            uu += u[j] * u[j]
+        bsum += b
+        g, gb, hinge, n = [0.0] * d, 0.0, 0.0, 0
+        for q in range(k):
+            i = idx[r, q]
+            p = 0.0
+            for j in range(d):
+                p += u[j] * X[i, j]
+            margin = ref_margin[i] + y[i] * (p + b)
+            if margin < 1.0:
+                hinge += s[i] * (1.0 - margin)
+                n += 1
+                gb += s[i] * y[i]
+                g = [g[j] + s[i] * y[i] * X[i, j] for j in range(d)]
+        loss.append(0.5 * lam * uu + hinge / k)
+        active.append(n)
+        eta, shrink = 1.0 / (lam * t * k), 1.0 - 1.0 / t
+        u = [shrink * u[j] + eta * g[j] for j in range(d)]
+        b += eta * gb
+        norm2 = 0.0
+        for j in range(d):
+            norm2 += u[j] * u[j]
+        if radius > 0.0 and norm2 > radius * radius:
+            u = [v * (radius / math.sqrt(norm2)) for v in u]
+    return np.array(u), b, np.array(ubar) / T, bsum / T, np.array(loss), np.array(active)
+
+
+@pytest.mark.parametrize("objective", ["hinge", "balanced", "transfer"])
+@pytest.mark.parametrize("batch,projection", [(1, False), (3, True)])
+def test_the_intercept_rule_is_the_written_out_one_bit_for_bit(objective: str, batch: int, projection: bool) -> None:
+    ds = MarginBinary(gamma=0.1, rho=2.0, n=60, d=4, flip=0.1).generate(np.random.default_rng(3))
+    learner = Pegasos(lam=0.05, T=300, batch=batch, objective=objective, projection=projection, intercept=True)
+    out = learner.run(ds, np.random.default_rng(4))
+    # the same draws as the run: the reference w_r first (transfer), then the index stream
+    rng = np.random.default_rng(4)
+    w_ref = learner.reference(ds, rng)
+    idx = index_stream("iid", ds.y, 300, batch, rng)
+    X, y = ds.X, ds.y.astype(float)
+    ref_margin = pegasos_margins(X, y, w_ref)
+    s = learner.weights(y) if objective == "balanced" else np.ones(60)
+    radius = 0.0
+    if projection:
+        radius = math.sqrt(np.maximum(0.0, 1.0 - ref_margin).mean() / 0.05) if w_ref is not None else 1 / math.sqrt(0.05)
+    u, b, ubar, bbar, loss, active = _biased_reference(X, y, ref_margin, s, idx, 0.05, radius)
+    shift = 0.0 if w_ref is None else w_ref
+    np.testing.assert_array_equal(learner.w_, u + shift)
+    np.testing.assert_array_equal(learner.w_bar_, ubar + shift)
+    assert (learner.b_, learner.b_bar_) == (b, bbar)
+    np.testing.assert_array_equal(out.trace["loss"], loss)
+    np.testing.assert_array_equal(out.trace["active"], active)
+
+
+def pegasos_margins(X, y, w_ref):  # noqa: ANN001, ANN201
+    from pipeline.learners.pegasos import margins_kernel
+
+    return np.zeros(X.shape[0]) if w_ref is None else margins_kernel(X, y.astype(float), w_ref)
+
+
+def test_with_an_intercept_every_bound_is_not_applicable_with_the_reason() -> None:
+    from pipeline.bounds import bounds_for
+    from pipeline.learners.pegasos import NO_BOUND_WITH_BIAS
+
+    ds = MarginBinary(gamma=0.1, rho=1.0, n=100, d=3, flip=0.1).generate(np.random.default_rng(0))
+    out = measure(Pegasos(lam=0.1, T=500, intercept=True), ds, np.random.default_rng(1))
+    stats = ds.stats.as_dict() | out.stats
+    rows = [b.evaluate(stats, out.quantities, out.steps) for b in bounds_for("pegasos")]
+    assert rows and all(r["applicable"] is False and r["holds"] is None and r["reason"] == NO_BOUND_WITH_BIAS
+                        for r in rows)
+    assert "P11 section 6" in NO_BOUND_WITH_BIAS
+
+
+def test_an_intercept_fits_data_whose_separator_misses_the_origin() -> None:
+    """Labels sign(x_1 - 0.6) with x uniform in [0, 1]^2: no homogeneous separator is good, one with b is."""
+    from pipeline.data.certify import certify_sample
+    from pipeline.data.dataset import Dataset
+
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 2))
+    y = np.where(X[:, 0] > 0.6, 1.0, -1.0)
+    ds = Dataset("offset", X, y, certify_sample(X, y))
+    errors = {}
+    for intercept in (False, True):
+        learner = Pegasos(lam=1e-3, T=20_000, intercept=intercept)
+        learner.run(ds, np.random.default_rng(1))
+        b = learner.b_bar_ if intercept else 0.0
+        errors[intercept] = float(np.mean(np.sign(X @ learner.w_bar_ + b) != y))
+    assert errors[True] <= 0.05 and errors[False] >= 0.2, errors
+
+
+def test_one_vs_all_with_intercepts_reports_every_part_not_applicable() -> None:
+    from pipeline.data.multiclass import MulticlassMargin
+    from pipeline.learners import OneVsAll
+
+    ds = MulticlassMargin(k=3, n=200, d=4, gamma=0.1, rho=1.0).generate(np.random.default_rng(0))
+    learner = OneVsAll(lam=0.01, T=2000, intercept=True)
+    out = learner.run(ds, np.random.default_rng(1))
+    assert learner.b_.shape == (3,) and np.all(learner.b_ != 0.0)
+    assert all(part.stats["not_covered"] for part in out.parts.values())
+    assert out.stats["risk_01"] <= 0.2
+
+
+def test_the_estimators_refuse_an_intercept() -> None:
+    from pipeline.estimators import OneVsAllClassifier, PegasosClassifier
+    from pipeline.params import ParamError
+
+    X = np.random.default_rng(0).standard_normal((20, 3))
+    with pytest.raises(ParamError, match="intercept"):
+        PegasosClassifier(lam=0.1, T=10, intercept=True).fit(X, np.where(X[:, 0] > 0, 1, -1))
+    with pytest.raises(ParamError, match="intercept"):
+        OneVsAllClassifier(lam=0.1, T=10, intercept=True).fit(X, np.arange(20) % 3)

@@ -83,8 +83,18 @@ class Bound:
                  steps: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """One row of the results table: the bound next to the measured quantity, with its trivial
         value, and judged at every step from ``steps`` (per-step arrays, t = 1..T) for an anytime bound
-        (without ``steps``, at the last step only, and the row says so).
+        (without ``steps``, at the last step only, and the row says so). A run whose statistics carry
+        ``not_covered`` (a reason: its rule is outside every theorem of its learner, e.g. Pegasos with an
+        unregularised bias) gets the row of a bound that does not apply, with that reason, and nothing compared.
         The verdict's columns come from :func:`pipeline.verdicts.judge_row`."""
+        if stats.get("not_covered"):  # the run's rule is outside every theorem of its learner (e.g. a free bias)
+            measured = empirical.get(self.quantity, math.nan)
+            return {"bound": self.name, "title": self.title, "guarantee": self.guarantee, "quantity": self.quantity,
+                    "empirical": float(measured), "empirical_low": float(measured), "formula": self.formula,
+                    "reference": self.reference, "judged_at": self.judged_at, "trivial_text": self.trivial_text,
+                    "range_lo": math.nan, "range_hi": math.nan, "theoretical": math.nan, "trivial": math.nan,
+                    "ratio": math.nan, "max_ratio_over_t": math.nan, "holds": None, "informative": False,
+                    "applicable": False, "reason": str(stats["not_covered"]), "comparator": ""}
         missing = [k for k in self.requires if k not in stats]
         if missing:
             raise KeyError(f"bound {self.name} needs statistics {missing}")

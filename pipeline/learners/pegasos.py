@@ -242,6 +242,70 @@ def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state
 
 
 @kernel
+def pegasos_bias_kernel(X, y, ref_margin, s, idx, lam, radius, u, ubar, bias, loss, active):  # noqa: ANN001, ANN201
+    """Pegasos with an unregularised bias b (P11 section 6; [S4] 2.2-2.3's b): the margin is
+    y (w.x + b) with w = w_r + u, and with A+ the examples of margin < 1 (strict),
+    u <- (1 - 1/t) u + (1/(lam t k)) sum_(A+) s_i y_i x_i, b <- b + (1/(lam t k)) sum_(A+) s_i y_i (b is not
+    shrunk: it is not regularised), then u is projected onto ||u|| <= radius if radius > 0 (b is free).
+    ``loss`` gets f_t = lam/2 ||u_t||^2 + (1/k) sum_(A_t) s_i hinge_i at (u_t, b_t). Plain O(d) steps: no
+    bound speaks of this rule, so it needs neither snapshots nor the scaled state of :func:`pegasos_kernel`.
+    ``ubar`` gets (1/T) sum_t u_t and ``bias`` = [b_(T+1), (1/T) sum_t b_t].
+    """
+    T, k = idx.shape
+    d = X.shape[1]
+    b = 0.0
+    bsum = 0.0
+    g = np.zeros(d)
+    for r in range(T):
+        t = r + 1
+        uu = 0.0
+        for j in range(d):
+            ubar[j] += u[j]
+            uu += u[j] * u[j]
+        bsum += b
+        hinge = 0.0
+        gb = 0.0
+        n_active = 0
+        for q in range(k):
+            i = idx[r, q]
+            p = 0.0
+            for j in range(d):
+                p += u[j] * X[i, j]
+            margin = ref_margin[i] + y[i] * (p + b)
+            if margin < 1.0:
+                hinge += s[i] * (1.0 - margin)
+                n_active += 1
+                sy = s[i] * y[i]
+                gb += sy
+                for j in range(d):
+                    g[j] += sy * X[i, j]
+        loss[r] = 0.5 * lam * uu + hinge / k
+        active[r] = n_active
+        eta = 1.0 / (lam * t * k)
+        shrink = 1.0 - 1.0 / t
+        norm2 = 0.0
+        for j in range(d):
+            u[j] = shrink * u[j] + eta * g[j]
+            g[j] = 0.0
+            norm2 += u[j] * u[j]
+        b += eta * gb
+        if radius > 0.0 and norm2 > radius * radius:
+            scale = radius / math.sqrt(norm2)
+            for j in range(d):
+                u[j] *= scale
+    for j in range(d):
+        ubar[j] /= T
+    bias[0] = b
+    bias[1] = bsum / T
+    return 0
+
+
+NO_BOUND_WITH_BIAS = ("algorithm.intercept=true: an unregularised bias b leaves f(w, b) not strongly convex in b, "
+                      "so Lemma 1 and the rates built on it do not hold (P11 section 6: only O(1/sqrt(T))); the notes "
+                      "give no bound for the biased form")
+
+
+@kernel
 def margins_kernel(X, y, w):  # noqa: ANN001, ANN201
     """y_i w.x_i for every row, summed in the fixed order of :func:`pipeline._jit.dot_row` (bit-identical
     run to run)."""
@@ -283,6 +347,10 @@ class Pegasos(Learner):
     projection : project onto the ball that holds the optimum.
     objective : "hinge", "balanced" (class-weighted; with sampling=class_balanced the update is the
         unweighted one of [S4] 2.1 B, otherwise the weighted update A) or "transfer" (towards w_r).
+    intercept : an unregularised bias b (intercept), y (w.x + b), updated by b <- b + (1/(lam t k)) sum_(A+) s_i y_i and never
+        shrunk (P11 section 6; [S4]'s b_d of transfer and b_k of one-vs-all). No bound of the notes covers it:
+        every bound is reported not applicable with the reason (``NO_BOUND_WITH_BIAS``); the run reports
+        the objective of its average (w_bar, b_bar) and its training error instead.
     ref_noise, ref_scale : transfer reference w_r = ref_scale * unit(w* + ref_noise * xi), xi ~ N(0, I/d)
         from the algorithm's stream, w* the dataset's known direction.
     delta : confidence of the high-probability bound.
@@ -311,6 +379,7 @@ class Pegasos(Learner):
         Param("sampling", str, lambda v: v in SAMPLINGS, f"one of {', '.join(SAMPLINGS)}", default="iid"),
         Param("projection", bool, lambda v: True, "true or false", default=False),
         Param("objective", str, lambda v: v in OBJECTIVES, f"one of {', '.join(OBJECTIVES)}", default="hinge"),
+        Param("intercept", bool, lambda v: True, "true or false", default=False),
         Param("ref_noise", float, lambda v: v >= 0, "a number >= 0", default=0.5),
         Param("ref_scale", float, lambda v: v >= 0, "a number >= 0", default=1.0),
         Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)", default=0.05),
@@ -399,6 +468,8 @@ class Pegasos(Learner):
         if self.projection:  # the ball that holds the optimum, by strong duality (docs/bounds.md section 4 and 6)
             radius = math.sqrt(np.maximum(0.0, 1.0 - ref_margin).mean() / lam) if w_ref is not None else 1.0 / math.sqrt(lam)
 
+        if self.intercept:
+            return self._run_biased(X, y, w_ref, weights, s_step, ref_margin, idx, radius)
         grid = log_grid(T, SNAPSHOTS)
         # the random iterate w_r, r uniform in 1..T (P07 Thm 2-3): drawn after everything else, so the run
         # itself is unchanged; w_r = u_r is the kernel's "last" snapshot at step r - 1 (w_1 when r = 1)
@@ -430,3 +501,30 @@ class Pegasos(Learner):
                       "idx": idx, "grid": grid, "avg": avg, "last": last, "loss": loss, "random": u_r, "r": r,
                       "feature_radius": float(dataset.stats.R), "s_max": float(s_step.max())},
         )
+
+    def _run_biased(self, X: np.ndarray, y: np.ndarray, w_ref: np.ndarray | None, weights: np.ndarray | None,
+                    s_step: np.ndarray, ref_margin: np.ndarray, idx: np.ndarray, radius: float) -> Outcome:
+        """The run with an unregularised bias (:func:`pegasos_bias_kernel`): what it did and what it reaches,
+        the (biased) objective of its average and its training error; ``not_covered`` says why no bound is
+        judged (:meth:`pipeline.bounds.base.Bound.evaluate`)."""
+        m, d = X.shape
+        lam, T = float(self.lam), int(self.T)
+        u, ubar, bias = np.zeros(d), np.zeros(d), np.zeros(2)
+        loss, active = np.empty(T), np.empty(T, dtype=np.int32)
+        pegasos_bias_kernel(X, y, ref_margin, s_step, idx, lam, radius, u, ubar, bias, loss, active)
+        shift = 0.0 if w_ref is None else w_ref
+        self.w_, self.w_bar_ = u + shift, ubar + shift
+        self.b_, self.b_bar_ = float(bias[0]), float(bias[1])
+        self.t_ = T
+        s = np.ones(m) if weights is None else weights
+        margins = margins_kernel(X, y, self.w_bar_) + y * self.b_bar_  # a fixed order: the same bits at any thread count
+        objective = 0.5 * lam * float(ubar @ ubar) + float(np.mean(s * np.maximum(0.0, 1.0 - margins)))
+        return Outcome(
+            quantities={},
+            curves={},
+            trace={"active": active, "loss": loss},
+            stats={"T": T, "lam": lam, "sampling": self.sampling, "batch": int(self.batch), "delta": float(self.delta),
+                   "b_bar": self.b_bar_, "b_last": self.b_, "objective_bar": objective,
+                   "train_error": float(np.mean(margins <= 0.0)), "not_covered": NO_BOUND_WITH_BIAS},
+        )
+
