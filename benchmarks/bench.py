@@ -121,7 +121,8 @@ def pegasos_pass(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
     v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
     loss, active = np.empty(m), np.empty(m, dtype=np.int32)
     avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))
-    pegasos_kernel(X, y, np.zeros(m), np.ones(m), idx, lam, 0.0, 0, grid, state, v, z, buf, loss, active, avg, last)
+    pegasos_kernel(X, y, np.zeros(m), np.ones(m), idx, lam, 0.0, 0, grid, state, v, z, buf, loss, active, avg, last,
+                   np.empty(idx.shape[0]))
     return state[0] * v
 
 

@@ -160,7 +160,7 @@ def _learn_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.r
     grid = np.array([state.t + T], dtype=np.int64)  # one snapshot: the average after the last step
     avg, last = np.empty((1, d)), np.empty((1, d))
     pegasos_kernel(X, y, np.zeros(m), s_step, idx, lam, radius, state.t, grid, state.scalars, state.v, state.z,
-                   np.zeros(d), np.empty(T), np.empty(T, dtype=np.int32), avg, last)
+                   np.zeros(d), np.empty(T), np.empty(T, dtype=np.int32), avg, last, np.empty(T))
     state.t += T
     learner.w_, learner.w_bar_, learner.t_ = state.scalars[0] * state.v, avg[0], state.t
     return state

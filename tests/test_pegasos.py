@@ -16,7 +16,7 @@ from pipeline.learners.base import log_grid
 from pipeline.learners.pegasos import SAMPLINGS, Pegasos, class_weights, index_stream, pegasos_kernel, pegasos_single_kernel
 from pipeline.statistics import measure
 
-REGRET, EXPECTATION, HIGH_PROBABILITY, LAST, FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV = PEGASOS_BOUNDS
+REGRET, EXPECTATION, HIGH_PROBABILITY, LAST, FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV, TELESCOPED = PEGASOS_BOUNDS
 
 
 def textbook(X, y, idx, lam, s, w_ref, radius):  # noqa: ANN001, ANN201
@@ -47,7 +47,7 @@ def _run_kernel(X, y, idx, lam, s, w_ref, radius, fn=pegasos_kernel):  # noqa: A
     v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
     loss, active = np.empty(T), np.empty(T, dtype=np.int32)
     avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))
-    fn(X, y, ref_margin, s, idx, lam, radius, 0, grid, state, v, z, buf, loss, active, avg, last)
+    fn(X, y, ref_margin, s, idx, lam, radius, 0, grid, state, v, z, buf, loss, active, avg, last, np.empty(T))
     ref = 0.0 if w_ref is None else w_ref
     return state[0] * v + ref, avg[-1] + ref, active, loss, last[-1] + ref
 
@@ -126,10 +126,10 @@ def test_single_kernel_is_the_general_kernel_bit_for_bit(seed, m, d, T, t0, log_
     for fn in (pegasos_kernel.compiled(), pegasos_single_kernel, pegasos_kernel):
         state, v, z = (a.copy() for a in start)
         buf = np.zeros(d)
-        loss, active = np.full(T, np.nan), np.full(T, -1, dtype=np.int32)
+        loss, active, grad2 = np.full(T, np.nan), np.full(T, -1, dtype=np.int32), np.full(T, np.nan)
         avg, last = np.full((grid.size, d), np.nan), np.full((grid.size, d), np.nan)
-        fn(X, y, ref_margin, s, idx, lam, 0.0, t0, grid, state, v, z, buf, loss, active, avg, last)
-        outs.append([state, v, z, buf, loss, active, avg, last])
+        fn(X, y, ref_margin, s, idx, lam, 0.0, t0, grid, state, v, z, buf, loss, active, avg, last, grad2)
+        outs.append([state, v, z, buf, loss, active, avg, last, grad2])
     for general, single, dispatched in zip(*outs):
         assert general.tobytes() == single.tobytes() == dispatched.tobytes()
 
@@ -152,6 +152,10 @@ def _check_run(ds, learner: Pegasos, seed: int):  # noqa: ANN001, ANN202
     assert np.all(regret <= REGRET.curve_of(stats, t))
     # the certified suboptimality is an upper bound of f - f*, and f - f* >= 0
     assert out.quantities["suboptimality"] >= -1e-9
+    # the realised (telescoped) form holds too, and is never above the closed form (||grad_t|| <= G)
+    tele = TELESCOPED.evaluate(stats, out.quantities)
+    assert tele["holds"], (tele, learner.get_params())
+    assert tele["theoretical"] - stats["telescoped_allowance"] <= row["theoretical"] * (1 + 1e-12), (tele, row)
     return out, stats
 
 
@@ -301,7 +305,7 @@ def test_the_random_iterate_is_the_iterate_at_step_r_and_changes_nothing_else(T:
         loss, active = np.empty(T), np.empty(T, dtype=np.int32)
         avg, last = np.empty((steps.size, d)), np.empty((steps.size, d))
         pegasos_kernel(X, y, it["ref_margin"], it["s_step"], it["idx"], 0.05, 0.0, 0, steps, state, v, z, buf, loss,
-                       active, avg, last)
+                       active, avg, last, np.empty(T))
         return state, v, loss, active, avg, last
 
     state, v, loss, active, avg, last = kernel(grid)  # the run without the extra snapshot: the same bytes
@@ -462,3 +466,52 @@ def test_the_estimators_refuse_an_intercept() -> None:
         PegasosClassifier(lam=0.1, T=10, intercept=True).fit(X, np.where(X[:, 0] > 0, 1, -1))
     with pytest.raises(ParamError, match="intercept"):
         OneVsAllClassifier(lam=0.1, T=10, intercept=True).fit(X, np.arange(20) % 3)
+
+
+# --- The realised form of Lemma 1 ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch,projection,objective", [(1, False, "hinge"), (3, True, "balanced"), (2, False, "transfer")])
+def test_the_kernel_gives_the_norm_of_each_sub_gradient(batch: int, projection: bool, objective: str) -> None:
+    """grad2[t] = ||lam u_t - (1/k) sum_(A+) s_i y_i x_i||^2, u_t = w_t - w_r, from a loop written out in numpy."""
+    ds = MarginBinary(gamma=0.1, rho=2.0, n=50, d=4, flip=0.1).generate(np.random.default_rng(5))
+    learner = Pegasos(lam=0.05, T=400, batch=batch, projection=projection, objective=objective)
+    out = learner.run(ds, np.random.default_rng(6))
+    it = out.iterates
+    X, y, s, idx, lam, radius = it["X"], it["y"], it["s_step"], it["idx"], 0.05, it["radius"]
+    u = np.zeros(X.shape[1])
+    expected = []
+    for t in range(1, 401):
+        A = idx[t - 1]
+        act = it["ref_margin"][A] + y[A] * (X[A] @ u) < 1
+        g = lam * u - (s[A][act] * y[A][act]) @ X[A][act] / batch
+        expected.append(float(g @ g))
+        u = u - g / (lam * t)
+        if radius > 0 and np.linalg.norm(u) > radius:
+            u *= radius / np.linalg.norm(u)
+    np.testing.assert_allclose(it["grad2"], expected, rtol=1e-9, atol=1e-12)
+
+
+def test_the_realised_form_is_an_equality_when_nothing_is_lost() -> None:
+    """T = 1 with a comparator active on the step: the telescoped sum is the regret itself (up to rounding), so
+    the bound is attained; the allowance is what keeps rounding from calling it violated."""
+    ds = MarginBinary(gamma=0.1, rho=1.0, n=200, d=5, flip=0.1).generate(np.random.default_rng(0))
+    attained = 0
+    for seed in range(20):
+        out = measure(Pegasos(lam=0.01, T=1), ds, np.random.default_rng(seed))
+        stats = ds.stats.as_dict() | out.stats
+        row = TELESCOPED.evaluate(stats, out.quantities)
+        assert row["holds"], row
+        realised = stats["telescoped"] - stats["telescoped_allowance"]
+        if abs(realised - out.quantities["regret"]) <= 1e-9 * max(1.0, abs(realised)):
+            attained += 1
+    assert attained >= 10  # the comparator is active on most examples of a noisy sample
+
+
+def test_the_realised_form_is_much_sharper_than_the_closed_form() -> None:
+    ds = MarginBinary(gamma=0.1, rho=1.0, n=500, d=5, flip=0.1).generate(np.random.default_rng(0))
+    out = measure(Pegasos(lam=0.01, T=5000), ds, np.random.default_rng(1))
+    stats = ds.stats.as_dict() | out.stats
+    closed, tele = REGRET.evaluate(stats, out.quantities), TELESCOPED.evaluate(stats, out.quantities)
+    assert tele["holds"] and tele["informative"]
+    assert tele["ratio"] >= 0.5 > 0.2 >= closed["ratio"], (tele["ratio"], closed["ratio"])

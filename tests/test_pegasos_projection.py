@@ -43,7 +43,8 @@ def _run(X: np.ndarray, y: np.ndarray, idx: np.ndarray, lam: float, radius: floa
     v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
     loss, active = np.empty(T), np.empty(T, dtype=np.int32)
     avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))
-    pegasos_kernel(X, y, np.zeros(m), np.ones(m), idx, lam, radius, 0, grid, state, v, z, buf, loss, active, avg, last)
+    pegasos_kernel(X, y, np.zeros(m), np.ones(m), idx, lam, radius, 0, grid, state, v, z, buf, loss, active, avg, last,
+                   np.empty(T))
     return avg[-1], last[-1], loss
 
 
@@ -78,5 +79,6 @@ def test_unprojected_runs_are_unchanged_by_the_restart() -> None:
     v, z, buf = np.zeros(5), np.zeros(5), np.zeros(5)
     loss, active = np.empty(T), np.empty(T, dtype=np.int32)
     avg, last = np.empty((grid.size, 5)), np.empty((grid.size, 5))
-    pegasos_kernel(X, y, np.zeros(40), np.ones(40), idx, 0.1, 0.0, 0, grid, state, v, z, buf, loss, active, avg, last)
+    pegasos_kernel(X, y, np.zeros(40), np.ones(40), idx, 0.1, 0.0, 0, grid, state, v, z, buf, loss, active, avg, last,
+                   np.empty(idx.shape[0]))
     assert state[0] == 1.0 / T and state[3] == 1.0

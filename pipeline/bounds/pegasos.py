@@ -166,4 +166,18 @@ RANDOM_MARKOV = Bound(
     quantity_low="suboptimality_random_low",
 )
 
-PEGASOS_BOUNDS = (*pegasos_bounds("pegasos"), FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV)
+TELESCOPED = Bound(
+    name="regret_telescoped",
+    title="Lemma 1 regret, realised",
+    learner="pegasos",
+    guarantee="D",
+    quantity="regret",
+    requires=("telescoped", "regret_still"),
+    reference="P11 Lemma 1, its proof telescoped before ||grad_t|| <= G; docs/bounds.md section 4 ((D) check)",
+    formula="(1/T) sum_t [f_t(w_t) - f_t(u)] <= (1/T) [sum_t ||grad_t||^2 / (2 lam t) - (lam T / 2) ||w_(T+1) - u||^2]",
+    value=lambda s: float(s["telescoped"]),
+    trivial=lambda s: float(s["regret_still"]),
+    trivial_text="the regret of the learner that stays at w_1, (1/T) sum_t [f_t(w_1) - f_t(u)]",
+)
+
+PEGASOS_BOUNDS = (*pegasos_bounds("pegasos"), FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV, TELESCOPED)

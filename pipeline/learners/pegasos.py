@@ -67,11 +67,12 @@ class _Dispatched(kernel):
 
 
 @_Dispatched
-def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last):  # noqa: ANN001, ANN201
+def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last, grad2):  # noqa: ANN001, ANN201
     """Steps t0+1 .. t0+len(idx) of Pegasos on u = w - w_r, with w_t = a v (P11 Fig. 1-2; [S4] 2.1-2.2).
 
     Each step: f_t(w_t) = lam/2 ||u_t||^2 + (1/k) sum_(i in A_t) s_i max(0, 1 - y_i w_t.x_i) goes to
-    ``loss``; with A+ the examples of margin < 1 (strict), u <- (1 - 1/t) u + (1/(lam t k)) sum_(A+) s_i y_i x_i;
+    ``loss``, and the squared norm of its sub-gradient grad_t = lam u_t - (1/k) sum_(A+) s_i y_i x_i to ``grad2``
+    (lam^2 a^2 ||v||^2 - 2 lam a v.buf / k + ||buf||^2 / k^2, from the products the update needs anyway); with A+ the examples of margin < 1 (strict), u <- (1 - 1/t) u + (1/(lam t k)) sum_(A+) s_i y_i x_i;
     then the projection onto ||u|| <= radius if radius > 0. The shrink is the scale a (O(1) per step):
     without projection a = 1/t exactly, so v = (1/(lam k)) sum s y x is a plain sum.
     ``state`` = [a, ||v||^2, A_t = sum_(s<=t) a_s, q]; z = sum_r A_r delta_r, so that
@@ -119,12 +120,15 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
             c = 1.0 / (lam * t * k * new_a)
             vb = dot(v, buf)
             bb = dot(buf, buf)
+            grad2[r] = lam * lam * a * a * vv - 2.0 * lam * a * vb / k + bb / (k * k)
             vv += 2.0 * c * vb + c * c * bb
             Ac = A * c
             for j in range(d):
                 v[j] += c * buf[j]
                 z[j] += Ac * buf[j]
                 buf[j] = 0.0
+        else:
+            grad2[r] = lam * lam * a * a * vv
         a = new_a
         if radius > 0.0:
             norm2 = a * a * vv
@@ -147,13 +151,14 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
 
 
 @kernel
-def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last):  # noqa: ANN001, ANN201
+def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last, grad2):  # noqa: ANN001, ANN201
     """:func:`pegasos_kernel` for k = 1 without projection (``radius`` is not read): the same arithmetic in the
     same order, so the same bits, with less work per step. 1/k, the batch loop and the projection are gone;
     the snapshot test is one comparison; the update reads the row once, computing buf = s y x, v.buf,
     buf.buf (the accumulators and order of :func:`pipeline._jit.dot`, v before its update) and the updates
     of v and z in one pass. ``buf`` is read (zero on entry, as the general kernel expects) and left zero.
-    ``state[3]`` (q, the projection's restart mark) is neither read nor written: a = 1/t exactly."""
+    ``state[3]`` (q, the projection's restart mark) is neither read nor written: a = 1/t exactly. ``grad2`` as
+    in the general kernel."""
     T = idx.shape[0]
     d = X.shape[1]
     quads = d >> 2
@@ -224,10 +229,12 @@ def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state
                 buf[j] = 0.0
             vb = (vb0 + vb1) + (vb2 + vb3)
             bb = (bb0 + bb1) + (bb2 + bb3)
+            grad2[r] = lam * lam * a * a * vv - 2.0 * lam * a * vb + bb  # the general kernel's, k = 1 (exact / 1)
             vv += 2.0 * c * vb + c * c * bb
         else:
             loss[r] = half_lam * a * a * vv + 0.0
             active[r] = 0
+            grad2[r] = lam * lam * a * a * vv
             if t == snap_t:
                 for j in range(d):
                     avg[g, j] = (A * v[j] - z[j]) / t
@@ -478,9 +485,10 @@ class Pegasos(Learner):
         steps = np.union1d(grid, np.array([r - 1], dtype=grid.dtype)) if extra else grid
         state = np.array([1.0, 0.0, 0.0, 1.0])  # a, ||v||^2, A, q (pegasos_kernel)
         v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
-        loss, active = np.empty(T), np.empty(T, dtype=np.int32)
+        loss, active, grad2 = np.empty(T), np.empty(T, dtype=np.int32), np.empty(T)
         avg, last = np.empty((steps.size, d)), np.empty((steps.size, d))
-        pegasos_kernel(X, y, ref_margin, s_step, idx, lam, radius, 0, steps, state, v, z, buf, loss, active, avg, last)
+        pegasos_kernel(X, y, ref_margin, s_step, idx, lam, radius, 0, steps, state, v, z, buf, loss, active, avg, last,
+                       grad2)
         u_r = last[int(np.flatnonzero(steps == r - 1)[0])].copy() if r > 1 else np.zeros(d)
         if extra:  # the snapshots of the grid only
             keep = steps != r - 1
@@ -498,7 +506,7 @@ class Pegasos(Learner):
             objective="svm",
             iterates={"X": X, "y": y, "lam": lam, "weights": weights, "w_ref": w_ref, "s_step": s_step,
                       "ref_margin": ref_margin, "radius": radius, "projection": bool(self.projection),
-                      "idx": idx, "grid": grid, "avg": avg, "last": last, "loss": loss, "random": u_r, "r": r,
+                      "idx": idx, "grid": grid, "avg": avg, "last": last, "loss": loss, "random": u_r, "r": r, "grad2": grad2,
                       "feature_radius": float(dataset.stats.R), "s_max": float(s_step.max())},
         )
 
