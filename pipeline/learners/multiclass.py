@@ -146,7 +146,36 @@ def cost_stats(cost: str, k: int) -> dict[str, float]:
     return {"cost_max": float(D.max()), "zero_loss_lo": float(D.max(axis=0).min())}
 
 
-COST_PARAM = Param("cost", str, lambda v: v in COSTS, COST_WORDS, default="zero_one")
+_COST_ALLOWED = (f"{COST_WORDS}, or a k x k matrix (a list of k lists of k finite numbers, zero on the diagonal and "
+                 "> 0 off it)")
+
+
+class CostParam(Param):
+    """The ``cost`` parameter: a name of :data:`pipeline.risk.COSTS`, or an explicit k x k matrix Delta[y', y]
+    (a list of lists), validated here up to k (square, finite, zero diagonal, > 0 off it) and stored as a
+    tuple of tuples of floats; its size is checked against the data's k with the data (:meth:`_Multiclass.
+    check_with`). A bad value is a one-line :class:`ParamError` naming the key."""
+
+    def coerce(self, value: object) -> object:
+        if isinstance(value, str):
+            if value not in COSTS:
+                raise ParamError(self.name, value, _COST_ALLOWED)
+            return value
+        try:
+            rows = [list(r) for r in value]  # a ListConfig of ListConfigs too
+            ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for r in rows for v in r)
+            D = np.array(rows, dtype=np.float64) if ok else None
+        except (TypeError, ValueError):
+            D = None
+        if D is None or D.ndim != 2 or D.shape[0] != D.shape[1] or D.shape[0] < 2:
+            raise ParamError(self.name, value, _COST_ALLOWED)
+        off = ~np.eye(D.shape[0], dtype=bool)
+        if not np.all(np.isfinite(D)) or np.any(np.diag(D) != 0.0) or not np.all(D[off] > 0.0):
+            raise ParamError(self.name, value, _COST_ALLOWED)
+        return tuple(tuple(float(v) for v in r) for r in D)
+
+
+COST_PARAM = CostParam("cost", str, lambda v: True, _COST_ALLOWED, default="zero_one")
 
 
 class _Multiclass(Learner):
@@ -170,12 +199,20 @@ class _Multiclass(Learner):
         k = getattr(dataset, "k", None)
         k = int(k) if isinstance(k, int) and not isinstance(k, bool) else None
         check_sizes(self.run_bytes(n, d, k), "lower T, k or d", "the run")
+        self.check_cost(k)
         rho = getattr(dataset, "rho", None)
         if isinstance(rho, (int, float)) and not isinstance(rho, bool):  # generated data: R <= rho, known before they exist
             self.check_scale(float(rho))
 
     def check_data(self, dataset: object) -> None:
         self.check_scale(float(dataset.stats.R))
+        self.check_cost(int(dataset.k))
+
+    def check_cost(self, k: int | None) -> None:
+        """Refuse an explicit cost matrix whose size is not the data's k (a named cost fits every k)."""
+        cost = getattr(self, "cost", "zero_one")
+        if k is not None and not isinstance(cost, str) and len(cost) != k:
+            raise ParamError("cost", [list(r) for r in cost], f"a {k} x {k} matrix: the data have k = {k} classes")
 
     def check_scale(self, R: float) -> None:
         """Refuse a comparator radius B whose scores B R leave [1e-100, 1e100] (the learners that declare B): the
