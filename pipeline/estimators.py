@@ -170,7 +170,7 @@ def _learn_multiclass_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int
                               state: Any) -> None:
     learner.check()
     idx = index_stream(learner.sampling, np.ones(y.size), int(learner.T), 1, rng)[:, 0]
-    W, _, avg, *_ = _steps(X, y, idx, k, 0.0, float(learner.lam))
+    W, _, avg, *_ = _steps(X, y, idx, k, 0.0, float(learner.lam), cost=learner.cost)
     learner.W_, learner.W_bar_ = W, avg[-1]
 
 
@@ -181,7 +181,7 @@ def _learn_multiclass_sgd(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rn
     rho = 2.0 * _radius(X)  # the literal rho = 2R of [S3], R over the sample (the population here)
     eta = math.sqrt(B * B / (rho * rho * T)) if rho > 0 else 0.0  # all x = 0: no step moves W
     idx = rng.integers(0, y.size, size=T)
-    W, _, avg, *_ = _steps(X, y, idx, k, eta, 0.0)
+    W, _, avg, *_ = _steps(X, y, idx, k, eta, 0.0, cost=learner.cost)
     learner.W_, learner.W_bar_ = W, avg[-1]
 
 
@@ -195,7 +195,7 @@ def _learn_multiclass_svm(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rn
         learner.W_ = np.zeros((k, X.shape[1]))
         return
     lam = math.sqrt(2.0 * rho * rho / (B * B * m))  # UML Cor. 17.1, as MulticlassSVM.run
-    learner.W_ = multiclass_svm(X, y, k, lam).W
+    learner.W_ = multiclass_svm(X, y, k, lam, cost=learner.cost).W
 
 
 def _learn_ova(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator, state: Any) -> None:

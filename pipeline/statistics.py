@@ -28,7 +28,7 @@ import numpy as np
 from pipeline.learners.base import Outcome, log_grid
 from pipeline.learners.pegasos import margins_kernel
 from pipeline.numerics import UNIT_ROUNDOFF
-from pipeline.risk import ghinge_losses
+from pipeline.risk import cost_matrix, ghinge_losses, zero_loss
 from pipeline.solvers import dual
 from pipeline.solvers.comparators import comparator_margins
 from pipeline.solvers.multiclass import ball_comparator, multiclass_svm
@@ -200,23 +200,25 @@ def _kernel_svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
 
 def _crammer_singer_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """f* of lam/2 ||W||^2 + mean generalized hinge: the multiclass SVM's certified optimum with lam_UML =
-    lam / 2 (docs/bounds.md section 8)."""
+    lam / 2 (docs/bounds.md section 8), for the run's label cost."""
     it = out.iterates
     X, y, k, lam, idx, avg, W = it["X"], it["y"], it["k"], it["lam"], it["idx"], it["avg"], it["W"]
     T = int(out.stats["T"])
-    cert = multiclass_svm(X, y, k, lam / 2.0)  # lam_UML ||W||^2 = (lam/2) ||W||^2
+    cost = cost_matrix(it.get("cost"), k)
+    cert = multiclass_svm(X, y, k, lam / 2.0, cost=cost)  # lam_UML ||W||^2 = (lam/2) ||W||^2
 
     def f(Wm: np.ndarray) -> float:
-        return 0.5 * lam * float(np.sum(Wm * Wm)) + float(ghinge_losses(X, y, Wm).mean())
+        return 0.5 * lam * float(np.sum(Wm * Wm)) + float(ghinge_losses(X, y, Wm, cost).mean())
 
     u = cert.W
     radius = float(it.get("radius", 0.0))
     if radius > 0.0 and np.linalg.norm(u) > radius:  # Lemma 1 needs u in the ball the run projects onto
         u = u * (radius / np.linalg.norm(u))
-    hinge_u = ghinge_losses(X, y, u)
+    hinge_u = ghinge_losses(X, y, u, cost)
     f_u = 0.5 * lam * float(np.sum(u * u)) + hinge_u[idx]
     regret = np.cumsum(it["loss"] - f_u) / np.arange(1, T + 1)
-    regret_still = float(np.mean(1.0 - f_u))  # W = 0 throughout: f_t(0) = 1
+    # W = 0 throughout: f_t(0) = max_y' Delta(y', y_t) (1 for the 0-1 cost, the same bits as 1.0 - f_u)
+    regret_still = float(np.mean(zero_loss(y[idx], cost, k) - f_u))
     sub = np.array([f(a) for a in avg]) - cert.dual
     sub_last = f(W) - cert.dual
     t = log_grid(T)
@@ -234,26 +236,36 @@ def _crammer_singer_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
 # --- The comparator ball of the multiclass bounds (docs/bounds.md section 7) ------------------------------
 
 
-def population_comparator(dataset: Any, B: float) -> dict[str, object]:
-    """min over ||U|| <= B of the population generalized hinge risk (docs/bounds.md section 7, "Comparator").
+def population_comparator(dataset: Any, B: float, cost: Any = None) -> dict[str, object]:
+    """min over ||U|| <= B of the population generalized hinge risk with the label cost ``cost`` (None is
+    0-1; docs/bounds.md section 7, "Comparator").
 
-    Exactly 0 for the realisable generator (no noise) when B >= 1/gamma: L_D(W*/gamma) = 0. Otherwise
+    Exactly 0 for the realisable generator (no noise) when B >= max Delta / gamma: W* has margins >= gamma,
+    so U = (max Delta / gamma) W* has margins >= max Delta >= Delta(y', y) and L_D(U) = 0 (for the 0-1 cost
+    U = W*/gamma and B >= 1/gamma; for max Delta > 1 the 1/gamma of the 0-1 cost does not suffice). Otherwise
     the lower estimate min_ball L_S1 on the training sample (rigorous for S1 itself; for a finite set S
     the population is S, so it is exact) and the upper estimate L(U) on the held-out sample for the
     solver's U; the lower one is used to declare a bound satisfied (the conservative side).
     """
     gamma = getattr(dataset, "gamma", None)
     noise = float(getattr(getattr(dataset, "sampler", None), "noise", 0.0) or 0.0)
-    if dataset.W_star is not None and gamma and noise == 0.0 and B * gamma >= 1.0:
-        U = dataset.W_star / gamma
-        return {"lower": 0.0, "upper": 0.0, "U": U, "how": "exact: L_D(W*/gamma) = 0 with B >= 1/gamma"}
+    cost = cost_matrix(cost, dataset.k)
+    top = float(cost.max())  # 1.0 for the 0-1 cost: every product and quotient below keeps its bits
+    if dataset.W_star is not None and gamma and noise == 0.0 and B * gamma >= top:
+        U = dataset.W_star / gamma * top
+        # The generator certifies the margins of fl(W*/gamma) with its rounding charged twice over, which covers
+        # the one more rounding of the product by max Delta; checked on the held-out draws all the same.
+        if top == 1.0 or ghinge_losses(dataset.X_test, dataset.y_test, U, cost).max() == 0.0:
+            how = ("exact: L_D(W*/gamma) = 0 with B >= 1/gamma" if top == 1.0 else
+                   f"exact: L_D(W* max Delta / gamma) = 0 with B >= max Delta / gamma = {top / gamma:.4g}")
+            return {"lower": 0.0, "upper": 0.0, "U": U, "how": how}
     # a finite population S is the comparator's own sample (the training rows may be a draw from it)
     X, y = (dataset.X_test, dataset.y_test) if dataset.population == "S" else (dataset.X, dataset.y)
-    ball = ball_comparator(X, y, dataset.k, B)
+    ball = ball_comparator(X, y, dataset.k, B, cost)
     candidates = {"U_hat": ball.U}
-    if dataset.W_star is not None and gamma:  # W*/gamma, scaled into the ball
-        candidates["W*/gamma"] = dataset.W_star / gamma * min(1.0, B * gamma)
-    held = {name: float(ghinge_losses(dataset.X_test, dataset.y_test, U).mean()) for name, U in candidates.items()}
+    if dataset.W_star is not None and gamma:  # W* max Delta / gamma, scaled into the ball
+        candidates["W*/gamma"] = dataset.W_star / gamma * top * min(1.0, B * gamma / top)
+    held = {name: float(ghinge_losses(dataset.X_test, dataset.y_test, U, cost).mean()) for name, U in candidates.items()}
     best = min(held, key=held.get)
     where = (f"the whole population S (n = {y.size})" if dataset.population == "S"
              else f"the training sample (m = {y.size})")
@@ -270,13 +282,15 @@ def _sgd_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
     of the snapshots' averages over the comparator's lower value (Cor. 17.2)."""
     it = out.iterates
     X, y, eta, T = it["X"], it["y"], it["eta"], int(out.stats["T"])
-    comp = population_comparator(ds, it["B"])
+    cost = cost_matrix(it.get("cost"), ds.k)
+    comp = population_comparator(ds, it["B"], cost)
     U = comp["U"]
-    u_loss = ghinge_losses(X, y, U)
+    u_loss = ghinge_losses(X, y, U, cost)
     regret = np.cumsum(it["loss"] - u_loss)
     u2 = float(np.sum(U * U))
     realised = u2 / (2 * eta) + eta / 2 * np.cumsum(it["vnorm2"])
-    regret_still = float(np.sum(1.0 - u_loss))  # W = 0 throughout: its generalised hinge loss is 1
+    # W = 0 throughout: its generalised hinge loss is max_y' Delta(y', y_t) (1 for the 0-1 cost)
+    regret_still = float(np.sum(zero_loss(y, cost, ds.k) - u_loss))
     excess = np.array(it["risks"]) - comp["lower"]
     t = log_grid(T)
     return Outcome(
@@ -291,7 +305,7 @@ def _sgd_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
 
 def _svm_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """The multiclass SVM's excess risk over the ball's comparator (Cor. 17.1)."""
-    comp = population_comparator(ds, out.iterates["B"])
+    comp = population_comparator(ds, out.iterates["B"], out.iterates.get("cost"))
     excess = out.stats["risk_hinge"] - comp["lower"]
     return Outcome(
         quantities={"excess": excess, "excess_upper_comparator": out.stats["risk_hinge"] - comp["upper"]},

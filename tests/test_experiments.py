@@ -42,7 +42,8 @@ def test_the_issue_lists_every_experiment() -> None:
              "halving_classes",
              "pegasos_convergence", "pegasos_sampling", "pegasos_imbalanced", "pegasos_transfer",
              "pegasos_full_batch", "kernel_pegasos", "kernel_pegasos_projection",
-             "multiclass_sgd_rate", "multiclass_svm_samples", "multiclass_pegasos_projection", "real_data_margins"}
+             "multiclass_sgd_rate", "multiclass_svm_samples", "multiclass_pegasos_projection", "multiclass_cost",
+             "real_data_margins"}
     assert asked <= set(EXPERIMENTS)
 
 

@@ -37,8 +37,8 @@ def test_step_kernel_matches_reference(lam: float, radius: float) -> None:
     grid = log_grid(T, 8)
     outs = []
     for fn in (multiclass_step_kernel, multiclass_step_kernel.py):
-        arrays = [np.zeros((3, 5)), np.zeros((3, 5)), 0.05, lam, radius, grid, np.empty((grid.size, 3, 5)), np.empty(T),
-                  np.empty(T), np.empty(T, dtype=np.int8)]
+        arrays = [np.zeros((3, 5)), np.zeros((3, 5)), 0.05, lam, radius, 1.0 - np.eye(3), grid, np.empty((grid.size, 3, 5)),
+                  np.empty(T), np.empty(T), np.empty(T, dtype=np.int8)]
         fn(ds.X, ds.y, idx, *arrays)
         outs.append(arrays)
     for a, b in zip(*outs):

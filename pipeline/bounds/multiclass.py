@@ -1,6 +1,11 @@
 """Multiclass guarantees with the generalized hinge loss (UML section 17.2, [S3]; docs/bounds.md 7 and 8):
 the per-run regret of UML Lemma 14.1 (D) and the excess-risk bounds of Cor. 17.2 (SGD) and Cor. 17.1
 (the multiclass SVM) (E). Multiclass Pegasos and one-vs-all reuse the Pegasos bounds of section 4.
+
+Label costs. With a cost Delta other than 0-1 (the learners' ``cost``) the constants of Lemma 14.1 and
+Cors. 17.1-17.2 are unchanged (the loss's sub-gradients Psi(x, y') - Psi(x, y) do not depend on Delta), but
+the loss of W = 0 is max_y' Delta(y', y), not 1: the trivial values read it (``regret_still``, and
+``zero_loss_lo`` = min_y max_y' Delta(y', y) <= L_D(0) on the low side).
 """
 
 from __future__ import annotations
@@ -23,6 +28,16 @@ def _comparator_in_ball(s: Stats) -> str | None:
     return None if s["u_norm2"] <= s["B"] ** 2 * _UP else f"the comparator has ||u||^2 = {s['u_norm2']:.4g} > B^2"
 
 
+def _zero_excess(s: Stats) -> float:
+    """The excess risk of W = 0 on its low side: min_y max_y' Delta(y', y) (<= L_D(0); 1 for the 0-1 cost)
+    minus the comparator's upper estimate."""
+    return float(s["zero_loss_lo"]) - float(s["comparator_upper"])
+
+
+_ZERO_EXCESS = ("min_y max_y' Delta(y', y) - min_ball L_D (upper estimate): the excess risk of W = 0 on its low side "
+                "(its generalised hinge loss is max_y' Delta(y', y), 1 for the 0-1 cost)")
+
+
 LEMMA14_1 = Bound(
     name="lemma14_1",
     title="Lemma 14.1 regret",
@@ -36,7 +51,8 @@ LEMMA14_1 = Bound(
     applies=_comparator_in_ball,
     curve=lambda s, t: _realised(s),  # with the per-step sum of ||v_t||^2 (Outcome.steps)
     trivial=lambda s: float(s["regret_still"]),
-    trivial_text="the regret of w = 0 throughout, sum_t [1 - l(u, z_t)] (the generalised hinge loss of 0 is 1)",
+    trivial_text=("the regret of w = 0 throughout, sum_t [l(0, z_t) - l(u, z_t)] (the generalised hinge loss of 0 is "
+                  "max_y' Delta(y', y_t): 1 for the 0-1 cost)"),
     anytime="trace",
 )
 
@@ -52,7 +68,7 @@ LEMMA14_1_RATE = Bound(
     value=lambda s: s["B"] * s["rho"] * math.sqrt(s["T"]) * _UP,
     applies=_comparator_in_ball,
     trivial=lambda s: float(s["regret_still"]),
-    trivial_text="the regret of w = 0 throughout, sum_t [1 - l(u, z_t)]",
+    trivial_text="the regret of w = 0 throughout, sum_t [l(0, z_t) - l(u, z_t)]",
 )
 
 COR17_2 = Bound(
@@ -61,12 +77,12 @@ COR17_2 = Bound(
     learner="multiclass_sgd",
     guarantee="E",
     quantity="excess",
-    requires=("B", "rho", "T", "comparator_upper"),
+    requires=("B", "rho", "T", "comparator_upper", "zero_loss_lo"),
     reference="UML Cor. 17.2 ([S3]); docs/bounds.md section 7",
     formula="E L_D(w_bar) - min_(||u||<=B) L_D(u) <= B rho / sqrt(T), rho = 2R",
     value=lambda s: s["B"] * s["rho"] / math.sqrt(s["T"]) * _UP,
-    trivial=lambda s: 1.0 - float(s["comparator_upper"]),
-    trivial_text="1 - min_ball L_D (upper estimate): the excess risk of W = 0, whose generalised hinge loss is 1",
+    trivial=_zero_excess,
+    trivial_text=_ZERO_EXCESS,
     quantity_low="excess_upper_comparator",
 )
 
@@ -76,12 +92,12 @@ COR17_2_SHARP = Bound(
     learner="multiclass_sgd",
     guarantee="E",
     quantity="excess",
-    requires=("B", "eta", "rho_sharp", "T", "comparator_upper"),
+    requires=("B", "eta", "rho_sharp", "T", "comparator_upper", "zero_loss_lo"),
     reference="UML Thm 14.8 / Cor. 14.12 with ||v_t|| <= rho' = sqrt(2) R; docs/bounds.md section 7",
     formula="E L_D(w_bar) - min_(||u||<=B) L_D(u) <= B^2/(2 eta T) + eta rho'^2 / 2",
     value=lambda s: (s["B"] ** 2 / (2.0 * s["eta"] * s["T"]) + s["eta"] * s["rho_sharp"] ** 2 / 2.0) * _UP,
-    trivial=lambda s: 1.0 - float(s["comparator_upper"]),
-    trivial_text="1 - min_ball L_D (upper estimate): the excess risk of W = 0, whose generalised hinge loss is 1",
+    trivial=_zero_excess,
+    trivial_text=_ZERO_EXCESS,
     quantity_low="excess_upper_comparator",
 )
 
@@ -91,16 +107,16 @@ COR17_1 = Bound(
     learner="multiclass_svm",
     guarantee="E",
     quantity="excess",
-    requires=("B", "rho", "m", "comparator_upper"),
+    requires=("B", "rho", "m", "comparator_upper", "zero_loss_lo"),
     reference="UML Cor. 17.1 (via Cor. 13.8) ([S3]); docs/bounds.md section 7",
     formula="E L_D(W) - min_(||u||<=B) L_D(u) <= sqrt(8 rho^2 B^2 / m), lam = sqrt(2 rho^2 / (B^2 m))",
     value=lambda s: math.sqrt(8.0 * s["rho"] ** 2 * s["B"] ** 2 / s["m"]) * _UP,
-    trivial=lambda s: 1.0 - float(s["comparator_upper"]),
-    trivial_text="1 - min_ball L_D (upper estimate): the excess risk of W = 0, whose generalised hinge loss is 1",
+    trivial=_zero_excess,
+    trivial_text=_ZERO_EXCESS,
     quantity_low="excess_upper_comparator",
 )
 
 MULTICLASS_BOUNDS: tuple[Bound, ...] = (
     LEMMA14_1, LEMMA14_1_RATE, COR17_2, COR17_2_SHARP, COR17_1,
-    *pegasos_bounds("multiclass_pegasos", "mc_"), *pegasos_bounds("ova", "ova_"),
+    *pegasos_bounds("multiclass_pegasos", "mc_", cost=True), *pegasos_bounds("ova", "ova_"),
 )

@@ -45,8 +45,20 @@ def _high_probability(s: Stats) -> str | None:
     return None
 
 
-def pegasos_bounds(learner: str, prefix: str = "") -> tuple[Bound, ...]:
-    """The Pegasos bounds, for ``learner`` (linear or kernelized Pegasos); names start with ``prefix``."""
+def _high_probability_cost(s: Stats) -> str | None:
+    why = _high_probability(s)
+    if why:
+        return why
+    if s["cost_max"] > 1.0:
+        return (f"max Delta = {s['cost_max']:.4g} > 1: the constants of P11 Lemma 2 are derived for losses of the 0-1 "
+                "cost's range (docs/bounds.md section 8)")
+    return None
+
+
+def pegasos_bounds(learner: str, prefix: str = "", cost: bool = False) -> tuple[Bound, ...]:
+    """The Pegasos bounds, for ``learner`` (linear or kernelized Pegasos); names start with ``prefix``.
+    ``cost``: the learner has a label cost (multiclass Pegasos), whose largest value ``cost_max`` the
+    high-probability bound reads (not applicable above 1)."""
     return (
         Bound(
             name=f"{prefix}regret",
@@ -85,11 +97,11 @@ def pegasos_bounds(learner: str, prefix: str = "") -> tuple[Bound, ...]:
             learner=learner,
             guarantee="P",
             quantity="suboptimality",
-            requires=("c", "lam", "T", "sampling", "R", "delta", "f_start", "f_star_hi"),
+            requires=("c", "lam", "T", "sampling", "R", "delta", "f_start", "f_star_hi", *(("cost_max",) if cost else ())),
             reference="P11 Lemma 2 and Cor. 2 (Kakade & Tewari 2009, Cor. 7); docs/bounds.md section 4",
             formula="with probability >= 1 - delta: f(w_bar) - f* <= 21 c ln(T/delta) / (lam T)",
             value=lambda s: 21.0 * s["c"] * math.log(s["T"] / s["delta"]) / (s["lam"] * s["T"]) * (1.0 + 16.0 * UNIT_ROUNDOFF),
-            applies=_high_probability,
+            applies=_high_probability_cost if cost else _high_probability,
             trivial=_start_gap,
             trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
             quantity_low="suboptimality_low",

@@ -3,7 +3,8 @@ SGD (Cor. 17.2), the multiclass SVM (Cor. 17.1), one-vs-all over binary Pegasos,
 (Crammer-Singer objective, P11 section 5 Ex. 3).
 
 Multivector feature map: Psi(x, y) puts x in block y of R^(k d), so W is a k x d matrix, <W, Psi(x, y)>
-= W_y.x and Psi(x, y') - Psi(x, y) has norm sqrt(2) ||x|| for y' != y. Delta is the 0-1 loss.
+= W_y.x and Psi(x, y') - Psi(x, y) has norm sqrt(2) ||x|| for y' != y. Delta is the label cost of the
+learners' ``cost`` parameter (:data:`pipeline.risk.COSTS`; the 0-1 loss by default; docs/bounds.md section 7).
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ from pipeline._jit import kernel
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, SCALE_WORDS, STEPS_WORDS, Param, ParamError, UserError, in_scale,
                              reciprocal_finite)
+from pipeline.risk import COST_WORDS, COSTS
 
 
 @kernel
-def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, grid, avg, loss, vnorm2, wrong):  # noqa: ANN001, ANN201
+def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, cost, grid, avg, loss, vnorm2, wrong):  # noqa: ANN001, ANN201
     """Sub-gradient steps on the generalized hinge loss over the rows ``idx`` of (X, y).
 
     At step t (1-based), with scores s_j = W_j.x: the loss-augmented label yhat = argmax_y'
-    (1[y' != y] + s_y' - s_y) (ties keep y: no update), loss[t] = lam/2 ||W||^2 + that maximum,
+    (Delta(y', y) + s_y' - s_y), Delta(y', y) = ``cost[y', y]`` (a k x k matrix with a zero diagonal; ties
+    keep y, then the first label: no update on a tie with y), loss[t] = lam/2 ||W||^2 + that maximum,
     vnorm2[t] = ||Psi(x, yhat) - Psi(x, y)||^2, wrong[t] = 1 if some y' != y scores >= s_y (0-1 loss,
     ties counted as errors). Wsum accumulates W_t before the update (the average includes W_1 = 0); at
     the steps in ``grid`` the average Wsum/t goes to ``avg``. Update:
@@ -53,7 +56,7 @@ def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, grid, avg, loss
         err = 0
         for j in range(k):
             if j != yi:
-                v = 1.0 + scores[j] - scores[yi]
+                v = cost[j, yi] + scores[j] - scores[yi]  # (Delta + s_j) - s_y: the bits of 1.0 + ... for 0-1
                 if v > value:
                     best = j
                     value = v
@@ -96,7 +99,10 @@ def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, grid, avg, loss
 
 
 def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, lam: float, points: int = 40,  # noqa: ANN202
-           radius: float = 0.0):
+           radius: float = 0.0, cost: str | np.ndarray | None = None):
+    from pipeline.risk import cost_matrix
+
+    D = np.ascontiguousarray(cost_matrix(cost, k))
     T = idx.shape[0]
     d = X.shape[1]
     grid = log_grid(T, points)
@@ -104,21 +110,72 @@ def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, la
     avg = np.empty((grid.size, k, d))
     loss, vnorm2, wrong = np.empty(T), np.empty(T), np.empty(T, dtype=np.int8)
     multiclass_step_kernel(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(y, dtype=np.int64),
-                           idx, W, Wsum, float(eta), float(lam), float(radius), grid, avg, loss, vnorm2, wrong)
+                           idx, W, Wsum, float(eta), float(lam), float(radius), D, grid, avg, loss, vnorm2, wrong)
     return W, grid, avg, loss, vnorm2, wrong
 
 
-def held_out(dataset: object, W: np.ndarray) -> dict[str, float]:
-    """Held-out generalized hinge and 0-1 risks of W with 95 % intervals (docs/bounds.md section 9)."""
-    from pipeline.risk import clopper_pearson, ghinge_losses, mean_ci, zero_one_losses
+def held_out(dataset: object, W: np.ndarray, cost: str = "zero_one") -> dict[str, float]:
+    """Held-out generalized hinge and 0-1 risks of W with 95 % intervals (docs/bounds.md section 9), both for
+    the label cost ``cost``; for a cost other than 0-1 also its risk E Delta(h(x), y) (``risk_cost``, ties
+    resolved to the costliest tied label, :func:`pipeline.risk.cost_losses`), with a Hoeffding/t interval
+    on [0, max Delta]. For the 0-1 cost that risk is ``risk_01``, and no column is added."""
+    from pipeline.risk import clopper_pearson, cost_losses, cost_matrix, ghinge_losses, mean_ci, zero_one_losses
 
-    hinge = ghinge_losses(dataset.X_test, dataset.y_test, W)
-    top = 1.0 + 2.0 * float(np.linalg.norm(W, axis=1).max()) * float(dataset.stats.R)
+    D = cost_matrix(cost, W.shape[0])
+    top_cost = float(D.max())
+    hinge = ghinge_losses(dataset.X_test, dataset.y_test, W, D)
+    top = top_cost + 2.0 * float(np.linalg.norm(W, axis=1).max()) * float(dataset.stats.R)
     mean, lo, hi = mean_ci(hinge, lo=0.0, hi=top)
     errors = int(zero_one_losses(dataset.X_test, dataset.y_test, W).sum())
     e_lo, e_hi = clopper_pearson(errors, hinge.size)
-    return {"risk_hinge": mean, "risk_hinge_lo": lo, "risk_hinge_hi": hi, "risk_01": errors / hinge.size,
-            "risk_01_lo": e_lo, "risk_01_hi": e_hi, "n_test": int(hinge.size)}
+    out = {"risk_hinge": mean, "risk_hinge_lo": lo, "risk_hinge_hi": hi, "risk_01": errors / hinge.size,
+           "risk_01_lo": e_lo, "risk_01_hi": e_hi, "n_test": int(hinge.size)}
+    if cost != "zero_one":
+        c_mean, c_lo, c_hi = mean_ci(cost_losses(dataset.X_test, dataset.y_test, W, D), lo=0.0, hi=top_cost)
+        out |= {"risk_cost": c_mean, "risk_cost_lo": c_lo, "risk_cost_hi": c_hi}
+    return out
+
+
+def cost_stats(cost: str, k: int) -> dict[str, float]:
+    """The constants of the label cost the bounds read: ``cost_max`` = max Delta and ``zero_loss_lo`` =
+    min_y max_y' Delta(y', y), a lower bound of the generalized hinge loss of W = 0 on every example (both 1
+    for the 0-1 cost; docs/bounds.md section 7)."""
+    from pipeline.risk import cost_matrix
+
+    D = cost_matrix(cost, k)
+    return {"cost_max": float(D.max()), "zero_loss_lo": float(D.max(axis=0).min())}
+
+
+_COST_ALLOWED = (f"{COST_WORDS}, or a k x k matrix (a list of k lists of k finite numbers, zero on the diagonal and "
+                 "> 0 off it)")
+
+
+class CostParam(Param):
+    """The ``cost`` parameter: a name of :data:`pipeline.risk.COSTS`, or an explicit k x k matrix Delta[y', y]
+    (a list of lists), validated here up to k (square, finite, zero diagonal, > 0 off it) and stored as a
+    tuple of tuples of floats; its size is checked against the data's k with the data (:meth:`_Multiclass.
+    check_with`). A bad value is a one-line :class:`ParamError` naming the key."""
+
+    def coerce(self, value: object) -> object:
+        if isinstance(value, str):
+            if value not in COSTS:
+                raise ParamError(self.name, value, _COST_ALLOWED)
+            return value
+        try:
+            rows = [list(r) for r in value]  # a ListConfig of ListConfigs too
+            ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for r in rows for v in r)
+            D = np.array(rows, dtype=np.float64) if ok else None
+        except (TypeError, ValueError):
+            D = None
+        if D is None or D.ndim != 2 or D.shape[0] != D.shape[1] or D.shape[0] < 2:
+            raise ParamError(self.name, value, _COST_ALLOWED)
+        off = ~np.eye(D.shape[0], dtype=bool)
+        if not np.all(np.isfinite(D)) or np.any(np.diag(D) != 0.0) or not np.all(D[off] > 0.0):
+            raise ParamError(self.name, value, _COST_ALLOWED)
+        return tuple(tuple(float(v) for v in r) for r in D)
+
+
+COST_PARAM = CostParam("cost", str, lambda v: True, _COST_ALLOWED, default="zero_one")
 
 
 class _Multiclass(Learner):
@@ -142,12 +199,20 @@ class _Multiclass(Learner):
         k = getattr(dataset, "k", None)
         k = int(k) if isinstance(k, int) and not isinstance(k, bool) else None
         check_sizes(self.run_bytes(n, d, k), "lower T, k or d", "the run")
+        self.check_cost(k)
         rho = getattr(dataset, "rho", None)
         if isinstance(rho, (int, float)) and not isinstance(rho, bool):  # generated data: R <= rho, known before they exist
             self.check_scale(float(rho))
 
     def check_data(self, dataset: object) -> None:
         self.check_scale(float(dataset.stats.R))
+        self.check_cost(int(dataset.k))
+
+    def check_cost(self, k: int | None) -> None:
+        """Refuse an explicit cost matrix whose size is not the data's k (a named cost fits every k)."""
+        cost = getattr(self, "cost", "zero_one")
+        if k is not None and not isinstance(cost, str) and len(cost) != k:
+            raise ParamError("cost", [list(r) for r in cost], f"a {k} x {k} matrix: the data have k = {k} classes")
 
     def check_scale(self, R: float) -> None:
         """Refuse a comparator radius B whose scores B R leave [1e-100, 1e100] (the learners that declare B): the
@@ -175,6 +240,9 @@ class MulticlassSGD(_Multiclass):
     ----------
     B : radius of the comparator class ||u|| <= B.
     T : steps (fresh examples).
+    cost : the label cost Delta (:data:`pipeline.risk.COSTS`). Lemma 14.1 and Cor. 17.2 hold for any cost
+        (the loss's Lipschitz constant does not depend on it); the realisable comparator needs
+        B >= max Delta / gamma (docs/bounds.md section 7).
 
     Examples
     --------
@@ -191,6 +259,7 @@ class MulticlassSGD(_Multiclass):
     params = (
         Param("B", float, in_scale, SCALE_WORDS),
         Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
+        COST_PARAM,
     )
 
     def run_bytes(self, n: int | None, d: int | None, k: int | None) -> dict[str, tuple[object, float]]:
@@ -209,19 +278,21 @@ class MulticlassSGD(_Multiclass):
         rho = 2.0 * R
         eta = math.sqrt(B * B / (rho * rho * T))
         X, y = dataset.draw(T, rng)
-        W, grid, avg, loss, vnorm2, wrong = _steps(X, y, np.arange(T), k, eta, 0.0)
+        W, grid, avg, loss, vnorm2, wrong = _steps(X, y, np.arange(T), k, eta, 0.0, cost=self.cost)
         self.W_, self.W_bar_ = W, avg[-1]
-        risks = [held_out(dataset, a)["risk_hinge"] for a in avg]
-        final = held_out(dataset, avg[-1])
+        risks = [held_out(dataset, a, self.cost)["risk_hinge"] for a in avg]
+        final = held_out(dataset, avg[-1], self.cost)
         return Outcome(
             quantities={"risk_01": final["risk_01"]},
             curves={},
             trace={"loss": loss, "vnorm2": vnorm2, "mistake": wrong},
             steps={"vnorm2_sum": np.cumsum(vnorm2)},
             stats={"T": T, "B": B, "R": R, "rho": rho, "rho_sharp": math.sqrt(2.0) * R, "eta": eta,
-                   "vnorm2_sum": float(vnorm2.sum()), "k": k, "population": dataset.population, **final},
+                   "vnorm2_sum": float(vnorm2.sum()), "k": k, "population": dataset.population, **final,
+                   **cost_stats(self.cost, k)},
             objective="ghinge_sgd",
-            iterates={"X": X, "y": y, "B": B, "eta": eta, "loss": loss, "vnorm2": vnorm2, "grid": grid, "risks": risks},
+            iterates={"X": X, "y": y, "B": B, "eta": eta, "loss": loss, "vnorm2": vnorm2, "grid": grid, "risks": risks,
+                      "cost": self.cost},
         )
 
 
@@ -240,10 +311,12 @@ class MulticlassSVM(_Multiclass):
     Parameters
     ----------
     B : radius of the comparator class.
+    cost : the label cost Delta (:data:`pipeline.risk.COSTS`); Cor. 17.1 holds for any cost (docs/bounds.md
+        section 7), the solver is the Crammer-Singer dual with the costs as its linear term.
     """
 
     name = "multiclass_svm"
-    params = (Param("B", float, in_scale, SCALE_WORDS),)
+    params = (Param("B", float, in_scale, SCALE_WORDS), COST_PARAM)
     NEEDS_SAMPLE = ("algorithm=multiclass_svm on dataset=multiclass_bundled needs dataset.sample=M (training examples "
                     "drawn from the set; the risk is then measured on the whole set as the population)")
 
@@ -273,17 +346,18 @@ class MulticlassSVM(_Multiclass):
         R = float(dataset.stats.R)
         rho = 2.0 * R
         lam = math.sqrt(2.0 * rho * rho / (B * B * m))
-        cert = multiclass_svm(dataset.X, dataset.y, k, lam)
+        cert = multiclass_svm(dataset.X, dataset.y, k, lam, cost=self.cost)
         self.W_ = cert.W
-        final = held_out(dataset, cert.W)
+        final = held_out(dataset, cert.W, self.cost)
         return Outcome(
             quantities={"risk_01": final["risk_01"]},
             curves={},
             trace={},  # no steps: one certified solve
             stats={"T": m, "B": B, "R": R, "rho": rho, "lam_uml": lam, "svm_primal": cert.primal, "svm_dual": cert.dual,
-                   "dual_gap": cert.gap, "k": k, "m": m, "population": dataset.population, **final},
+                   "dual_gap": cert.gap, "k": k, "m": m, "population": dataset.population, **final,
+                   **cost_stats(self.cost, k)},
             objective="ghinge_svm",
-            iterates={"B": B, "m": m},
+            iterates={"B": B, "m": m, "cost": self.cost},
         )
 
 
@@ -299,10 +373,12 @@ class MulticlassPegasos(_Multiclass):
     lam : regularisation (Pegasos convention lam/2 ||W||^2).
     T : steps.
     sampling : "iid", "perm" or "inorder".
-    projection : project W onto the Frobenius ball of radius 1/sqrt(lam) after each step. It holds the
-        optimum: by strong duality lam ||W*||^2 = (1/m) sum_i (dual weights on the 0-1 cost) - loss(W*)
-        <= 1 (docs/bounds.md section 8); then c = (sqrt(lam) + sqrt(2) R)^2.
-    delta : confidence of the high-probability bound.
+    projection : project W onto the Frobenius ball of radius sqrt(max Delta / lam) (1/sqrt(lam) for the 0-1
+        cost) after each step. It holds the optimum: by strong duality lam ||W*||^2 = (1/m) sum_i sum_y'
+        alpha_(i,y') Delta(y', y_i) - loss(W*) <= max Delta (docs/bounds.md section 8); then
+        c = (sqrt(lam max Delta) + sqrt(2) R)^2.
+    delta : confidence of the high-probability bound (not applicable when max Delta > 1).
+    cost : the label cost Delta (:data:`pipeline.risk.COSTS`).
     """
 
     name = "multiclass_pegasos"
@@ -312,6 +388,7 @@ class MulticlassPegasos(_Multiclass):
         Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder", default="iid"),
         Param("projection", bool, lambda v: True, "true or false", default=False),
         Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)", default=0.05),
+        COST_PARAM,
     )
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
@@ -323,8 +400,10 @@ class MulticlassPegasos(_Multiclass):
         lam, T, k = float(self.lam), int(self.T), int(dataset.k)
         X, y = dataset.X, dataset.y
         idx = index_stream(self.sampling, np.ones(y.size), T, 1, rng)[:, 0]
-        radius = 1.0 / math.sqrt(lam) if self.projection else 0.0
-        W, grid, avg, loss, vnorm2, wrong = _steps(X, y, idx, k, 0.0, lam, radius=radius)
+        constants = cost_stats(self.cost, k)
+        # sqrt(max Delta) / sqrt(lam): for the 0-1 cost sqrt(1.0) = 1.0, the bits of 1/sqrt(lam)
+        radius = math.sqrt(constants["cost_max"]) / math.sqrt(lam) if self.projection else 0.0
+        W, grid, avg, loss, vnorm2, wrong = _steps(X, y, idx, k, 0.0, lam, radius=radius, cost=self.cost)
         self.W_, self.W_bar_ = W, avg[-1]
         R = float(dataset.stats.R)
         return Outcome(
@@ -332,11 +411,11 @@ class MulticlassPegasos(_Multiclass):
             curves={},
             trace={"loss": loss, "mistake": wrong},
             stats={"T": T, "lam": lam, "R": R, "sampling": self.sampling, "delta": float(self.delta), "k": k,
-                   **held_out(dataset, avg[-1])},
+                   **held_out(dataset, avg[-1], self.cost), **constants},
             objective="crammer_singer",
             iterates={"X": X, "y": y, "k": k, "lam": lam, "idx": idx, "grid": grid, "avg": avg, "W": W, "loss": loss,
                       "feature_radius": math.sqrt(2.0) * R, "projection": bool(self.projection), "s_max": 1.0,
-                      "radius": radius},
+                      "radius": radius, "cost": self.cost},
         )
 
 

@@ -15,9 +15,10 @@ Duality used throughout. For every example i let alpha_{i,j} >= 0 (j != y_i) wit
 sum_{j != y_i} alpha_{i,j} <= 1. Since the loss max_{y'}[Delta(y', y_i) + (U_{y'} - U_{y_i}).x_i] is
 >= 0 (the term y' = y_i) and >= each other term,
 
-    ghinge(U; x_i, y_i) >= sum_{j != y_i} alpha_{i,j} (1 + (U_j - U_{y_i}).x_i),
+    ghinge(U; x_i, y_i) >= sum_{j != y_i} alpha_{i,j} (Delta(j, y_i) + (U_j - U_{y_i}).x_i),
 
-so with a(alpha) = (1/n) sum_{i, j} alpha_{i,j} and G(alpha) = (1/n) sum_{i, j != y_i} alpha_{i,j}
+so with a(alpha) = (1/n) sum_{i, j} alpha_{i,j} Delta(j, y_i) (the label cost ``cost``: the 0-1 cost,
+Delta = 1 off the diagonal, by default) and G(alpha) = (1/n) sum_{i, j != y_i} alpha_{i,j}
 (e_j - e_{y_i}) x_i^T (a k x d matrix), L_S(U) >= a(alpha) + <U, G(alpha)> for every U. Minimising the
 right-hand side gives the weak-duality bounds used here:
 
@@ -46,27 +47,29 @@ from pipeline._jit import kernel
 from pipeline.params import ParamError, UserError
 
 from pipeline.numerics import UNIT_ROUNDOFF, err_factor, frobenius_upper, mean_upper  # noqa: E402
-from pipeline.risk import _inputs, _margins, _scores  # noqa: E402
+from pipeline.risk import _cost_or_none, _inputs, _margins, _scores  # noqa: E402
 
 
 # --- Rigorous evaluation of both ends ---------------------------------------------------------------
 
 
-def _losses_hi(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
+def _losses_hi(X: np.ndarray, y: np.ndarray, W: np.ndarray, cost: np.ndarray | None = None) -> np.ndarray:
     """Rigorous upper bounds of each exact loss ghinge(W; x_i, y_i) of the float data.
 
-    The largest float term max_j T_ij errs by at most gamma_{d+4} (|W_j|.|x_i| + |W_{y_i}|.|x_i| + 1 +
-    |T_ij|) (the scores, their difference, the +1); the exact loss is <= max(0, that term + its error),
-    which is exactly 0 when every term is below -error (then the loss is certified to be 0).
+    The largest float term max_j T_ij errs by at most gamma_{d+4} (|W_j|.|x_i| + |W_{y_i}|.|x_i| +
+    max_j Delta(j, y_i) + |T_ij|) (the scores, their difference, the + Delta); the exact loss is <= max(0,
+    that term + its error), which is exactly 0 when every term is below -error (then the loss is certified
+    to be 0). ``cost`` None is the 0-1 cost.
     """
-    X, y, W, _ = _inputs(X, y, W)
-    T = _margins(_scores(X, W), y)
+    X, y, W, k = _inputs(X, y, W)
+    T = _margins(_scores(X, W), y, cost)
+    top_cost = (1.0 - np.eye(k) if cost is None else cost).max(axis=0)[y]  # 1.0 for every example under 0-1
     A = np.abs(X) @ np.abs(W).T
     rows = np.arange(X.shape[0])
     T[rows, y] = -np.inf  # the own-class term is exactly 0, without rounding
     top = T.max(axis=1)
     T[rows, y] = 0.0
-    err = err_factor(X.shape[1] + 6) * (A.max(axis=1) + A[rows, y] + 1.0 + np.abs(T).max(axis=1))
+    err = err_factor(X.shape[1] + 6) * (A.max(axis=1) + A[rows, y] + top_cost + np.abs(T).max(axis=1))
     t = top + err
     return np.maximum(t + 4.0 * UNIT_ROUNDOFF * np.abs(t), 0.0)
 
@@ -93,10 +96,18 @@ def _feasible(alpha: np.ndarray, y: np.ndarray) -> np.ndarray:
     return alpha * scale[:, None]
 
 
-def _dual_terms(X: np.ndarray, y: np.ndarray, alpha: np.ndarray) -> tuple[float, np.ndarray, float]:
-    """a(alpha) rounded down, the float G(alpha), and an upper bound of ||fl(G) - G||_F."""
+def _dual_terms(X: np.ndarray, y: np.ndarray, alpha: np.ndarray,
+                cost: np.ndarray | None = None) -> tuple[float, np.ndarray, float]:
+    """a(alpha) rounded down, the float G(alpha), and an upper bound of ||fl(G) - G||_F.
+
+    With a cost matrix, a(alpha) = (1/n) sum alpha_{i,j} Delta(j, y_i): each product rounds by a relative u
+    at most, the correctly rounded sum and the division by n by one u each, so (1 - 8u) more than covers
+    the three (alpha_{i,j} Delta >= 0: every error is relative)."""
     n = X.shape[0]
-    a_lo = math.fsum(alpha.ravel()) / n * (1.0 - 4.0 * UNIT_ROUNDOFF)
+    if cost is None:
+        a_lo = math.fsum(alpha.ravel()) / n * (1.0 - 4.0 * UNIT_ROUNDOFF)
+    else:
+        a_lo = math.fsum((alpha * cost[:, y].T).ravel()) / n * (1.0 - 8.0 * UNIT_ROUNDOFF)
     C = _coefficients(alpha, y)
     G = (C.T @ X) / n
     E = err_factor(n + alpha.shape[1] + 4) * ((np.abs(C).T @ np.abs(X)) / n)
@@ -155,8 +166,9 @@ def _attempts() -> list[tuple[str, dict]]:
     return [(cp.CLARABEL, _CLARABEL_TIGHT), (cp.CLARABEL, {}), (cp.SCS, {"eps": 1e-9})]
 
 
-def _loss_constraints(X: np.ndarray, y: np.ndarray, k: int, U: object, xi: object) -> list:
-    """xi_i >= 1 + (U_j - U_{y_i}).x_i for every j != y_i, one block of n per class j."""
+def _loss_constraints(X: np.ndarray, y: np.ndarray, k: int, U: object, xi: object,
+                      cost: np.ndarray | None = None) -> list:
+    """xi_i >= Delta(j, y_i) + (U_j - U_{y_i}).x_i for every j (0 for j = y_i), one block of n per class j."""
     import cvxpy as cp
 
     n = X.shape[0]
@@ -164,13 +176,14 @@ def _loss_constraints(X: np.ndarray, y: np.ndarray, k: int, U: object, xi: objec
     onehot[np.arange(n), y] = 1.0
     S = X @ U.T
     own = cp.sum(cp.multiply(S, onehot), axis=1)
-    return [xi >= S[:, j] - own + (1.0 - onehot[:, j]) for j in range(k)]
+    return [xi >= S[:, j] - own + ((1.0 - onehot[:, j]) if cost is None else cost[j, y]) for j in range(k)]
 
 
-def ball_comparator(X: np.ndarray, y: np.ndarray, k: int, B: float) -> BallComparator:
+def ball_comparator(X: np.ndarray, y: np.ndarray, k: int, B: float,
+                    cost: str | np.ndarray | None = None) -> BallComparator:
     """Certified min over ||U||_F <= B of the empirical generalized hinge loss (docs/bounds.md section 7).
 
-    Solves the SOCP min_{U, xi} (1/n) sum_i xi_i s.t. xi_i >= 1[j != y_i] + (U_j - U_{y_i}).x_i for all
+    Solves the SOCP min_{U, xi} (1/n) sum_i xi_i s.t. xi_i >= Delta(j, y_i) + (U_j - U_{y_i}).x_i for all
     j, ||U||_F <= B with cvxpy + Clarabel (tolerances 1e-11; then Clarabel's defaults, then SCS). The
     comparator of UML Cor. 17.2 on a sample, and the lower/upper population estimates of docs/bounds.md
     section 7 on two samples.
@@ -180,7 +193,7 @@ def ball_comparator(X: np.ndarray, y: np.ndarray, k: int, B: float) -> BallCompa
     strictly > 1, and ``upper`` exactly 0). ``lower`` is a(alpha) - B ||G(alpha)||_F (module
     docstring) at alpha = n times the duals of the loss constraints, made exactly feasible; it is a
     valid lower bound for any alpha, so the certificate does not trust the solver. If every solver
-    fails, U = 0 (upper = 1) and alpha = 0 (lower = 0).
+    fails, U = 0 (upper = the mean of max_y' Delta(y', y_i), 1 for the 0-1 cost) and alpha = 0 (lower = 0).
 
     Parameters
     ----------
@@ -188,6 +201,7 @@ def ball_comparator(X: np.ndarray, y: np.ndarray, k: int, B: float) -> BallCompa
     y : (n,) labels in 0..k-1.
     k : number of classes.
     B : radius of the ball (>= 0).
+    cost : the label cost Delta (:func:`pipeline.risk.cost_matrix`: a name or a k x k matrix); None is 0-1.
 
     Examples
     --------
@@ -202,11 +216,12 @@ def ball_comparator(X: np.ndarray, y: np.ndarray, k: int, B: float) -> BallCompa
     X, y, _, k = _inputs(X, y, k=k)
     if not (B >= 0 and math.isfinite(B)):
         raise ParamError("B", B, "a finite number >= 0")
+    cost = _cost_or_none(cost, k)
     n, d = X.shape
     if n == 0:
         raise UserError("ball_comparator needs at least one example")
     U, xi = cp.Variable((k, d)), cp.Variable(n)
-    constraints = _loss_constraints(X, y, k, U, xi)
+    constraints = _loss_constraints(X, y, k, U, xi, cost)
     problem = cp.Problem(cp.Minimize(cp.sum(xi) / n), [*constraints, cp.norm(U, "fro") <= B])
     candidates = [np.zeros((k, d))]
     alpha = np.zeros((n, k))
@@ -220,11 +235,11 @@ def ball_comparator(X: np.ndarray, y: np.ndarray, k: int, B: float) -> BallCompa
             alpha = n * np.stack([np.asarray(c.dual_value, dtype=np.float64) for c in constraints], axis=1)
     best_U, best_hi = None, math.inf
     for V in candidates:
-        hi = mean_upper(_losses_hi(X, y, V))
+        hi = mean_upper(_losses_hi(X, y, V, cost))
         if hi < best_hi:
             best_U, best_hi = V, hi
     alpha = _feasible(alpha, y)
-    a_lo, G, e_hi = _dual_terms(X, y, alpha)
+    a_lo, G, e_hi = _dual_terms(X, y, alpha, cost)
     g_hi = (frobenius_upper(G) + e_hi) * (1.0 + 2.0 * UNIT_ROUNDOFF)
     lower = a_lo - B * g_hi * (1.0 + 2.0 * UNIT_ROUNDOFF)
     lower -= 4.0 * UNIT_ROUNDOFF * (abs(a_lo) + B * g_hi)
@@ -254,7 +269,7 @@ class SVMCertificate:
 
 
 @kernel
-def _cs_epochs(X, y, sqn, lm2, beta, W, perms):  # noqa: ANN001, ANN201
+def _cs_epochs(X, y, sqn, lm2, beta, W, perms, cost, plain):  # noqa: ANN001, ANN201
     """Crammer-Singer block coordinate ascent epochs in the orders ``perms[e]``.
 
     beta_i = e_{y_i} - alpha_i (alpha_i on the simplex: beta_i <= e_{y_i}, sum_j beta_{i,j} = 0) and
@@ -262,6 +277,11 @@ def _cs_epochs(X, y, sqn, lm2, beta, W, perms):  # noqa: ANN001, ANN201
     exactly over beta_i: with A = ||x_i||^2 / lm2 and scores s = W x_i, the new beta_i is the projection
     of v = beta_i - (s - e_{y_i}) / A onto {beta <= e_{y_i}, sum beta = 0}: beta = min(e_{y_i}, v - theta),
     theta solving sum_j max(0, theta - z_j) = 1, z = v - e_{y_i} (Crammer & Singer 2001, section 6).
+
+    With a label cost the dual's linear term is -sum_j beta_{i,j} Delta(j, y_i), and v = beta_i - (s +
+    Delta(., y_i)) / A, Delta(., y_i) = ``cost[:, y_i]``. For the 0-1 cost (``plain``) s + Delta(., y_i) is
+    s - e_{y_i} + 1, and a shift by a constant vector does not change the projection onto sum beta = 0: the
+    0-1 path keeps the form s - e_{y_i}, and its bits.
     """
     m, d = X.shape
     k = W.shape[0]
@@ -283,7 +303,10 @@ def _cs_epochs(X, y, sqn, lm2, beta, W, perms):  # noqa: ANN001, ANN201
                 s[j] = acc
             for j in range(k):
                 u = 1.0 if j == yi else 0.0
-                v[j] = beta[i, j] - (s[j] - u) / A
+                if plain:
+                    v[j] = beta[i, j] - (s[j] - u) / A
+                else:
+                    v[j] = beta[i, j] - (s[j] + cost[j, yi]) / A
                 z[j] = v[j] - u
             for j in range(k):  # insertion sort into zs: k is small, and no allocation per step
                 zj = z[j]
@@ -328,16 +351,17 @@ def _weights_of(X, C, scale):  # noqa: ANN001, ANN201
     return W
 
 
-def _svm_primal_hi(X: np.ndarray, y: np.ndarray, lam: float, W: np.ndarray) -> float:
+def _svm_primal_hi(X: np.ndarray, y: np.ndarray, lam: float, W: np.ndarray, cost: np.ndarray | None = None) -> float:
     reg_hi = lam * float(np.sum(W * W)) * (1.0 + err_factor(W.size + 2))
-    return (mean_upper(_losses_hi(X, y, W)) + reg_hi) * (1.0 + 2.0 * UNIT_ROUNDOFF)
+    return (mean_upper(_losses_hi(X, y, W, cost)) + reg_hi) * (1.0 + 2.0 * UNIT_ROUNDOFF)
 
 
-def _svm_evaluate(X: np.ndarray, y: np.ndarray, lam: float, alpha: np.ndarray) -> tuple[np.ndarray, float, float]:
+def _svm_evaluate(X: np.ndarray, y: np.ndarray, lam: float, alpha: np.ndarray,
+                  cost: np.ndarray | None = None) -> tuple[np.ndarray, float, float]:
     """From off-class duals alpha: W(alpha) = -G(alpha)/(2 lam), F(W) rounded up, D(alpha) rounded down."""
     m = X.shape[0]
     alpha = _feasible(alpha, y)
-    a_lo, _, e_hi = _dual_terms(X, y, alpha)
+    a_lo, _, e_hi = _dual_terms(X, y, alpha, cost)
     C = _coefficients(alpha, y)
     W = _weights_of(X, -C, 1.0 / (2.0 * lam * m))  # -G/(2 lam), G = C^T X / m
     # ||G|| <= ||fl(W)|| 2 lam + (rounding of W) + e_hi: bound ||fl(W) - W(alpha)|| like fl(G)'s.
@@ -345,16 +369,17 @@ def _svm_evaluate(X: np.ndarray, y: np.ndarray, lam: float, alpha: np.ndarray) -
     g_hi = (2.0 * lam * (frobenius_upper(W) + frobenius_upper(W_err))) * (1.0 + 4.0 * UNIT_ROUNDOFF)
     dual = a_lo - g_hi * g_hi / (4.0 * lam) * (1.0 + 8.0 * UNIT_ROUNDOFF)
     dual -= 4.0 * UNIT_ROUNDOFF * abs(dual)
-    return W, _svm_primal_hi(X, y, lam, W), dual
+    return W, _svm_primal_hi(X, y, lam, W, cost), dual
 
 
-def _svm_cvxpy(X: np.ndarray, y: np.ndarray, k: int, lam: float) -> tuple[np.ndarray | None, np.ndarray | None]:
+def _svm_cvxpy(X: np.ndarray, y: np.ndarray, k: int, lam: float,
+               cost: np.ndarray | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The primal QP by Clarabel: its W and n times the loss constraints' duals (or None)."""
     import cvxpy as cp
 
     m, d = X.shape
     W, xi = cp.Variable((k, d)), cp.Variable(m)
-    constraints = _loss_constraints(X, y, k, W, xi)
+    constraints = _loss_constraints(X, y, k, W, xi, cost)
     problem = cp.Problem(cp.Minimize(lam * cp.sum_squares(W) + cp.sum(xi) / m), constraints)
     if not _solve(problem, _attempts()) or W.value is None:
         return None, None
@@ -365,8 +390,9 @@ def _svm_cvxpy(X: np.ndarray, y: np.ndarray, k: int, lam: float) -> tuple[np.nda
 
 
 def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: float = 1e-8,
-                   max_epochs: int = 2_000) -> SVMCertificate:
-    """Certified multiclass SVM: min_W F(W) = lam ||W||_F^2 + (1/m) sum_i ghinge(W; x_i, y_i).
+                   max_epochs: int = 2_000, cost: str | np.ndarray | None = None) -> SVMCertificate:
+    """Certified multiclass SVM: min_W F(W) = lam ||W||_F^2 + (1/m) sum_i ghinge(W; x_i, y_i), the
+    generalized hinge loss with the label cost ``cost`` (the 0-1 cost by default).
 
     The UML Cor. 17.1 convention (no 1/2; docs/bounds.md sections 0 and 7), which is the bias-free
     Crammer-Singer machine 1/2 sum_j ||W_j||^2 + C sum_i xi_i with C = 1/(2 lam m) (docs/bounds.md section 8).
@@ -388,6 +414,8 @@ def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: flo
     lam : regularisation lam > 0 (lam ||W||_F^2; UML Cor. 17.1 takes lam = sqrt(2 rho^2 / (B^2 m))).
     tol : target of the certified gap primal - dual (absolute).
     max_epochs : epochs of coordinate ascent before the fallback solver.
+    cost : the label cost Delta (:func:`pipeline.risk.cost_matrix`: a name or a k x k matrix); None is 0-1.
+        The dual's linear term becomes (1/m) sum_{i,j} alpha_{i,j} Delta(j, y_i) (module docstring).
 
     Returns
     -------
@@ -406,6 +434,8 @@ def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: flo
         raise ParamError("lam", lam, "a finite number > 0")
     if not tol >= 0:
         raise ParamError("tol", tol, "a number >= 0")
+    cost = _cost_or_none(cost, k)
+    cost_arg = np.ascontiguousarray(1.0 - np.eye(k) if cost is None else cost)
     m, d = X.shape
     if m == 0:
         raise UserError("multiclass_svm needs at least one example")
@@ -415,7 +445,7 @@ def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: flo
     alpha = np.zeros((m, k))
     epochs = 0
     while True:
-        W, primal, dual = _svm_evaluate(X, y, lam, alpha)
+        W, primal, dual = _svm_evaluate(X, y, lam, alpha, cost)
         if primal - dual <= tol or epochs >= max_epochs:
             break
         step = max(1, min(epochs // 10, 50, max_epochs - epochs))
@@ -423,18 +453,18 @@ def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: flo
         beta[np.arange(m), y] = -beta.sum(axis=1)
         W_state = np.ascontiguousarray(W)
         perms = rng.permuted(np.tile(np.arange(m, dtype=np.int64), (step, 1)), axis=1)
-        _cs_epochs(X, y, sqn, 2.0 * lam * m, beta, W_state, perms)
+        _cs_epochs(X, y, sqn, 2.0 * lam * m, beta, W_state, perms, cost_arg, cost is None)
         alpha = np.maximum(-beta, 0.0)
         epochs += step
     if primal - dual > tol:
-        W_cvx, alpha_cvx = _svm_cvxpy(X, y, k, lam)
+        W_cvx, alpha_cvx = _svm_cvxpy(X, y, k, lam, cost)
         if alpha_cvx is not None:
-            W2, primal2, dual2 = _svm_evaluate(X, y, lam, alpha_cvx)
+            W2, primal2, dual2 = _svm_evaluate(X, y, lam, alpha_cvx, cost)
             if primal2 < primal:
                 W, primal = W2, primal2
             dual = max(dual, dual2)
         if W_cvx is not None:
-            primal3 = _svm_primal_hi(X, y, lam, W_cvx)
+            primal3 = _svm_primal_hi(X, y, lam, W_cvx, cost)
             if primal3 < primal:
                 W, primal = W_cvx, primal3
     return SVMCertificate(W=W, primal=primal, dual=dual, gap=max(primal - dual, 0.0))
