@@ -169,8 +169,15 @@ def _learn_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.r
 def _learn_multiclass_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator,
                               state: Any) -> None:
     learner.check()
+    if learner.intercept:
+        raise ParamError("intercept", learner.intercept, "false for the estimator (its decision function has no "
+                         "intercept); the biased form runs as boundlab algorithm=multiclass_pegasos algorithm.intercept=true")
+    from pipeline.learners.multiclass import cost_stats
+
     idx = index_stream(learner.sampling, np.ones(y.size), int(learner.T), 1, rng)[:, 0]
-    W, _, avg, *_ = _steps(X, y, idx, k, 0.0, float(learner.lam), cost=learner.cost)
+    lam = float(learner.lam)  # the radius as MulticlassPegasos.run computes it (the same bits)
+    radius = math.sqrt(cost_stats(learner.cost, k)["cost_max"]) / math.sqrt(lam) if learner.projection else 0.0
+    W, _, avg, *_ = _steps(X, y, idx, k, 0.0, lam, radius=radius, cost=learner.cost)
     learner.W_, learner.W_bar_ = W, avg[-1]
 
 

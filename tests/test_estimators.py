@@ -20,7 +20,7 @@ from pipeline.estimators import (FITTINGS, BatchPerceptronClassifier, Multiclass
                                  OneVsAllClassifier, PegasosClassifier, PerceptronClassifier, adapted, estimator)
 from pipeline.learners import LEARNERS, MulticlassPegasos, OneVsAll, Pegasos, Perceptron
 from pipeline.learners.perceptron import dot_kernel
-from pipeline.params import Param
+from pipeline.params import Param, ParamError
 
 # Small settings: the whole check suite runs in seconds. Pegasos needs T steps of the order of the sample
 # (the checks' samples have 20-300 rows) to reach the accuracy check_classifiers_train asks for.
@@ -287,3 +287,23 @@ def test_plugin_learner_is_adapted() -> None:
     np.testing.assert_array_equal(est.coef_[0], 3.0 * (y @ X))
     assert type(pickle.loads(pickle.dumps(est))) is cls
     assert estimator(_Echo) is not PerceptronClassifier and hasattr(estimator(_Echo)(), "partial_fit")
+
+
+def test_the_multiclass_pegasos_estimator_projects_as_the_learner_does() -> None:
+    """fit with projection=True is run with projection=True, bit for bit (it once ignored the option)."""
+    from pipeline.data.multiclass import MulticlassMargin
+
+    ds = MulticlassMargin(k=3, n=150, d=4, gamma=0.1, rho=3.0, noise=0.1).generate(np.random.default_rng(0))
+    for cost in ("zero_one", "absolute"):
+        learner = MulticlassPegasos(lam=0.3, T=500, projection=True, cost=cost)
+        learner.run(ds, np.random.default_rng(2))
+        clf = MulticlassPegasosClassifier(lam=0.3, T=500, projection=True, cost=cost, random_state=2).fit(ds.X, ds.y)
+        np.testing.assert_array_equal(clf.learner_.W_bar_, learner.W_bar_)
+        free = MulticlassPegasosClassifier(lam=0.3, T=500, cost=cost, random_state=2).fit(ds.X, ds.y)
+        assert not np.array_equal(free.learner_.W_bar_, learner.W_bar_)  # the ball binds here
+
+
+def test_the_multiclass_pegasos_estimator_refuses_biases() -> None:
+    X = np.random.default_rng(0).standard_normal((30, 3))
+    with pytest.raises(ParamError, match="intercept"):
+        MulticlassPegasosClassifier(lam=0.1, T=10, intercept=True).fit(X, np.arange(30) % 3)

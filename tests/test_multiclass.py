@@ -194,3 +194,78 @@ def test_projected_multiclass_pegasos_stays_in_the_ball_and_within_lemma_1(seed,
     regret = next(b for b in bounds_for("multiclass_pegasos") if b.name == "mc_regret")
     row = _evaluate(ds, out, regret)
     assert row["applicable"] and row["holds"], row
+
+
+# --- Unregularised biases (algorithm.intercept) ----------------------------------------------------------------
+
+
+def _biased_reference(X, y, idx, k, lam, radius, cost):  # noqa: ANN001, ANN202
+    """Multiclass Pegasos with biases b written out step by step, in the kernel's order of operations."""
+    d = X.shape[1]
+    W, b = [[0.0] * d for _ in range(k)], [0.0] * k
+    Wsum, bsum = [[0.0] * d for _ in range(k)], [0.0] * k
+    loss = []
+    for r, i in enumerate(idx):
+        t, yi = r + 1, int(y[i])
+        scores, norm2 = [], 0.0
+        for j in range(k):
+            s = b[j]
+            bsum[j] += b[j]
+            for c in range(d):
+                Wsum[j][c] += W[j][c]
+                s += W[j][c] * X[i, c]
+                norm2 += W[j][c] * W[j][c]
+            scores.append(s)
+        best, value = yi, 0.0
+        for j in range(k):
+            if j != yi and cost[j, yi] + scores[j] - scores[yi] > value:
+                best, value = j, cost[j, yi] + scores[j] - scores[yi]
+        loss.append(0.5 * lam * norm2 + value)
+        step, shrink = 1.0 / (lam * t), 1.0 - 1.0 / t
+        W = [[w * shrink for w in row] for row in W]
+        if best != yi:
+            for c in range(d):
+                W[best][c] -= step * X[i, c]
+                W[yi][c] += step * X[i, c]
+            b[best] -= step
+            b[yi] += step
+        after = sum(w * w for row in W for w in row)
+        if radius > 0 and after > radius * radius:
+            W = [[w * (radius / math.sqrt(after)) for w in row] for row in W]
+    T = len(idx)
+    return (np.array(W), np.array(b), np.array(Wsum) / T, np.array(bsum) / T, np.array(loss))
+
+
+@pytest.mark.parametrize("projection,cost", [(False, "zero_one"), (True, "absolute")])
+def test_multiclass_pegasos_with_biases_is_the_written_out_rule_bit_for_bit(projection: bool, cost: str) -> None:
+    from pipeline.learners.pegasos import index_stream
+    from pipeline.risk import cost_matrix
+
+    ds = MulticlassMargin(k=3, n=60, d=4, gamma=0.1, rho=1.0, noise=0.1).generate(np.random.default_rng(0))
+    learner = MulticlassPegasos(lam=0.1, T=300, projection=projection, cost=cost, intercept=True)
+    out = learner.run(ds, np.random.default_rng(1))
+    idx = index_stream("iid", np.ones(ds.y.size), 300, 1, np.random.default_rng(1))[:, 0]
+    radius = math.sqrt(cost_matrix(cost, 3).max()) / math.sqrt(0.1) if projection else 0.0
+    W, b, Wbar, bbar, loss = _biased_reference(ds.X, ds.y, idx, 3, 0.1, radius, cost_matrix(cost, 3))
+    np.testing.assert_array_equal(learner.W_, W)
+    np.testing.assert_array_equal(learner.b_, b)
+    np.testing.assert_array_equal(learner.W_bar_, Wbar)
+    np.testing.assert_array_equal(learner.b_bar_, bbar)
+    np.testing.assert_array_equal(out.trace["loss"], loss)
+    assert np.any(b != 0.0)
+
+
+def test_multiclass_pegasos_with_biases_reports_every_bound_not_applicable() -> None:
+    from pipeline.bounds import bounds_for
+    from pipeline.learners.multiclass import NO_BOUND_WITH_BIASES
+    from pipeline.statistics import measure
+
+    ds = MulticlassMargin(k=3, n=100, d=4, gamma=0.1, rho=1.0).generate(np.random.default_rng(0))
+    learner = MulticlassPegasos(lam=0.1, T=500, intercept=True)
+    out = measure(learner, ds, np.random.default_rng(1))
+    stats = ds.stats.as_dict() | out.stats
+    rows = [b.evaluate(stats, out.quantities, out.steps) for b in bounds_for("multiclass_pegasos")]
+    assert rows and all(not r["applicable"] and r["reason"] == NO_BOUND_WITH_BIASES for r in rows)
+    assert 0.0 <= out.stats["risk_01"] <= 1.0
+    # every step moves b_yhat down and b_y up by the same amount: the biases keep summing to 0
+    assert abs(learner.b_.sum()) <= 1e-12 * np.abs(learner.b_).max()

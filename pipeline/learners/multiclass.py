@@ -98,6 +98,70 @@ def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, cost, grid, avg
     return 0
 
 
+@kernel
+def multiclass_bias_kernel(X, y, idx, W, b, Wbar, bbar, lam, radius, cost, loss, wrong):  # noqa: ANN001, ANN201
+    """Multiclass Pegasos with unregularised biases b ([S4] 2.3's Crammer-Singer b^(y)): scores s_j = W_j.x + b_j,
+    yhat = argmax_y' (Delta(y', y) + s_y' - s_y) (ties keep y), loss[t] = lam/2 ||W||^2 + that maximum,
+    then W <- (1 - 1/t) W and, if yhat != y, W_yhat -= x/(lam t), W_y += x/(lam t), b_yhat -= 1/(lam t),
+    b_y += 1/(lam t): b is never shrunk (it is not regularised) and a projection, if any, scales W only.
+    Plain O(k d) steps: no bound speaks of this rule. ``Wbar``, ``bbar`` get the averages over t = 1..T."""
+    T = idx.shape[0]
+    k, d = W.shape
+    scores = np.empty(k)
+    for r in range(T):
+        t = r + 1
+        i = idx[r]
+        yi = y[i]
+        norm2 = 0.0
+        for j in range(k):
+            s = b[j]
+            bbar[j] += b[j]
+            for c in range(d):
+                Wbar[j, c] += W[j, c]
+                s += W[j, c] * X[i, c]
+                norm2 += W[j, c] * W[j, c]
+            scores[j] = s
+        best = yi
+        value = 0.0
+        err = 0
+        for j in range(k):
+            if j != yi:
+                v = cost[j, yi] + scores[j] - scores[yi]
+                if v > value:
+                    best = j
+                    value = v
+                if scores[j] >= scores[yi]:
+                    err = 1
+        loss[r] = 0.5 * lam * norm2 + value
+        wrong[r] = err
+        step = 1.0 / (lam * t)
+        shrink = 1.0 - 1.0 / t
+        for j in range(k):
+            for c in range(d):
+                W[j, c] *= shrink
+        if best != yi:
+            for c in range(d):
+                W[best, c] -= step * X[i, c]
+                W[yi, c] += step * X[i, c]
+            b[best] -= step
+            b[yi] += step
+        if radius > 0.0:
+            after = 0.0
+            for j in range(k):
+                for c in range(d):
+                    after += W[j, c] * W[j, c]
+            if after > radius * radius:
+                scale = radius / math.sqrt(after)
+                for j in range(k):
+                    for c in range(d):
+                        W[j, c] *= scale
+    for j in range(k):
+        bbar[j] /= T
+        for c in range(d):
+            Wbar[j, c] /= T
+    return 0
+
+
 def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, lam: float, points: int = 40,  # noqa: ANN202
            radius: float = 0.0, cost: str | np.ndarray | None = None):
     from pipeline.risk import cost_matrix
@@ -389,6 +453,7 @@ class MulticlassPegasos(_Multiclass):
         Param("projection", bool, lambda v: True, "true or false", default=False),
         Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)", default=0.05),
         COST_PARAM,
+        Param("intercept", bool, lambda v: True, "true or false", default=False),
     )
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
@@ -403,6 +468,8 @@ class MulticlassPegasos(_Multiclass):
         constants = cost_stats(self.cost, k)
         # sqrt(max Delta) / sqrt(lam): for the 0-1 cost sqrt(1.0) = 1.0, the bits of 1/sqrt(lam)
         radius = math.sqrt(constants["cost_max"]) / math.sqrt(lam) if self.projection else 0.0
+        if self.intercept:
+            return self._run_biased(dataset, idx, radius, constants)
         W, grid, avg, loss, vnorm2, wrong = _steps(X, y, idx, k, 0.0, lam, radius=radius, cost=self.cost)
         self.W_, self.W_bar_ = W, avg[-1]
         R = float(dataset.stats.R)
@@ -417,6 +484,40 @@ class MulticlassPegasos(_Multiclass):
                       "feature_radius": math.sqrt(2.0) * R, "projection": bool(self.projection), "s_max": 1.0,
                       "radius": radius, "cost": self.cost},
         )
+
+    def _run_biased(self, dataset: object, idx: np.ndarray, radius: float, constants: dict[str, float]) -> Outcome:
+        """The run with unregularised biases b (:func:`multiclass_bias_kernel`): its held-out risks, scoring
+        [x, 1] against [W_j, b_j]; ``not_covered`` says why no bound is judged (P11 section 6)."""
+        from types import SimpleNamespace
+
+        from pipeline.risk import cost_matrix
+
+        lam, T, k = float(self.lam), int(self.T), int(dataset.k)
+        X = np.ascontiguousarray(dataset.X, dtype=np.float64)
+        y = np.ascontiguousarray(dataset.y, dtype=np.int64)
+        d = X.shape[1]
+        W, b, Wbar, bbar = np.zeros((k, d)), np.zeros(k), np.zeros((k, d)), np.zeros(k)
+        loss, wrong = np.empty(T), np.empty(T, dtype=np.int8)
+        multiclass_bias_kernel(X, y, idx, W, b, Wbar, bbar, lam, radius, np.ascontiguousarray(cost_matrix(self.cost, k)),
+                               loss, wrong)
+        self.W_, self.W_bar_, self.b_, self.b_bar_ = W, Wbar, b, bbar
+        R = float(dataset.stats.R)
+        X_test = np.asarray(dataset.X_test, dtype=np.float64)
+        augmented = SimpleNamespace(X_test=np.hstack([X_test, np.ones((X_test.shape[0], 1))]), y_test=dataset.y_test,
+                                    stats=SimpleNamespace(R=math.sqrt(R * R + 1.0)))
+        return Outcome(
+            quantities={},
+            curves={},
+            trace={"loss": loss, "mistake": wrong},
+            stats={"T": T, "lam": lam, "R": R, "sampling": self.sampling, "delta": float(self.delta), "k": k,
+                   **held_out(augmented, np.hstack([Wbar, bbar[:, None]]), self.cost), **constants,
+                   "not_covered": NO_BOUND_WITH_BIASES},
+        )
+
+
+NO_BOUND_WITH_BIASES = ("algorithm.intercept=true: unregularised biases b leave the Crammer-Singer objective not strongly "
+                        "convex in b, so Lemma 1 and the rates built on it do not hold (P11 section 6); the notes give no "
+                        "bound for the biased form")
 
 
 class OneVsAll(_Multiclass):
