@@ -422,7 +422,7 @@ def estimator(learner: type | str) -> type:
     >>> import inspect
     >>> from pipeline.learners import Pegasos
     >>> str(inspect.signature(estimator("pegasos")))
-    "(*, lam, T=10000, batch=1, sampling='iid', projection=False, objective='hinge', ref_noise=0.5, ref_scale=1.0, delta=0.05, random_state=None)"
+    "(*, lam, T=10000, batch=1, sampling='iid', projection=False, objective='hinge', intercept=False, ref_noise=0.5, ref_scale=1.0, delta=0.05, random_state=None)"
     >>> estimator(Pegasos) is PegasosClassifier
     True
     """
