@@ -110,14 +110,17 @@ PROVENANCE = "provenance.json"  # beside the report, outside DVC's outs: the run
 
 
 def provenance() -> dict[str, Any]:
-    """What determines the numbers: the Python and package versions (in the report's pages)."""
+    """What determines the numbers: the Python and package versions, and whether the installed versions
+    are the pinned ones of constraints.txt (in the report's pages; :mod:`pipeline.pins`)."""
+    from pipeline import pins
+
     versions = {}
     for p in PACKAGES:
         try:
             versions[p] = metadata.version(p)
         except metadata.PackageNotFoundError:
             versions[p] = "not installed"
-    return {"python": platform.python_version(), "packages": versions}
+    return {"python": platform.python_version(), "pinned versions": pins.summary(pins.check()), "packages": versions}
 
 
 def circumstances(experiments: list[Experiment]) -> dict[str, Any]:
@@ -202,6 +205,9 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path)
     else:
         parts.append("<div class='banner holds'>No claim is violated and every claim's bound ran"
                      + (f"; {undecided} inconclusive" if undecided else "") + ".</div>")
+    pinned = str(prov.get("pinned versions", ""))
+    if pinned.startswith("DIFFERENT"):  # a run outside the pinned versions: its numbers may not be the committed ones
+        parts.append(f"<div class='banner not-applicable'>Package versions {e_(pinned)}</div>")
     parts.append(f"<h2>Claims</h2><p><small>{LEGEND}</small></p><table><tr><th>experiment</th><th>bound</th><th>type</th>"
                  "<th>claim</th><th>verdict</th><th>informative / runs</th><th>evidence</th><th>decided by</th></tr>")
     for v in verdicts:
@@ -259,6 +265,8 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
     issues = problems(experiments)
     lines += (["**FAILING:**", ""] + [f"- {i}" for i in issues] + [""]) if issues else [
         "No claim is violated and every claim's bound ran.", ""]
+    pinned = str(prov.get("pinned versions", ""))
+    lines += [f"**Package versions {pinned}**", ""] if pinned.startswith("DIFFERENT") else []
     lines += ["| experiment | bound | type | verdict | informative / runs | evidence | decided by |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for e in experiments:
