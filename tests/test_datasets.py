@@ -174,8 +174,8 @@ def test_sparse_kernel_equals_dense_and_reference(tie: str, seed: int) -> None:
     assert np.array_equal(trace, t_sparse) and np.array_equal(w, sparse_learner.w_)
 
 
-def test_readme_table_is_the_catalog_command_output() -> None:
-    assert catalog.table() in (ROOT / "README.md").read_text()
+def test_the_datasets_page_table_is_the_catalog_command_output() -> None:
+    assert catalog.table() in (ROOT / "docs" / "datasets.md").read_text()
 
 
 def test_witness_certificate_still_matches_solver_on_generated_data(tmp_path: Path) -> None:
