@@ -1,7 +1,7 @@
 """Comparing two commits the way DVC does (docs/reproduce.md, "Comparing two commits").
 
 A temporary git + DVC repository holds a copy of the project cut down to one experiment at a tiny size;
-two commits differ in one parameter (the margin gamma). ``dvc metrics diff``, ``dvc exp show`` and
+two commits differ in one parameter (the seed). ``dvc metrics diff``, ``dvc exp show`` and
 ``dvc plots diff`` between them must show the per-bound verdict metrics, the parameters and the figures
 of both revisions.
 """
@@ -64,9 +64,8 @@ def test_metrics_exp_and_plots_diff_between_two_commits(tmp_path: Path) -> None:
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     bindir = Path(sys.executable).parent
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
-           "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_DATE": "",
-           "PYTHONPATH": ""}
-    env = {k: v for k, v in env.items() if v != ""}
+           "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+    env.pop("PYTHONPATH", None)  # the stage's `python -m pipeline.dvc_stage` imports the copy's package
     dvc = [str(bindir / "dvc")]
 
     def run(*cmd: str) -> subprocess.CompletedProcess[str]:
