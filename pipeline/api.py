@@ -206,7 +206,8 @@ def _spec(path: Path | None) -> dict[str, Any]:
 
 
 def _hydra_record(sweep_dir: Path) -> dict[str, Any]:
-    """What a sweep directory's Hydra record (``multirun.yaml``) and parent marker say of the sweep."""
+    """What a sweep directory's Hydra record (``multirun.yaml``) and parent marker say of the sweep: the parent
+    run, the command's overrides, the grid (what the parent run's params record) and the composed config."""
     from pipeline.tracking import read_parent_marker
 
     out: dict[str, Any] = {}
@@ -217,10 +218,21 @@ def _hydra_record(sweep_dir: Path) -> dict[str, Any]:
     if record.exists():
         from omegaconf import OmegaConf
 
-        cfg = OmegaConf.to_container(OmegaConf.load(record), resolve=False)
+        loaded = OmegaConf.load(record)
+        grid = {}
+        for key in OmegaConf.select(loaded, "hydra.sweeper.params", default=None) or {}:
+            try:  # the experiment's grid names its values through interpolations (grid.${scale}.gamma)
+                grid[str(key)] = str(OmegaConf.select(loaded, f"hydra.sweeper.params.{key}"))
+            except Exception:  # noqa: BLE001 - a resolver this process lacks: the text as recorded
+                grid[str(key)] = str(loaded.hydra.sweeper.params._get_node(key)._value())
+        cfg = OmegaConf.to_container(loaded, resolve=False)
         hydra = cfg.pop("hydra", {}) or {}
-        out["overrides"] = list((hydra.get("overrides") or {}).get("task") or [])
-        out["grid"] = {str(k): str(v) for k, v in ((hydra.get("sweeper") or {}).get("params") or {}).items()}
+        out["overrides"] = [str(o) for o in (hydra.get("overrides") or {}).get("task") or []]
+        for override in out["overrides"]:  # as the parent run's params record them (pipeline.callbacks._swept)
+            key, _, value = override.lstrip("+~").partition("=")
+            if value and not key.startswith("hydra") and key != "force":
+                grid[key] = value
+        out["grid"] = grid
         out["config"] = cfg  # the sweep's composed config (unresolved)
     return out
 
@@ -268,9 +280,17 @@ def _from_mlflow(run_id: str, tracking_uri: str | None, experiments: Path | None
     present = {a.path for a in client.list_artifacts(run_id)}
     if not present & set(FILES):
         raise FileNotFoundError(f"MLflow run {run_id} has none of {', '.join(FILES)}: not a finished sweep's parent run")
-    for name in FILES:
-        if name in present:
-            client.download_artifacts(run_id, name, str(dest))
+    quiet = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # three small files: no progress bars in a notebook
+    try:
+        for name in FILES:
+            if name in present:
+                client.download_artifacts(run_id, name, str(dest))
+    finally:
+        if quiet is None:
+            os.environ.pop("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", None)
+        else:
+            os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = quiet
     table, curves, metrics = _read(dest)
     tags, experiment_name = run.data.tags, client.get_experiment(run.info.experiment_id).name
     name = _name(table, experiment_name)

@@ -269,7 +269,7 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     groups = [(key if isinstance(key, tuple) else (key,), sel) for key, sel in groups[:max_panels]]
     one = isinstance(ax, Axes)
     if one:
-        groups = [_choose(groups, facets, panel, f"the {bound} curves")]
+        groups = [_choose(groups, facets, panel, f"the figure of the {bound} curves")]
     elif ax is not None and not isinstance(ax, FigureBase):
         raise TypeError(f"ax must be a matplotlib Axes, Figure, SubFigure or None, not {type(ax).__name__}")
     ncols = int(np.ceil(np.sqrt(len(groups))))
@@ -468,7 +468,7 @@ def compare(table: pd.DataFrame, quantity: str, by: str, x: str | None = None, *
     several = len(panels) > 1  # panels of the whole figure, whichever are drawn
     one = isinstance(ax, Axes)
     if one:
-        panels = [_choose(panels, keys, panel, f"the comparison of {quantity} by {by}")]
+        panels = [_choose(panels, keys, panel, f"the figure of {quantity} by {by}")]
     elif ax is not None and not isinstance(ax, FigureBase):
         raise TypeError(f"ax must be a matplotlib Axes, Figure, SubFigure or None, not {type(ax).__name__}")
     ncols = min(len(panels), 4)
