@@ -140,11 +140,23 @@ def load(source: str | os.PathLike[str], *, tracking_uri: str | None = None,
     path = Path(source)
     if path.is_dir():
         return _from_directory(path, Path(experiments) if experiments is not None else None)
-    match = _RUN_ID.match(str(source).strip())
-    if match:
-        return _from_mlflow(match.group(1), tracking_uri, Path(experiments) if experiments is not None else None,
+    found = run_id(source)
+    if found:
+        return _from_mlflow(found, tracking_uri, Path(experiments) if experiments is not None else None,
                             Path(dest) if dest is not None else None)
     raise FileNotFoundError(f"{source}: neither a directory of sweep results nor an MLflow run id (32 hex digits or runs:/<id>)")
+
+
+def run_id(source: str | os.PathLike[str]) -> str | None:
+    """The MLflow run id ``source`` names (``runs:/<id>`` or the bare 32 hex digits), else None.
+
+    >>> run_id("runs:/c0a0834cf432485fb978f05d1eb10cab")
+    'c0a0834cf432485fb978f05d1eb10cab'
+    >>> run_id("results/perceptron_margin") is None
+    True
+    """
+    match = _RUN_ID.match(str(source).strip())
+    return match.group(1) if match else None
 
 
 def experiment(name: str, root: str | os.PathLike[str] = ".") -> Results:

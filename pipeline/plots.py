@@ -136,7 +136,11 @@ def _layout(fig: FigureBase, own: bool, **kw: Any) -> None:
 
 
 def _same(value: Any, wanted: Any) -> bool:
-    """A panel's setting ``value`` is the ``wanted`` one (numbers compared as numbers, else as text)."""
+    """A panel's setting ``value`` is the ``wanted`` one (numbers compared as numbers, else as text).
+
+    >>> _same(np.float64(1.0), 1), _same(True, "true"), _same("hinge", "smooth")
+    (True, True, False)
+    """
     if isinstance(value, (int, float, np.number)) and isinstance(wanted, (int, float, np.number)) \
             and not isinstance(value, (bool, np.bool_)) and not isinstance(wanted, (bool, np.bool_)):
         return bool(np.isclose(float(value), float(wanted), rtol=1e-12, atol=0.0))
