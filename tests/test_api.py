@@ -5,7 +5,6 @@ matplotlib backend alone; the example notebook runs against a tiny sweep."""
 from __future__ import annotations
 
 import ast
-import itertools
 import json
 import os
 import shutil
@@ -18,7 +17,6 @@ import pytest
 from helpers import migrated_store
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from test_plots import _points, _table
 
 from pipeline import api, plots
 
@@ -180,27 +178,6 @@ def test_a_panel_of_the_curves_goes_into_an_axes_and_every_panel_into_a_figure(s
     assert len(sub.axes) == 4 and all(_drew(a) for a in sub.axes) and not sub.axes[0].get_legend()
     assert sub.legends and sub._suptitle is not None  # the figure's legend and title, in the subfigure
     assert res.plot("novikoff_curves").axes  # a new figure of every panel, as the pipeline saves it
-
-
-def test_rate_and_compare_draw_into_an_axes_with_a_chosen_panel() -> None:
-    """The figures a Perceptron sweep has none of, on test_plots' table (measured = 1000 lam / T + projection)."""
-    table = _table()
-    ax = Figure().subplots()
-    fig = plots.rate_vs_bound(table, "kernel_expectation", "T", ax=ax)
-    assert fig is ax.figure
-    assert _points(fig) == {(float(T), round(1000 * lam / T + p, 12))
-                            for p, lam, T in itertools.product([0, 1], [0.1, 1.0], [100, 1000])}
-    ax = Figure().subplots()
-    plots.compare(table, "suboptimality", "projection", "T", ax=ax, panel={"lam": 0.1})
-    assert _points(ax.figure) == {(float(T), round(100 / T + p, 12)) for p, T in itertools.product([0, 1], [100, 1000])}
-    assert ax.get_title().endswith("λ = 0.1") and ax.get_ylabel().startswith("suboptimality")
-    with pytest.raises(ValueError, match="2 panels"):
-        plots.compare(table, "suboptimality", "projection", "T", ax=Figure().subplots())
-    fig = Figure()
-    plots.compare(table, "suboptimality", "projection", "T", ax=fig)  # every panel, into the caller's figure
-    assert sorted(a.get_title() for a in fig.axes) == ["λ = 0.1", "λ = 1"]
-    with pytest.raises(TypeError):
-        plots.measured_vs_bound(table, "kernel_expectation", ax=fig)  # a single-panel figure wants an Axes
 
 
 def test_the_pipeline_saves_figures_without_pyplot(sweep: tuple[Path, str], tmp_path: Path) -> None:
