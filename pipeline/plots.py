@@ -1,18 +1,44 @@
-"""Plots: pure functions from the tidy results tables to matplotlib figures. Nothing is recomputed here."""
+"""Plots: pure functions from the tidy results tables to matplotlib figures. Nothing is recomputed here.
+
+The module never selects a matplotlib backend and never touches pyplot: figures are built with the
+object-oriented API (:class:`matplotlib.figure.Figure`, whose ``savefig`` needs no backend), so that
+importing it in a notebook leaves the notebook's backend as it was, and the pipeline writes the same
+PNG and SVG files headless.
+
+Every figure function takes an optional ``ax``:
+
+- ``None`` (the pipeline's use): a new :class:`~matplotlib.figure.Figure` in the report's style
+  (:data:`STYLE`), returned;
+- an :class:`~matplotlib.axes.Axes`: the figure is drawn into it, in the caller's style (wrap the
+  call, and the Axes' creation, in ``matplotlib.rc_context(STYLE)`` for the report's look). A figure
+  of several panels (:func:`curves_vs_bound`, :func:`compare`) draws one of them, chosen with
+  ``panel``: its index in the figure's order (row by row) or a mapping of the panel's settings, e.g.
+  ``{"gamma": 0.1, "rho": 1.0}``; with one panel ``panel`` may be left out, with several a
+  ``ValueError`` lists them;
+- for :func:`curves_vs_bound` and :func:`compare`, also a Figure or SubFigure: every panel, in a grid
+  of new Axes in it, with the figure's legend and title.
+
+Each function returns the (root) Figure it drew on.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.colors import Colormap
+from matplotlib.figure import Figure, FigureBase
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")
-import matplotlib.patches  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from pipeline.verdicts import mean_interval
 
-from pipeline.verdicts import mean_interval  # noqa: E402
+Panel = int | Mapping[str, Any] | None  # which panel of a figure of several goes into a given Axes
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
 SWEPT = ("gamma", "rho", "ordering", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
@@ -64,19 +90,106 @@ def _fmt(col: str, value: object) -> str:
     return f"{SYMBOL.get(col, col)} = {value:g}" if isinstance(value, (int, float, np.number)) else f"{col} = {value}"
 
 
-def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
-    """One point per run: the measured quantity against the bound's value, log-log, with y = x."""
+# --- Where a figure is drawn ---------------------------------------------------------------------------
+
+def _cmap(name: str, n: int | None = None) -> Colormap:
+    """The colormap ``name`` (resampled to ``n`` colours), without pyplot."""
+    cmap = matplotlib.colormaps[name]
+    return cmap.resampled(n) if n else cmap
+
+
+@contextlib.contextmanager
+def _style(own: bool) -> Iterator[None]:
+    """The report's style for a figure made here; a caller's Axes or Figure keeps the caller's."""
+    with matplotlib.rc_context(STYLE) if own else contextlib.nullcontext():
+        yield
+
+
+def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[FigureBase, Axes]:
+    """A new Figure of ``figsize`` with one Axes, or the given Axes and its figure."""
+    if ax is None:
+        fig = Figure(figsize=figsize)
+        return fig, fig.subplots()
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, not {type(ax).__name__}")
+    return ax.figure, ax
+
+
+def _grid(target: FigureBase | None, figsize: tuple[float, float], nrows: int, ncols: int,
+          **kw: Any) -> tuple[FigureBase, np.ndarray]:
+    """A grid of Axes (``squeeze=False``) in a new Figure of ``figsize`` or in the given Figure/SubFigure."""
+    fig = Figure(figsize=figsize) if target is None else target
+    return fig, fig.subplots(nrows, ncols, squeeze=False, **kw)
+
+
+def _root(fig: FigureBase) -> Figure:
+    """The Figure that holds ``fig`` (itself, or the Figure of a SubFigure)."""
+    while not isinstance(fig, Figure):
+        fig = fig.figure
+    return fig
+
+
+def _layout(fig: FigureBase, own: bool, **kw: Any) -> None:
+    """``tight_layout`` on a figure made here, or on a caller's Figure that has no layout engine of its own."""
+    if own or (isinstance(fig, Figure) and fig.get_layout_engine() is None):
+        fig.tight_layout(**kw)
+
+
+def _same(value: Any, wanted: Any) -> bool:
+    """A panel's setting ``value`` is the ``wanted`` one (numbers compared as numbers, else as text).
+
+    >>> _same(np.float64(1.0), 1), _same(True, "true"), _same("hinge", "smooth")
+    (True, True, False)
+    """
+    if isinstance(value, (int, float, np.number)) and isinstance(wanted, (int, float, np.number)) \
+            and not isinstance(value, (bool, np.bool_)) and not isinstance(wanted, (bool, np.bool_)):
+        return bool(np.isclose(float(value), float(wanted), rtol=1e-12, atol=0.0))
+    return bool(value == wanted) or str(value).lower() == str(wanted).lower()
+
+
+def _choose(panels: list[tuple[tuple[Any, ...], pd.DataFrame]], keys: list[str], panel: Panel,
+            what: str) -> tuple[tuple[Any, ...], pd.DataFrame]:
+    """The panel of ``panels`` (settings, rows) that ``panel`` names: an index, a mapping of settings, or
+    None when there is only one."""
+    names = [", ".join(f"{k}={v!r}" for k, v in zip(keys, key)) or "all runs" for key, _ in panels]
+    listing = "; ".join(f"{i}: {n}" for i, n in enumerate(names))
+    if panel is None:
+        if len(panels) == 1:
+            return panels[0]
+        raise ValueError(f"{what} has {len(panels)} panels; choose the one to draw into ax with panel= "
+                         f"(an index, or a mapping of {', '.join(keys)}): {listing}")
+    if isinstance(panel, (int, np.integer)) and not isinstance(panel, bool):
+        if not -len(panels) <= panel < len(panels):
+            raise ValueError(f"panel {panel} of {what}, which has {len(panels)}: {listing}")
+        return panels[int(panel)]
+    if not isinstance(panel, Mapping):
+        raise TypeError(f"panel must be an int, a mapping of settings or None, not {type(panel).__name__}")
+    unknown = sorted(set(panel) - set(keys))
+    if unknown:
+        raise ValueError(f"{what}: its panels are by {', '.join(keys) or 'nothing (one panel)'}, not {', '.join(unknown)}")
+    found = [p for p in panels if all(_same(dict(zip(keys, p[0]))[k], v) for k, v in panel.items())]
+    if len(found) != 1:
+        raise ValueError(f"{what}: {len(found)} panels match {dict(panel)}, not one: {listing}")
+    return found[0]
+
+
+# --- The figures -----------------------------------------------------------------------------------------
+
+def measured_vs_bound(table: pd.DataFrame, bound: str, *, ax: Axes | None = None) -> Figure:
+    """One point per run: the measured quantity against the bound's value, log-log, with y = x
+    (drawn into ``ax`` when given)."""
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
     shown = rows[rows["empirical"] > 0]
     first = rows.iloc[0]
     varying = _varying(rows)
     hue = varying[0] if varying else None
     mark = varying[1] if len(varying) > 1 else None
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(5.6, 4.6))
+    own = ax is None
+    with _style(own):
+        fig, ax = _axes(ax, (5.6, 4.6))
         hues = sorted(shown[hue].unique()) if hue else [None]
         marks = sorted(shown[mark].unique()) if mark else [None]
-        cmap = plt.get_cmap("viridis", max(len(hues), 2))
+        cmap = _cmap("viridis", max(len(hues), 2))
         for i, h in enumerate(hues):
             for j, m in enumerate(marks):
                 sel = shown
@@ -104,26 +217,26 @@ def measured_vs_bound(table: pd.DataFrame, bound: str) -> plt.Figure:
                      f"max ratio {rows['ratio'].max():.3g}", fontsize=10)
         handles, labels = ax.get_legend_handles_labels()
         if informative < len(rows):
-            handles.append(plt.Line2D([], [], ls="", marker="o", markerfacecolor="none", color="grey"))
+            handles.append(Line2D([], [], ls="", marker="o", markerfacecolor="none", color="grey"))
             labels.append("hollow: vacuous (bound >= trivial value)")
         if hue:
-            handles += [plt.Line2D([], [], ls="", marker="o", color=cmap(i)) for i in range(len(hues))]
+            handles += [Line2D([], [], ls="", marker="o", color=cmap(i)) for i in range(len(hues))]
             labels += [_fmt(hue, h) for h in hues]
         if mark:
-            handles += [plt.Line2D([], [], ls="", marker=MARKERS[j % len(MARKERS)], color="grey") for j in range(len(marks))]
+            handles += [Line2D([], [], ls="", marker=MARKERS[j % len(MARKERS)], color="grey") for j in range(len(marks))]
             labels += [_fmt(mark, m) for m in marks]
         if len(shown) < len(rows):
-            handles.append(plt.Line2D([], [], ls=""))
+            handles.append(Line2D([], [], ls=""))
             labels.append(f"({len(rows) - len(shown)} runs with 0 not shown)")
         ax.legend(handles, labels, loc="upper left", fontsize=8)
-        fig.tight_layout()
-    return fig
+        _layout(fig, own)
+    return _root(fig)
 
 
 SEED_LINES = 8  # runs per panel drawn one line each; beyond, the panel shows their median and range
 
 
-def _band(ax: plt.Axes, runs: list[pd.DataFrame], color: object, dashed: bool, steps: bool) -> None:
+def _band(ax: Axes, runs: list[pd.DataFrame], color: object, dashed: bool, steps: bool) -> None:
     """The median over ``runs`` (each a curve: t, empirical) and their min..max as a shaded band, on the
     union of their steps (a count holds its value between steps; a curve is interpolated in log t)."""
     t = np.unique(np.concatenate([r["t"].to_numpy(dtype=float) for r in runs]))
@@ -143,17 +256,26 @@ def _band(ax: plt.Axes, runs: list[pd.DataFrame], color: object, dashed: bool, s
     ax.fill_between(t, lo, hi, color=color, alpha=0.12 if dashed else 0.25, lw=0, step="post" if steps else None)
 
 
-def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_panels: int = 16) -> plt.Figure:
+def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_panels: int = 16, *,
+                    ax: Axes | FigureBase | None = None, panel: Panel = None) -> Figure:
     """The measured quantity against step t, one panel per parameter setting, with each run's bound
     dashed: its curve over t for anytime bounds, else a horizontal line. A panel of at most
     ``SEED_LINES`` runs draws one line per seed; a larger one draws the median over its runs with their
     min..max band, for the measured quantity and for the bound (a figure stays readable, and cheap, at
-    any number of seeds)."""
+    any number of seeds).
+
+    ``ax``: None for a new Figure of every panel; an Axes for the one panel ``panel`` names (module
+    docstring), with its own legend; a Figure or SubFigure for every panel in it."""
     rows = table[(table["bound"] == bound)]
     quantity = rows["quantity"].iloc[0]
     facets = [c for c in _varying(rows) if c != "seed"][:2]
     groups = list(rows.groupby(facets, sort=True)) if facets else [((), rows)]
-    groups = groups[:max_panels]
+    groups = [(key if isinstance(key, tuple) else (key,), sel) for key, sel in groups[:max_panels]]
+    one = isinstance(ax, Axes)
+    if one:
+        groups = [_choose(groups, facets, panel, f"the figure of the {bound} curves")]
+    elif ax is not None and not isinstance(ax, FigureBase):
+        raise TypeError(f"ax must be a matplotlib Axes, Figure, SubFigure or None, not {type(ax).__name__}")
     ncols = int(np.ceil(np.sqrt(len(groups))))
     nrows = int(np.ceil(len(groups) / ncols))
     wanted = {quantity, f"bound/{bound}"} | {f"{p}/{q}" for p in rows.get("part", pd.Series(dtype=object)).dropna().unique()
@@ -162,12 +284,14 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     by_run = {key: part for key, part in relevant.groupby(["run", "quantity"], sort=False)}  # one pass, not one per run
     empty = relevant.iloc[:0]
     banded = False
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(max(3.2 * ncols + 0.6, 6.4), 2.6 * nrows + 1.6), squeeze=False,
-                                 sharex=True, sharey=True)
-        cmap = plt.get_cmap("tab10")
-        for ax, (key, sel) in zip(axes.flat, groups):
-            key = key if isinstance(key, tuple) else (key,)
+    own = ax is None
+    with _style(own):
+        if one:
+            fig, axes = ax.figure, np.array([[ax]])
+        else:
+            fig, axes = _grid(ax, (max(3.2 * ncols + 0.6, 6.4), 2.6 * nrows + 1.6), nrows, ncols, sharex=True, sharey=True)
+        cmap = _cmap("tab10")
+        for ax_, (key, sel) in zip(axes.flat, groups):
             measured, bounds, levels = [], [], []
             for r in sel.itertuples():
                 prefix = f"{r.part}/" if isinstance(getattr(r, "part", None), str) and r.part else ""
@@ -178,65 +302,71 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             if len(measured) <= SEED_LINES:
                 for i, ((r, c), b, level) in enumerate(zip(measured, bounds, levels)):
                     if steps:
-                        ax.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
+                        ax_.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
                     else:
-                        ax.plot(c["t"], c["empirical"], color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
+                        ax_.plot(c["t"], c["empirical"], color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
                     if len(b):  # each run's own bound, in its colour
-                        ax.plot(b["t"], b["empirical"], color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
+                        ax_.plot(b["t"], b["empirical"], color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
                     elif np.isfinite(level):
-                        ax.axhline(level, color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
+                        ax_.axhline(level, color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
             else:
                 banded = True
                 runs = [c for _, c in measured if len(c)]
                 if runs:
-                    _band(ax, runs, cmap(0), dashed=False, steps=steps)
+                    _band(ax_, runs, cmap(0), dashed=False, steps=steps)
                 curved = [b for b in bounds if len(b)]
                 if curved:
-                    _band(ax, curved, BOUND_COLOR, dashed=True, steps=False)
+                    _band(ax_, curved, BOUND_COLOR, dashed=True, steps=False)
                 elif np.isfinite(levels).any():
                     finite = np.asarray(levels, dtype=float)[np.isfinite(levels)]
-                    ax.axhline(float(np.median(finite)), color=BOUND_COLOR, ls="--", lw=1.0)
+                    ax_.axhline(float(np.median(finite)), color=BOUND_COLOR, ls="--", lw=1.0)
                     if finite.min() < finite.max():
-                        ax.axhspan(finite.min(), finite.max(), color=BOUND_COLOR, alpha=0.08, lw=0)
-                ax.text(0.02, 0.03, f"{len(measured)} runs", transform=ax.transAxes, fontsize=7, va="bottom")
-            ax.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
+                        ax_.axhspan(finite.min(), finite.max(), color=BOUND_COLOR, alpha=0.08, lw=0)
+                ax_.text(0.02, 0.03, f"{len(measured)} runs", transform=ax_.transAxes, fontsize=7, va="bottom")
+            ax_.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
             shown = pd.concat([c for _, c in measured] + bounds) if measured else empty
-            ax.set(xscale="log", yscale="log" if (shown["empirical"] > 0).all() else "symlog")
-        for ax in axes.flat[len(groups):]:
-            ax.set_visible(False)
-        for ax in axes[-1]:
-            ax.set_xlabel("step t")
-        for ax in axes[:, 0]:
-            ax.set_ylabel(f"{quantity} up to t")
+            ax_.set(xscale="log", yscale="log" if (shown["empirical"] > 0).all() else "symlog")
+        for ax_ in axes.flat[len(groups):]:
+            ax_.set_visible(False)
+        for ax_ in axes[-1]:
+            ax_.set_xlabel("step t")
+        for ax_ in axes[:, 0]:
+            ax_.set_ylabel(f"{quantity} up to t")
         if banded:
-            handles = [plt.Line2D([], [], color=cmap(0), lw=1.4),
-                       matplotlib.patches.Patch(color=cmap(0), alpha=0.25, lw=0),
-                       plt.Line2D([], [], color=BOUND_COLOR, ls="--")]
+            handles = [Line2D([], [], color=cmap(0), lw=1.4),
+                       Patch(color=cmap(0), alpha=0.25, lw=0),
+                       Line2D([], [], color=BOUND_COLOR, ls="--")]
             labels = [f"{quantity}: median over the panel's runs", "min..max over the runs",
                       f"{rows['title'].iloc[0]} bound: median over the runs (band: min..max)"]
         else:
             handles, labels = axes.flat[0].get_legend_handles_labels()
-            handles.append(plt.Line2D([], [], color=BOUND_COLOR, ls="--"))
+            handles.append(Line2D([], [], color=BOUND_COLOR, ls="--"))
             labels.append(f"{rows['title'].iloc[0]} bound of the run")
+        title = f"{_who(rows)}: {quantity} against step t, with the {rows['title'].iloc[0]} bound (dashed)"
+        if one:  # the figure's title and legend, in the one panel
+            ax.legend(handles, labels, loc="best", fontsize=7)
+            ax.set_title(f"{title}\n{ax.get_title()}", fontsize=9)
+            return _root(fig)
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8)
-        fig.suptitle(f"{_who(rows)}: {quantity} against step t, with the "
-                     f"{rows['title'].iloc[0]} bound (dashed)\n{rows['formula'].iloc[0]}", fontsize=10)
-        fig.tight_layout(rect=(0, 0.04 + 0.03 * ((len(labels) + 3) // 4), 1, 1))
-    return fig
+        fig.suptitle(f"{title}\n{rows['formula'].iloc[0]}", fontsize=10)
+        _layout(fig, own, rect=(0, 0.04 + 0.03 * ((len(labels) + 3) // 4), 1, 1))
+    return _root(fig)
 
 
-def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
+def rate_vs_bound(table: pd.DataFrame, bound: str, x: str, *, ax: Axes | None = None) -> Figure:
     """The measured quantity against ``x`` (T or m) on log-log axes: the mean over seeds with its 95 %
-    t band, and the bound (mean over seeds) as a dashed line, one colour per other swept setting."""
+    t band, and the bound (mean over seeds) as a dashed line, one colour per other swept setting
+    (drawn into ``ax`` when given)."""
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
     first = rows.iloc[0]
     # a colour per combination of the other swept settings (never a mean over one of them), but not one that
     # merely renames x (e.g. n when T = m)
     hues = [c for c in _varying(rows) if c not in (x, "seed") and rows.groupby(c)[x].nunique().max() > 1]
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    own = ax is None
+    with _style(own):
+        fig, ax = _axes(ax, (6.4, 4.6))
         groups = list(rows.groupby(hues, sort=True)) if hues else [((), rows)]
-        cmap = plt.get_cmap("viridis", max(len(groups), 2))
+        cmap = _cmap("viridis", max(len(groups), 2))
         for i, (h, sel) in enumerate(groups):
             agg = sel.groupby(x).agg(bound=("theoretical", "mean")).reset_index()
             bands = [_mean_ci(g["empirical"]) for _, g in sel.groupby(x, sort=True)]
@@ -261,10 +391,10 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str) -> plt.Figure:
         seeds = int(rows.groupby(["setting"]).size().max())
         ax.set_title(f"{first['learner']}: {first['quantity']} against {x}, with the {first['title']} bound "
                      f"({first['guarantee']})\n{first['formula']}\n({seeds} seeds per point)", fontsize=9)
-        fig.tight_layout()
+        _layout(fig, own)
         # below the axes, outside them: the lines stay visible (save() trims to what is drawn)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=min(3, max(1, len(groups))))
-    return fig
+    return _root(fig)
 
 
 # Pairs of swept parameters shown as heatmaps of measured/bound, and categorical ones compared side by side.
@@ -277,15 +407,17 @@ def _mean_ci(values: pd.Series) -> tuple[float, float]:
     return mean_interval(values.dropna().to_numpy(dtype=np.float64))
 
 
-def ratio_heatmap(table: pd.DataFrame, bound: str, x: str, y: str) -> plt.Figure:
+def ratio_heatmap(table: pd.DataFrame, bound: str, x: str, y: str, *, ax: Axes | None = None) -> Figure:
     """measured / bound over the (x, y) grid: the worst run per cell for a (D) bound (it must stay <= 1),
-    the mean over seeds for (E) and (P) bounds; each cell annotated with its value."""
+    the mean over seeds for (E) and (P) bounds; each cell annotated with its value. Drawn into ``ax``
+    when given (its colour bar takes room from ``ax``, beside it)."""
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
     first = rows.iloc[0]
     worst = first["guarantee"] == "D"
     agg = rows.groupby([y, x])["ratio"].agg("max" if worst else "mean").unstack(x).sort_index(ascending=False)
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(1.1 * agg.shape[1] + 2.4, 0.75 * agg.shape[0] + 1.8))
+    own = ax is None
+    with _style(own):
+        fig, ax = _axes(ax, (1.1 * agg.shape[1] + 2.4, 0.75 * agg.shape[0] + 1.8))
         vmax = max(1.0, float(np.nanmax(agg.to_numpy())))
         im = ax.imshow(agg.to_numpy(dtype=float), cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
         for (i, j), v in np.ndenumerate(agg.to_numpy(dtype=float)):
@@ -300,16 +432,21 @@ def ratio_heatmap(table: pd.DataFrame, bound: str, x: str, y: str) -> plt.Figure
         fig.colorbar(im, ax=ax, label=f"measured / bound ({what})")
         ax.set_title(f"{_who(rows)}: {first['quantity']} / {first['title']} bound "
                      f"({first['guarantee']})\n{what}; > 1 would be a violation", fontsize=9)
-        fig.tight_layout()
-    return fig
+        _layout(fig, own)
+    return _root(fig)
 
 
-def compare(table: pd.DataFrame, quantity: str, by: str, x: str | None = None) -> plt.Figure:
+def compare(table: pd.DataFrame, quantity: str, by: str, x: str | None = None, *,
+            ax: Axes | FigureBase | None = None, panel: Panel = None) -> Figure:
     """``quantity`` (a bound's measured quantity, or a column of the table such as f_star_hi) for each
     value of ``by``: the mean over seeds with its 95 % band against ``x`` (log-log) when given, else one
     column of runs per value with the mean and its interval. A bound on the quantity, where it applies,
     is drawn dashed in the same colour. Every run is shown, whether a bound applies to it or not. Runs of
-    several learners (when ``by`` is not the learner) get a panel each, side by side."""
+    several learners (when ``by`` is not the learner) get a panel each, side by side, and so does each
+    value of another setting swept beside ``x``.
+
+    ``ax``: None for a new Figure of every panel; an Axes for the one panel ``panel`` names (module
+    docstring); a Figure or SubFigure for every panel in it."""
     if quantity in table["quantity"].values:
         rows = table[table["quantity"] == quantity]
         bounded = rows[rows["applicable"].astype(bool) & (rows["guarantee"] != "P")]
@@ -331,39 +468,52 @@ def compare(table: pd.DataFrame, quantity: str, by: str, x: str | None = None) -
         keys.pop()
     pooled = [c for c in others if c not in keys]
     panels = list(rows.groupby(keys, sort=True)) if keys else [((), rows)]
+    panels = [(key if isinstance(key, tuple) else (key,), mine) for key, mine in panels]
+    several = len(panels) > 1  # panels of the whole figure, whichever are drawn
+    one = isinstance(ax, Axes)
+    if one:
+        panels = [_choose(panels, keys, panel, f"the figure of {quantity} by {by}")]
+    elif ax is not None and not isinstance(ax, FigureBase):
+        raise TypeError(f"ax must be a matplotlib Axes, Figure, SubFigure or None, not {type(ax).__name__}")
     ncols = min(len(panels), 4)
     nrows = -(-len(panels) // ncols)
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(6.0 * ncols ** 0.8, 4.4 * nrows ** 0.9), sharey=True,
-                                 squeeze=False)
-        for ax, (key, mine) in zip(axes.flat, panels):
-            key = key if isinstance(key, tuple) else (key,)
+    own = ax is None
+    with _style(own):
+        if one:
+            fig, axes = ax.figure, np.array([[ax]])
+        else:
+            fig, axes = _grid(ax, (6.0 * ncols ** 0.8, 4.4 * nrows ** 0.9), nrows, ncols, sharey=True)
+        for ax_, (key, mine) in zip(axes.flat, panels):
             theirs = bounded
             for c, v in zip(keys, key):
                 theirs = theirs[theirs[c] == v]
-            _compare_panel(ax, mine, theirs, quantity, by, x, cats)
-            if len(panels) > 1:
-                ax.set_title(", ".join(str(v) if c == "learner" else _fmt(c, v) for c, v in zip(keys, key)), fontsize=9)
-        for ax in list(axes.flat)[len(panels):]:
-            ax.set_visible(False)
-        for ax in axes[:, 0]:
-            ax.set_ylabel(f"{quantity} (per run; mean over seeds, 95 % band)")
+            _compare_panel(ax_, mine, theirs, quantity, by, x, cats)
+            if several:
+                ax_.set_title(", ".join(str(v) if c == "learner" else _fmt(c, v) for c, v in zip(keys, key)), fontsize=9)
+        for ax_ in list(axes.flat)[len(panels):]:
+            ax_.set_visible(False)
+        for ax_ in axes[:, 0]:
+            ax_.set_ylabel(f"{quantity} (per run; mean over seeds, 95 % band)")
         seeds = int(rows.groupby("setting").size().max())
         pool = f"; pooled over {', '.join(pooled)}" if pooled else ""
-        if len(panels) == 1:
+        if not several:
             axes[0, 0].set_title(f"{_who(rows)}: {quantity} by {by}" + (f" against {x}" if x else "")
                                  + f" ({seeds} seeds per setting{pool})", fontsize=9)
+        elif one:  # the figure's title above the panel's
+            ax.set_title(f"{_who(rows)}: {quantity} by {by}" + (f" against {SYMBOL.get(x, x)}" if x else "")
+                         + f" ({seeds} seeds per setting{pool})\n{ax.get_title()}", fontsize=9)
         else:
             fig.suptitle(f"{_who(rows)}: {quantity} by {by}" + (f" against {SYMBOL.get(x, x)}" if x else "")
                          + f", a panel per {' and '.join(keys)} ({seeds} seeds per setting{pool})", fontsize=10)
-        fig.tight_layout()
-    return fig
+        if not one:
+            _layout(fig, own)
+    return _root(fig)
 
 
-def _compare_panel(ax: plt.Axes, rows: pd.DataFrame, bounded: pd.DataFrame, quantity: str, by: str,
+def _compare_panel(ax: Axes, rows: pd.DataFrame, bounded: pd.DataFrame, quantity: str, by: str,
                    x: str | None, cats: list[str]) -> None:
     """One panel of :func:`compare`: ``rows`` (one per run, with ``value``) by ``by``, against ``x``."""
-    cmap = plt.get_cmap("tab10")
+    cmap = _cmap("tab10")
     for i, cat in enumerate(cats):
         sel = rows[rows[by].astype(str) == cat]
         if not len(sel):
@@ -394,44 +544,76 @@ def _compare_panel(ax: plt.Axes, rows: pd.DataFrame, bounded: pd.DataFrame, quan
         ax.legend(fontsize=7, loc="best")
 
 
-def save(fig: plt.Figure, directory: Path, stem: str) -> list[Path]:
-    """Write ``fig`` as PNG and SVG; return the paths."""
+def save(fig: Figure, directory: Path, stem: str) -> list[Path]:
+    """Write ``fig`` as PNG and SVG; return the paths. No backend is needed: ``Figure.savefig`` picks the
+    renderer from the file's format. (A figure made here is not pyplot's: nothing holds it once dropped.)"""
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
-    with plt.rc_context(STYLE):  # svg.hashsalt is read when saving: stable ids, byte-identical files
+    with matplotlib.rc_context(STYLE):  # svg.hashsalt is read when saving: stable ids, byte-identical files
         for p in paths:
             fig.savefig(p, metadata={"Date": None} if p.suffix == ".svg" else {"Software": None}, bbox_inches="tight")
-    plt.close(fig)
     return paths
 
 
-def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path) -> list[Path]:
-    """Every figure of a sweep: for each bound that applied in at least one run, measured against the
-    bound (log-log, one point per run) and, for (D) and (E) bounds, against step t; the (E) rate against
-    T or m with seed bands; heatmaps of measured/bound over swept pairs (gamma x rho, lambda x T); and the
-    measured quantity by each swept categorical setting (sampling scheme, kernel, ...)."""
-    paths: list[Path] = []
+class Spec(NamedTuple):
+    """One figure of a sweep: its file stem, the function that draws it (a key of :data:`KINDS`) and that
+    function's arguments besides the tables and ``ax``."""
+
+    stem: str
+    kind: str
+    kwargs: dict[str, Any]
+
+
+def figure_plan(table: pd.DataFrame, curves: pd.DataFrame) -> list[Spec]:
+    """Every figure of a sweep (:func:`sweep_figures` draws and saves these): for each bound that applied
+    in at least one run, measured against the bound (log-log, one point per run) and, for (D) and (E)
+    bounds, against step t; the (E) rate against T or m with seed bands; heatmaps of measured/bound over
+    swept pairs (gamma x rho, lambda x T); and the measured quantity by each swept categorical setting
+    (sampling scheme, kernel, ...)."""
+    plan: list[Spec] = []
     applicable = table[table["applicable"].astype(bool)]
     varying = _varying(table)
     drawn: set[str] = set()  # quantities whose curves are drawn: one figure per quantity (its first bound)
     for bound in applicable["bound"].unique():
         rows = table[table["bound"] == bound]
         guarantee, quantity = rows["guarantee"].iloc[0], rows["quantity"].iloc[0]
-        paths += save(measured_vs_bound(table, bound), directory, f"{bound}_measured_vs_bound")
+        plan.append(Spec(f"{bound}_measured_vs_bound", "measured_vs_bound", {"bound": bound}))
         names = curves["quantity"] if "quantity" in curves else pd.Series([], dtype=object)
         traced = bool(names.eq(quantity).any() or names.str.endswith(f"/{quantity}").any())  # a count per run has no curve
         if guarantee in ("D", "E") and quantity not in drawn and traced:
             drawn.add(quantity)
-            paths += save(curves_vs_bound(table, curves, bound), directory, f"{bound}_curves")
+            plan.append(Spec(f"{bound}_curves", "curves_vs_bound", {"bound": bound}))
         for x in ("T", "m", "n"):
             if x in rows and rows[x].nunique() > 1 and guarantee == "E":
-                paths += save(rate_vs_bound(table, bound, x), directory, f"{bound}_rate_vs_{x}")
+                plan.append(Spec(f"{bound}_rate_vs_{x}", "rate_vs_bound", {"bound": bound, "x": x}))
                 break
         for x, y in HEATMAP_PAIRS:
             if x in varying and y in varying and guarantee in ("D", "E"):
-                paths += save(ratio_heatmap(table, bound, x, y), directory, f"{bound}_heatmap_{y}_{x}")
+                plan.append(Spec(f"{bound}_heatmap_{y}_{x}", "ratio_heatmap", {"bound": bound, "x": x, "y": y}))
     x = next((c for c in ("T", "m", "gamma") if c in varying and _per_setting(table, c)), None)
     for by in (c for c in CATEGORICAL if c in varying or (c == "learner" and table["learner"].nunique() > 1)):
         judged = applicable[applicable["guarantee"].isin(["E", "D"])]
         for quantity in judged.sort_values("guarantee", ascending=False)["quantity"].unique()[:1]:
-            paths += save(compare(table, quantity, by, x), directory, f"{quantity}_by_{by}")
+            plan.append(Spec(f"{quantity}_by_{by}", "compare", {"quantity": quantity, "by": by, "x": x}))
+    return plan
+
+
+# The figure functions by name; curves_vs_bound is the one that also reads the curves.
+KINDS: dict[str, Callable[..., Figure]] = {"measured_vs_bound": measured_vs_bound, "curves_vs_bound": curves_vs_bound,
+                                          "rate_vs_bound": rate_vs_bound, "ratio_heatmap": ratio_heatmap, "compare": compare}
+
+
+def draw(kind: str, table: pd.DataFrame, curves: pd.DataFrame, *, ax: Axes | FigureBase | None = None,
+         **kwargs: Any) -> Figure:
+    """The figure function ``kind`` (a key of :data:`KINDS`) on the sweep's tables, into ``ax``."""
+    if kind not in KINDS:
+        raise ValueError(f"no figure kind {kind!r}; the kinds are {', '.join(KINDS)}")
+    args = (table, curves) if kind == "curves_vs_bound" else (table,)
+    return KINDS[kind](*args, ax=ax, **kwargs)
+
+
+def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path) -> list[Path]:
+    """Draw and save every figure of :func:`figure_plan` into ``directory`` (PNG and SVG); return the paths."""
+    paths: list[Path] = []
+    for spec in figure_plan(table, curves):
+        paths += save(draw(spec.kind, table, curves, **spec.kwargs), directory, spec.stem)
     return paths

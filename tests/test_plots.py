@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import itertools
 
-import matplotlib
 import numpy as np
 import pandas as pd
+import pytest
+from matplotlib.figure import Figure
 
 from pipeline import plots
-
-matplotlib.use("Agg")
 
 
 def _table() -> pd.DataFrame:
@@ -48,3 +47,24 @@ def test_rate_figure_draws_a_line_per_combination_of_the_other_settings() -> Non
     assert _points(fig) == expected
     labels = [line.get_label() for line in fig.axes[0].get_lines() if line.get_marker() == "o"]
     assert "λ = 0.1, projection = true: measured, mean over seeds (95 % band)" in labels
+
+
+def test_rate_and_compare_draw_into_an_axes_with_a_chosen_panel() -> None:
+    """Into a caller's Axes (no pyplot, no backend): the same points; compare's panel chosen by its setting."""
+    table = _table()
+    ax = Figure().subplots()
+    fig = plots.rate_vs_bound(table, "kernel_expectation", "T", ax=ax)
+    assert fig is ax.figure
+    assert _points(fig) == {(float(T), round(1000 * lam / T + p, 12))
+                            for p, lam, T in itertools.product([0, 1], [0.1, 1.0], [100, 1000])}
+    ax = Figure().subplots()
+    plots.compare(table, "suboptimality", "projection", "T", ax=ax, panel={"lam": 0.1})
+    assert _points(ax.figure) == {(float(T), round(100 / T + p, 12)) for p, T in itertools.product([0, 1], [100, 1000])}
+    assert ax.get_title().endswith("λ = 0.1") and ax.get_ylabel().startswith("suboptimality")
+    with pytest.raises(ValueError, match="2 panels"):
+        plots.compare(table, "suboptimality", "projection", "T", ax=Figure().subplots())
+    fig = Figure()
+    plots.compare(table, "suboptimality", "projection", "T", ax=fig)  # every panel, into the caller's figure
+    assert sorted(a.get_title() for a in fig.axes) == ["λ = 0.1", "λ = 1"]
+    with pytest.raises(TypeError):
+        plots.measured_vs_bound(table, "kernel_expectation", ax=fig)  # a single-panel figure wants an Axes

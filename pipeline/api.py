@@ -1,0 +1,324 @@
+"""Results from Python: a sweep's or an experiment's tables, verdicts, provenance and figures.
+
+A sweep writes its results into a directory (``multirun/...`` after ``boundlab -m``, or
+``results/NAME`` after ``dvc repro``) and logs the same files to its MLflow parent run.
+:func:`load` reads either into a :class:`Results`; :func:`experiment` reads ``results/NAME`` of a
+checkout together with the experiment's claims. Nothing is recomputed: the verdicts are the sweep's
+(``metrics.json``, :func:`pipeline.callbacks.summary`) and each claim is judged from them as the report
+judges it (:func:`pipeline.verdicts.judge_claim`). :meth:`Results.plot` draws any of the report's figures
+into a given matplotlib Axes. Neither this module nor :mod:`pipeline.plots` selects a matplotlib backend
+or imports pyplot. See docs/notebook.md.
+
+In a notebook::
+
+    import matplotlib.pyplot as plt
+    from pipeline import api
+
+    res = api.experiment("perceptron_margin")          # results/perceptron_margin, with its claims
+    res.verdicts                                       # per bound: guarantee, verdict, evidence, counts
+    fig, ax = plt.subplots()
+    res.plot("novikoff_measured_vs_bound", ax=ax)      # a figure of the report, by its file's stem
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import pandas as pd
+
+from pipeline.verdicts import ClaimVerdict, judge_claim
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure, FigureBase
+
+FILES = ("results.parquet", "curves.parquet", "metrics.json")  # what a sweep's directory and parent run hold
+_RUN_ID = re.compile(r"^(?:runs:/)?([0-9a-f]{32})/?$")
+
+
+@dataclass
+class Results:
+    """One sweep's results, as its directory or MLflow parent run holds them.
+
+    ``table``: one row per (run, bound): settings, measured (``empirical``), bound (``theoretical``),
+    ``ratio``, verdict inputs (results.parquet). ``curves``: the measured quantities and anytime bounds
+    against step t (run, quantity, t, empirical). ``metrics``: metrics.json as written (per bound its
+    verdict and evidence, plus ``runs`` and ``failed_jobs``). ``claim_verdicts``: the experiment's claims,
+    judged (empty when its claims are not known). ``provenance``: what is known of how the results were
+    made (source, experiment, parent run, overrides, git commit, ...). ``spec``: the experiment's file
+    (question, claims, compare), when known.
+    """
+
+    table: pd.DataFrame
+    curves: pd.DataFrame
+    metrics: dict[str, Any]
+    provenance: dict[str, Any]
+    name: str | None = None
+    spec: dict[str, Any] = field(default_factory=dict)
+    claim_verdicts: list[ClaimVerdict] = field(default_factory=list)
+
+    @property
+    def verdicts(self) -> pd.DataFrame:
+        """Per bound (index), the sweep's verdict: guarantee, verdict, evidence, decided_by and the counts."""
+        rows = {b: s for b, s in self.metrics.items() if isinstance(s, dict)}
+        first = ["guarantee", "verdict", "evidence", "decided_by", "runs", "applicable", "informative"]
+        frame = pd.DataFrame.from_dict(rows, orient="index")
+        frame.index.name = "bound"
+        return frame[[c for c in first if c in frame] + [c for c in frame if c not in first]]
+
+    @property
+    def claims(self) -> pd.DataFrame:
+        """The experiment's claims with their verdicts (one row per claim; empty when not known)."""
+        columns = ["bound", "guarantee", "status", "text", "informative", "runs", "decided_by", "claim"]
+        return pd.DataFrame([v.as_dict() for v in self.claim_verdicts], columns=["experiment", *columns])[columns]
+
+    @property
+    def figures(self) -> list[str]:
+        """The stems of the report's figures of this sweep (the files the sweep and the report write):
+        each can be drawn with :meth:`plot`."""
+        return list(self._plan())
+
+    def _plan(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        from pipeline import plots
+
+        plan = {s.stem: (s.kind, s.kwargs) for s in plots.figure_plan(self.table, self.curves)} if len(self.table) else {}
+        compare = self.spec.get("compare")
+        if compare and self.name and len(self.table):  # the report's own comparison (pipeline.report.load)
+            plan[f"{self.name}_{compare['quantity']}_by_{compare['by']}"] = (
+                "compare", {"quantity": compare["quantity"], "by": compare["by"], "x": compare.get("x")})
+        return plan
+
+    def plot(self, figure: str, ax: Axes | FigureBase | None = None, **kwargs: Any) -> Figure:
+        """Draw ``figure`` into ``ax`` and return the Figure drawn on.
+
+        ``figure``: a stem of :attr:`figures` (e.g. ``"novikoff_measured_vs_bound"``), whose arguments
+        ``kwargs`` may override, or a figure function of :data:`pipeline.plots.KINDS`
+        (``"measured_vs_bound"``, ``"curves_vs_bound"``, ``"rate_vs_bound"``, ``"ratio_heatmap"``,
+        ``"compare"``) with its arguments, e.g. ``plot("measured_vs_bound", bound="novikoff", ax=ax)``.
+        ``ax``: an Axes (for the figures of several panels, the one named by ``panel=``), a Figure or
+        SubFigure (every panel), or None (a new Figure). See :mod:`pipeline.plots`.
+        """
+        from pipeline import plots
+
+        plan = self._plan()
+        if figure in plan:
+            kind, args = plan[figure]
+            kwargs = {**args, **kwargs}
+        elif figure in plots.KINDS:
+            kind = figure
+        else:
+            raise ValueError(f"no figure {figure!r}: name one of this sweep's figures ({', '.join(plan) or 'none'}) "
+                             f"or a figure function ({', '.join(plots.KINDS)})")
+        if not len(self.table):
+            raise ValueError("the sweep has no results (no job finished): there is nothing to draw")
+        return plots.draw(kind, self.table, self.curves, ax=ax, **kwargs)
+
+
+# --- Loading ---------------------------------------------------------------------------------------------
+
+def load(source: str | os.PathLike[str], *, tracking_uri: str | None = None,
+         experiments: str | os.PathLike[str] | None = None, dest: str | os.PathLike[str] | None = None) -> Results:
+    """The results of a sweep from its directory or its MLflow parent run.
+
+    ``source``: a directory holding results.parquet, curves.parquet and metrics.json (a sweep directory
+    such as ``multirun/NAME``, or an experiment's ``results/NAME``), or the id of a sweep's MLflow parent
+    run (32 hex digits, or ``runs:/<id>``), whose artifacts are downloaded (into ``dest``, a new
+    temporary directory if None) from the store ``tracking_uri`` (default:
+    :func:`pipeline.tracking.tracking_uri`, i.e. ``MLFLOW_TRACKING_URI`` or the project's ``mlflow.db``).
+
+    The experiment's claims are judged when its file is found: ``experiments/NAME.yaml`` in
+    ``experiments`` (a directory) if given, else beside the results (``results/NAME`` ->
+    ``experiments/NAME.yaml`` of the same checkout), else in the project; a sweep directory's own Hydra
+    record (``multirun.yaml``) holds them too.
+    """
+    path = Path(source)
+    if path.is_dir():
+        return _from_directory(path, Path(experiments) if experiments is not None else None)
+    found = run_id(source)
+    if found:
+        return _from_mlflow(found, tracking_uri, Path(experiments) if experiments is not None else None,
+                            Path(dest) if dest is not None else None)
+    raise FileNotFoundError(f"{source}: neither a directory of sweep results nor an MLflow run id (32 hex digits or runs:/<id>)")
+
+
+def run_id(source: str | os.PathLike[str]) -> str | None:
+    """The MLflow run id ``source`` names (``runs:/<id>`` or the bare 32 hex digits), else None.
+
+    >>> run_id("runs:/c0a0834cf432485fb978f05d1eb10cab")
+    'c0a0834cf432485fb978f05d1eb10cab'
+    >>> run_id("results/perceptron_margin") is None
+    True
+    """
+    match = _RUN_ID.match(str(source).strip())
+    return match.group(1) if match else None
+
+
+def experiment(name: str, root: str | os.PathLike[str] = ".") -> Results:
+    """Experiment ``name`` of the checkout ``root`` after ``dvc repro``: ``results/NAME`` with the claims of
+    ``experiments/NAME.yaml``, and what the stage's sweep (``multirun/dvc/NAME``) and the report
+    (``report/provenance.json``) record of its provenance."""
+    from pipeline.dvc_stage import WORK_DIR
+
+    root = Path(root)
+    results = root / "results" / name
+    if not results.is_dir():
+        raise FileNotFoundError(f"{results}: no results of experiment {name} (run `dvc repro` first)")
+    out = _from_directory(results, root / "experiments", sweep_dir=root / WORK_DIR / name)
+    report = root / "report" / "provenance.json"
+    if report.exists():
+        record = json.loads(report.read_text())
+        out.provenance.setdefault("git commit", record.get("git commit"))
+        out.provenance.setdefault("parent run", (record.get("mlflow parent runs") or {}).get(name))
+        out.provenance["report written"] = record.get("written")
+    return out
+
+
+def _read(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """The sweep's tables and summary in ``directory`` (empty ones where a file is missing: no job finished)."""
+    if not (directory / "metrics.json").exists() and not (directory / "results.parquet").exists():
+        raise FileNotFoundError(f"{directory}: no results.parquet or metrics.json (not a sweep's results)")
+    table = pd.read_parquet(directory / "results.parquet") if (directory / "results.parquet").exists() else pd.DataFrame()
+    curves = pd.read_parquet(directory / "curves.parquet") if (directory / "curves.parquet").exists() else pd.DataFrame()
+    metrics = json.loads((directory / "metrics.json").read_text()) if (directory / "metrics.json").exists() else {}
+    return table, curves, metrics
+
+
+def _name(table: pd.DataFrame, fallback: str | None) -> str | None:
+    if "experiment" in table and table["experiment"].nunique() == 1:
+        return str(table["experiment"].iloc[0])
+    return fallback
+
+
+def _spec_file(name: str | None, experiments: Path | None, near: Path | None) -> Path | None:
+    """``experiments/NAME.yaml``: in ``experiments``, or in the checkout of ``near`` (results/NAME), or the project's."""
+    if not name:
+        return None
+    from pipeline.paths import project_root
+
+    places = [experiments] if experiments is not None else []
+    if near is not None:
+        places += [p / "experiments" for p in near.resolve().parents[:3]]
+    places.append(project_root() / "experiments")
+    return next((p / f"{name}.yaml" for p in places if (p / f"{name}.yaml").is_file()), None)
+
+
+def _spec(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    from omegaconf import OmegaConf
+
+    spec = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    return spec if isinstance(spec, dict) else {}
+
+
+def _hydra_record(sweep_dir: Path) -> dict[str, Any]:
+    """What a sweep directory's Hydra record (``multirun.yaml``) and parent marker say of the sweep: the parent
+    run, the command's overrides, the grid (what the parent run's params record) and the composed config."""
+    from pipeline.tracking import read_parent_marker
+
+    out: dict[str, Any] = {}
+    marker = read_parent_marker(sweep_dir)
+    if marker:
+        out["parent run"], out["sweep id"] = marker
+    record = sweep_dir / "multirun.yaml"
+    if record.exists():
+        from omegaconf import OmegaConf
+
+        loaded = OmegaConf.load(record)
+        grid = {}
+        for key in OmegaConf.select(loaded, "hydra.sweeper.params", default=None) or {}:
+            try:  # the experiment's grid names its values through interpolations (grid.${scale}.gamma)
+                grid[str(key)] = str(OmegaConf.select(loaded, f"hydra.sweeper.params.{key}"))
+            except Exception:  # noqa: BLE001 - a resolver this process lacks: the text as recorded
+                grid[str(key)] = str(loaded.hydra.sweeper.params._get_node(key)._value())
+        cfg = OmegaConf.to_container(loaded, resolve=False)
+        hydra = cfg.pop("hydra", {}) or {}
+        out["overrides"] = [str(o) for o in (hydra.get("overrides") or {}).get("task") or []]
+        for override in out["overrides"]:  # as the parent run's params record them (pipeline.callbacks._swept)
+            key, _, value = override.lstrip("+~").partition("=")
+            if value and not key.startswith("hydra") and key != "force":
+                grid[key] = value
+        out["grid"] = grid
+        out["config"] = cfg  # the sweep's composed config (unresolved)
+    return out
+
+
+def _judge(name: str | None, spec: Mapping[str, Any], metrics: Mapping[str, Any]) -> list[ClaimVerdict]:
+    return [judge_claim(name or "", c, metrics) for c in spec.get("claims") or []] if metrics else []
+
+
+def _from_directory(directory: Path, experiments: Path | None, sweep_dir: Path | None = None) -> Results:
+    table, curves, metrics = _read(directory)
+    record = _hydra_record(sweep_dir if sweep_dir is not None else directory)
+    config = record.pop("config", {})
+    name = _name(table, config.get("name") or (directory.name if sweep_dir is not None else None))
+    found = _spec_file(name, experiments, directory)
+    spec = _spec(found) or {k: config[k] for k in ("question", "claims") if config.get(k)}
+    provenance: dict[str, Any] = {"source": str(directory), "experiment": name,
+                                  "question": " ".join(str(spec.get("question") or "").split()) or None,
+                                  "experiment file": str(found) if found else None, **record}
+    if "data_hash" in table:
+        provenance["data hashes"] = sorted(table["data_hash"].astype(str).unique())
+    provenance["environment"] = _environment()
+    return Results(table, curves, metrics, provenance, name, spec, _judge(name, spec, metrics))
+
+
+def _environment() -> dict[str, Any]:
+    """Python and package versions of this process (what reads the results; the report records the same)."""
+    from pipeline.report import provenance
+
+    return provenance()
+
+
+def _from_mlflow(run_id: str, tracking_uri: str | None, experiments: Path | None, dest: Path | None) -> Results:
+    from pipeline import tracking
+
+    uri = tracking.tracking_uri(tracking_uri) if tracking_uri is None else tracking_uri
+    db = tracking._sqlite_path(uri)
+    if db is not None and not Path(db).exists():  # never create an empty store by reading one
+        raise FileNotFoundError(f"no MLflow store at {uri}")
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    run = client.get_run(run_id)
+    dest = Path(tempfile.mkdtemp(prefix=f"boundlab-{run_id[:8]}-")) if dest is None else dest
+    dest.mkdir(parents=True, exist_ok=True)
+    present = {a.path for a in client.list_artifacts(run_id)}
+    if not present & set(FILES):
+        raise FileNotFoundError(f"MLflow run {run_id} has none of {', '.join(FILES)}: not a finished sweep's parent run")
+    quiet = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # three small files: no progress bars in a notebook
+    try:
+        for name in FILES:
+            if name in present:
+                client.download_artifacts(run_id, name, str(dest))
+    finally:
+        if quiet is None:
+            os.environ.pop("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", None)
+        else:
+            os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = quiet
+    table, curves, metrics = _read(dest)
+    tags, experiment_name = run.data.tags, client.get_experiment(run.info.experiment_id).name
+    name = _name(table, experiment_name)
+    found = _spec_file(name, experiments, None)
+    spec = _spec(found)
+    question = tags.get("mlflow.note.content", "").split("\n\nClaims:")[0]
+    provenance: dict[str, Any] = {
+        "source": f"runs:/{run_id}", "tracking uri": uri, "experiment": name,
+        "question": " ".join((spec.get("question") or question or "").split()) or None,
+        "experiment file": str(found) if found else None, "parent run": run_id,
+        "sweep id": tags.get("boundlab.sweep_id"), "status": run.info.status,
+        "overrides": tags.get("boundlab.overrides", "").split(), "grid": dict(run.data.params),
+        "git commit": tags.get("boundlab.git_commit"), "sweep dir": tags.get("boundlab.sweep_dir"),
+        "downloaded to": str(dest),
+    }
+    if "data_hash" in table:
+        provenance["data hashes"] = sorted(table["data_hash"].astype(str).unique())
+    provenance["environment"] = _environment()
+    return Results(table, curves, metrics, provenance, name, spec, _judge(name, spec, metrics))
