@@ -97,7 +97,7 @@ def refresh(root: Path = PACKAGE_ROOT, extras: str = "test") -> Path:
         env = Path(tmp) / "venv"
         venv.EnvBuilder(with_pip=True).create(env)
         python = env / "bin" / "python"
-        print(f"pipeline.pins: resolving {root.name}[{extras}] in a fresh virtual environment (a few minutes)", flush=True)
+        print(f"pipeline.pins: resolving .[{extras}] in a fresh virtual environment (a few minutes)", flush=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", f".[{extras}]"], cwd=root, check=True)
         pins = freeze(python)
     target = root / "constraints.txt"

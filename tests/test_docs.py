@@ -108,10 +108,12 @@ def _checkout(tmp: Path) -> Path:
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
     repo = tmp / "boundlab"
     for name in filter(None, files):
-        src = ROOT / name
-        if src.is_file():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, repo / name)
+        src, dest = ROOT / name, repo / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():  # conf/experiment links to experiments/
+            dest.symlink_to(os.readlink(src))
+        elif src.is_file():
+            shutil.copy2(src, dest)
     git = ["git", "-c", "user.name=docs", "-c", "user.email=docs@example.org"]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
