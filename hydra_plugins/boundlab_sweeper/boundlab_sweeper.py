@@ -80,12 +80,13 @@ class ComposeOnce:
 
     def load_sweep_config(self, master_config: Any, sweep_overrides: List[str]) -> Any:
         from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
-        from hydra.core.override_parser.overrides_parser import OverridesParser
         from hydra.types import RunMode
         from omegaconf import OmegaConf
 
+        from pipeline.cli import parse_overrides  # each distinct line parsed once per process
+
         overrides = list(OmegaConf.to_container(master_config.hydra.overrides.hydra)) + list(sweep_overrides)
-        parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+        parsed = parse_overrides(overrides)
         plain = [o for o in parsed if self._plain(o)]
         structural = [o.input_line for o in parsed if not self._plain(o)]
         key = (str(master_config.hydra.job.config_name), *structural)
