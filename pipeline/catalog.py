@@ -2,7 +2,7 @@
 
 For each task and preprocessing: n, d, R, the certified interval [gamma_lo, gamma_hi] of the best
 margin gamma*, separability (an LP), and Novikoff's bound floor((R/gamma_lo)^2) from the bounds
-catalog. The README's table is this command's output.
+catalog. The table in docs/datasets.md is this command's output (a test checks it).
 """
 
 from __future__ import annotations
