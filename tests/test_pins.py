@@ -55,7 +55,7 @@ def test_read_rejects_anything_but_a_pin(tmp_path: Path) -> None:
     f = tmp_path / "constraints.txt"
     f.write_text("numpy==2.1.0\n\n# a comment\nScikit_Learn==1.5.2\n")
     assert pins.read(f) == {"numpy": "2.1.0", "scikit-learn": "1.5.2"}
-    for bad in ("numpy>=2", "numpy @ file:///tmp/numpy.whl", "--index-url http://example.org/simple", "numpy"):
+    for bad in ("numpy>=2", "numpy @ file:///wheels/numpy.whl", "--index-url http://example.org/simple", "numpy"):
         f.write_text(f"pandas==2.2.0\n{bad}\n")
         with pytest.raises(ValueError, match="line 2: .* is not a name==version pin"):
             pins.read(f)
