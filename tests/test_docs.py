@@ -1,6 +1,6 @@
 """The documentation runs: every ```bash block of README.md and docs/*.md is executed here, in order, in a fresh
 copy of the repository (a git checkout of the tracked files, its own MLflow store and caches), and an
-```output block right after it lists lines its output must contain, in order (``...`` in a line matches
+```output block right after it (every block that runs has one) lists lines its output must contain, in order (``...`` in a line matches
 anything). A block that needs what a test machine does not have is marked on the line before its fence,
 ``<!-- not run: REASON -->``, with REASON one of :data:`REASONS`; the marks are checked here too, so a
 block cannot be left out silently (docs/testing.md).
@@ -87,6 +87,9 @@ def test_every_block_is_run_or_marked_with_a_known_reason() -> None:
             assert b.lang, f"{b.name}: a fence without a language (bash, output, python, toml, text, ...)"
             if b.reason:
                 assert b.lang == "bash", f"{b.name}: only bash blocks run, so only they are marked"
+                assert b.expected is None, f"{b.name}: the output of a block that is not run cannot be checked"
+            elif b.lang == "bash":
+                assert b.expected, f"{b.name}: a block that runs says what its output must contain (an output block)"
             seen += b.lang == "bash"
     assert seen > 20
     (install,) = [b for b in blocks(ROOT / "README.md") if b.reason == "install"]
