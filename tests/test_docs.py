@@ -1,9 +1,9 @@
-"""The documentation runs: every ```bash block of README.md and docs/*.md is executed here, in order, in a fresh
-copy of the repository (a git checkout of the tracked files, its own MLflow store and caches), and an
-```output block right after it (every block that runs has one) lists lines its output must contain, in order (``...`` in a line matches
-anything). A block that needs what a test machine does not have is marked on the line before its fence,
-``<!-- not run: REASON -->``, with REASON one of :data:`REASONS`; the marks are checked here too, so a
-block cannot be left out silently (docs/testing.md).
+"""The documentation runs: every ```bash block of README.md and docs/*.md is executed here, in order, in a
+fresh copy of the repository (a git checkout of the tracked files, its own MLflow store and caches), and the
+```output block right after it (every block that runs has one) lists lines its output must contain, in order
+(``...`` in a line matches anything). A block that needs what a test machine does not have is marked on the
+line before its fence, ``<!-- not run: REASON -->``, with REASON one of :data:`REASONS`; the marks are checked
+here too, so a block cannot be left out silently (docs/testing.md).
 """
 
 from __future__ import annotations
