@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def with_sitecustomize(tmp_path: Path, code: str, env: dict[str, str]) -> dict[str, str]:
@@ -64,3 +68,19 @@ def migrated_store(db: Path) -> str:
         db.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(_TEMPLATE[0], db)
     return f"sqlite:///{db}"
+
+
+def copy_project(dest: Path) -> None:
+    """The project's files as git sees them (tracked, and new ones not ignored) copied into ``dest``, without
+    DVC's outputs and cache: what a fresh clone holds. Symbolic links (conf/experiment) stay links."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    for rel in listed:
+        src = ROOT / rel
+        if rel.startswith(("results/", "report/", ".dvc/cache", ".dvc/tmp")) or not (src.exists() or src.is_symlink()):
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            (dest / rel).symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, dest / rel)

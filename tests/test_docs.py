@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import copy_project
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -106,17 +106,10 @@ def test_every_page_is_linked_and_every_link_resolves() -> None:
                 assert (page.parent / target).exists(), f"{page.name}: broken link {target}"
 
 
-def _checkout(tmp: Path) -> Path:
-    """A git checkout of the tracked files (DVC wants a git repository), as a newcomer's clone is."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
-    repo = tmp / "boundlab"
-    for name in filter(None, files):
-        src, dest = ROOT / name, repo / name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():  # conf/experiment links to experiments/
-            dest.symlink_to(os.readlink(src))
-        elif src.is_file():
-            shutil.copy2(src, dest)
+def _checkout(tmp_path: Path) -> Path:
+    """A git repository of the project's files (DVC wants one), as a newcomer's clone is."""
+    repo = tmp_path / "boundlab"
+    copy_project(repo)
     git = ["git", "-c", "user.name=docs", "-c", "user.email=docs@example.org"]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)

@@ -10,33 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import copy_project
 
-ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENT = "perceptron_margin"
 BOUNDS = ("novikoff", "hinge_all_rounds", "freund_schapire")
 GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
-
-
-def _copy_tracked(dest: Path) -> None:
-    """The project's files as git sees them (tracked, and new ones not ignored), without DVC's outputs."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                            text=True, check=True).stdout.splitlines()
-    for rel in listed:
-        src = ROOT / rel
-        if rel.startswith(("results/", "report/", ".dvc/cache", ".dvc/tmp")) or not (src.exists() or src.is_symlink()):
-            continue
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            (dest / rel).symlink_to(os.readlink(src))
-        else:
-            shutil.copy2(src, dest / rel)
 
 
 def _one_experiment(repo: Path) -> None:
@@ -56,7 +40,7 @@ def _one_experiment(repo: Path) -> None:
 def test_metrics_exp_and_plots_diff_between_two_commits(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
-    _copy_tracked(repo)
+    copy_project(repo)
     assert (repo / ".dvc" / "config").exists()  # tracked: no `dvc init`
     _one_experiment(repo)
     # a 2 x 2 grid over gamma and rho (the heatmap needs both swept), one seed, 100 points: 4 runs

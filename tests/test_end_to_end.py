@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import migrated_store
-
-ROOT = Path(__file__).resolve().parents[1]
-
+from helpers import copy_project, migrated_store
 
 
 def _runs(uri: str, experiment: str) -> list:
@@ -95,25 +91,11 @@ def test_single_run_failure_is_recorded(tmp_path: Path, boundlab_in_process,  # 
     assert all("injected failure" in r.data.tags.get("boundlab.error", "injected failure") for r in runs)
 
 
-def _copy_project(dest: Path) -> None:
-    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout.split()
-    for rel in tracked:
-        src = ROOT / rel
-        if rel.startswith(("results/", ".dvc/cache", ".dvc/tmp")) or not (src.exists() or src.is_symlink()):
-            continue
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            (dest / rel).symlink_to(os.readlink(src))
-        else:
-            shutil.copy2(src, dest / rel)
-
-
 @pytest.mark.slow  # DVC
 def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
-    _copy_project(repo)
+    copy_project(repo)
     (repo / "params.yaml").write_text("n: 100\nseed: [0]\n")
     git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "fixture"]):
