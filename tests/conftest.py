@@ -2,16 +2,77 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import pytest
+from helpers import file_order
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# --- the order of the test files: longest first --------------------------------------------------------
+# tests/durations.json holds each file's measured seconds by tier (setup, call and teardown of its tests),
+# written by `pytest ... --store-durations` (docs/testing.md). A file it does not know is estimated from its
+# tests' tiers. Stale figures only make the balance worse, never a result.
+DURATIONS = ROOT / "tests" / "durations.json"
+TIERS = ("slow", "e2e")  # a test's tier: the first of these marks it has, else "fast"
+ESTIMATE = {"slow": 15.0, "e2e": 5.0, "fast": 0.1}  # seconds per test, for files not in DURATIONS
+_measured: dict[str, dict[str, float]] = {}
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _tier(names: Iterable[str]) -> str:
+    names = set(names)
+    return next((t for t in TIERS if t in names), "fast")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store-durations", action="store_true",
+                     help="write each test file's measured seconds, by tier, into tests/durations.json (a file or tier that "
+                          "did not run keeps its figure): the order in which --dist loadfile hands the files out")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: hand the files out in the order below
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files in decreasing order of their time, tests within a file as written.
+
+    ``--dist loadfile`` hands whole files to the workers in collection order (once :func:`pytest_configure` has
+    turned off xdist's own reorder, which puts the files with the most tests first: that sent the few long
+    files of subprocess tests last, to one worker, while the other had finished). Longest first, the last
+    files handed out are short, and the workers finish close together. Every worker computes the same order
+    (they must agree). Without xdist it changes nothing but the order."""
+    known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    order = file_order([(_file(item.nodeid), _tier(m.name for m in item.iter_markers())) for item in items], known, ESTIMATE)
+    rank = {file: k for k, file in enumerate(order)}
+    items.sort(key=lambda item: rank[_file(item.nodeid)])  # stable: a file's tests keep their order
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    by_tier = _measured.setdefault(_file(report.nodeid), {})
+    tier = _tier(report.keywords)
+    by_tier[tier] = by_tier.get(tier, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if session.config.getoption("store_durations") and not hasattr(session.config, "workerinput"):
+        known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+        for file, by_tier in _measured.items():  # a tier that did not run keeps its figure
+            known[file] = dict(sorted((known.get(file, {}) | {t: round(s, 2) for t, s in by_tier.items()}).items()))
+        lines = (f"  {json.dumps(file)}: {json.dumps(known[file])}" for file in sorted(known))
+        DURATIONS.write_text("{\n" + ",\n".join(lines) + "\n}\n")  # a line per file: small diffs
 
 
 @pytest.fixture(scope="session")
