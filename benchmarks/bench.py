@@ -126,11 +126,32 @@ def pegasos_pass(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
     return state[0] * v
 
 
+def pegasos_kernel_alone(X: np.ndarray, y: np.ndarray, lam: float) -> Callable[[], None]:
+    """:func:`pegasos_pass`'s kernel call with every array allocated, and touched, once beforehand: what the
+    per-step work costs without the fresh memory a run allocates (the index stream, the per-step loss,
+    sub-gradient norm and active flag: 28 bytes a step)."""
+    from pipeline.learners.base import log_grid
+    from pipeline.learners.pegasos import SNAPSHOTS, index_stream, pegasos_kernel
+
+    m, d = X.shape
+    idx = index_stream("inorder", y, m, 1, np.random.default_rng(0))
+    grid = log_grid(m, SNAPSHOTS)
+    ref, s = np.zeros(m), np.ones(m)
+    loss, active, grad2 = np.zeros(m), np.zeros(m, dtype=np.int32), np.zeros(m)
+    avg, last = np.zeros((grid.size, d)), np.zeros((grid.size, d))
+
+    def run() -> None:
+        state, v, z, buf = np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d), np.zeros(d)
+        pegasos_kernel(X, y, ref, s, idx, lam, 0.0, 0, grid, state, v, z, buf, loss, active, avg, last, grad2)
+    return run
+
+
 def bench_kernels(n: int, dims: list[int], reps: int, max_entries: int) -> dict[str, Any]:
     from sklearn.linear_model import Perceptron as SkPerceptron
     from sklearn.linear_model import SGDClassifier
 
     from pipeline.learners import Perceptron
+    from pipeline.learners.pegasos import margins_kernel
     from pipeline.learners.perceptron import TIES, perceptron_kernel
 
     warnings.filterwarnings("ignore", message=".*max_iter.*")  # one epoch is what we ask for
@@ -151,14 +172,21 @@ def bench_kernels(n: int, dims: list[int], reps: int, max_entries: int) -> dict[
             ours_p.learn_stream(X, y)
 
         result: dict[str, Any] = {}
+        w_margin = np.random.default_rng(1).standard_normal(d)
         times = round_robin({"floor": lambda: stream_floor(X), "perceptron": perceptron, "sklearn_perceptron": lambda: sk_p.fit(X, y),
-                             "pegasos": lambda: pegasos_pass(X, y, lam), "sklearn_sgd": lambda: sk_s.fit(X, y)}, reps)
+                             "pegasos": lambda: pegasos_pass(X, y, lam), "sklearn_sgd": lambda: sk_s.fit(X, y),
+                             "pegasos_kernel_alone": pegasos_kernel_alone(X, y, lam),
+                             "margins": lambda: margins_kernel(X, y, w_margin)}, reps)
         result["n"], result["d"], result["GB"] = rows, d, X.nbytes / 1e9
         result["seconds_min"] = {k: min(v) for k, v in times.items()}
         result["perceptron_vs_sklearn"] = ratios(times, "sklearn_perceptron", "perceptron")
         result["perceptron_share_of_floor"] = ratios(times, "floor", "perceptron")
         result["pegasos_vs_sklearn"] = ratios(times, "sklearn_sgd", "pegasos")
         result["pegasos_share_of_floor"] = ratios(times, "floor", "pegasos")
+        # where Pegasos' time goes: its kernel without the run's fresh memory, and the least any pass that
+        # computes one margin per row and stores it (in the kernels' fixed summation order) costs
+        result["pegasos_kernel_alone_share_of_floor"] = ratios(times, "floor", "pegasos_kernel_alone")
+        result["margins_share_of_floor"] = ratios(times, "floor", "margins")
         result["sklearn_perceptron_share_of_floor"] = ratios(times, "floor", "sklearn_perceptron")
         result["best_possible_vs_sklearn_perceptron"] = ratios(times, "sklearn_perceptron", "floor")
         result["best_possible_vs_sklearn_sgd"] = ratios(times, "sklearn_sgd", "floor")
@@ -529,6 +557,12 @@ def table(report: dict[str, Any]) -> str:
             f"| Pegasos {key}: share of the streaming floor | {_r(share)} | "
             f"{_target(share['median'], goal, above=True) + ' (median)' if goal else ''} |",
         ]
+        if "pegasos_kernel_alone_share_of_floor" in r:
+            lines += [
+                f"| Pegasos {key}: its kernel alone, arrays allocated beforehand: share of the floor | "
+                f"{_r(r['pegasos_kernel_alone_share_of_floor'])} | |",
+                f"| one margin per row, stored (`margins_kernel`) {key}: share of the floor | {_r(r['margins_share_of_floor'])} | |",
+            ]
     if "kernel_pegasos" in report:
         r = report["kernel_pegasos"]
         lines.append(f"| kernel Pegasos m = {r['m']}, T = {r['T']}: NumPy time / ours | {_r(r['speedup_vs_numpy'])}x | |")
