@@ -108,42 +108,44 @@ def boundlab_cmd() -> list[str]:
 
 # --- kernels ----------------------------------------------------------------------------------------
 
-def pegasos_pass(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
-    """One in-order pass of Pegasos (k = 1, no projection) through the kernel, allocated as
-    :meth:`pipeline.learners.pegasos.Pegasos.run` does (per-step loss, active flags, averaged iterate)."""
+def _pegasos_arrays(X: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The arrays of one in-order pass of Pegasos (k = 1, no projection), allocated as
+    :meth:`pipeline.learners.pegasos.Pegasos.run` allocates them (per-step loss, active flags, averaged iterate)."""
     from pipeline.learners.base import log_grid
-    from pipeline.learners.pegasos import SNAPSHOTS, index_stream, pegasos_kernel
+    from pipeline.learners.pegasos import SNAPSHOTS, index_stream
 
     m, d = X.shape
-    idx = index_stream("inorder", y, m, 1, np.random.default_rng(0))
     grid = log_grid(m, SNAPSHOTS)
+    return {"idx": index_stream("inorder", y, m, 1, np.random.default_rng(0)), "grid": grid, "ref": np.zeros(m),
+            "s": np.ones(m), "loss": np.empty(m), "active": np.empty(m, dtype=np.int32), "grad2": np.empty(m),
+            "avg": np.empty((grid.size, d)), "last": np.empty((grid.size, d))}
+
+
+def _pegasos_call(X: np.ndarray, y: np.ndarray, lam: float, a: dict[str, np.ndarray]) -> np.ndarray:
+    from pipeline.learners.pegasos import pegasos_kernel
+
+    d = X.shape[1]
     state = np.array([1.0, 0.0, 0.0, 1.0])  # a, ||v||^2, A, q: as Pegasos.run starts it
     v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
-    loss, active = np.empty(m), np.empty(m, dtype=np.int32)
-    avg, last = np.empty((grid.size, d)), np.empty((grid.size, d))
-    pegasos_kernel(X, y, np.zeros(m), np.ones(m), idx, lam, 0.0, 0, grid, state, v, z, buf, loss, active, avg, last,
-                   np.empty(idx.shape[0]))
+    pegasos_kernel(X, y, a["ref"], a["s"], a["idx"], lam, 0.0, 0, a["grid"], state, v, z, buf, a["loss"], a["active"],
+                   a["avg"], a["last"], a["grad2"])
     return state[0] * v
 
 
+def pegasos_pass(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
+    """One in-order pass of Pegasos (k = 1, no projection) through the kernel, its arrays allocated as
+    :meth:`pipeline.learners.pegasos.Pegasos.run` does; the final iterate."""
+    return _pegasos_call(X, y, lam, _pegasos_arrays(X, y))
+
+
 def pegasos_kernel_alone(X: np.ndarray, y: np.ndarray, lam: float) -> Callable[[], None]:
-    """:func:`pegasos_pass`'s kernel call with every array allocated, and touched, once beforehand: what the
-    per-step work costs without the fresh memory a run allocates (the index stream, the per-step loss,
-    sub-gradient norm and active flag: 28 bytes a step)."""
-    from pipeline.learners.base import log_grid
-    from pipeline.learners.pegasos import SNAPSHOTS, index_stream, pegasos_kernel
-
-    m, d = X.shape
-    idx = index_stream("inorder", y, m, 1, np.random.default_rng(0))
-    grid = log_grid(m, SNAPSHOTS)
-    ref, s = np.zeros(m), np.ones(m)
-    loss, active, grad2 = np.zeros(m), np.zeros(m, dtype=np.int32), np.zeros(m)
-    avg, last = np.zeros((grid.size, d)), np.zeros((grid.size, d))
-
-    def run() -> None:
-        state, v, z, buf = np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d), np.zeros(d)
-        pegasos_kernel(X, y, ref, s, idx, lam, 0.0, 0, grid, state, v, z, buf, loss, active, avg, last, grad2)
-    return run
+    """:func:`pegasos_pass` with its arrays allocated, and touched, once beforehand: what the per-step work
+    costs without the fresh memory a run allocates (the index stream, the per-step loss, sub-gradient norm
+    and active flag: 28 bytes a step)."""
+    arrays = _pegasos_arrays(X, y)
+    for name in ("ref", "loss", "active", "grad2", "avg", "last"):
+        arrays[name][...] = 0  # touch every page; the reference margins stay zero
+    return lambda: _pegasos_call(X, y, lam, arrays)
 
 
 def bench_kernels(n: int, dims: list[int], reps: int, max_entries: int) -> dict[str, Any]:

@@ -70,16 +70,16 @@ def migrated_store(db: Path) -> str:
     return f"sqlite:///{db}"
 
 
-def copy_project(dest: Path, kernels: bool = True) -> None:
+def copy_project(dest: Path) -> None:
     """The project's files as git sees them (tracked, and new ones not ignored) copied into ``dest``, without
     DVC's outputs and cache: what a fresh clone holds. Symbolic links (conf/experiment) stay links.
 
-    ``kernels``: also copy numba's disk cache of the compiled kernels (``pipeline/**/__pycache__/*.nbi``,
-    ``*.nbc``, as far as this checkout has compiled them). The sources keep their modification times
+    Also numba's disk cache of the compiled kernels (``pipeline/**/__pycache__/*.nbi``, ``*.nbc``, as far as
+    this checkout has compiled them). The sources keep their modification times
     (``copy2``), which is what numba's index checks, so the copy loads the kernels instead of compiling them
     again: the same machine code, the same bits, seconds less per kernel. numba writes a cache file whole
     (a temporary file, then a rename), so a file another worker is writing is copied old or new, never
-    half. A copy without them compiles as a fresh clone does."""
+    half; a kernel whose files are missing or stale is compiled, as in a fresh clone."""
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
                             text=True, check=True).stdout.splitlines()
     for rel in listed:
@@ -91,10 +91,9 @@ def copy_project(dest: Path, kernels: bool = True) -> None:
             (dest / rel).symlink_to(os.readlink(src))
         else:
             shutil.copy2(src, dest / rel)
-    if kernels:
-        for cached in ROOT.glob("pipeline/**/__pycache__/*.nb[ic]"):
-            (dest / cached.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(cached, dest / cached.relative_to(ROOT))
+    for cached in ROOT.glob("pipeline/**/__pycache__/*.nb[ic]"):
+        (dest / cached.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(cached, dest / cached.relative_to(ROOT))
 
 
 def file_order(selected: list[tuple[str, str]], known: dict[str, dict[str, float]],
