@@ -14,12 +14,13 @@ import signal
 import sys
 import warnings
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Callable, Iterable, Sequence
 
 import hydra
 from omegaconf import DictConfig
 
-from pipeline import sweep  # also registers the config's ${boundlab:...} resolver
+from pipeline import interrupts, sweep  # sweep also registers the config's ${boundlab:...} resolver
 from pipeline.paths import CONF_DIR
 
 USAGE_EXIT = 2
@@ -343,9 +344,49 @@ def _app(cfg: DictConfig) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``boundlab`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # From the first line: a stop during the checks (which may create the MLflow store's tables) is clean too.
+    guard = StopGuard(None)
+    plan: Plan | None = None
+    listing = None
+    try:
+        plan = _checked(argv)
+        guard.tracking = plan.tracking_uri
+        # The command starts its own context (never one inherited from the environment). Its process: a
+        # sweep's workers stop when it is gone, and a single run's directory is its own.
+        context = sweep.Sweep(driver_pid=os.getpid())
+        if plan.multirun:
+            sweep.vouch(plan.task_jobs())  # the sweeper (hydra/sweeper=boundlab) need not compose them again
+            if plan.ray_init is not None:
+                from pipeline.ray_worker import keep_on_loopback
+
+                keep_on_loopback(plan.ray_init)
+            context = context.with_(size=len(plan.jobs), key=plan.sweep_key())
+        context.publish()
+        listing = _list_groups_once() if not plan.jobs else None  # --help, --cfg, --info, completion
+        sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
+        _app()
+    except KeyboardInterrupt:
+        _interrupted(plan)
+    except SystemExit as e:
+        # Hydra reports a job's error and exits 1; after a stop was asked for, that error is the stop's
+        # (an interrupt that surfaced as another exception): the command was interrupted all the same.
+        if e.code not in (0, None) and (guard.taken or guard.waiting):
+            _interrupted(plan)
+        raise
+    finally:
+        sweep.forget()
+        if listing is not None:  # Hydra's own method again (a later command in this process: its own repository)
+            listing()
+        guard.close()
+        if "pipeline.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
+            sys.modules["pipeline.callbacks"].release_sweep()
+
+
+def _checked(argv: list[str]) -> Plan:
+    """The pre-flight: the config directory, every job's config, the tracking store. Exits 2 on a bad one."""
     from pipeline.schemas import register
 
-    argv = list(sys.argv[1:] if argv is None else argv)
     # conf/hydra/launcher/{ray,joblib}.yaml replace the plugins' configs with every field of their schemas
     warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/(ray|joblib)' is validated against ConfigStore schema")
     if not CONF_DIR.is_dir():
@@ -359,43 +400,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         why = check_store(uri)
         if why:
             _fail(f"tracking store {uri}: {why}; set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
-    # The command starts its own context (never one inherited from the environment). Its process: a
-    # sweep's workers stop when it is gone, and a single run's directory is its own.
-    context = sweep.Sweep(driver_pid=os.getpid())
-    if plan.multirun:
-        sweep.vouch(plan.task_jobs())  # the sweeper (hydra/sweeper=boundlab) need not compose them again
-        if plan.ray_init is not None:
-            from pipeline.ray_worker import keep_on_loopback
+    return plan
 
-            keep_on_loopback(plan.ray_init)
-        context = context.with_(size=len(plan.jobs), key=plan.sweep_key())
-    context.publish()
-    listing = _list_groups_once() if not plan.jobs else None  # --help, --cfg, --info, completion
-    sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
-    guard = StopGuard(plan.tracking_uri)
-    try:
-        _app()
-    except KeyboardInterrupt:
-        from pipeline import tracking
 
-        parent = sweep.current().parent_run_id
-        if parent:  # the launcher has stopped its workers (joblib kills them): their runs end with the parent
-            uri = tracking.tracking_uri(plan.tracking_uri)
-            try:
-                tracking.end_children(uri, parent, "KeyboardInterrupt: the sweep was interrupted while this job ran")
-                tracking.end_run(uri, parent, "KILLED")
-            except Exception as e:  # noqa: BLE001 - the store may be the fault; the rerun marks them KILLED
-                print(f"boundlab: could not end the sweep's runs KILLED ({type(e).__name__}: {e}); the next run of "
-                      "the same command marks them", file=sys.stderr)
-        print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        sweep.forget()
-        if listing is not None:  # Hydra's own method again (a later command in this process: its own repository)
-            listing()
-        guard.close()
-        if "pipeline.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
-            sys.modules["pipeline.callbacks"].release_sweep()
+def _interrupted(plan: Plan | None) -> None:
+    """End the sweep's parent run and its open jobs KILLED, say how to resume, exit 130."""
+    from pipeline import tracking
+
+    parent = sweep.current().parent_run_id if plan is not None else None  # None: stopped during the checks
+    if parent:  # the launcher has stopped its workers (joblib kills them): their runs end with the parent
+        uri = tracking.tracking_uri(plan.tracking_uri)
+        try:
+            tracking.end_children(uri, parent, "KeyboardInterrupt: the sweep was interrupted while this job ran")
+            tracking.end_run(uri, parent, "KILLED")
+        except Exception as e:  # noqa: BLE001 - the store may be the fault; the rerun marks them KILLED
+            print(f"boundlab: could not end the sweep's runs KILLED ({type(e).__name__}: {e}); the next run of "
+                  "the same command marks them", file=sys.stderr)
+    print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
+    raise SystemExit(130) from None
 
 
 def _list_groups_once() -> Callable[[], None]:
@@ -438,28 +460,37 @@ class StopGuard:
     thread reads at once: if the main thread has not taken the signal ``grace`` seconds later, the
     watcher ends this process's open runs and the sweep's parent KILLED, prints one line and exits (130).
     Caches are written to a temporary file and renamed, so no entry is ever half-written.
+
+    A signal that finds the main thread inside a library that cannot take an interrupt (omegaconf,
+    MLflow, an import: ``pipeline.interrupts``) is raised as soon as that call returns; it counts as taken
+    then, so a call that keeps it waiting is ended by the watcher too, after ``patience`` seconds.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, tracking: str | None, grace: float = 2.0) -> None:
+    def __init__(self, tracking: str | None, grace: float = 2.0, patience: float = 10.0) -> None:
         import threading
 
-        self.tracking, self.grace = tracking, grace
-        self.received = self.taken = 0
+        self.tracking, self.grace, self.patience = tracking, grace, patience
+        self.received = self.taken = self.waiting = 0
         self.taken_event = threading.Condition()
+        self.handler = interrupts.Handler(on_raise=self._taken)
         self.previous = {s: signal.signal(s, self._take) for s in self.SIGNALS}
         self.read, self.write = os.pipe()
         os.set_blocking(self.write, False)
         self.previous_fd = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
         threading.Thread(target=self._watch, name="boundlab-stop-guard", daemon=True).start()
 
-    def _take(self, signum: int, frame: object) -> None:
-        """The main thread's handler: count the signal as taken, then stop like Ctrl-C."""
+    def _take(self, signum: int, frame: FrameType | None) -> None:
+        """The main thread's handler: stop like Ctrl-C, where the interrupted code can take it."""
+        self.waiting += 1
+        self.handler(signum, frame)
+
+    def _taken(self) -> None:
         with self.taken_event:
-            self.taken += 1
+            self.taken += self.waiting
+            self.waiting = 0
             self.taken_event.notify_all()
-        raise KeyboardInterrupt
 
     def _watch(self) -> None:
         while True:
@@ -477,13 +508,20 @@ class StopGuard:
             with self.taken_event:
                 if self.taken_event.wait_for(lambda: self.taken >= self.received, timeout=self.grace):
                     continue
-            self._stop_now(signal.Signals(arrived[-1]).name)
+                # A call the interrupt waits for is not cut at once: a new store's migrations take seconds,
+                # and cut halfway they leave half a schema that the next command refuses.
+                if self.handler.deferred is not None and self.taken_event.wait_for(
+                        lambda: self.taken >= self.received, timeout=self.patience - self.grace):
+                    continue
+            deferred = self.handler.deferred
+            self._stop_now(signal.Signals(arrived[-1]).name,
+                           deferred.within if deferred else "a long native call")
 
-    def _stop_now(self, name: str) -> None:
-        """The main thread is inside a native call: end the runs it holds KILLED, and the process."""
+    def _stop_now(self, name: str, during: str) -> None:
+        """The main thread is inside a long call: end the runs it holds KILLED, and the process."""
         from pipeline import tracking
 
-        tracking.end_open_runs(f"{name} during a long native call (a solver or a compiled loop)")
+        tracking.end_open_runs(f"{name} during {during} (a solver, a compiled loop or a library)")
         parent = sweep.current().parent_run_id
         if parent:
             try:
@@ -492,12 +530,13 @@ class StopGuard:
                 tracking.end_run(uri, parent, "KILLED")
             except Exception:  # noqa: BLE001
                 pass
-        print(f"boundlab: stopped by {name} during a long native call; finished jobs are kept: run the same "
+        print(f"boundlab: stopped by {name} during {during}; finished jobs are kept: run the same "
               "command to resume", file=sys.stderr, flush=True)
         os._exit(130)
 
     def close(self) -> None:
         """Restore the handlers (a process that goes on, e.g. a test calling main) and stop the watcher."""
+        self.handler.cancel()
         signal.set_wakeup_fd(self.previous_fd)
         for s, handler in self.previous.items():
             signal.signal(s, handler)

@@ -96,12 +96,18 @@ def watch_driver(grace: float = 5.0, every: float = 0.5) -> None:
     (a long native call). Does nothing in the driver's own process or without a driver.
     """
     import _thread
+    import signal
     import threading
+
+    from pipeline import interrupts
 
     driver = sweep.current().driver_pid
     if driver is None or driver == os.getpid() or _watching:
         return
     _watching.append(driver)
+    # Python's own handler raises anywhere; this one waits for a call into omegaconf or MLflow to return
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupts.Handler())
 
     def watch() -> None:
         while _alive(driver):

@@ -26,6 +26,7 @@ RULES = {
                     "pipeline.run"),
     "progress.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
                     "pipeline.run"),
+    "interrupts.py": ("pipeline",),  # the signal handlers' foundation: loaded by the command before anything else
     "risk.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
                 "pipeline.run"),
 }

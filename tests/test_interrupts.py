@@ -1,0 +1,318 @@
+"""Ctrl-C and SIGTERM land where the interrupted code can take them (pipeline.interrupts).
+
+A signal that arrives while omegaconf or MLflow's store is inside a call waits for that call to return,
+then stops the command like Ctrl-C; anywhere else it stops it at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import pytest
+from omegaconf import ListConfig, OmegaConf
+
+from pipeline import interrupts
+
+
+@contextmanager
+def handler_on_sigterm(handler: object) -> Iterator[None]:
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if isinstance(handler, interrupts.Handler):
+            handler.cancel()
+
+
+def send_sigterm_and_wait() -> None:
+    """SIGTERM to this process, then Python code long enough for its handler to run (in this frame)."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    deadline = time.monotonic() + 0.2
+    while time.monotonic() < deadline:
+        pass
+
+
+def raised_in(raised: pytest.ExceptionInfo) -> str:
+    """The function the interrupt was raised in (the handler's own frames left out)."""
+    return [e.name for e in raised.traceback if str(e.path) != interrupts.__file__][-1]
+
+
+def _python_default(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def signal_inside_list_assignment(monkeypatch: pytest.MonkeyPatch) -> list:
+    """SIGTERM while omegaconf sets a list's second item, after ``append`` made room for it (a None)."""
+    set_item, calls = ListConfig._set_item_impl, []
+
+    def set_item_then_signal(self: ListConfig, key: object, value: object) -> None:
+        calls.append(value)
+        if len(calls) == 2:
+            send_sigterm_and_wait()
+        set_item(self, key, value)
+
+    monkeypatch.setattr(ListConfig, "_set_item_impl", set_item_then_signal)
+    return calls
+
+
+def test_a_signal_while_omegaconf_fills_a_list_waits_for_the_assignment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CI failure: SIGTERM while Hydra assigned a job's overrides (a list) between two jobs.
+    cfg = OmegaConf.create({"task": []})
+    calls = signal_inside_list_assignment(monkeypatch)
+
+    def assign() -> None:
+        cfg.task = ["seed=0", "seed=1", "seed=2"]
+        calls.append("the next line")  # the interrupt is raised before it runs
+
+    with handler_on_sigterm(interrupts.Handler()), pytest.raises(KeyboardInterrupt) as raised:
+        assign()
+    assert list(cfg.task) == ["seed=0", "seed=1", "seed=2"]  # the assignment finished; then the stop
+    assert calls == ["seed=0", "seed=1", "seed=2"] and raised_in(raised) == "assign"
+
+
+def _python_default(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def test_raised_where_it_lands_the_same_signal_breaks_omegaconf(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the handler prevents, so the test above can fail: the interrupt leaves the None in the list,
+    # and flag_override's exit trips over it; Hydra printed that AttributeError and exited 1.
+    cfg = OmegaConf.create({"task": []})
+    signal_inside_list_assignment(monkeypatch)
+    with handler_on_sigterm(_python_default), pytest.raises(BaseException) as raised:
+        cfg.task = ["seed=0", "seed=1", "seed=2"]
+    assert raised.type is not KeyboardInterrupt, "omegaconf now takes an interrupt here: it may leave FRAGILE"
+    assert "_invalidate_flags_cache" in str(raised.value)
+
+
+def fragile_caller(package: str):  # noqa: ANN201
+    """A function whose frames count as ``package``'s: it calls back, then finishes its work."""
+    namespace: dict = {"__name__": f"{package}.store"}
+    exec(  # noqa: S102 - a frame of another module's name, for the handler to see
+        "def call(callback, done):\n"
+        "    callback()\n"
+        "    done.append('after the callback')\n"
+        "    return len(done)\n", namespace)
+    return namespace["call"]
+
+
+@pytest.mark.parametrize("package", sorted(interrupts.FRAGILE))
+def test_a_signal_inside_any_fragile_library_is_raised_in_its_caller(package: str) -> None:
+    call, done, where = fragile_caller(package), [], []
+
+    def caller() -> None:
+        where.append("before")
+        call(send_sigterm_and_wait, done)
+        where.append("after the call")  # the interrupt is raised before this line runs
+
+    with handler_on_sigterm(interrupts.Handler()), pytest.raises(KeyboardInterrupt) as raised:
+        caller()
+    assert done == ["after the callback"] and where == ["before"]
+    assert raised_in(raised) == "caller"
+    assert sys.gettrace() is None  # the waiting left no tracer behind
+
+
+def test_a_signal_during_an_import_waits_for_the_module_to_be_whole(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    # Interrupted halfway, an import leaves its submodules in sys.modules without their parent.
+    package = tmp_path / "halfway"
+    package.mkdir()
+    (package / "__init__.py").write_text("from halfway import first\nimport tests_signal\ntests_signal.send()\n"
+                                         "from halfway import second\n")
+    (package / "first.py").write_text("")
+    (package / "second.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "tests_signal", type(sys)("tests_signal"))
+    sys.modules["tests_signal"].send = send_sigterm_and_wait
+
+    def load() -> None:
+        import halfway  # noqa: F401
+        sys.modules["tests_signal"].send = None  # the interrupt is raised before this line runs
+
+    try:
+        with handler_on_sigterm(interrupts.Handler()), pytest.raises(KeyboardInterrupt) as raised:
+            load()
+        assert raised_in(raised) == "load" and sys.modules["tests_signal"].send is send_sigterm_and_wait
+        assert {"halfway", "halfway.first", "halfway.second"} <= set(sys.modules)
+    finally:
+        for name in ("halfway", "halfway.first", "halfway.second"):
+            sys.modules.pop(name, None)
+
+
+def test_elsewhere_the_signal_is_raised_at_once() -> None:
+    done: list[str] = []
+
+    def work() -> None:
+        send_sigterm_and_wait()
+        done.append("after")
+
+    with handler_on_sigterm(interrupts.Handler()), pytest.raises(KeyboardInterrupt) as raised:
+        work()
+    assert done == [] and raised_in(raised) == "send_sigterm_and_wait"
+
+
+def test_signals_while_one_waits_are_raised_as_one_interrupt() -> None:
+    call, done, raised_at = fragile_caller("mlflow"), [], []
+
+    def twice() -> None:
+        send_sigterm_and_wait()
+        send_sigterm_and_wait()
+
+    def caller() -> None:
+        try:
+            call(twice, done)
+            done.append("not reached")
+        except KeyboardInterrupt:
+            raised_at.append(time.monotonic())
+        done.append("handled")  # a second interrupt would be raised here
+
+    with handler_on_sigterm(interrupts.Handler(on_raise=lambda: raised_at.append("counted"))):
+        caller()
+    assert done == ["after the callback", "handled"] and raised_at[0] == "counted" and len(raised_at) == 2
+
+
+def test_a_traced_thread_keeps_its_tracer_and_is_interrupted_at_once() -> None:
+    call, done = fragile_caller("omegaconf"), []
+    events: list[str] = []
+
+    def tracer(frame, event, arg):  # noqa: ANN001, ANN202
+        events.append(event)
+
+    sys.settrace(tracer)
+    try:
+        with handler_on_sigterm(interrupts.Handler()), pytest.raises(KeyboardInterrupt):
+            call(send_sigterm_and_wait, done)
+        assert sys.gettrace() is tracer
+    finally:
+        sys.settrace(None)
+    assert done == [] and events
+
+
+@pytest.mark.parametrize("signalled", [True, False])
+def test_a_stop_that_surfaced_as_another_error_exits_130(tmp_path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+                                                         capsys: pytest.CaptureFixture, signalled: bool) -> None:
+    # A library that turns the interrupt into its own error, which Hydra reports and exits 1 with:
+    # once a stop was asked for, the command says it was interrupted, and how to resume.
+    from pipeline import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+    def app() -> None:
+        try:
+            if signalled:
+                send_sigterm_and_wait()
+            raise RuntimeError("a job's error")
+        except BaseException:
+            raise SystemExit(1) from None
+
+    monkeypatch.setattr(cli, "_app", app)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["n=50"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == (130 if signalled else 1)
+    assert ("run the same command to resume" in err) == signalled, err
+
+
+def test_a_stop_during_the_checks_exits_130_with_one_line(tmp_path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+                                                          capsys: pytest.CaptureFixture) -> None:
+    # The checks may create the MLflow store's tables: the command's handlers are in place before them.
+    from pipeline import cli
+
+    monkeypatch.chdir(tmp_path)
+    preflight = cli.preflight
+
+    def checks_then_signal(argv):  # noqa: ANN001, ANN202
+        plan = preflight(argv)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        return plan
+
+    monkeypatch.setattr(cli, "preflight", checks_then_signal)
+    with pytest.raises(BaseException) as stopped:  # noqa: PT011 - a KeyboardInterrupt escaping is the failure
+        cli.main(["n=50"])
+    err = capsys.readouterr().err
+    assert stopped.type is SystemExit and stopped.value.code == 130, stopped
+    assert err.strip().splitlines() == ["boundlab: interrupted; finished jobs are kept: run the same command to resume"]
+    assert not (tmp_path / "outputs").exists()
+
+
+WAITING_CALL = """\
+import sys, time
+from pipeline.cli import StopGuard
+guard = StopGuard(None, grace=0.3, patience=2.0)
+namespace = {"__name__": "mlflow.store"}
+exec("def call(seconds):\\n    import time\\n    time.sleep(seconds)\\n", namespace)
+print("ready", flush=True)
+try:
+    namespace["call"](float(sys.argv[1]))
+    print("not interrupted", flush=True)
+except KeyboardInterrupt:
+    print("interrupted after the call", flush=True)
+    sys.exit(130)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("seconds", "out", "last_line"), [
+    (1.0, "interrupted after the call", None),  # longer than the grace, within the patience: not cut
+    (60.0, "", "boundlab: stopped by SIGTERM during a call into mlflow; finished jobs are kept: run the same "
+               "command to resume"),
+])
+def test_the_watcher_gives_a_call_the_interrupt_waits_for_its_patience(tmp_path, seconds: float, out: str,  # noqa: ANN001
+                                                                       last_line: str | None) -> None:
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", WAITING_CALL, str(seconds)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        time.sleep(0.2)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and stdout.strip() == out, (proc.returncode, stdout, stderr[-2000:])
+    if last_line is None:  # it waited for the call (0.8 s more), past the grace
+        assert took > 0.7, took
+    else:  # it waited the patience, then stopped within seconds
+        assert stderr.strip().splitlines()[-1] == last_line and 1.9 < took < 10, (took, stderr[-2000:])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_while_a_new_store_is_migrated_leaves_a_store_the_rerun_uses(tmp_path, boundlab, sig: int) -> None:  # noqa: ANN001
+    # MLflow's migrations cut halfway leave a temporary table behind: the next command then fails on
+    # "table _alembic_tmp_... already exists", for good. The stop waits for them.
+    import subprocess
+    from pathlib import Path
+
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    argv = ["-m", "seed=0,1", "n=100", "d=5", "name=migrating"]
+    exe = str(Path(sys.executable).parent / "boundlab")
+    proc = subprocess.Popen([exe, *argv], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        err = ""
+        while "Updating database tables" not in err:  # MLflow's own log line, as the migrations begin
+            line = proc.stderr.readline()
+            assert line, f"the command ended before migrating a store: {err[-2000:]}"
+            err += line
+        time.sleep(0.3)  # into the migrations, which take about a second
+        proc.send_signal(sig)
+        err += proc.stderr.read()
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 130 and err.strip().splitlines()[-1] == (
+        "boundlab: interrupted; finished jobs are kept: run the same command to resume"), err[-2000:]
+    again = boundlab(*argv, cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
