@@ -1,7 +1,8 @@
 """Ctrl-C and SIGTERM land where the interrupted code can take them (pipeline.interrupts).
 
-A signal that arrives while omegaconf or MLflow's store is inside a call waits for that call to return,
-then stops the command like Ctrl-C; anywhere else it stops it at once.
+A signal that arrives while omegaconf, MLflow or an import is inside a call waits for that call to return,
+then stops the command like Ctrl-C; anywhere else it stops it at once. The watcher thread of the command
+(pipeline.cli.StopGuard) ends a call that keeps it waiting.
 """
 
 from __future__ import annotations
