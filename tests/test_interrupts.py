@@ -39,6 +39,11 @@ def send_sigterm_and_wait() -> None:
         pass
 
 
+# A thread already traced (coverage, a debugger) is interrupted at once, by design (pipeline.interrupts):
+# these tests are about the waiting.
+waits = pytest.mark.skipif(sys.gettrace() is not None, reason="a traced test process: the interrupt does not wait")
+
+
 def raised_in(raised: pytest.ExceptionInfo) -> str:
     """The function the interrupt was raised in (the handler's own frames left out)."""
     return [e.name for e in raised.traceback if str(e.path) != interrupts.__file__][-1]
@@ -62,6 +67,7 @@ def signal_inside_list_assignment(monkeypatch: pytest.MonkeyPatch) -> list:
     return calls
 
 
+@waits
 def test_a_signal_while_omegaconf_fills_a_list_waits_for_the_assignment(monkeypatch: pytest.MonkeyPatch) -> None:
     # The CI failure: SIGTERM while Hydra assigned a job's overrides (a list) between two jobs.
     cfg = OmegaConf.create({"task": []})
@@ -103,6 +109,7 @@ def fragile_caller(package: str):  # noqa: ANN201
     return namespace["call"]
 
 
+@waits
 @pytest.mark.parametrize("package", sorted(interrupts.FRAGILE))
 def test_a_signal_inside_any_fragile_library_is_raised_in_its_caller(package: str) -> None:
     call, done, where = fragile_caller(package), [], []
@@ -119,6 +126,7 @@ def test_a_signal_inside_any_fragile_library_is_raised_in_its_caller(package: st
     assert sys.gettrace() is None  # the waiting left no tracer behind
 
 
+@waits
 def test_a_signal_during_an_import_waits_for_the_module_to_be_whole(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     # Interrupted halfway, an import leaves its submodules in sys.modules without their parent.
     package = tmp_path / "halfway"
@@ -157,6 +165,7 @@ def test_elsewhere_the_signal_is_raised_at_once() -> None:
     assert done == [] and raised_in(raised) == "send_sigterm_and_wait"
 
 
+@waits
 def test_signals_while_one_waits_are_raised_as_one_interrupt() -> None:
     call, done, raised_at = fragile_caller("mlflow"), [], []
 
@@ -177,6 +186,7 @@ def test_signals_while_one_waits_are_raised_as_one_interrupt() -> None:
     assert done == ["after the callback", "handled"] and raised_at[0] == "counted" and len(raised_at) == 2
 
 
+@waits
 def test_a_traced_thread_keeps_its_tracer_and_is_interrupted_at_once() -> None:
     call, done = fragile_caller("omegaconf"), []
     events: list[str] = []
