@@ -365,7 +365,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         context.publish()
         listing = _list_groups_once() if not plan.jobs else None  # --help, --cfg, --info, completion
         sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
-        _app()
+        try:
+            _app()
+        except SystemExit:  # Hydra's exit after a failed job: every job has ended all the same
+            _stop_workers()
+            raise
+        _stop_workers()
     except KeyboardInterrupt:
         _interrupted(plan)
     except SystemExit as e:
@@ -381,6 +386,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         guard.close()
         if "pipeline.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
             sys.modules["pipeline.callbacks"].release_sweep()
+
+
+def _stop_workers() -> None:
+    """Shut joblib's pool of worker processes down, once every job has ended, while signals are handled.
+
+    Left to the interpreter's exit, loky joins its pool after the command's handlers are gone, and a
+    Ctrl-C in that second printed a traceback. Not after an interrupt: the pool would wait for running jobs.
+    """
+    module = sys.modules.get("joblib.externals.loky.reusable_executor")
+    executor = getattr(module, "_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=True)
 
 
 def _checked(argv: list[str]) -> Plan:

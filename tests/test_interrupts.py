@@ -327,3 +327,20 @@ def test_a_stop_while_a_new_store_is_migrated_leaves_a_store_the_rerun_uses(tmp_
         "boundlab: interrupted; finished jobs are kept: run the same command to resume"), err[-2000:]
     again = boundlab(*argv, cwd=tmp_path, env=env)
     assert again.returncode == 0, again.stderr[-2000:]
+
+
+@pytest.mark.slow  # joblib's worker processes
+def test_the_command_shuts_joblibs_workers_down_while_it_still_handles_signals() -> None:
+    # Left to the interpreter's exit, loky joined them after the handlers were restored: a Ctrl-C in that
+    # second printed a KeyboardInterrupt traceback under a sweep that had finished.
+    import joblib
+    from joblib.externals.loky import reusable_executor
+
+    from pipeline import cli
+
+    assert joblib.Parallel(n_jobs=2, backend="loky")(joblib.delayed(abs)(-i) for i in range(4)) == [0, 1, 2, 3]
+    executor = reusable_executor._executor
+    workers = list(executor._processes.values())
+    assert workers and all(w.is_alive() for w in workers)
+    cli._stop_workers()
+    assert not any(w.is_alive() for w in workers)
