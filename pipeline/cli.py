@@ -367,10 +367,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
         try:
             _app()
-        except SystemExit:  # Hydra's exit after a failed job: every job has ended all the same
-            _stop_workers()
-            raise
-        _stop_workers()
+        finally:
+            if not (guard.taken or guard.waiting):  # after a stop, the pool would wait for the jobs still running
+                _stop_workers()
     except KeyboardInterrupt:
         _interrupted(plan)
     except SystemExit as e:
@@ -389,10 +388,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _stop_workers() -> None:
-    """Shut joblib's pool of worker processes down, once every job has ended, while signals are handled.
+    """Shut joblib's pool of worker processes down, once the sweep has ended, while signals are handled.
 
     Left to the interpreter's exit, loky joins its pool after the command's handlers are gone, and a
-    Ctrl-C in that second printed a traceback. Not after an interrupt: the pool would wait for running jobs.
+    Ctrl-C in that second printed a traceback.
     """
     module = sys.modules.get("joblib.externals.loky.reusable_executor")
     executor = getattr(module, "_executor", None)
