@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -49,10 +51,6 @@ def raised_in(raised: pytest.ExceptionInfo) -> str:
     return [e.name for e in raised.traceback if str(e.path) != interrupts.__file__][-1]
 
 
-def _python_default(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def signal_inside_list_assignment(monkeypatch: pytest.MonkeyPatch) -> list:
     """SIGTERM while omegaconf sets a list's second item, after ``append`` made room for it (a None)."""
     set_item, calls = ListConfig._set_item_impl, []
@@ -83,16 +81,12 @@ def test_a_signal_while_omegaconf_fills_a_list_waits_for_the_assignment(monkeypa
     assert calls == ["seed=0", "seed=1", "seed=2"] and raised_in(raised) == "assign"
 
 
-def _python_default(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def test_raised_where_it_lands_the_same_signal_breaks_omegaconf(monkeypatch: pytest.MonkeyPatch) -> None:
     # What the handler prevents, so the test above can fail: the interrupt leaves the None in the list,
     # and flag_override's exit trips over it; Hydra printed that AttributeError and exited 1.
     cfg = OmegaConf.create({"task": []})
     signal_inside_list_assignment(monkeypatch)
-    with handler_on_sigterm(_python_default), pytest.raises(BaseException) as raised:
+    with handler_on_sigterm(signal.default_int_handler), pytest.raises(BaseException) as raised:
         cfg.task = ["seed=0", "seed=1", "seed=2"]
     assert raised.type is not KeyboardInterrupt, "omegaconf now takes an interrupt here: it may leave FRAGILE"
     assert "_invalidate_flags_cache" in str(raised.value)
@@ -277,7 +271,6 @@ except KeyboardInterrupt:
 ])
 def test_the_watcher_gives_a_call_the_interrupt_waits_for_its_patience(tmp_path, seconds: float, out: str,  # noqa: ANN001
                                                                        last_line: str | None) -> None:
-    import subprocess
 
     proc = subprocess.Popen([sys.executable, "-c", WAITING_CALL, str(seconds)], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -302,9 +295,6 @@ def test_the_watcher_gives_a_call_the_interrupt_waits_for_its_patience(tmp_path,
 def test_a_stop_while_a_new_store_is_migrated_leaves_a_store_the_rerun_uses(tmp_path, boundlab, sig: int) -> None:  # noqa: ANN001
     # MLflow's migrations cut halfway leave a temporary table behind: the next command then fails on
     # "table _alembic_tmp_... already exists", for good. The stop waits for them.
-    import subprocess
-    from pathlib import Path
-
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
     argv = ["-m", "seed=0,1", "n=100", "d=5", "name=migrating"]
     exe = str(Path(sys.executable).parent / "boundlab")
