@@ -31,6 +31,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from pipeline import limits
+
 HOLDS, VIOLATED, INCONCLUSIVE, NOT_APPLICABLE = "holds", "violated", "inconclusive", "not applicable"
 VERDICTS = (HOLDS, VIOLATED, INCONCLUSIVE, NOT_APPLICABLE)
 LEVEL = 0.95  # confidence of every one-sided limit
@@ -205,63 +207,161 @@ def setting_labels(rows: Any) -> dict[Any, str]:
     return out
 
 
-def expectation_settings(rows: Any) -> list[dict[str, Any]]:
-    """(E) per setting: seeds, mean measured and bound, the limits of the mean of measured - bound, the
-    p-value of 'E[measured - bound] <= 0', the limit that decided and the setting's verdict (Holm across
-    the given settings for 'violated')."""
-    from scipy import stats
+def distinct(rows: Any) -> Any:
+    """One row per job: a job listed twice in a grid (a repeated seed, one value spelt two ways) runs once and
+    is one unit of evidence however often it is listed."""
+    keys = [k for k in ("run", "part") if k in rows]
+    if not keys or not len(rows):
+        return rows
+    return rows.drop_duplicates(subset=keys, keep="first")
 
+
+def _units(sel: Any) -> int:
+    """The independent units of a setting's rows: its distinct seeds (every row when no seed is recorded)."""
+    return int(sel["seed"].nunique()) if "seed" in sel else len(sel)
+
+
+def _range_columns(sel: Any) -> tuple[np.ndarray, np.ndarray]:
+    lo = sel["range_lo"].to_numpy(dtype=np.float64) if "range_lo" in sel else np.full(len(sel), math.nan)
+    hi = sel["range_hi"].to_numpy(dtype=np.float64) if "range_hi" in sel else np.full(len(sel), math.nan)
+    return np.where(np.isnan(lo), -math.inf, lo), np.where(np.isnan(hi), math.inf, hi)
+
+
+@dataclass
+class _Sample:
+    """A setting's (E) evidence: per distinct seed the upper and lower estimates of the quantity (clipped to
+    its declared range, which a true value cannot leave), the bound, and the range."""
+
+    up: np.ndarray
+    low: np.ndarray
+    bound: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+    def holds_at(self, scale: float = 1.0, n: int | None = None) -> limits.Test:
+        return limits.test_below(self.up, self.bound * scale, self.lo, self.hi, ALPHA, n)
+
+    def violated_at(self, scale: float = 1.0) -> limits.Test:
+        return limits.test_above(self.low, self.bound * scale, self.lo, self.hi, ALPHA)
+
+    def take(self, idx: np.ndarray) -> "_Sample":
+        return _Sample(self.up[idx], self.low[idx], self.bound[idx], self.lo[idx], self.hi[idx])
+
+
+def _sample(sel: Any) -> _Sample:
+    lo, hi = _range_columns(sel)
+    up = np.minimum(sel["empirical"].to_numpy(dtype=np.float64), hi)
+    low_col = sel["empirical_low"] if "empirical_low" in sel else sel["empirical"]
+    low = np.maximum(low_col.to_numpy(dtype=np.float64), lo)
+    return _Sample(up, low, sel["theoretical"].to_numpy(dtype=np.float64), lo, hi)
+
+
+def _largest_scale(ok: Any, top: float = 1e6) -> float | None:
+    """The largest k in [1, top] with ``ok(1/k)`` true, for a property that holds for every k below a
+    threshold (bisection on log k to 0.1 %); None when ``ok(1)`` is false."""
+    if not ok(1.0):
+        return None
+    if ok(1.0 / top):
+        return top
+    a, b = 0.0, math.log(top)
+    while b - a > 1e-3:
+        mid = (a + b) / 2.0
+        a, b = (mid, b) if ok(math.exp(-mid)) else (a, mid)
+    return math.exp(a)
+
+
+def _needed(decides: Any, have: int) -> int | None:
+    """The smallest n >= ``have`` (up to :data:`MAX_N`) at which ``decides(n)`` is true, for a property
+    monotone in n; None when even MAX_N does not."""
+    if not decides(MAX_N):
+        return None
+    lo, hi = have, MAX_N
+    if decides(lo):
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if decides(mid) else (mid, hi)
+    return hi
+
+
+PLANTED = (0.99, 0.95, 0.9, 0.8, 0.7, 0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.001)  # bound scales tried for detection
+RESAMPLES = 100  # bootstrap resamples of the units behind a detection rate
+DETECTION = 0.8  # the detection probability a planted error is reported at
+
+
+def _detectable(violated: Any, groups: list[int]) -> float | None:
+    """The mildest planted error the verdict catches with probability >= 0.8: the largest scale s of
+    :data:`PLANTED` at which ``violated(idx_per_setting, s)`` is true in at least 80 % of bootstrap
+    resamples of each setting's units (the observed runs standing in for their distribution; a fixed
+    resampling seed keeps the figure reproducible). None: not even the bound x 0.001."""
+    rng = np.random.default_rng(0)
+    draws = [[rng.integers(0, n, n) for n in groups] for _ in range(RESAMPLES)]
+    for s in PLANTED:
+        if sum(bool(violated(d, s)) for d in draws) >= DETECTION * RESAMPLES:
+            return s
+    return None
+
+
+def expectation_settings(rows: Any) -> list[dict[str, Any]]:
+    """(E) per setting: distinct seeds, mean measured and bound, the verdict and the tests behind it
+    (:mod:`pipeline.limits`): "holds" when the test of "mean >= bound" rejects, which needs the top of the
+    quantity's declared range; "violated" when the test of "mean <= bound", from the lower estimate and the
+    bottom of the range, rejects after Holm's correction over the given settings. The Student t limits are
+    given as description and decide nothing."""
     out = []
     labels = setting_labels(rows)
     for key, sel in _settings(rows):
-        diff = (sel["empirical"] - sel["theoretical"]).to_numpy(dtype=np.float64)
-        # a violation is claimed only from the lower estimate of the measured quantity (docs/bounds.md 9)
-        low = sel["empirical_low"] if "empirical_low" in sel else sel["empirical"]
-        diff_low = (low - sel["theoretical"]).to_numpy(dtype=np.float64)
-        n = diff.size
-        bound = float(sel["theoretical"].mean())
-        lo_hi = [sel[c].iloc[0] for c in ("range_lo", "range_hi")] if "range_lo" in sel else [math.nan, math.nan]
-        width = float(lo_hi[1] - lo_hi[0]) if all(isinstance(v, (int, float)) and math.isfinite(v) for v in lo_hi) else math.nan
-        level = LEVEL if math.isnan(width) else 0.5 + LEVEL / 2.0  # two limits: Bonferroni keeps 95 %
-        mean, _, t_hi = t_limits(diff, level)
-        mean_low, t_lo, _ = t_limits(diff_low, level)
-        candidates = [("one-sided Student t", t_lo, t_hi)]
-        sd = float(diff.std(ddof=1)) if n >= 2 else math.nan
-        p_t = 1.0
-        if n >= 2:
-            se = float(diff_low.std(ddof=1)) / math.sqrt(n)
-            p_t = float(stats.t.sf(mean_low / se, n - 1)) if se > 0 else (0.0 if mean_low > 0 else 1.0)
-        pvalue = p_t
-        if not math.isnan(width):
-            h = hoeffding_half_width(n, width, level)
-            candidates.append(("one-sided Hoeffding", mean_low - h, mean + h))
-            p_h = math.exp(-2.0 * n * mean_low * mean_low / (width * width)) if mean_low > 0 else 1.0
-            pvalue = min(1.0, 2.0 * min(p_t, p_h))
-        upper = min(candidates, key=lambda c: c[2])
-        lower = max(candidates, key=lambda c: c[1])
-        informative = bool(sel["informative"].astype(bool).all())
+        x = _sample(sel)
+        n = _units(sel)
+        hold, above = x.holds_at(), x.violated_at()
+        mean = float(sel["empirical"].mean())
+        _, _, t_hi = t_limits(sel["empirical"].to_numpy(dtype=np.float64))
+        lo, hi = (float(x.lo[0]), float(x.hi[0])) if len(sel) else (-math.inf, math.inf)
+        constant = bool(np.all(x.lo == lo) and np.all(x.hi == hi))
+        ucl = limits.upper_limit(x.up, lo, hi) if constant and hold.decidable else math.inf
+        lcl = limits.lower_limit(x.low, lo, hi) if constant and above.decidable else -math.inf
         out.append({
-            "setting": key if isinstance(key, tuple) else (key,), "label": labels[key], "seeds": n, "mean": float(sel["empirical"].mean()),
-            "bound": bound, "trivial": float(sel["trivial"].mean()), "informative": informative,
-            "ucl": bound + upper[2], "lcl": bound + lower[1], "upper_by": upper[0], "lower_by": lower[0],
-            "pvalue": pvalue, "sd": sd, "holds": bool(upper[2] <= 0.0),
+            "setting": key if isinstance(key, tuple) else (key,), "label": labels[key], "seeds": n, "mean": mean,
+            "bound": float(sel["theoretical"].mean()), "trivial": float(sel["trivial"].mean()),
+            "informative": bool(sel["informative"].astype(bool).all()), "range": [lo, hi] if constant else None,
+            "ucl": ucl, "lcl": lcl, "t_ucl": t_hi, "pvalue": above.p, "holds": hold.reject,
+            "upper_decidable": hold.decidable, "lower_decidable": above.decidable, "sample": x,
         })
     for s, reject in zip(out, _holm([s["pvalue"] for s in out])):
         s["violated"] = reject
         s["verdict"] = VIOLATED if reject else (HOLDS if s["holds"] else INCONCLUSIVE)
-        margin = s["bound"] - s["mean"]
-        s["seeds_needed"] = _runs_needed_t(s["sd"], abs(margin), s["seeds"]) if s["verdict"] == INCONCLUSIVE else None
+        s["seeds_needed"], s["blocked_by"] = None, ""
+        if s["verdict"] == INCONCLUSIVE:
+            if not s["upper_decidable"]:
+                s["blocked_by"] = "no upper end of the quantity's range is declared"
+            else:
+                x, have = s["sample"], s["seeds"]
+                reps = lambda n, x=x: x.take(np.arange(n) % len(x.up))  # noqa: E731 - the observed values, repeated
+                s["seeds_needed"] = _needed(lambda n: reps(n).holds_at(1.0, n).reject, have)
+                s["blocked_by"] = "seed noise" if s["seeds_needed"] else "the mean is not below the bound"
     return out
+
+
+def _public(s: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("label", "seeds", "mean", "bound", "trivial", "informative", "range", "lcl", "ucl", "t_ucl", "verdict",
+            "seeds_needed", "blocked_by")
+    return {k: s[k] for k in keys}
 
 
 def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     n = len(applicable)
     violated = applicable[~applicable["holds"].astype(bool)]
-    informative = int(applicable["informative"].astype(bool).sum())
+    inform = applicable[applicable["informative"].astype(bool)]
+    informative = len(inform)
     worst = float(applicable["max_ratio_over_t"].max())
     where = sorted(set(applicable.get("judged_at", ["T only"])))
     at = " and ".join(where)
-    extra = {"violations": len(violated), "max_ratio_over_t": worst, "judged_at": at}
+    tight = 1.0 / float(inform["max_ratio_over_t"].max()) if informative and not len(violated) else None
+    extra = {"violations": len(violated), "max_ratio_over_t": worst, "judged_at": at,
+             "informative_share": f"{informative} of {n} runs informative",
+             "tightness": tight if tight is None or math.isfinite(tight) else MAX_TIGHT,
+             # a (D) bound scaled below the largest ratio is violated by that run, every time
+             "detects_scale": worst if 0 < worst < 1 else None}
     if len(violated):
         runs = ", ".join(str(r) for r in violated["run"].head(3))
         return Judgement(VIOLATED, f"{len(violated)} of {n} runs above the bound (judged at {at}); worst "
@@ -273,93 +373,158 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
                      f"measured/bound {worst:.4g}", "every run"), extra
 
 
+MAX_TIGHT = 1e6  # a tightness factor is reported up to this (a measured 0 against a positive bound)
+
+
 def _judge_expectation(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     settings = expectation_settings(applicable)
     informative = [s for s in settings if s["informative"]]
     violated = [s for s in settings if s["verdict"] == VIOLATED]
     holding = [s for s in informative if s["verdict"] == HOLDS]
     open_ = [s for s in informative if s["verdict"] == INCONCLUSIVE]
-    worst = max(settings, key=lambda s: s["ucl"] / s["bound"] if s["bound"] > 0 else math.inf)
+    ratio = lambda s, v: v / s["bound"] if s["bound"] > 0 else math.inf  # noqa: E731
+    worst = max(settings, key=lambda s: ratio(s, s["mean"]))
     seeds = sorted({s["seeds"] for s in settings})
-    by = sorted({s["upper_by"] for s in holding}) or sorted({s["upper_by"] for s in settings})
+    samples = [s["sample"] for s in informative]
+    tight = _largest_scale(lambda k: all(x.holds_at(k).reject for x in samples), MAX_TIGHT) if samples else None
+
+    def violated_at(idx: list[np.ndarray], scale: float) -> bool:
+        return any(_holm([s["sample"].take(i).violated_at(scale).p for s, i in zip(settings, idx)]))
+
+    detects = _detectable(violated_at, [len(s["sample"].up) for s in settings])
+    blocked = sorted({s["blocked_by"] for s in open_ if s["blocked_by"]})
     extra = {
         "settings": len(settings), "settings_informative": len(informative), "settings_holding": len(holding),
-        "settings_violated": len(violated), "settings_inconclusive": len(open_),
-        "seeds": seeds[-1], "worst_ucl_ratio": worst["ucl"] / worst["bound"] if worst["bound"] > 0 else math.inf,
-        "worst_mean_ratio": worst["mean"] / worst["bound"] if worst["bound"] > 0 else math.inf,
-        "seeds_needed": max((s["seeds_needed"] or MAX_N for s in open_ if s["seeds"] >= 2), default=None),
-        "per_setting": [{k: s[k] for k in ("label", "seeds", "mean", "bound", "trivial", "informative", "lcl", "ucl",
-                                           "upper_by", "verdict", "seeds_needed")} for s in settings],
+        "settings_violated": len(violated), "settings_inconclusive": len(open_), "seeds": seeds[-1],
+        "informative_share": f"{len(informative)} of {len(settings)} settings informative",
+        "worst_mean_ratio": ratio(worst, worst["mean"]),
+        "worst_ucl_ratio": max((ratio(s, s["ucl"]) for s in informative), default=None),
+        "seeds_needed": max((s["seeds_needed"] for s in open_ if s["seeds_needed"]), default=None)
+        if not any(s["blocked_by"] and not s["seeds_needed"] for s in open_) else None,
+        "blocked_by": blocked, "tightness": tight, "detects_scale": detects,
+        "per_setting": [_public(s) for s in settings],
     }
-    head = f"{len(settings)} settings of {'/'.join(map(str, seeds))} seeds, {len(informative)} informative"
-    decided = f"{' and '.join(by)} 95 % limit"
+    head = f"{len(settings)} settings of {'/'.join(map(str, seeds))} distinct seeds, {len(informative)} informative"
+    decided = "betting test of the mean, one-sided 5 %"
     if violated:
         s = violated[0]
         return Judgement(VIOLATED, f"{head}; {len(violated)} setting(s) with E[measured] above the bound (Holm-corrected "
                          f"one-sided test at 5 %), e.g. {_fmt_setting(s)}: mean {s['mean']:.4g}, lower limit {s['lcl']:.4g} "
-                         f"> bound {s['bound']:.4g}", f"{s['lower_by']} 95 % limit, Holm-corrected"), extra
+                         f"vs bound {s['bound']:.4g} (p = {s['pvalue']:.2g})", decided + ", Holm-corrected"), extra
     if not informative:
         return Judgement(INCONCLUSIVE, f"{head}: the bound is vacuous (not below the trivial value) in every setting",
                          decided), extra
     if open_:
-        need = extra["seeds_needed"]
-        s = max(open_, key=lambda s: s["ucl"] / s["bound"])
-        if any(s["seeds"] < 2 for s in open_):
-            more = "a setting with one seed has no spread to judge by: run more seeds"
-        elif need and need < MAX_N:
-            more = f"about {need} seeds would settle it at the observed spread"
+        s = max(open_, key=lambda s: ratio(s, s["mean"]))
+        desc = f"mean {s['mean']:.4g} vs bound {s['bound']:.4g}"
+        if math.isfinite(s["t_ucl"]):
+            desc += f" (Student t upper limit {s['t_ucl']:.4g}, a description that decides nothing)"
+        if s["blocked_by"] == "no upper end of the quantity's range is declared":
+            more = ("the quantity has no declared upper end, so no number of seeds can bound its mean from above (a "
+                    "rare large value could hide above any sample); " + (
+                        "a violation would still be caught from the lower end of its range" if s["lower_decidable"] else
+                        "with no lower end declared either, no violation can be shown: the bound needs a declared range"))
+        elif s["seeds_needed"]:
+            more = f"about {s['seeds_needed']} distinct seeds (there are {s['seeds']}) would settle it by seed noise alone"
         else:
-            more = "no feasible number of seeds settles it at the observed mean"
+            more = "the observed mean is not below the bound: more seeds could only show a violation"
         return Judgement(INCONCLUSIVE, f"{head}; {len(holding)} hold, {len(open_)} undecided, e.g. {_fmt_setting(s)}: "
-                         f"mean {s['mean']:.4g}, 95 % upper limit {s['ucl']:.4g} vs bound {s['bound']:.4g}; {more}",
-                         decided), extra
-    w = max(holding, key=lambda s: s["ucl"] / s["bound"])
+                         f"{desc}; {more}", decided), extra
+    w = max(holding, key=lambda s: ratio(s, s["ucl"]))
     return Judgement(HOLDS, f"{head}, every informative setting holds: largest 95 % upper limit of the mean "
-                     f"{w['ucl'] / w['bound']:.3g} x the bound ({_fmt_setting(w)})", decided), extra
+                     f"{ratio(w, w['ucl']):.3g} x the bound ({_fmt_setting(w)})", decided), extra
 
 
 def _fmt_setting(s: Mapping[str, Any]) -> str:
     return s["label"]
 
 
+def _binomial_p(k: int, n: int, delta: float) -> float:
+    """P(Binomial(n, delta) >= k): the exact p-value of "rate <= delta" from k events in n trials."""
+    from scipy.stats import binom
+
+    return float(binom.sf(k - 1, n, delta)) if k > 0 else 1.0
+
+
+def probability_settings(informative: Any) -> list[dict[str, Any]]:
+    """(P) per setting, over its informative runs (each of a distinct seed, so independent): violations,
+    the one-sided 95 % Clopper-Pearson limits of the rate, the setting's delta (the mean of its informative
+    runs'), the exact binomial p-value of "rate <= delta" from the violations at the lower estimate."""
+    labels = setting_labels(informative) if len(informative) else {}
+    out = []
+    for key, sel in _settings(informative):
+        n = len(sel)
+        k = int((~sel["holds"].astype(bool)).sum())
+        low = sel["empirical_low"] if "empirical_low" in sel else sel["empirical"]
+        k_low = int((low > sel["theoretical"]).sum())
+        delta = float(sel["delta"].mean()) if "delta" in sel else ALPHA
+        lo, hi = binomial_limits(k_low, n)[0], binomial_limits(k, n)[1]
+        out.append({"label": labels[key], "runs": n, "seeds": _units(sel), "violations": k, "violations_low": k_low,
+                    "delta": delta, "lcl": lo, "ucl": hi, "pvalue": _binomial_p(k_low, n, delta), "holds": hi <= delta,
+                    "ratio": (low / sel["theoretical"]).to_numpy(dtype=np.float64),
+                    "ratio_up": sel["max_ratio_over_t"].to_numpy(dtype=np.float64)})
+    for s, reject in zip(out, _holm([s["pvalue"] for s in out])):
+        s["verdict"] = VIOLATED if reject else (HOLDS if s["holds"] else INCONCLUSIVE)
+        s["runs_needed"] = _runs_needed_p(s["violations"], s["runs"], s["delta"]) if s["verdict"] == INCONCLUSIVE else None
+    return out
+
+
 def _judge_probability(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
+    all_settings = len(_settings(applicable))
     informative = applicable[applicable["informative"].astype(bool)]
+    settings = probability_settings(informative)
     n = len(informative)
-    k = int((~informative["holds"].astype(bool)).sum())
-    low = informative["empirical_low"] if "empirical_low" in informative else informative["empirical"]
-    k_low = int((low > informative["theoretical"]).sum())  # violations even at the lower estimate
-    # each run's violation probability is at most its own delta: the pooled rate, at most their mean
-    deltas = applicable["delta"] if "delta" in applicable else None
-    delta = ALPHA if deltas is None else float(deltas.iloc[0]) if deltas.nunique() == 1 else float(deltas.mean())
-    hi = binomial_limits(k, n)[1]
-    lo = binomial_limits(k_low, n)[0]
-    labels = setting_labels(informative) if n else {}
-    per_setting = [{"setting": labels[key], "runs": len(sel), "violations": int((~sel["holds"].astype(bool)).sum())}
-                   for key, sel in _settings(informative)]
+    k = sum(s["violations"] for s in settings)
+    violated = [s for s in settings if s["verdict"] == VIOLATED]
+    open_ = [s for s in settings if s["verdict"] == INCONCLUSIVE]
+    deltas = sorted({s["delta"] for s in settings})
+
+    def holds_at(scale: float) -> bool:  # every setting's upper limit <= delta with the bound scaled
+        return all(binomial_limits(int((s["ratio_up"] > scale).sum()), s["runs"])[1] <= s["delta"] for s in settings)
+
+    def violated_at(idx: list[np.ndarray], scale: float) -> bool:
+        return any(_holm([_binomial_p(int((s["ratio"][i] > scale).sum()), len(i), s["delta"])
+                          for s, i in zip(settings, idx)]))
+
+    tight = _largest_scale(holds_at, MAX_TIGHT) if settings else None
+    detects = _detectable(violated_at, [s["runs"] for s in settings]) if settings else None
     extra = {"informative_runs": n, "violations": k, "violation_rate": k / n if n else None,
-             "violation_rate_lcl": lo, "violation_rate_ucl": hi, "delta": delta,
-             "runs_needed": None, "per_setting": per_setting}
-    decided = "one-sided 95 % Clopper-Pearson limit"
+             "violation_rate_ucl": max((s["ucl"] for s in settings), default=None),
+             "violation_rate_lcl": max((s["lcl"] for s in settings), default=None),
+             "delta": deltas[0] if len(deltas) == 1 else deltas,
+             "settings": all_settings, "settings_informative": len(settings),
+             "informative_share": f"{len(settings)} of {all_settings} settings informative",
+             "runs_needed": max((s["runs_needed"] or MAX_N for s in open_), default=None),
+             "tightness": tight, "detects_scale": detects,
+             "per_setting": [{k_: s[k_] for k_ in ("label", "runs", "seeds", "violations", "delta", "lcl", "ucl", "verdict",
+                                                   "runs_needed")} for s in settings]}
+    decided = "one-sided 95 % Clopper-Pearson limit per setting"
     if n == 0:
         return Judgement(INCONCLUSIVE, f"the bound is vacuous (not below the trivial value) in all {len(applicable)} runs",
                          decided), extra
-    head = f"{k} violations in {n} informative runs (of {len(applicable)}), rate {k / n:.3g}"
-    if hi <= delta:
-        return Judgement(HOLDS, f"{head}; 95 % upper limit {hi:.3g} <= delta {delta:g}", decided + " (upper)"), extra
-    if lo > delta:
-        return Judgement(VIOLATED, f"{head}; 95 % lower limit {lo:.3g} > delta {delta:g}", decided + " (lower)"), extra
-    need = _runs_needed_p(k, n, delta)
-    extra["runs_needed"] = need
-    more = f"about {need} runs at the observed rate would settle it" if need else \
-        "the observed rate is not below delta: more runs could only show a violation"
-    return Judgement(INCONCLUSIVE, f"{head}; 95 % limits [{lo:.3g}, {hi:.3g}] straddle delta {delta:g}; {more}",
-                     decided), extra
+    head = f"{k} violations in {n} informative runs of distinct seeds per setting ({len(settings)} of {all_settings} settings)"
+    if violated:
+        s = violated[0]
+        return Judgement(VIOLATED, f"{head}; {s['label']}: {s['violations_low']} of {s['runs']} above the bound, 95 % lower "
+                         f"limit {s['lcl']:.3g} > delta {s['delta']:g} (Holm-corrected, p = {s['pvalue']:.2g})",
+                         decided + " (lower), Holm-corrected"), extra
+    if open_:
+        s = max(open_, key=lambda s: s["ucl"] - s["delta"])
+        need = s["runs_needed"]
+        more = (f"about {need} distinct seeds in that setting (there are {s['runs']}) would settle it at the observed rate"
+                if need else "its observed rate is not below delta: more runs could only show a violation")
+        return Judgement(INCONCLUSIVE, f"{head}; {len(open_)} setting(s) undecided, e.g. {s['label']}: {s['violations']} of "
+                         f"{s['runs']}, 95 % limits [{s['lcl']:.3g}, {s['ucl']:.3g}] straddle delta {s['delta']:g}; {more}",
+                         decided), extra
+    w = max(settings, key=lambda s: s["ucl"] / s["delta"])
+    return Judgement(HOLDS, f"{head}; every informative setting's 95 % upper limit <= its delta, largest {w['ucl']:.3g} "
+                     f"vs {w['delta']:g} ({w['label']})", decided + " (upper)"), extra
 
 
 def summarize(table: Any) -> dict[str, Any]:
     """Per bound, the sweep's verdict and the numbers behind it (``metrics.json``): runs, applicable and
     informative counts, ratio range, then the guarantee type's own statistics (docs/bounds.md, "How a verdict is decided")."""
-    out: dict[str, Any] = {"runs": int(table["run"].nunique()) if len(table) else 0}
+    out: dict[str, Any] = {"runs": int(table["run"].nunique()) if len(table) else 0}  # distinct jobs
     for bound, rows in table.groupby("bound", sort=True) if len(table) else []:
         out[bound] = judge_bound(rows)
     return out
@@ -368,6 +533,8 @@ def summarize(table: Any) -> dict[str, Any]:
 def judge_bound(rows: Any) -> dict[str, Any]:
     """The summary of one bound's rows: counts, ratio range, verdict, evidence and what decided it."""
     guarantee = str(rows["guarantee"].iloc[0])
+    listed = len(rows)
+    rows = distinct(rows)
     applicable = rows[rows["applicable"].astype(bool)]
     s: dict[str, Any] = {
         "guarantee": guarantee, "runs": len(rows), "applicable": len(applicable),
@@ -390,6 +557,8 @@ def judge_bound(rows: Any) -> dict[str, Any]:
         s |= extra
     else:
         j = Judgement(NOT_APPLICABLE, f"guarantee type {guarantee!r}: nothing to judge")
+    if listed > len(rows):
+        j.evidence += f" ({listed - len(rows)} repeated listing(s) of the same jobs counted once)"
     return s | {"verdict": j.verdict, "evidence": j.evidence, "decided_by": j.decided_by}
 
 

@@ -1,8 +1,9 @@
 """The verdict rules (pipeline.verdicts), each on constructed inputs whose outcome is known.
 
 Every rule is shown to reach each of its outcomes: a (D) violation (also one hidden at an intermediate
-step), an (E) setting inconclusive with 3 seeds and holding with 30, a (P) rate whose upper limit is above
-delta, vacuous rows, and claims that are not applicable.
+step), an (E) setting inconclusive with 3 seeds and holding with more, never holding without the top of a
+declared range, a (P) rate whose upper limit is above delta, runs of one seed in several settings counted
+once, a repeated job counted once, vacuous rows, and claims that are not applicable.
 """
 
 from __future__ import annotations
@@ -14,18 +15,19 @@ import pandas as pd
 import pytest
 
 from pipeline.bounds import BOUNDS
-from pipeline.bounds.base import Bound
+from pipeline.bounds.base import Bound, RangeError
 from pipeline.verdicts import (
     HOLDS,
     INCONCLUSIVE,
+    MAX_TIGHT,
     NOT_APPLICABLE,
     VIOLATED,
     binomial_limits,
+    expectation_settings,
     judge_bound,
     judge_claim,
     judge_row,
     summarize,
-    t_limits,
 )
 
 
@@ -47,6 +49,8 @@ def _rows(guarantee: str, measured, bound, trivial=None, setting=None, holds=Non
         "ratio": measured / bound, "max_ratio_over_t": measured / bound, "judged_at": "T only",
         "setting": ["s0"] * n if setting is None else setting,
     })
+    table["seed"] = table.groupby("setting").cumcount()  # distinct seeds within a setting, shared across settings
+    table["run"] = table["setting"].astype(str) + "/" + table["seed"].astype(str)
     for k, v in extra.items():
         table[k] = v
     return table
@@ -101,59 +105,93 @@ def test_deterministic_outcomes() -> None:
 
 # --- (E) ----------------------------------------------------------------------------------------------
 
-def test_expectation_inconclusive_with_3_seeds_holds_with_30() -> None:
-    few = 0.8 + 0.15 * _spread(3)  # mean 0.8 against a bound of 1, spread 0.15: upper limit 1.05
-    s3 = judge_bound(_rows("E", few, 1.0))
-    assert s3["verdict"] == INCONCLUSIVE and s3["seeds_needed"] > 3 and "seeds would settle it" in s3["evidence"]
-    many = 0.8 + 0.15 * _spread(30)  # the same mean and spread from 30 seeds: upper limit 0.85
-    s30 = judge_bound(_rows("E", many, 1.0))
-    assert s30["verdict"] == HOLDS and "Student t" in s30["decided_by"]
-    mean, lo, hi = t_limits(many)
-    assert hi < 1.0 and lo < mean < hi
+def test_expectation_holds_only_with_a_declared_top_of_the_range() -> None:
+    values = 0.2 + 0.05 * _spread(30)  # mean 0.2 against a bound of 0.5, in the declared range [0, 1]
+    ranged = judge_bound(_rows("E", values, 0.5, range_lo=0.0, range_hi=1.0))
+    assert ranged["verdict"] == HOLDS and "betting" in ranged["decided_by"] and ranged["tightness"] > 1.5
+    # the same values with no top: a rare large value could hide above any sample, so "holds" is never shown
+    open_top = judge_bound(_rows("E", values, 0.5, range_lo=0.0, range_hi=math.inf))
+    assert open_top["verdict"] == INCONCLUSIVE and "no declared upper end" in open_top["evidence"]
+    assert open_top["tightness"] is None and open_top["seeds_needed"] is None
+    assert "Student t" in open_top["evidence"]  # shown as a description, deciding nothing
 
 
-def test_expectation_one_seed_is_inconclusive_unless_the_range_decides() -> None:
-    one = judge_bound(_rows("E", [0.1], 1.0))
-    assert one["verdict"] == INCONCLUSIVE and "one seed" in one["evidence"]
-    # a value known to lie in [0, 0.2]: Hoeffding's limit decides from one seed, without any spread
-    ranged = judge_bound(_rows("E", [0.05], 1.0, range_lo=0.0, range_hi=0.2))
-    assert ranged["verdict"] == HOLDS and "Hoeffding" in ranged["decided_by"]
+def test_expectation_inconclusive_with_3_seeds_says_how_many_would_settle_it() -> None:
+    few = 0.2 + 0.05 * _spread(3)
+    s3 = judge_bound(_rows("E", few, 0.5, range_lo=0.0, range_hi=1.0))
+    assert s3["verdict"] == INCONCLUSIVE and s3["seeds_needed"] > 3 and "distinct seeds (there are 3)" in s3["evidence"]
+    enough = np.resize(few, s3["seeds_needed"])  # the same values repeated up to the number asked for: decided
+    assert judge_bound(_rows("E", enough, 0.5, range_lo=0.0, range_hi=1.0))["verdict"] == HOLDS
 
 
-def test_expectation_violated_needs_the_holm_corrected_lower_limit_above() -> None:
+def test_expectation_violated_needs_the_holm_corrected_lower_test() -> None:
     rng = np.random.default_rng(1)
     settings = ["a"] * 30 + ["b"] * 30
-    measured = np.concatenate([0.5 + 0.05 * rng.standard_normal(30), 1.5 + 0.05 * rng.standard_normal(30)])
-    s = judge_bound(_rows("E", measured, 1.0, setting=settings))
+    measured = np.concatenate([rng.uniform(0.0, 1.0, 30), rng.uniform(2.0, 3.0, 30)])
+    s = judge_bound(_rows("E", measured, 1.0, setting=settings, range_lo=0.0, range_hi=math.inf))
     assert s["verdict"] == VIOLATED and s["settings_violated"] == 1
-    # one setting above the bound with one-sided p = 0.01: violated alone, not after Holm over 20 settings
-    above = 1.0 + 2.462 * 0.1 / math.sqrt(30) + 0.1 * _spread(30)  # t = 2.462 with 29 df: p = 0.01
-    assert judge_bound(_rows("E", above, 1.0))["verdict"] == VIOLATED
-    measured = np.concatenate([above] + [0.5 + 0.1 * _spread(30)] * 19)
-    close = judge_bound(_rows("E", measured, 1.0, setting=[f"s{i // 30:02d}" for i in range(600)]))
+    # no lower end declared: nothing can be shown either way
+    s = judge_bound(_rows("E", measured, 1.0, setting=settings))
+    assert s["verdict"] == INCONCLUSIVE and "needs a declared range" in s["evidence"]
+    # a setting just above the bound is violated alone, not after Holm over 20 settings
+    above = np.full(30, 1.2)
+    alone = judge_bound(_rows("E", above, 1.0, range_lo=0.0, range_hi=math.inf))
+    assert alone["verdict"] == VIOLATED
+    p = [s_["pvalue"] for s_ in expectation_settings(_rows("E", above, 1.0, range_lo=0.0, range_hi=math.inf))][0]
+    assert 0.0025 < p < 0.05  # so that Holm over 20 settings (0.05 / 20) does not reject it
+    measured = np.concatenate([above] + [np.full(30, 0.5)] * 19)
+    close = judge_bound(_rows("E", measured, 1.0, setting=[f"s{i // 30:02d}" for i in range(600)], range_lo=0.0,
+                              range_hi=math.inf))
     assert close["verdict"] == INCONCLUSIVE and close["settings_violated"] == 0
 
 
 def test_expectation_vacuous_settings_are_not_evidence() -> None:
-    s = judge_bound(_rows("E", [0.1, 0.1, 0.11], 2.0, trivial=1.0))
+    s = judge_bound(_rows("E", [0.1, 0.1, 0.11], 2.0, trivial=1.0, range_lo=0.0, range_hi=5.0))
     assert s["verdict"] == INCONCLUSIVE and s["settings_informative"] == 0 and "vacuous" in s["evidence"]
+
+
+def test_a_repeated_job_is_one_unit_however_often_it_is_listed() -> None:
+    one = _rows("E", [0.2], 0.5, range_lo=0.0, range_hi=1.0)
+    eight = pd.concat([one] * 8, ignore_index=True)
+    s1, s8 = judge_bound(one), judge_bound(eight)
+    assert s8["verdict"] == s1["verdict"] == INCONCLUSIVE and s8["seeds"] == 1 and s8["runs"] == 1
+    assert "7 repeated listing(s)" in s8["evidence"]
+
+
+def test_a_declared_range_contradicted_by_a_measurement_fails_the_run() -> None:
+    b = Bound(name="count", title="count", learner="toy", guarantee="E", quantity="q", requires=("T",), reference="-",
+              formula="T / 2", value=lambda s: s["T"] / 2, trivial=lambda s: s["T"], range=lambda s: (0.0, s["T"]))
+    assert b.evaluate({"T": 10}, {"q": 3.0})["applicable"]
+    for impossible in (-1.0, 11.0):
+        with pytest.raises(RangeError, match=r"bound count: the measured q is .* outside the range \[0, 10\]"):
+            b.evaluate({"T": 10}, {"q": impossible})
 
 
 # --- (P) ----------------------------------------------------------------------------------------------
 
-def test_probability_by_its_clopper_pearson_limits() -> None:
+def test_probability_by_its_clopper_pearson_limits_per_setting() -> None:
     delta = 0.05
     none_in_27 = judge_bound(_rows("P", np.zeros(27), 1.0, delta=delta))
     assert none_in_27["verdict"] == INCONCLUSIVE  # the upper limit 0.105 > delta: the point rate 0 is not enough
     assert none_in_27["violation_rate_ucl"] > delta and none_in_27["runs_needed"] == 59
-    assert judge_bound(_rows("P", np.zeros(59), 1.0, delta=delta))["verdict"] == HOLDS
+    s59 = judge_bound(_rows("P", np.zeros(59), 1.0, delta=delta))
+    assert s59["verdict"] == HOLDS and s59["tightness"] == MAX_TIGHT  # measured 0: any smaller bound still holds
     many = np.r_[np.full(30, 2.0), np.zeros(70)]  # 30 % of runs above the bound
     assert judge_bound(_rows("P", many, 1.0, delta=delta))["verdict"] == VIOLATED
     lo, hi = binomial_limits(0, 59)
     assert lo == 0.0 and hi == pytest.approx(1 - 0.05 ** (1 / 59))
 
 
-def test_probability_pools_only_informative_runs() -> None:
+def test_probability_runs_sharing_a_seed_across_settings_are_not_pooled() -> None:
+    # 10 settings x 10 seeds, no violation: 100 rows pooled would reach "holds" (59 suffice), but each seed's
+    # runs share its data and random streams: each setting has 10 independent units, too few
+    settings = [f"s{i // 10}" for i in range(100)]
+    seeds = [i % 10 for i in range(100)]
+    s = judge_bound(_rows("P", np.zeros(100), 1.0, setting=settings, seed=seeds, delta=0.05))
+    assert s["verdict"] == INCONCLUSIVE and s["runs_needed"] == 59 and s["settings_informative"] == 10
+
+
+def test_probability_counts_only_informative_runs() -> None:
     trivial = np.r_[np.full(59, 10.0), np.full(41, 0.5)]
     s = judge_bound(_rows("P", np.zeros(100), 1.0, trivial=trivial, delta=0.05))
     assert s["informative_runs"] == 59 and s["verdict"] == HOLDS

@@ -13,6 +13,10 @@ from pipeline.verdicts import judge_row
 Stats = Mapping[str, Any]
 
 
+class RangeError(ValueError):
+    """A measured quantity outside the range its bound declares: the run is wrong, not evidence."""
+
+
 @dataclass(frozen=True)
 class Bound:
     """A guarantee on an empirical quantity of one learner.
@@ -38,8 +42,9 @@ class Bound:
         and ``curve``), "monotone" (the quantity never decreases and the bound does not depend on t,
         so the last step is the worst prefix) or "" (judged at the last step T only: the bound's
         constants are tuned to T, or it speaks only of the end of the run).
-    range : statistics -> (lo, hi), a range every run's measured quantity lies in, when one is known
-        (used by the distribution-free limit of (E) verdicts); None when unknown.
+    range : statistics -> (lo, hi), the range the quantity's true value lies in by the theory (a count in
+        [0, T], a suboptimality >= 0; an end may be infinite); None when unknown. The (E) verdict needs hi to
+        show "holds" and lo to show "violated" (pipeline.limits); every measurement is checked against it.
     quantity_low : the learner's quantity that is a lower estimate of ``quantity`` (e.g. measured
         against the upper end of a comparator's bracket); "" when ``quantity`` is exact. ``quantity`` is
         the upper estimate a bound must clear to hold; ``quantity_low`` the one that must exceed the
@@ -79,6 +84,22 @@ class Bound:
         """Which steps of a run the verdict covers, in words (the ``judged_at`` column)."""
         return {"trace": "every t", "monotone": "every t (last step worst)"}.get(self.anytime, "T only")
 
+    def check_range(self, up: float, low: float, lo: float, hi: float) -> None:
+        """Raise :class:`RangeError` when a measurement contradicts the range the bound declares for its
+        quantity: an exact value outside [lo, hi], or an upper estimate below lo or a lower estimate above hi
+        (the true value lies between the two estimates and inside the range). A verdict is never drawn from
+        such a run: the job fails, naming the bound, the range and the value (docs/bounds.md section 9)."""
+        lo = -math.inf if math.isnan(lo) else lo
+        hi = math.inf if math.isnan(hi) else hi
+        if math.isnan(up) or math.isnan(low):
+            return
+        exact = not self.quantity_low
+        bad = (up < lo or up > hi) if exact else (up < lo or low > hi)
+        if bad:
+            value = f"{up:.10g}" if exact else f"in [{low:.10g}, {up:.10g}] (its lower and upper estimates)"
+            raise RangeError(f"bound {self.name}: the measured {self.quantity} is {value}, outside the range "
+                             f"[{lo:g}, {hi:g}] the bound declares for it: a bug in the learner or in the bound's range")
+
     def evaluate(self, stats: Stats, empirical: Mapping[str, float],
                  steps: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """One row of the results table: the bound next to the measured quantity, with its trivial
@@ -114,6 +135,7 @@ class Bound:
         }
         lo, hi = self.range(declared) if self.range is not None else (math.nan, math.nan)
         row |= {"range_lo": float(lo), "range_hi": float(hi)}
+        self.check_range(row["empirical"], row["empirical_low"], float(lo), float(hi))
         reason = self.applies(declared)
         if reason is not None:
             return row | {"theoretical": math.nan, "trivial": math.nan, "ratio": math.nan, "max_ratio_over_t": math.nan,
