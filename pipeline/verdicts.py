@@ -36,7 +36,7 @@ from pipeline import limits
 HOLDS, VIOLATED, INCONCLUSIVE, NOT_APPLICABLE = "holds", "violated", "inconclusive", "not applicable"
 VERDICTS = (HOLDS, VIOLATED, INCONCLUSIVE, NOT_APPLICABLE)
 LEVEL = 0.95  # confidence of every one-sided limit
-ALPHA = 1.0 - LEVEL
+ALPHA = round(1.0 - LEVEL, 12)  # 0.05
 MAX_N = 100_000  # the largest number of seeds or runs an inconclusive verdict asks for
 
 
@@ -63,13 +63,15 @@ def hoeffding_half_width(n: int, width: float, level: float = LEVEL) -> float:
 
 def binomial_limits(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
     """One-sided ``level`` Clopper-Pearson lower and upper limits of a rate from ``k`` events in ``n`` trials
-    (the two ends of scipy's exact two-sided interval at 2 level - 1)."""
-    from scipy.stats import binomtest
+    (the two ends of the exact two-sided interval at 2 level - 1)."""
+    from scipy.stats import beta
 
     if n == 0:
         return 0.0, 1.0
-    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=2.0 * level - 1.0, method="exact")
-    return float(ci.low), float(ci.high)
+    k, n = int(k), int(n)
+    lo = float(beta.ppf(1.0 - level, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(beta.ppf(level, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
 
 
 def mean_interval(values: Iterable[float], level: float = 0.95) -> tuple[float, float]:
@@ -376,7 +378,7 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
 MAX_TIGHT = 1e6  # a tightness factor is reported up to this (a measured 0 against a positive bound)
 
 
-def _judge_expectation(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
+def _judge_expectation(applicable: Any, power: bool = True) -> tuple[Judgement, dict[str, Any]]:
     settings = expectation_settings(applicable)
     informative = [s for s in settings if s["informative"]]
     violated = [s for s in settings if s["verdict"] == VIOLATED]
@@ -386,12 +388,12 @@ def _judge_expectation(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     worst = max(settings, key=lambda s: ratio(s, s["mean"]))
     seeds = sorted({s["seeds"] for s in settings})
     samples = [s["sample"] for s in informative]
-    tight = _largest_scale(lambda k: all(x.holds_at(k).reject for x in samples), MAX_TIGHT) if samples else None
+    tight = _largest_scale(lambda k: all(x.holds_at(k).reject for x in samples), MAX_TIGHT) if samples and power else None
 
     def violated_at(idx: list[np.ndarray], scale: float) -> bool:
         return any(_holm([s["sample"].take(i).violated_at(scale).p for s, i in zip(settings, idx)]))
 
-    detects = _detectable(violated_at, [len(s["sample"].up) for s in settings])
+    detects = _detectable(violated_at, [len(s["sample"].up) for s in settings]) if power else None
     blocked = sorted({s["blocked_by"] for s in open_ if s["blocked_by"]})
     extra = {
         "settings": len(settings), "settings_informative": len(informative), "settings_holding": len(holding),
@@ -446,6 +448,16 @@ def _binomial_p(k: int, n: int, delta: float) -> float:
     return float(binom.sf(k - 1, n, delta)) if k > 0 else 1.0
 
 
+def probability_rule(k: list[int], k_low: list[int], n: list[int], delta: list[float]) -> list[str]:
+    """The (P) verdict of each setting from its violations at the upper (``k``) and lower (``k_low``)
+    estimates among ``n`` runs of distinct seeds: holds when the one-sided 95 % Clopper-Pearson upper limit
+    of the rate is <= delta; violated when the exact binomial test of "rate <= delta" rejects after Holm's
+    correction over the settings; inconclusive otherwise."""
+    rejects = _holm([_binomial_p(kl, m, d) for kl, m, d in zip(k_low, n, delta)])
+    return [VIOLATED if r else HOLDS if binomial_limits(kk, m)[1] <= d else INCONCLUSIVE
+            for r, kk, m, d in zip(rejects, k, n, delta)]
+
+
 def probability_settings(informative: Any) -> list[dict[str, Any]]:
     """(P) per setting, over its informative runs (each of a distinct seed, so independent): violations,
     the one-sided 95 % Clopper-Pearson limits of the rate, the setting's delta (the mean of its informative
@@ -460,16 +472,18 @@ def probability_settings(informative: Any) -> list[dict[str, Any]]:
         delta = float(sel["delta"].mean()) if "delta" in sel else ALPHA
         lo, hi = binomial_limits(k_low, n)[0], binomial_limits(k, n)[1]
         out.append({"label": labels[key], "runs": n, "seeds": _units(sel), "violations": k, "violations_low": k_low,
-                    "delta": delta, "lcl": lo, "ucl": hi, "pvalue": _binomial_p(k_low, n, delta), "holds": hi <= delta,
+                    "delta": delta, "lcl": lo, "ucl": hi, "pvalue": _binomial_p(k_low, n, delta),
                     "ratio": (low / sel["theoretical"]).to_numpy(dtype=np.float64),
                     "ratio_up": sel["max_ratio_over_t"].to_numpy(dtype=np.float64)})
-    for s, reject in zip(out, _holm([s["pvalue"] for s in out])):
-        s["verdict"] = VIOLATED if reject else (HOLDS if s["holds"] else INCONCLUSIVE)
+    verdicts = probability_rule([s["violations"] for s in out], [s["violations_low"] for s in out],
+                                [s["runs"] for s in out], [s["delta"] for s in out])
+    for s, verdict in zip(out, verdicts):
+        s["verdict"] = verdict
         s["runs_needed"] = _runs_needed_p(s["violations"], s["runs"], s["delta"]) if s["verdict"] == INCONCLUSIVE else None
     return out
 
 
-def _judge_probability(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
+def _judge_probability(applicable: Any, power: bool = True) -> tuple[Judgement, dict[str, Any]]:
     all_settings = len(_settings(applicable))
     informative = applicable[applicable["informative"].astype(bool)]
     settings = probability_settings(informative)
@@ -486,8 +500,8 @@ def _judge_probability(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
         return any(_holm([_binomial_p(int((s["ratio"][i] > scale).sum()), len(i), s["delta"])
                           for s, i in zip(settings, idx)]))
 
-    tight = _largest_scale(holds_at, MAX_TIGHT) if settings else None
-    detects = _detectable(violated_at, [s["runs"] for s in settings]) if settings else None
+    tight = _largest_scale(holds_at, MAX_TIGHT) if settings and power else None
+    detects = _detectable(violated_at, [s["runs"] for s in settings]) if settings and power else None
     extra = {"informative_runs": n, "violations": k, "violation_rate": k / n if n else None,
              "violation_rate_ucl": max((s["ucl"] for s in settings), default=None),
              "violation_rate_lcl": max((s["lcl"] for s in settings), default=None),
@@ -530,8 +544,11 @@ def summarize(table: Any) -> dict[str, Any]:
     return out
 
 
-def judge_bound(rows: Any) -> dict[str, Any]:
-    """The summary of one bound's rows: counts, ratio range, verdict, evidence and what decided it."""
+def judge_bound(rows: Any, power: bool = True) -> dict[str, Any]:
+    """The summary of one bound's rows: counts, ratio range, verdict, evidence and what decided it, and with
+    ``power`` what the evidence could have caught: the tightness factor (the largest k such that bound / k
+    still holds) and the mildest planted error detected with probability >= 0.8 (``detects_scale``: the
+    bound x that scale is caught)."""
     guarantee = str(rows["guarantee"].iloc[0])
     listed = len(rows)
     rows = distinct(rows)
@@ -550,10 +567,10 @@ def judge_bound(rows: Any) -> dict[str, Any]:
         j, extra = _judge_deterministic(applicable)
         s |= extra
     elif guarantee == "E":
-        j, extra = _judge_expectation(applicable)
+        j, extra = _judge_expectation(applicable, power)
         s |= extra
     elif guarantee == "P":
-        j, extra = _judge_probability(applicable)
+        j, extra = _judge_probability(applicable, power)
         s |= extra
     else:
         j = Judgement(NOT_APPLICABLE, f"guarantee type {guarantee!r}: nothing to judge")
