@@ -161,7 +161,7 @@ def optional_stopping(sweeps: int, rng: np.random.Generator, rounds: int = 10, s
 
 # --- power: planted errors on the real runs -----------------------------------------------------------
 
-def power(results: Path) -> dict:
+def power(results: Path, experiments: Path = ROOT / "experiments") -> dict:
     import pandas as pd
     import yaml
 
@@ -169,7 +169,7 @@ def power(results: Path) -> dict:
     tight_caught: list[bool] = []
     for table_path in sorted(results.glob("*/results.parquet")):
         name = table_path.parent.name
-        spec_path = ROOT / "experiments" / f"{name}.yaml"
+        spec_path = experiments / f"{name}.yaml"
         if not spec_path.exists():
             continue
         table = pd.read_parquet(table_path)
@@ -238,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweeps", type=int, default=10_000, help="simulated sweeps per family and case (default 10000)")
     ap.add_argument("--seeds", type=int, default=30, help="seeds per simulated (E) setting (default 30)")
     ap.add_argument("--results", type=Path, default=ROOT / "results", help="the main job's results (default results/)")
+    ap.add_argument("--experiments", type=Path, default=ROOT / "experiments", help="their claims (default experiments/)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "calibration.json")
     ap.add_argument("--figure", type=Path, default=ROOT / "docs" / "img" / "calibration_power.png")
     args = ap.parse_args(argv)
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         "size_expectation": size_expectation(args.sweeps, args.seeds, rng),
         "size_probability": size_probability(args.sweeps, rng),
         "optional_stopping": optional_stopping(max(1, args.sweeps // 10), rng),
-        "power": power(args.results),
+        "power": power(args.results, args.experiments),
     }
     result["seconds"] = round(time.time() - t0, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -398,7 +398,7 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str, *, ax: Axes | None = 
 
 
 # Pairs of swept parameters shown as heatmaps of measured/bound, and categorical ones compared side by side.
-HEATMAP_PAIRS = (("gamma", "rho"), ("lam", "T"), ("n", "rho"))
+HEATMAP_PAIRS = (("gamma", "rho"), ("gamma", "d"), ("lam", "T"), ("n", "rho"))
 CATEGORICAL = ("sampling", "kernel", "objective", "projection", "learner", "ordering", "adversary", "cls", "source", "tie")
 
 

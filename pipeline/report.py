@@ -173,15 +173,21 @@ def _status_cell(v: ClaimVerdict) -> str:
 
 
 def _counts(v: ClaimVerdict) -> str:
-    return f"{v.informative} / {v.runs}"
+    """The evidence behind a verdict, in units: informative settings of distinct seeds ((E), (P)) or informative
+    runs ((D))."""
+    return v.share or f"{v.informative} of {v.runs} runs informative"
 
 
 LEGEND = ("Verdicts (docs/bounds.md, section 9): <b>holds</b>, <b>violated</b>, <b>inconclusive</b> (the evidence "
-          "cannot decide: it says how many seeds or runs would), <b>not applicable</b> (the bound applied in no run). "
-          "(D) must hold in every run and at every judged step; (E) one-sided 95 % limits of the mean of measured "
-          "- bound per setting (Holm-corrected for 'violated'); (P) the one-sided 95 % Clopper-Pearson limits of the "
-          "pooled violation rate against delta. A run is <i>informative</i> when its bound is below the trivial value "
-          "(what a learner that never learns measures); only informative runs count as evidence that a bound holds.")
+          "cannot decide: it says what blocks it and how many seeds would settle it), <b>not applicable</b> (the bound "
+          "applied in no run). (D) must hold in every run and at every judged step; (E) per setting of distinct seeds, a "
+          "distribution-free test of the mean (by betting: 'holds' needs the top of the quantity's range, 'violated' its "
+          "bottom, Holm-corrected across settings); (P) per setting of distinct seeds, the one-sided 95 % Clopper-Pearson "
+          "limits of the violation rate against delta. Runs of one seed in different settings share their data and are "
+          "one unit of evidence, so settings are never pooled. A run is <i>informative</i> when its bound is below the "
+          "trivial value (what a learner that never learns measures); only informative runs count as evidence that a "
+          "bound holds. <i>Could have caught</i>: the tightness factor k (bound / k still holds) and the mildest "
+          "planted error the verdict detects with probability >= 0.8.")
 
 
 RECORD = ("The git commit, machine, time and MLflow parent runs of this report are in provenance.json beside "
@@ -209,17 +215,17 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path)
     if pinned.startswith("DIFFERENT"):  # a run outside the pinned versions: its numbers may not be the committed ones
         parts.append(f"<div class='banner not-applicable'>Package versions {e_(pinned)}</div>")
     parts.append(f"<h2>Claims</h2><p><small>{LEGEND}</small></p><table><tr><th>experiment</th><th>bound</th><th>type</th>"
-                 "<th>claim</th><th>verdict</th><th>informative / runs</th><th>evidence</th><th>decided by</th></tr>")
+                 "<th>claim</th><th>verdict</th><th>evidence units</th><th>evidence</th><th>could have caught</th><th>decided by</th></tr>")
     for v in verdicts:
         parts.append(f"<tr><td><a href='#{e_(v.experiment)}'>{e_(v.experiment)}</a></td><td><code>{e_(v.bound)}</code></td>"
                      f"<td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>{_status_cell(v)}<td>{_counts(v)}</td>"
-                     f"<td>{e_(v.text)}</td><td>{e_(v.decided_by)}</td></tr>")
+                     f"<td>{e_(v.text)}</td><td>{e_(v.power)}</td><td>{e_(v.decided_by)}</td></tr>")
     parts.append("</table>")
     for e in experiments:
         parts.append(f"<h2 id='{e_(e.name)}'>{e_(e.name)}</h2><p class='question'>{e_(e.question)}</p>")
         parts.append(f"<p>{e.runs} runs" + (f", <span class='fails'>{e.failed_jobs} failed jobs</span>" if e.failed_jobs else "")
                      + "</p>")
-        parts.append("<table><tr><th>bound</th><th>type</th><th>claim</th><th>verdict</th><th>informative / runs</th>"
+        parts.append("<table><tr><th>bound</th><th>type</th><th>claim</th><th>verdict</th><th>evidence units</th>"
                      "<th>evidence</th></tr>")
         for v in e.verdicts:
             parts.append(f"<tr><td><code>{e_(v.bound)}</code></td><td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>"
@@ -267,11 +273,12 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
         "No claim is violated and every claim's bound ran.", ""]
     pinned = str(prov.get("pinned versions", ""))
     lines += [f"**Package versions {pinned}**", ""] if pinned.startswith("DIFFERENT") else []
-    lines += ["| experiment | bound | type | verdict | informative / runs | evidence | decided by |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += ["| experiment | bound | type | verdict | evidence units | evidence | could have caught | decided by |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for e in experiments:
         for v in e.verdicts:
-            lines.append(f"| {e.name} | `{v.bound}` | {v.guarantee} | **{v.status}** | {_counts(v)} | {v.text} | {v.decided_by} |")
+            lines.append(f"| {e.name} | `{v.bound}` | {v.guarantee} | **{v.status}** | {_counts(v)} | {v.text} | {v.power} "
+                         f"| {v.decided_by} |")
     for e in experiments:
         lines += ["", f"## {e.name}", "", e.question, "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
         lines += [f"- **{v.status}** ({v.guarantee}) `{v.bound}`: {v.claim} {v.text}." for v in e.verdicts]
@@ -336,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(v.status == HOLDS for v in verdicts)} hold, {sum(v.status == INCONCLUSIVE for v in verdicts)} inconclusive; "
           "report/index.html, report/summary.md")
     for v in verdicts:
-        print(f"  {v.experiment}/{v.bound} ({v.guarantee}): {v.status} [{_counts(v)} informative]: {v.text}")
+        print(f"  {v.experiment}/{v.bound} ({v.guarantee}): {v.status} ({_counts(v)}): {v.text}")
     if issues:
         print("boundlab: report: FAILING CLAIMS:\n  " + "\n  ".join(issues), file=sys.stderr)
         return 1

@@ -313,6 +313,7 @@ def expectation_settings(rows: Any) -> list[dict[str, Any]]:
     out = []
     labels = setting_labels(rows)
     for key, sel in _settings(rows):
+        sel = sel.sort_values("seed", kind="stable") if "seed" in sel else sel  # the betting order: by seed
         x = _sample(sel)
         n = _units(sel)
         hold, above = x.holds_at(), x.violated_at()
@@ -344,10 +345,19 @@ def expectation_settings(rows: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _finite(v: Any) -> Any:
+    """A float that is not finite becomes None (metrics.json is strict JSON); lists element-wise."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v
+
+
 def _public(s: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("label", "seeds", "mean", "bound", "trivial", "informative", "range", "lcl", "ucl", "t_ucl", "verdict",
             "seeds_needed", "blocked_by")
-    return {k: s[k] for k in keys}
+    return {k: _finite(s[k]) for k in keys}
 
 
 def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
@@ -358,6 +368,7 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     worst = float(applicable["max_ratio_over_t"].max())
     where = sorted(set(applicable.get("judged_at", ["T only"])))
     at = " and ".join(where)
+    identities = applicable[applicable["identity"].fillna(False).astype(bool)] if "identity" in applicable else applicable[:0]
     tight = 1.0 / float(inform["max_ratio_over_t"].max()) if informative and not len(violated) else None
     extra = {"violations": len(violated), "max_ratio_over_t": worst, "judged_at": at,
              "informative_share": f"{informative} of {n} runs informative",
@@ -368,11 +379,17 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
         runs = ", ".join(str(r) for r in violated["run"].head(3))
         return Judgement(VIOLATED, f"{len(violated)} of {n} runs above the bound (judged at {at}); worst "
                          f"measured/bound {worst:.4g}; e.g. run {runs} (a bug until proven otherwise)", "every run"), extra
+    checks = ""
+    if len(identities):
+        gaps = (identities["theoretical"] - identities["empirical"]) / identities["allowance"]
+        checks = (f"; {len(identities)} run(s) an identity up to rounding, counted as consistency checks, not evidence "
+                  f"(bound - measured at most {float(gaps.max()):.3g} x the rounding allowance)")
     if not informative:
-        return Judgement(INCONCLUSIVE, f"0 violations in {n} runs, but the bound is vacuous in every run (not below "
-                         "the trivial value): no run could show what the theorem adds", "every run"), extra
+        why = "vacuous or an identity up to rounding" if len(identities) else "vacuous"
+        return Judgement(INCONCLUSIVE, f"0 violations in {n} runs, but the bound is {why} in every run (not below "
+                         f"the trivial value): no run could show what the theorem adds{checks}", "every run"), extra
     return Judgement(HOLDS, f"0 violations in {n} runs ({informative} informative), judged at {at}; largest "
-                     f"measured/bound {worst:.4g}", "every run"), extra
+                     f"measured/bound {worst:.4g}{checks}", "every run"), extra
 
 
 MAX_TIGHT = 1e6  # a tightness factor is reported up to this (a measured 0 against a positive bound)
@@ -400,7 +417,7 @@ def _judge_expectation(applicable: Any, power: bool = True) -> tuple[Judgement, 
         "settings_violated": len(violated), "settings_inconclusive": len(open_), "seeds": seeds[-1],
         "informative_share": f"{len(informative)} of {len(settings)} settings informative",
         "worst_mean_ratio": ratio(worst, worst["mean"]),
-        "worst_ucl_ratio": max((ratio(s, s["ucl"]) for s in informative), default=None),
+        "worst_ucl_ratio": _finite(max((ratio(s, s["ucl"]) for s in informative), default=math.nan)),
         "seeds_needed": max((s["seeds_needed"] for s in open_ if s["seeds_needed"]), default=None)
         if not any(s["blocked_by"] and not s["seeds_needed"] for s in open_) else None,
         "blocked_by": blocked, "tightness": tight, "detects_scale": detects,
@@ -579,9 +596,31 @@ def judge_bound(rows: Any, power: bool = True) -> dict[str, Any]:
     return s | {"verdict": j.verdict, "evidence": j.evidence, "decided_by": j.decided_by}
 
 
+def power_phrase(s: Mapping[str, Any]) -> str:
+    """What the evidence of a bound's summary could have caught, in words: its tightness factor (bound / k
+    still holds) and the mildest planted error detected with probability >= 0.8 (docs/bounds.md section 9)."""
+    if s.get("verdict") == NOT_APPLICABLE or "tightness" not in s:
+        return ""
+    k, d = s.get("tightness"), s.get("detects_scale")
+    tight = (f"bound / {k:.3g} still holds" if k < MAX_TIGHT else "any smaller bound still holds (measured 0)") \
+        if k else "tightness not shown"
+    if s.get("guarantee") == "D":
+        caught = f"catches a bound {(1 - d) * 100:.3g} % too small" if d else "catches no planted error below 100 %"
+        if d:
+            caught = f"catches any error that makes the bound more than {(1 - d) * 100:.3g} % too small"
+    else:
+        caught = (f"catches a bound {(1 - d) * 100:.3g} % too small with probability >= {DETECTION:g}" if d else
+                  f"would not catch even a bound {(1 - PLANTED[-1]) * 100:.3g} % too small")
+    return f"{tight}; {caught}"
+
+
 def sweep_line(s: Mapping[str, Any]) -> str:
-    """One line per bound at the end of a sweep."""
-    return f"{s['verdict'].upper() if s['verdict'] == VIOLATED else s['verdict']}: {s['evidence']}"
+    """One line per bound at the end of a sweep: the verdict with its informative share, the evidence and
+    what it could have caught."""
+    verdict = s["verdict"].upper() if s["verdict"] == VIOLATED else s["verdict"]
+    share = f" ({s['informative_share']})" if s.get("informative_share") else ""
+    power = power_phrase(s)
+    return f"{verdict}{share}: {s['evidence']}" + (f" [power: {power}]" if power else "")
 
 
 # --- Claims -------------------------------------------------------------------------------------------
@@ -599,6 +638,10 @@ class ClaimVerdict:
     informative: int = 0
     runs: int = 0
     decided_by: str = ""
+    share: str = ""
+    tightness: float | None = None
+    detects_scale: float | None = None
+    power: str = ""
 
     @property
     def fails(self) -> bool:
@@ -617,9 +660,11 @@ def judge_claim(experiment: str, claim: Mapping[str, Any], metrics: Mapping[str,
     sentence = " ".join(str(claim["claim"]).split())
 
     def out(status: str, text: str, decided_by: str = "") -> ClaimVerdict:
-        informative = int(s.get("informative", 0)) if isinstance(s, dict) else 0
-        runs = int(s.get("applicable", 0)) if isinstance(s, dict) else 0
-        return ClaimVerdict(experiment, bound, guarantee, sentence, status, text, informative, runs, decided_by)
+        if not isinstance(s, dict):
+            return ClaimVerdict(experiment, bound, guarantee, sentence, status, text, 0, 0, decided_by)
+        return ClaimVerdict(experiment, bound, guarantee, sentence, status, text, int(s.get("informative", 0)),
+                            int(s.get("applicable", 0)), decided_by, str(s.get("informative_share", "")),
+                            s.get("tightness"), s.get("detects_scale"), power_phrase(s))
 
     if not isinstance(s, dict):
         return out(NOT_APPLICABLE, "the bound is not in the results")

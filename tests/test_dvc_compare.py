@@ -43,8 +43,8 @@ def test_metrics_exp_and_plots_diff_between_two_commits(tmp_path: Path) -> None:
     copy_project(repo)
     assert (repo / ".dvc" / "config").exists()  # tracked: no `dvc init`
     _one_experiment(repo)
-    # a 2 x 2 grid over gamma and rho (the heatmap needs both swept), one seed, 100 points: 4 runs
-    params = {"scale": "small", "gamma": [0.1, 0.2], "rho": [1, 2], "seed": 0, "n": 100, "d": None}
+    # a 2 x 2 grid over gamma and d (the heatmap needs both swept), one seed, 100 points: 4 runs
+    params = {"scale": "small", "gamma": [0.1, 0.2], "rho": None, "seed": 0, "n": 100, "d": [2, 5]}
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     bindir = Path(sys.executable).parent
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",

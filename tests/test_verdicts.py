@@ -227,3 +227,19 @@ def test_every_bound_declares_its_trivial_value_and_how_it_is_judged() -> None:
         assert b.anytime in ("", "trace", "monotone"), b.name
         if b.anytime == "trace":
             assert b.curve is not None, b.name
+
+
+def test_an_identity_up_to_rounding_is_a_consistency_check_not_evidence() -> None:
+    # a realised bound that includes a rounding allowance a: a run at bound - a is an identity, not evidence
+    b = Bound(name="realised", title="realised", learner="toy", guarantee="D", quantity="q", requires=("v", "a"),
+              reference="-", formula="v + a", value=lambda s: s["v"] + s["a"], trivial=lambda s: 100.0,
+              allowance=lambda s: s["a"])
+    same = b.evaluate({"v": 1.0, "a": 1e-9}, {"q": 1.0})
+    slack = b.evaluate({"v": 1.0, "a": 1e-9}, {"q": 0.5})
+    assert same["identity"] and not same["informative"] and same["holds"] and "identity up to rounding" in same["reason"]
+    assert not slack["identity"] and slack["informative"]
+    rows = pd.DataFrame([same | {"run": "r0", "setting": "s"}, same | {"run": "r1", "setting": "s"}])
+    s = judge_bound(rows)
+    assert s["verdict"] == INCONCLUSIVE and "consistency checks" in s["evidence"] and s["informative"] == 0
+    s = judge_bound(pd.concat([rows, pd.DataFrame([slack | {"run": "r2", "setting": "s"}])], ignore_index=True))
+    assert s["verdict"] == HOLDS and s["informative"] == 1 and "1 of 3 runs informative" == s["informative_share"]

@@ -49,6 +49,10 @@ class Bound:
         against the upper end of a comparator's bracket); "" when ``quantity`` is exact. ``quantity`` is
         the upper estimate a bound must clear to hold; ``quantity_low`` the one that must exceed the
         bound for a violation to be claimed (docs/bounds.md section 9).
+    allowance : statistics -> the rounding allowance included in ``value`` (a realised bound that can be
+        an identity, e.g. the telescoped Lemma 1). A run whose bound exceeds its measurement by at most twice
+        the allowance is an identity up to rounding: a consistency check, reported with its gap against the
+        allowance, and never informative evidence (docs/bounds.md section 9).
     """
 
     name: str
@@ -68,6 +72,7 @@ class Bound:
     anytime: str = ""
     range: Callable[[Stats], tuple[float, float]] | None = None
     quantity_low: str = ""
+    allowance: Callable[[Stats], float] | None = None
     """``value`` may return (value, comparator): the comparator that attained a minimised bound.
     ``note`` flags an applicable bound (e.g. vacuous); ``curve(stats, t)`` is the bound after step t, for
     bounds that are anytime statements about prefixes of the run."""
@@ -153,6 +158,9 @@ class Bound:
             t = np.arange(1, len(measured_t) + 1)
             prefix = (measured_t, self.curve({k: steps.get(k, v) for k, v in declared.items()} | {"T": t}, t))
         judged = judge_row(measured, theoretical, trivial, prefix)
+        allowance = float(self.allowance(declared)) if self.allowance is not None else math.nan
+        gap = theoretical - float(measured)
+        identity = bool(judged["holds"]) and 0.0 <= gap <= 2.0 * allowance  # False when there is no allowance (NaN)
         if judged["invalid"]:  # a value that is not a number is never compared with anything
             return row | {"theoretical": theoretical, "trivial": trivial, "ratio": math.nan, "max_ratio_over_t": math.nan,
                           "holds": None, "informative": False, "applicable": False,
@@ -164,8 +172,11 @@ class Bound:
             "ratio": float(judged["ratio"]),
             "max_ratio_over_t": float(judged["max_ratio_over_t"]),
             "holds": judged["holds"],
-            "informative": judged["informative"],
+            "informative": judged["informative"] and not identity,
             "applicable": True,
-            "reason": self.note(declared) or "",
+            "reason": (f"an identity up to rounding: bound - measured = {gap:.3g} <= 2 x the rounding allowance {allowance:.3g} "
+                       "(a consistency check, not evidence)") if identity else (self.note(declared) or ""),
             "comparator": comparator,
+            "identity": identity,
+            "allowance": allowance,
         }
