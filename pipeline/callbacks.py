@@ -101,11 +101,16 @@ def _stop(what: str, error: BaseException) -> None:
     raise SystemExit(1) from error
 
 
-def summary(table: Any) -> dict[str, Any]:
-    """Per bound, the sweep's verdict and the numbers behind it (:func:`pipeline.verdicts.summarize`)."""
+def summary(table: Any, config: DictConfig | None = None) -> dict[str, Any]:
+    """Per bound, the sweep's verdict and the numbers behind it (:func:`pipeline.verdicts.summarize`); a
+    sweep of ``seeds=auto`` is judged by anytime-valid tests tuned to its seed budget."""
     from pipeline.verdicts import summarize
 
-    return summarize(table)
+    planned = int(config.seed_budget) if config is not None and config.get("seeds") == "auto" else None
+    return summarize(table, planned=planned)
+
+
+LAST: dict[str, Any] = {}  # the last sweep this process aggregated: its summary and claims (pipeline.cli's rounds)
 
 
 def _description(config: DictConfig) -> str:
@@ -240,7 +245,10 @@ class SweepCallback(Callback):
             curves.to_parquet(staging / "curves.parquet", index=False)
             staged += [staging / "results.parquet", staging / "curves.parquet"]
             staged += plots.sweep_figures(table, curves, staging)
-        stats = summary(table) | {"failed_jobs": len(failed)}
+        stats = summary(table, config) | {"failed_jobs": len(failed)}
+        LAST.clear()
+        LAST.update(stats=stats, claims=[{"bound": str(c.bound), "guarantee": str(c.guarantee)}
+                                         for c in (config.get("claims") or [])])
         (staging / "metrics.json").write_text(json.dumps(stats, indent=2) + "\n")
         staged.append(staging / "metrics.json")
         if not len(table):  # no job finished: an earlier table would pass for this sweep's

@@ -193,6 +193,7 @@ class Plan:
     jobs: list[list[str]] = field(default_factory=list)
     tracking_uri: str | None = None
     ray_init: dict | None = None  # the Ray launcher's ray.init arguments, when the sweep uses it
+    sequential: tuple[int, int] | None = None  # seeds=auto: (seed_budget, seed_round)
 
     def task_jobs(self) -> list[list[str]]:
         """The jobs as Hydra's sweeper lists them: without the ``hydra.*`` overrides, which Hydra keeps
@@ -300,8 +301,9 @@ class _Composer:
         return cfg
 
 
-def preflight(argv: Sequence[str]) -> Plan:
-    """Validate every job of ``boundlab argv``; exit with code 2 and one line on the first bad one."""
+def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
+    """Validate every job of ``boundlab argv``; exit with code 2 and one line on the first bad one.
+    ``in_round``: argv is a round of a ``seeds=auto`` sweep, whose seeds the command chose."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -328,7 +330,22 @@ def preflight(argv: Sequence[str]) -> Plan:
             except (HydraException, OmegaConfBaseException) as e:
                 _fail(f"{explain(e)}{where}")
             plan.tracking_uri = cfg.tracking.uri
+        if plan.jobs and cfg.get("seeds") == "auto":
+            if not plan.multirun:
+                _fail("seeds=auto: adds seeds to a sweep in rounds; add -m (boundlab -m seeds=auto ...)")
+            given = [o.input_line for o in parse_overrides(argv_overrides(argv)) if o.key_or_group == "seed"]
+            if given and not in_round:
+                _fail(f"{given[0]}: seeds=auto chooses the seeds (0, 1, 2, ... in rounds of seed_round, at most "
+                      "seed_budget); remove seed=..., or use seeds=fixed")
+            plan.sequential = (int(cfg.seed_budget), int(cfg.seed_round))
     return plan
+
+
+def argv_overrides(argv: Sequence[str]) -> list[str]:
+    """The override arguments of a command line (Hydra's own flags left out)."""
+    from hydra._internal.utils import get_args_parser
+
+    return list(get_args_parser().parse_args(list(argv)).overrides)
 
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
@@ -342,15 +359,76 @@ def _app(cfg: DictConfig) -> None:
         _fail(str(e))
 
 
+class _Rounds(Exception):
+    """The pre-flight found ``seeds=auto``: the command runs the sweep in rounds (:func:`_sequential`)."""
+
+    def __init__(self, budget: int, step: int) -> None:
+        super().__init__(budget, step)
+        self.budget, self.step = budget, step
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``boundlab`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        _once(argv)
+    except _Rounds as r:
+        _sequential(argv, r.budget, r.step)
+
+
+def _open_claims(last: dict) -> list[str]:
+    """The (E) and (P) bounds of the last round that more seeds could still decide: the experiment's claims
+    (every (E)/(P) bound of the sweep when it states none) that are inconclusive with informative settings
+    and not blocked by a quantity without a declared top (no number of seeds decides those)."""
+    stats = last.get("stats", {})
+    wanted = [c["bound"] for c in last.get("claims", []) if c["guarantee"] in ("E", "P")] or \
+        [b for b, s in stats.items() if isinstance(s, dict) and s.get("guarantee") in ("E", "P")]
+    open_ = []
+    for b in wanted:
+        s = stats.get(b)
+        if not isinstance(s, dict) or s.get("verdict") != "inconclusive" or not s.get("settings_informative"):
+            continue
+        if any("no upper end" in why for why in s.get("blocked_by", [])) and not s.get("seeds_needed"):
+            continue
+        open_.append(b)
+    return open_
+
+
+def _sequential(argv: list[str], budget: int, step: int) -> None:
+    """``seeds=auto``: run the sweep with seeds 0..n-1 for n = step, 2 step, ... up to ``budget``, each round a
+    sweep of its own (earlier seeds' jobs are reused from the job store), until every (E)/(P) claim is decided
+    or cannot be by more seeds. The verdicts use anytime-valid tests tuned to the budget, so stopping at the
+    round where a claim is decided keeps their level (docs/bounds.md section 9)."""
+    from pipeline import callbacks
+
+    sizes = list(range(step, budget, step)) + [budget]
+    for r, n in enumerate(sizes, 1):
+        print(f"boundlab: seeds=auto: round {r} of at most {len(sizes)}: seeds 0-{n - 1} (budget {budget})", flush=True)
+        callbacks.LAST.clear()
+        _once([*argv, f"seed=range(0,{n})"], in_round=True)
+        open_ = _open_claims(callbacks.LAST)
+        stats = callbacks.LAST.get("stats", {})
+        decided = [f"{b} {s['verdict']} at {s.get('decided_at') or n} seeds" for b, s in stats.items()
+                   if isinstance(s, dict) and s.get("guarantee") in ("E", "P") and s.get("verdict") in ("holds", "violated")]
+        if not open_:
+            print(f"boundlab: seeds=auto: done after {n} seeds per setting" + (f"; {', '.join(decided)}" if decided else "")
+                  + "; nothing left that more seeds could decide", flush=True)
+            return
+        print(f"boundlab: seeds=auto: still undecided after {n} seeds: {', '.join(open_)}", flush=True)
+    print(f"boundlab: seeds=auto: the budget of {budget} seeds is spent; undecided: {', '.join(open_)}", flush=True)
+
+
+def _once(argv: list[str], in_round: bool = False) -> None:
+    """One command: the pre-flight, then the run or the sweep (a round of a ``seeds=auto`` sweep when
+    ``in_round``)."""
     # From the first line: a stop during the checks (which may create the MLflow store's tables) is clean too.
     guard = StopGuard(None)
     plan: Plan | None = None
     listing = None
     try:
-        plan = _checked(argv)
+        plan = _checked(argv, in_round)
+        if plan.sequential and not in_round:
+            raise _Rounds(*plan.sequential)
         guard.tracking = plan.tracking_uri
         # The command starts its own context (never one inherited from the environment). Its process: a
         # sweep's workers stop when it is gone, and a single run's directory is its own.
@@ -399,7 +477,7 @@ def _stop_workers() -> None:
         executor.shutdown(wait=True)
 
 
-def _checked(argv: list[str]) -> Plan:
+def _checked(argv: list[str], in_round: bool = False) -> Plan:
     """The pre-flight: the config directory, every job's config, the tracking store. Exits 2 on a bad one."""
     from pipeline.schemas import register
 
@@ -408,7 +486,7 @@ def _checked(argv: list[str]) -> Plan:
     if not CONF_DIR.is_dir():
         _fail(f"no config directory at {CONF_DIR}: install boundlab from its checkout with 'pip install -e .'")
     register()
-    plan = preflight(argv)
+    plan = preflight(argv, in_round)
     if plan.jobs:
         from pipeline.tracking import check_store, tracking_uri
 

@@ -37,6 +37,12 @@ TOP_LEVEL = (
     Param("seed", int, lambda v: v >= 0, "an integer >= 0"),
     Param("lam", float, lambda v: v > 0, "a number > 0"),
     Param("force", bool, lambda v: True, "true or false (true reruns jobs already done)"),
+    Param("seeds", str, lambda v: v in ("fixed", "auto"),
+          "fixed (the seeds seed= names) or auto (a sweep adds seeds in rounds until its claims are decided)",
+          nullable=True),
+    Param("seed_budget", int, lambda v: 1 <= v <= 100_000, "an integer from 1 to 100000 (the most seeds per setting)",
+          nullable=True),
+    Param("seed_round", int, lambda v: v >= 1, "an integer >= 1 (seeds added per round)", nullable=True),
 )
 
 

@@ -47,11 +47,13 @@ GRID = 2049  # thresholds per range when a limit is computed
 @dataclass(frozen=True)
 class Test:
     """The outcome of one test: ``p`` (1 / the largest capital), ``reject`` (p <= alpha), ``decidable`` (the
-    range end the test needs is finite)."""
+    range end the test needs is finite), ``first`` (the number of values at which the capital first reached
+    1/alpha: where a sequential sweep could have stopped; None when it never did)."""
 
     p: float
     reject: bool
     decidable: bool
+    first: int | None = None
 
 
 def _as_arrays(x, lo, hi, m):  # noqa: ANN001, ANN202
@@ -78,6 +80,13 @@ def _log_capital(payoff: np.ndarray, cap: np.ndarray, n: int, alpha: float) -> n
         return np.cumsum(np.log1p(lam * payoff), axis=0)
 
 
+def _outcome(log_k: np.ndarray, alpha: float) -> Test:
+    best = float(np.max(log_k))
+    p = min(1.0, math.exp(-best)) if best > 0 else 1.0
+    crossed = np.nonzero(log_k >= math.log(1.0 / alpha))[0]
+    return Test(p, p <= alpha, True, int(crossed[0]) + 1 if crossed.size else None)
+
+
 def _unit(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: np.ndarray):  # noqa: ANN202
     w = hi - lo
     return (x - lo) / w, (m - lo) / w
@@ -95,14 +104,11 @@ def test_below(x, m, lo, hi, alpha: float = ALPHA, n: int | None = None) -> Test
             return test_above(-x, -m, -hi, np.full_like(hi, np.inf), alpha, n)
         return Test(1.0, False, False)
     if np.any(m > hi):  # a threshold above the range's top: every mean is below it
-        return Test(0.0, True, True)
+        return Test(0.0, True, True, 1)
     u_x, u_m = _unit(x, lo, hi, m)
     u_m = np.clip(u_m, 0.0, 1.0)
     cap = np.where(u_m < 1.0, TRUNCATION / np.maximum(1.0 - u_m, 1e-300), 1e6)  # at hi itself: any value below refutes H0
-    log_k = _log_capital(u_m - u_x, cap, n or x.size, alpha)
-    best = float(np.max(log_k))
-    p = min(1.0, math.exp(-best)) if best > 0 else 1.0
-    return Test(p, p <= alpha, True)
+    return _outcome(_log_capital(u_m - u_x, cap, n or x.size, alpha), alpha)
 
 
 def test_above(x, m, lo, hi, alpha: float = ALPHA, n: int | None = None) -> Test:  # noqa: ANN001
@@ -116,17 +122,14 @@ def test_above(x, m, lo, hi, alpha: float = ALPHA, n: int | None = None) -> Test
             return test_below(-x, -m, -hi, -lo, alpha, n)
         return Test(1.0, False, False)
     if np.any(m < lo):  # a threshold below the range's bottom: every mean is above it
-        return Test(0.0, True, True)
+        return Test(0.0, True, True, 1)
     # the scale of a bet: the range where it is finite, else the distance from lo to the threshold
     scale = np.where(np.isfinite(hi), hi - lo, np.maximum(m - lo, 1e-12 * np.maximum(np.abs(lo), 1.0)))
     z = (x - lo) / scale
     u_m = (m - lo) / scale
     cap = np.where(u_m > 0.0, TRUNCATION / np.maximum(u_m, 1e-300), np.inf)
     cap = np.where(np.isfinite(cap), cap, 1e6)  # a threshold at lo itself: any value above it refutes H0
-    log_k = _log_capital(z - u_m, cap, n or x.size, alpha)
-    best = float(np.max(log_k))
-    p = min(1.0, math.exp(-best)) if best > 0 else 1.0
-    return Test(p, p <= alpha, True)
+    return _outcome(_log_capital(z - u_m, cap, n or x.size, alpha), alpha)
 
 
 def upper_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001

@@ -9,18 +9,21 @@ with a sentence of evidence. The rules, by guarantee type (docs/bounds.md sectio
   is below it: a bound at or above it says nothing about the run);
 - **(D)** violated when any run exceeds its bound (at any judged step); holds when none does and at least
   one run is informative; inconclusive when every run is vacuous;
-- **(E)** per setting (the runs that differ only in their seed), the one-sided 95 % limits of the mean of
-  measured - bound (Student t; with a declared range also Hoeffding's, each then at 97.5 %, so the pair
-  stays at 95 %): the setting holds when the upper limit is <= 0, is violated when a Holm-corrected
-  one-sided test over the claim's settings rejects E[measured - bound] <= 0, and is inconclusive otherwise.
-  The claim holds when every informative setting holds, is violated when any setting is;
-- **(P)** pooled over the informative runs (each run violates with probability at most delta, so the
-  pooled rate does too): holds when the one-sided 95 % Clopper-Pearson upper limit of the violation rate is
-  <= delta, violated when its lower limit is > delta, inconclusive otherwise.
+- **units**: the rows are first reduced to distinct jobs; within a setting (the runs that differ only in
+  their seed) each run is an independent unit; runs of one seed in different settings share their data and
+  random streams, so settings are never pooled: a claim holds when every informative setting holds, and is
+  violated when Holm's procedure over the settings rejects;
+- **(E)** per setting, distribution-free tests of the mean by betting (:mod:`pipeline.limits`): holds when
+  the test of "E[measured] >= bound" rejects (it needs the top of the quantity's declared range), violated
+  when the test of "E[measured] <= bound" from the lower estimate rejects after Holm (it needs the bottom);
+  Student t limits are a description only;
+- **(P)** per setting, the one-sided 95 % Clopper-Pearson limits of the violation rate against delta (in a
+  sequential sweep, anytime-valid betting tests of the rate instead).
 
-An inconclusive verdict says how many seeds (E) or runs (P) would settle it at the observed spread or rate.
-Nothing here imports another module of the package: it is the lowest layer, used by the bounds (rows), the
-job's log line, the sweep callback, ``metrics.json``, MLflow and the report.
+Every summary also says what it could have caught (``tightness``, ``detects_scale``), and an inconclusive
+one what blocks it and how many distinct seeds would settle it. Nothing here imports the package beyond
+:mod:`pipeline.limits` (a foundation like this module): it is the lowest layer, used by the bounds (rows),
+the job's log line, the sweep callback, ``metrics.json``, MLflow and the report.
 """
 
 from __future__ import annotations
@@ -243,8 +246,8 @@ class _Sample:
     def holds_at(self, scale: float = 1.0, n: int | None = None) -> limits.Test:
         return limits.test_below(self.up, self.bound * scale, self.lo, self.hi, ALPHA, n)
 
-    def violated_at(self, scale: float = 1.0) -> limits.Test:
-        return limits.test_above(self.low, self.bound * scale, self.lo, self.hi, ALPHA)
+    def violated_at(self, scale: float = 1.0, n: int | None = None) -> limits.Test:
+        return limits.test_above(self.low, self.bound * scale, self.lo, self.hi, ALPHA, n)
 
     def take(self, idx: np.ndarray) -> "_Sample":
         return _Sample(self.up[idx], self.low[idx], self.bound[idx], self.lo[idx], self.hi[idx])
@@ -304,19 +307,20 @@ def _detectable(violated: Any, groups: list[int]) -> float | None:
     return None
 
 
-def expectation_settings(rows: Any) -> list[dict[str, Any]]:
+def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str, Any]]:
     """(E) per setting: distinct seeds, mean measured and bound, the verdict and the tests behind it
     (:mod:`pipeline.limits`): "holds" when the test of "mean >= bound" rejects, which needs the top of the
     quantity's declared range; "violated" when the test of "mean <= bound", from the lower estimate and the
     bottom of the range, rejects after Holm's correction over the given settings. The Student t limits are
-    given as description and decide nothing."""
+    given as description and decide nothing. ``planned``: the seed budget of a sequential sweep (the tests'
+    bets are tuned to it, so that stopping at any round keeps their level)."""
     out = []
     labels = setting_labels(rows)
     for key, sel in _settings(rows):
         sel = sel.sort_values("seed", kind="stable") if "seed" in sel else sel  # the betting order: by seed
         x = _sample(sel)
         n = _units(sel)
-        hold, above = x.holds_at(), x.violated_at()
+        hold, above = x.holds_at(1.0, planned), x.violated_at(1.0, planned)
         mean = float(sel["empirical"].mean())
         _, _, t_hi = t_limits(sel["empirical"].to_numpy(dtype=np.float64))
         lo, hi = (float(x.lo[0]), float(x.hi[0])) if len(sel) else (-math.inf, math.inf)
@@ -329,6 +333,7 @@ def expectation_settings(rows: Any) -> list[dict[str, Any]]:
             "informative": bool(sel["informative"].astype(bool).all()), "range": [lo, hi] if constant else None,
             "ucl": ucl, "lcl": lcl, "t_ucl": t_hi, "pvalue": above.p, "holds": hold.reject,
             "upper_decidable": hold.decidable, "lower_decidable": above.decidable, "sample": x,
+            "first_holds": hold.first, "first_violated": above.first,
         })
     for s, reject in zip(out, _holm([s["pvalue"] for s in out])):
         s["violated"] = reject
@@ -340,7 +345,7 @@ def expectation_settings(rows: Any) -> list[dict[str, Any]]:
             else:
                 x, have = s["sample"], s["seeds"]
                 reps = lambda n, x=x: x.take(np.arange(n) % len(x.up))  # noqa: E731 - the observed values, repeated
-                s["seeds_needed"] = _needed(lambda n: reps(n).holds_at(1.0, n).reject, have)
+                s["seeds_needed"] = _needed(lambda n: reps(n).holds_at(1.0, planned or n).reject, have)
                 s["blocked_by"] = "seed noise" if s["seeds_needed"] else "the mean is not below the bound"
     return out
 
@@ -395,8 +400,15 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
 MAX_TIGHT = 1e6  # a tightness factor is reported up to this (a measured 0 against a positive bound)
 
 
-def _judge_expectation(applicable: Any, power: bool = True) -> tuple[Judgement, dict[str, Any]]:
-    settings = expectation_settings(applicable)
+def _sequential_note(planned: int | None, at: int | None) -> str:
+    if not planned:
+        return ""
+    where = f"decided at {at} seeds per setting; " if at else ""
+    return f" ({where}anytime-valid tests of a sequential sweep with a budget of {planned} seeds)"
+
+
+def _judge_expectation(applicable: Any, power: bool = True, planned: int | None = None) -> tuple[Judgement, dict[str, Any]]:
+    settings = expectation_settings(applicable, planned)
     informative = [s for s in settings if s["informative"]]
     violated = [s for s in settings if s["verdict"] == VIOLATED]
     holding = [s for s in informative if s["verdict"] == HOLDS]
@@ -423,13 +435,19 @@ def _judge_expectation(applicable: Any, power: bool = True) -> tuple[Judgement, 
         "blocked_by": blocked, "tightness": tight, "detects_scale": detects,
         "per_setting": [_public(s) for s in settings],
     }
+    if planned:
+        extra["seed_budget"] = planned
+        firsts = [s["first_holds"] for s in informative]
+        extra["decided_at"] = (min((s["first_violated"] or MAX_N) for s in violated) if violated else
+                               max(firsts) if firsts and all(firsts) and not open_ else None)
     head = f"{len(settings)} settings of {'/'.join(map(str, seeds))} distinct seeds, {len(informative)} informative"
-    decided = "betting test of the mean, one-sided 5 %"
+    decided = "betting test of the mean, one-sided 5 %" + (", anytime-valid (sequential)" if planned else "")
+    note = _sequential_note(planned, extra.get("decided_at"))
     if violated:
         s = violated[0]
         return Judgement(VIOLATED, f"{head}; {len(violated)} setting(s) with E[measured] above the bound (Holm-corrected "
                          f"one-sided test at 5 %), e.g. {_fmt_setting(s)}: mean {s['mean']:.4g}, lower limit {s['lcl']:.4g} "
-                         f"vs bound {s['bound']:.4g} (p = {s['pvalue']:.2g})", decided + ", Holm-corrected"), extra
+                         f"vs bound {s['bound']:.4g} (p = {s['pvalue']:.2g}){note}", decided + ", Holm-corrected"), extra
     if not informative:
         return Judgement(INCONCLUSIVE, f"{head}: the bound is vacuous (not below the trivial value) in every setting",
                          decided), extra
@@ -448,10 +466,10 @@ def _judge_expectation(applicable: Any, power: bool = True) -> tuple[Judgement, 
         else:
             more = "the observed mean is not below the bound: more seeds could only show a violation"
         return Judgement(INCONCLUSIVE, f"{head}; {len(holding)} hold, {len(open_)} undecided, e.g. {_fmt_setting(s)}: "
-                         f"{desc}; {more}", decided), extra
+                         f"{desc}; {more}{note}", decided), extra
     w = max(holding, key=lambda s: ratio(s, s["ucl"]))
     return Judgement(HOLDS, f"{head}, every informative setting holds: largest 95 % upper limit of the mean "
-                     f"{ratio(w, w['ucl']):.3g} x the bound ({_fmt_setting(w)})", decided), extra
+                     f"{ratio(w, w['ucl']):.3g} x the bound ({_fmt_setting(w)}){note}", decided), extra
 
 
 def _fmt_setting(s: Mapping[str, Any]) -> str:
@@ -475,13 +493,17 @@ def probability_rule(k: list[int], k_low: list[int], n: list[int], delta: list[f
             for r, kk, m, d in zip(rejects, k, n, delta)]
 
 
-def probability_settings(informative: Any) -> list[dict[str, Any]]:
+def probability_settings(informative: Any, planned: int | None = None) -> list[dict[str, Any]]:
     """(P) per setting, over its informative runs (each of a distinct seed, so independent): violations,
     the one-sided 95 % Clopper-Pearson limits of the rate, the setting's delta (the mean of its informative
-    runs'), the exact binomial p-value of "rate <= delta" from the violations at the lower estimate."""
+    runs'), the exact binomial p-value of "rate <= delta" from the violations at the lower estimate. In a
+    sequential sweep (``planned``: its seed budget) Clopper-Pearson would lose its level to the optional
+    stopping: the rate is then judged by the anytime-valid betting tests of :mod:`pipeline.limits` on the
+    violation indicators (in seed order, bets tuned to the budget)."""
     labels = setting_labels(informative) if len(informative) else {}
     out = []
     for key, sel in _settings(informative):
+        sel = sel.sort_values("seed", kind="stable") if "seed" in sel else sel
         n = len(sel)
         k = int((~sel["holds"].astype(bool)).sum())
         low = sel["empirical_low"] if "empirical_low" in sel else sel["empirical"]
@@ -491,7 +513,17 @@ def probability_settings(informative: Any) -> list[dict[str, Any]]:
         out.append({"label": labels[key], "runs": n, "seeds": _units(sel), "violations": k, "violations_low": k_low,
                     "delta": delta, "lcl": lo, "ucl": hi, "pvalue": _binomial_p(k_low, n, delta),
                     "ratio": (low / sel["theoretical"]).to_numpy(dtype=np.float64),
-                    "ratio_up": sel["max_ratio_over_t"].to_numpy(dtype=np.float64)})
+                    "ratio_up": sel["max_ratio_over_t"].to_numpy(dtype=np.float64),
+                    "up": (~sel["holds"].astype(bool)).to_numpy(dtype=np.float64),
+                    "low": (low > sel["theoretical"]).to_numpy(dtype=np.float64)})
+    if planned:
+        tests = [(limits.test_below(s["up"], s["delta"], 0.0, 1.0, ALPHA, planned),
+                  limits.test_above(s["low"], s["delta"], 0.0, 1.0, ALPHA, planned)) for s in out]
+        for s, reject, (hold, above) in zip(out, _holm([a.p for _, a in tests]), tests):
+            s["pvalue"], s["first_holds"], s["first_violated"] = above.p, hold.first, above.first
+            s["verdict"] = VIOLATED if reject else HOLDS if hold.reject else INCONCLUSIVE
+            s["runs_needed"] = None
+        return out
     verdicts = probability_rule([s["violations"] for s in out], [s["violations_low"] for s in out],
                                 [s["runs"] for s in out], [s["delta"] for s in out])
     for s, verdict in zip(out, verdicts):
@@ -500,17 +532,20 @@ def probability_settings(informative: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _judge_probability(applicable: Any, power: bool = True) -> tuple[Judgement, dict[str, Any]]:
+def _judge_probability(applicable: Any, power: bool = True, planned: int | None = None) -> tuple[Judgement, dict[str, Any]]:
     all_settings = len(_settings(applicable))
     informative = applicable[applicable["informative"].astype(bool)]
-    settings = probability_settings(informative)
+    settings = probability_settings(informative, planned)
     n = len(informative)
     k = sum(s["violations"] for s in settings)
     violated = [s for s in settings if s["verdict"] == VIOLATED]
     open_ = [s for s in settings if s["verdict"] == INCONCLUSIVE]
     deltas = sorted({s["delta"] for s in settings})
 
-    def holds_at(scale: float) -> bool:  # every setting's upper limit <= delta with the bound scaled
+    def holds_at(scale: float) -> bool:  # every setting holds, by the rule that decided, with the bound scaled
+        if planned:
+            return all(limits.test_below((s["ratio_up"] > scale).astype(float), s["delta"], 0.0, 1.0, ALPHA, planned).reject
+                       for s in settings)
         return all(binomial_limits(int((s["ratio_up"] > scale).sum()), s["runs"])[1] <= s["delta"] for s in settings)
 
     def violated_at(idx: list[np.ndarray], scale: float) -> bool:
@@ -530,6 +565,12 @@ def _judge_probability(applicable: Any, power: bool = True) -> tuple[Judgement, 
              "per_setting": [{k_: s[k_] for k_ in ("label", "runs", "seeds", "violations", "delta", "lcl", "ucl", "verdict",
                                                    "runs_needed")} for s in settings]}
     decided = "one-sided 95 % Clopper-Pearson limit per setting"
+    if planned:  # the per-setting tests are the betting ones: the power figures follow them
+        extra["seed_budget"] = planned
+        extra["decided_at"] = (min((s["first_violated"] or MAX_N) for s in violated) if violated else
+                               max(s["first_holds"] for s in settings) if settings and not open_ else None)
+        decided = "betting test of the violation rate per setting, anytime-valid (sequential)"
+    note = _sequential_note(planned, extra.get("decided_at"))
     if n == 0:
         return Judgement(INCONCLUSIVE, f"the bound is vacuous (not below the trivial value) in all {len(applicable)} runs",
                          decided), extra
@@ -537,31 +578,32 @@ def _judge_probability(applicable: Any, power: bool = True) -> tuple[Judgement, 
     if violated:
         s = violated[0]
         return Judgement(VIOLATED, f"{head}; {s['label']}: {s['violations_low']} of {s['runs']} above the bound, 95 % lower "
-                         f"limit {s['lcl']:.3g} > delta {s['delta']:g} (Holm-corrected, p = {s['pvalue']:.2g})",
+                         f"limit {s['lcl']:.3g} > delta {s['delta']:g} (Holm-corrected, p = {s['pvalue']:.2g}){note}",
                          decided + " (lower), Holm-corrected"), extra
     if open_:
         s = max(open_, key=lambda s: s["ucl"] - s["delta"])
         need = s["runs_needed"]
         more = (f"about {need} distinct seeds in that setting (there are {s['runs']}) would settle it at the observed rate"
-                if need else "its observed rate is not below delta: more runs could only show a violation")
+                if need else "more seeds, added in rounds, may settle it" if planned and s["violations"] < s["runs"] * s["delta"]
+                else "its observed rate is not below delta: more runs could only show a violation")
         return Judgement(INCONCLUSIVE, f"{head}; {len(open_)} setting(s) undecided, e.g. {s['label']}: {s['violations']} of "
-                         f"{s['runs']}, 95 % limits [{s['lcl']:.3g}, {s['ucl']:.3g}] straddle delta {s['delta']:g}; {more}",
+                         f"{s['runs']}, 95 % limits [{s['lcl']:.3g}, {s['ucl']:.3g}] straddle delta {s['delta']:g}; {more}{note}",
                          decided), extra
     w = max(settings, key=lambda s: s["ucl"] / s["delta"])
     return Judgement(HOLDS, f"{head}; every informative setting's 95 % upper limit <= its delta, largest {w['ucl']:.3g} "
-                     f"vs {w['delta']:g} ({w['label']})", decided + " (upper)"), extra
+                     f"vs {w['delta']:g} ({w['label']}){note}", decided + ("" if planned else " (upper)")), extra
 
 
-def summarize(table: Any) -> dict[str, Any]:
+def summarize(table: Any, planned: int | None = None) -> dict[str, Any]:
     """Per bound, the sweep's verdict and the numbers behind it (``metrics.json``): runs, applicable and
     informative counts, ratio range, then the guarantee type's own statistics (docs/bounds.md, "How a verdict is decided")."""
     out: dict[str, Any] = {"runs": int(table["run"].nunique()) if len(table) else 0}  # distinct jobs
     for bound, rows in table.groupby("bound", sort=True) if len(table) else []:
-        out[bound] = judge_bound(rows)
+        out[bound] = judge_bound(rows, planned=planned)
     return out
 
 
-def judge_bound(rows: Any, power: bool = True) -> dict[str, Any]:
+def judge_bound(rows: Any, power: bool = True, planned: int | None = None) -> dict[str, Any]:
     """The summary of one bound's rows: counts, ratio range, verdict, evidence and what decided it, and with
     ``power`` what the evidence could have caught: the tightness factor (the largest k such that bound / k
     still holds) and the mildest planted error detected with probability >= 0.8 (``detects_scale``: the
@@ -584,10 +626,10 @@ def judge_bound(rows: Any, power: bool = True) -> dict[str, Any]:
         j, extra = _judge_deterministic(applicable)
         s |= extra
     elif guarantee == "E":
-        j, extra = _judge_expectation(applicable, power)
+        j, extra = _judge_expectation(applicable, power, planned)
         s |= extra
     elif guarantee == "P":
-        j, extra = _judge_probability(applicable, power)
+        j, extra = _judge_probability(applicable, power, planned)
         s |= extra
     else:
         j = Judgement(NOT_APPLICABLE, f"guarantee type {guarantee!r}: nothing to judge")

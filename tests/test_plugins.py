@@ -278,7 +278,7 @@ def test_example_sweeps_and_is_judged(example: Path, tmp_path: Path, boundlab) -
     assert set(table["learner"]) == {"passive_aggressive"} and sorted(table["seed"].unique()) == [0, 1, 2]
     assert set(table["bound"]) == {"pa_mistakes", "pa_squared_hinge"}
     assert table["holds"].all() and table["informative"].all() and (table["guarantee"] == "D").all()
-    assert "pa_mistakes (D): holds: 0 violations in 3 runs" in done.stdout + done.stderr
+    assert "pa_mistakes (D): holds (3 of 3 runs informative): 0 violations in 3 runs" in done.stdout + done.stderr
     helped = boundlab("--help", cwd=tmp_path, env=_env(example))
     assert "passive_aggressive" in helped.stdout.split("== Config ==")[0]
 
