@@ -48,8 +48,11 @@ sys.path.insert(0, str(ROOT))
 from pipeline import limits  # noqa: E402
 from pipeline.verdicts import ALPHA, HOLDS, VIOLATED, binomial_limits, judge_bound, probability_rule, t_limits  # noqa: E402
 
-CASES = {"at the bound": 1.0, "bound 5 % low": 1.0 / 1.05, "bound 20 % low": 1.0 / 1.2}
-SCALES = (0.99, 0.9, 0.5, 0.1)
+# bound / truth: at the truth (a false "violated" is the error), 5 % and 20 % below it (a false "holds" is the
+# error; "violated" is power), 25 % and 100 % above it (a true bound with room: "holds" is power)
+CASES = {"at the bound": 1.0, "bound 5 % low": 1.0 / 1.05, "bound 20 % low": 1.0 / 1.2,
+         "bound 25 % high": 1.25, "bound 2x": 2.0}
+SCALES = (0.99, 0.9, 0.5, 0.1, 0.01, 0.001)
 
 
 # --- size: simulated sweeps ---------------------------------------------------------------------------
@@ -106,11 +109,19 @@ def size_expectation(sweeps: int, seeds: int, rng: np.random.Generator) -> dict:
                 w = _old_expectation(x, bound)
                 new[v] = new.get(v, 0) + 1
                 old[w] = old.get(w, 0) + 1
-            wrong = VIOLATED if factor == 1.0 else HOLDS
-            row[case] = {"error": f"false {wrong}", "rate": new[wrong] / sweeps, "rate_before": old[wrong] / sweeps,
-                         "holds": new[HOLDS] / sweeps, "violated": new[VIOLATED] / sweeps}
+            row[case] = _cell(factor, new, old, sweeps)
         out[name] = row
     return out
+
+
+def _cell(factor: float, new: dict, old: dict, sweeps: int) -> dict:
+    """One case's rates: the error it measures (none above the truth), then power, now and before."""
+    cell = {"holds": new[HOLDS] / sweeps, "violated": new[VIOLATED] / sweeps,
+            "holds_before": old[HOLDS] / sweeps, "violated_before": old[VIOLATED] / sweeps}
+    if factor <= 1.0:
+        wrong = VIOLATED if factor == 1.0 else HOLDS
+        cell |= {"error": f"false {wrong}", "rate": cell[wrong], "rate_before": cell[f"{wrong}_before"]}
+    return cell
 
 
 def _old_probability(k: int, n: int, delta: float) -> str:
@@ -140,8 +151,7 @@ def size_probability(sweeps: int, rng: np.random.Generator, delta: float = ALPHA
                 w = _old_probability(sum(k), n_seeds * len(k), delta)
                 new[v] = new.get(v, 0) + 1
                 old[w] = old.get(w, 0) + 1
-            wrong = VIOLATED if factor == 1.0 else HOLDS
-            row[case] = {"error": f"false {wrong}", "rate": new[wrong] / sweeps, "rate_before": old[wrong] / sweeps}
+            row[case] = _cell(factor, new, old, sweeps)
         out[name] = row
     return out
 
@@ -268,7 +278,13 @@ def _print(r: dict) -> None:
     for part in ("size_expectation", "size_probability"):
         for fam, row in r[part].items():
             cells = "; ".join(f"{case}: {row[case]['error']} {row[case]['rate']:.4f} ({row[case]['rate_before']:.4f})"
-                              for case in CASES)
+                              for case in CASES if "rate" in row[case])
+            print(f"  {fam:16s} {cells}")
+    print("power: share of sweeps judged holds / violated, now (before)")
+    for part in ("size_expectation", "size_probability"):
+        for fam, row in r[part].items():
+            cells = "; ".join(f"{case}: {row[case]['holds']:.3f} / {row[case]['violated']:.3f} "
+                              f"({row[case]['holds_before']:.3f} / {row[case]['violated_before']:.3f})" for case in CASES)
             print(f"  {fam:16s} {cells}")
     o = r["optional_stopping"]
     print(f"optional stopping ({o['rounds']} rounds of {o['seeds_per_round']} seeds, bound 5 % low): false holds "
