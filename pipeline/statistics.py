@@ -163,6 +163,37 @@ def _telescoped(it: Mapping[str, Any], u: np.ndarray, f_u: np.ndarray, lam: floa
     return {"telescoped": (squares - end) / T + allowance, "telescoped_allowance": allowance}
 
 
+def _hindsight(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """Lemma 1 against the hardest comparator: the best u in hindsight for the run's own steps (docs/bounds.md
+    section 4, ``regret_hindsight``). (1/T) sum_t f_t(u) is an SVM objective on the examples the run drew,
+    each weighted by how often it was drawn: lam/2 ||u||^2 + (1/(T k)) sum_i c_i s_i hinge_i(u), i.e. the
+    objective of :func:`pipeline.solvers.dual.sdca` on those rows with weights m' c_i s_i / (T k). Its
+    certified minimum [D, F] gives the regret's upper estimate mean f_t(w_t) - D; the lower estimate is the
+    regret against a point of the ball (the solver's u, projected into it when the run projects): the
+    unconstrained minimum is at most the ball's, so the upper estimate stays one."""
+    it = out.iterates
+    X, y, lam, w_ref, idx, s_step, radius = it["X"], it["y"], it["lam"], it["w_ref"], it["idx"], it["s_step"], it["radius"]
+    T, k = int(out.stats["T"]), idx.shape[1]
+    counts = np.bincount(idx.ravel(), minlength=X.shape[0])
+    rows = np.nonzero(counts)[0]
+    weights = rows.size * counts[rows] * s_step[rows] / (T * k)
+    Xs, ys = X[rows], y[rows]
+    cert = dual.sdca(Xs, ys, lam, weights=weights, w_ref=w_ref, tol=1e-9)
+    shift = 0.0 if w_ref is None else w_ref
+    u = cert.w - shift
+    if radius > 0.0 and np.linalg.norm(u) > radius:  # Lemma 1 covers the ball only: a point of it for the low side
+        u *= radius / np.linalg.norm(u)
+    at_u = dual.objective(Xs, ys, lam, u + shift, weights=weights, w_ref=w_ref)
+    mean_loss = math.fsum(it["loss"]) / T
+    f_still = (np.maximum(0.0, 1.0 - it["ref_margin"]) * s_step)[idx].sum(axis=1) / k
+    return Outcome(
+        quantities={"regret_hindsight": mean_loss - cert.dual, "regret_hindsight_low": mean_loss - max(at_u, cert.primal)},
+        curves={}, trace={},
+        stats={"regret_still_hindsight": math.fsum(f_still) / T - max(at_u, cert.primal),
+               "hindsight_gap": cert.primal - cert.dual},
+    )
+
+
 def _kernel_svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """Kernel SDCA on the run's (certified, possibly shifted) Gram matrix (docs/bounds.md section 5)."""
     it = out.iterates
@@ -340,6 +371,9 @@ PROVIDERS: tuple[Provider, ...] = (
              _svm_optimum,
              "docs/bounds.md section 4, 'Computing the comparator' (SDCA duality gap, pipeline.solvers.dual)",
              layout={"stats": _PEGASOS_STATS, "trace": ("active", "loss", "comparator_loss")}),
+    Provider("svm_hindsight", "svm", ("regret_hindsight", "regret_hindsight_low", "regret_still_hindsight"), _hindsight,
+             "docs/bounds.md section 4, regret_hindsight (the run's own steps as an SVM objective, SDCA duality gap)",
+             needs_sample=True),
     Provider("kernel_svm_constant", "kernel_svm", ("c",), _constant, _C_REFERENCE,
              layout={"stats": ("T", "lam", "R", "regret_still", "c")}),
     Provider("kernel_svm_optimum", "kernel_svm", (*_OPTIMUM, *_PEGASOS_QUANTITIES), _kernel_svm_optimum,

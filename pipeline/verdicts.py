@@ -508,7 +508,9 @@ def probability_settings(informative: Any, planned: int | None = None) -> list[d
         k = int((~sel["holds"].astype(bool)).sum())
         low = sel["empirical_low"] if "empirical_low" in sel else sel["empirical"]
         k_low = int((low > sel["theoretical"]).sum())
-        delta = float(sel["delta"].mean()) if "delta" in sel else ALPHA
+        # the bound's own failure probability where it declares one (e.g. 1/2 + delta), else the run's delta
+        own = sel["failure"] if "failure" in sel and sel["failure"].notna().all() else None
+        delta = float(own.mean()) if own is not None else float(sel["delta"].mean()) if "delta" in sel else ALPHA
         lo, hi = binomial_limits(k_low, n)[0], binomial_limits(k, n)[1]
         out.append({"label": labels[key], "runs": n, "seeds": _units(sel), "violations": k, "violations_low": k_low,
                     "delta": delta, "lcl": lo, "ucl": hi, "pvalue": _binomial_p(k_low, n, delta),

@@ -16,7 +16,8 @@ from pipeline.learners.base import log_grid
 from pipeline.learners.pegasos import SAMPLINGS, Pegasos, class_weights, index_stream, pegasos_kernel, pegasos_single_kernel
 from pipeline.statistics import measure
 
-REGRET, EXPECTATION, HIGH_PROBABILITY, LAST, FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV, TELESCOPED = PEGASOS_BOUNDS
+(REGRET, EXPECTATION, HIGH_PROBABILITY, LAST, FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV, MARKOV_AVERAGE, LEMMA3, TELESCOPED,
+ HINDSIGHT) = PEGASOS_BOUNDS
 
 
 def textbook(X, y, idx, lam, s, w_ref, radius):  # noqa: ANN001, ANN201
@@ -156,6 +157,11 @@ def _check_run(ds, learner: Pegasos, seed: int):  # noqa: ANN001, ANN202
     tele = TELESCOPED.evaluate(stats, out.quantities)
     assert tele["holds"], (tele, learner.get_params())
     assert tele["theoretical"] - stats["telescoped_allowance"] <= row["theoretical"] * (1 + 1e-12), (tele, row)
+    # the hardest comparator: the best u in hindsight is at least as hard as the SVM optimum, and Lemma 1 holds there
+    hind = HINDSIGHT.evaluate(stats, out.quantities)
+    assert hind["holds"], (hind, learner.get_params())
+    q = out.quantities
+    assert q["regret_hindsight_low"] <= q["regret_hindsight"] and q["regret_hindsight"] >= q["regret"] - 1e-9, q
     return out, stats
 
 
@@ -515,3 +521,25 @@ def test_the_realised_form_is_much_sharper_than_the_closed_form() -> None:
     closed, tele = REGRET.evaluate(stats, out.quantities), TELESCOPED.evaluate(stats, out.quantities)
     assert tele["holds"] and tele["informative"]
     assert tele["ratio"] >= 0.5 > 0.2 >= closed["ratio"], (tele["ratio"], closed["ratio"])
+
+
+@pytest.mark.parametrize("projection", [False, True])
+def test_the_best_comparator_in_hindsight_is_the_minimum_of_the_runs_own_objective(projection: bool) -> None:
+    import cvxpy as cp
+
+    ds = _data(5, m=40, d=3, flip=0.2)
+    lam, T = 0.05, 300
+    out = measure(Pegasos(lam=lam, T=T, batch=2, projection=projection), ds, np.random.default_rng(1),
+                  bounds=[REGRET, HINDSIGHT])
+    it = out.iterates
+    idx, k = it["idx"], it["idx"].shape[1]
+    u = cp.Variable(ds.X.shape[1])
+    hinge = cp.pos(1 - cp.multiply(ds.y, ds.X @ u))
+    counts = np.bincount(idx.ravel(), minlength=ds.X.shape[0])
+    objective = lam / 2 * cp.sum_squares(u) + counts @ hinge / (T * k)
+    cons = [cp.norm(u) <= it["radius"]] if projection else []
+    best = cp.Problem(cp.Minimize(objective), cons).solve(solver=cp.CLARABEL)
+    worst_regret = float(np.mean(it["loss"])) - best
+    q = out.quantities
+    assert q["regret_hindsight_low"] - 1e-7 <= worst_regret <= q["regret_hindsight"] + 1e-7, (q, worst_regret)
+    assert q["regret_hindsight"] - q["regret_hindsight_low"] < 1e-6 or projection

@@ -49,6 +49,8 @@ class Bound:
         against the upper end of a comparator's bracket); "" when ``quantity`` is exact. ``quantity`` is
         the upper estimate a bound must clear to hold; ``quantity_low`` the one that must exceed the
         bound for a violation to be claimed (docs/bounds.md section 9).
+    failure : statistics -> the probability with which a (P) bound may fail in a run, when it is not the
+        run's ``delta`` (e.g. 1/2 + delta for P11 Lemma 3); the (P) verdict judges the violation rate against it.
     allowance : statistics -> the rounding allowance included in ``value`` (a realised bound that can be
         an identity, e.g. the telescoped Lemma 1). A run whose bound exceeds its measurement by at most twice
         the allowance is an identity up to rounding: a consistency check, reported with its gap against the
@@ -73,6 +75,7 @@ class Bound:
     range: Callable[[Stats], tuple[float, float]] | None = None
     quantity_low: str = ""
     allowance: Callable[[Stats], float] | None = None
+    failure: Callable[[Stats], float] | None = None
     """``value`` may return (value, comparator): the comparator that attained a minimised bound.
     ``note`` flags an applicable bound (e.g. vacuous); ``curve(stats, t)`` is the bound after step t, for
     bounds that are anytime statements about prefixes of the run."""
@@ -179,4 +182,5 @@ class Bound:
             "comparator": comparator,
             "identity": identity,
             "allowance": allowance,
+            "failure": float(self.failure(declared)) if self.failure is not None else math.nan,
         }

@@ -205,4 +205,57 @@ TELESCOPED = Bound(
     trivial_text="the regret of the learner that stays at w_1, (1/T) sum_t [f_t(w_1) - f_t(u)]",
 )
 
-PEGASOS_BOUNDS = (*pegasos_bounds("pegasos"), FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV, TELESCOPED)
+HINDSIGHT = Bound(
+    name="regret_hindsight",
+    title="Lemma 1 regret, best u in hindsight",
+    learner="pegasos",
+    guarantee="D",
+    quantity="regret_hindsight",
+    requires=("c", "lam", "T", "regret_still_hindsight"),
+    reference="P11 Lemma 1 (for every u in the ball, so for the hardest); docs/bounds.md section 4 ((D) check, per run)",
+    formula="(1/T) sum_t f_t(w_t) - min_u (1/T) sum_t f_t(u) <= c (1 + ln T) / (2 lam T)",
+    value=_rate,
+    trivial=lambda s: float(s["regret_still_hindsight"]),
+    trivial_text="the same regret of the learner that stays at w_1, (1/T) sum_t f_t(w_1) - min_u (1/T) sum_t f_t(u)",
+    quantity_low="regret_hindsight_low",
+)
+
+MARKOV_AVERAGE = Bound(
+    name="expectation_markov",
+    title="Averaged iterate (Markov)",
+    learner="pegasos",
+    guarantee="P",
+    quantity="suboptimality",
+    requires=("c", "lam", "T", "sampling", "delta", "f_start", "f_star_hi"),
+    reference="P11 Cor. 1 in expectation with Markov's inequality on the non-negative f(w_bar) - f* "
+              "(BOUNDS.md section 9, the Markov check); docs/bounds.md section 4",
+    formula="with probability >= 1 - delta: f(w_bar) - f* <= c (1 + ln T) / (2 delta lam T)",
+    value=lambda s: _rate(s) / s["delta"] * (1.0 + 2.0 * UNIT_ROUNDOFF),
+    applies=_iid,
+    trivial=_start_gap,
+    trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
+    quantity_low="suboptimality_low",
+    range=_nonnegative,
+)
+
+LEMMA3 = Bound(
+    name="random_iterate_lemma3",
+    title="Random iterate (Lemma 3)",
+    learner="pegasos",
+    guarantee="P",
+    quantity="suboptimality_random",
+    requires=("c", "lam", "T", "sampling", "R", "delta", "f_start", "f_star_hi"),
+    reference="P11 Lemma 3 (with Lemma 2's event of probability 1 - delta: fails with probability <= 1/2 + delta); "
+              "docs/bounds.md section 4",
+    formula="with probability >= 1/2 - delta: f(w_r) - f* <= 42 c ln(T/delta) / (lam T), r uniform in 1..T",
+    value=lambda s: 42.0 * s["c"] * math.log(s["T"] / s["delta"]) / (s["lam"] * s["T"]) * (1.0 + 16.0 * UNIT_ROUNDOFF),
+    applies=_high_probability,
+    trivial=_start_gap,
+    trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
+    quantity_low="suboptimality_random_low",
+    range=_nonnegative,
+    failure=lambda s: min(1.0, 0.5 + s["delta"]),
+)
+
+PEGASOS_BOUNDS = (*pegasos_bounds("pegasos"), FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV, MARKOV_AVERAGE, LEMMA3,
+                  TELESCOPED, HINDSIGHT)
