@@ -55,6 +55,18 @@ def test_realisable_comparator_is_exactly_zero() -> None:
     assert ds.stats.margin >= ds.gamma
 
 
+def test_the_upper_comparator_is_a_confidence_limit_over_every_candidate() -> None:
+    from pipeline.risk import ghinge_losses
+
+    ds = _data(3, gamma=0.05, noise=0.2)
+    W_bar = ds.W_star * 3.0
+    comp = population_comparator(ds, B=2.0, extra={"Pi_B(W_bar)": W_bar})
+    assert "95 % upper confidence limit" in comp["how"]
+    # every candidate's held-out mean is below the limit (it is the smallest of their Bonferroni limits)
+    means = [float(ghinge_losses(ds.X_test, ds.y_test, U).mean()) for U in (comp["U"], W_bar * 2.0 / np.linalg.norm(W_bar))]
+    assert comp["upper"] > min(means) and comp["lower"] <= comp["upper"]
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),

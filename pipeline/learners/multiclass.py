@@ -356,7 +356,7 @@ class MulticlassSGD(_Multiclass):
                    **cost_stats(self.cost, k)},
             objective="ghinge_sgd",
             iterates={"X": X, "y": y, "B": B, "eta": eta, "loss": loss, "vnorm2": vnorm2, "grid": grid, "risks": risks,
-                      "cost": self.cost},
+                      "cost": self.cost, "W_bar": avg[-1]},
         )
 
 
