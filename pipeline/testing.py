@@ -493,6 +493,12 @@ def check_bound(bound: Any, *, learner: type | None = None, params: dict[str, An
         report.not_applicable["no (D) bound violated"] = (
             f"a ({bound.guarantee}) bound speaks of an expectation or a probability: a sweep's verdict judges it, not "
             "one run" if bound.guarantee in ("E", "P") else "the bound is reported, never judged (guarantee '-')")
+    if bound.guarantee in ("E", "P") and bound.range is None:
+        report.not_applicable["declares a range"] = (
+            "no range(stats) declared: an (E) verdict needs its top to show 'holds' and its bottom to show "
+            "'violated' (docs/plugins.md); without one the sweep's verdict stays inconclusive")
+    elif bound.guarantee in ("E", "P"):
+        report.passed.append("declares a range (checked against every measurement)")
     if not judged:
         report.not_applicable["applies"] = "it did not apply on any of the datasets tried"
     return report

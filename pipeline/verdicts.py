@@ -376,7 +376,7 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     identities = applicable[applicable["identity"].fillna(False).astype(bool)] if "identity" in applicable else applicable[:0]
     tight = 1.0 / float(inform["max_ratio_over_t"].max()) if informative and not len(violated) else None
     extra = {"violations": len(violated), "max_ratio_over_t": worst, "judged_at": at,
-             "informative_share": f"{informative} of {n} runs informative",
+             "informative_share": f"{informative} of {_n(n, 'run')} informative",
              "tightness": tight if tight is None or math.isfinite(tight) else MAX_TIGHT,
              # a (D) bound scaled below the largest ratio is violated by that run, every time
              "detects_scale": worst if 0 < worst < 1 else None}
@@ -427,7 +427,7 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
     extra = {
         "settings": len(settings), "settings_informative": len(informative), "settings_holding": len(holding),
         "settings_violated": len(violated), "settings_inconclusive": len(open_), "seeds": seeds[-1],
-        "informative_share": f"{len(informative)} of {len(settings)} settings informative",
+        "informative_share": f"{len(informative)} of {_n(len(settings), 'setting')} informative",
         "worst_mean_ratio": ratio(worst, worst["mean"]),
         "worst_ucl_ratio": _finite(max((ratio(s, s["ucl"]) for s in informative), default=math.nan)),
         "seeds_needed": max((s["seeds_needed"] for s in open_ if s["seeds_needed"]), default=None)
@@ -440,7 +440,7 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
         firsts = [s["first_holds"] for s in informative]
         extra["decided_at"] = (min((s["first_violated"] or MAX_N) for s in violated) if violated else
                                max(firsts) if firsts and all(firsts) and not open_ else None)
-    head = f"{len(settings)} settings of {'/'.join(map(str, seeds))} distinct seeds, {len(informative)} informative"
+    head = f"{_n(len(settings), 'setting')} of {'/'.join(map(str, seeds))} distinct seeds, {len(informative)} informative"
     decided = "betting test of the mean, one-sided 5 %" + (", anytime-valid (sequential)" if planned else "")
     note = _sequential_note(planned, extra.get("decided_at"))
     if violated:
@@ -470,6 +470,11 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
     w = max(holding, key=lambda s: ratio(s, s["ucl"]))
     return Judgement(HOLDS, f"{head}, every informative setting holds: largest 95 % upper limit of the mean "
                      f"{ratio(w, w['ucl']):.3g} x the bound ({_fmt_setting(w)}){note}", decided), extra
+
+
+def _n(count: int, word: str) -> str:
+    """'1 setting', '3 settings'."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _fmt_setting(s: Mapping[str, Any]) -> str:
@@ -561,7 +566,7 @@ def _judge_probability(applicable: Any, power: bool = True, planned: int | None 
              "violation_rate_lcl": max((s["lcl"] for s in settings), default=None),
              "delta": deltas[0] if len(deltas) == 1 else deltas,
              "settings": all_settings, "settings_informative": len(settings),
-             "informative_share": f"{len(settings)} of {all_settings} settings informative",
+             "informative_share": f"{len(settings)} of {_n(all_settings, 'setting')} informative",
              "runs_needed": max((s["runs_needed"] or MAX_N for s in open_), default=None),
              "tightness": tight, "detects_scale": detects,
              "per_setting": [{k_: s[k_] for k_ in ("label", "runs", "seeds", "violations", "delta", "lcl", "ucl", "verdict",

@@ -243,3 +243,18 @@ def test_an_identity_up_to_rounding_is_a_consistency_check_not_evidence() -> Non
     assert s["verdict"] == INCONCLUSIVE and "consistency checks" in s["evidence"] and s["informative"] == 0
     s = judge_bound(pd.concat([rows, pd.DataFrame([slack | {"run": "r2", "setting": "s"}])], ignore_index=True))
     assert s["verdict"] == HOLDS and s["informative"] == 1 and "1 of 3 runs informative" == s["informative_share"]
+
+
+def test_a_plug_in_bound_is_judged_by_the_same_rules() -> None:
+    # a bound record defined outside the package, evaluated run by run as a sweep does, then summarised
+    def rows(declared: bool) -> pd.DataFrame:
+        b = Bound(name="plug", title="plug", learner="toy", guarantee="E", quantity="loss", requires=("T",),
+                  reference="-", formula="1/2", value=lambda s: 0.5, trivial=lambda s: 1.0,
+                  range=(lambda s: (0.0, 1.0)) if declared else None)
+        out = [b.evaluate({"T": 10}, {"loss": v}) | {"run": f"r{i}", "setting": "s", "seed": i}
+               for i, v in enumerate(np.linspace(0.05, 0.25, 40))]
+        return pd.DataFrame(out)
+
+    assert judge_bound(rows(True))["verdict"] == HOLDS
+    s = judge_bound(rows(False))
+    assert s["verdict"] == INCONCLUSIVE and "needs a declared range" in s["evidence"]
