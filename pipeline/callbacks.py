@@ -240,12 +240,15 @@ class SweepCallback(Callback):
         table, curves, failed = collect(sweep_dir, size)
         staging.mkdir(parents=True, exist_ok=True)
         staged: list[Path] = []
+        stats = summary(table, config) | {"failed_jobs": len(failed)}  # the tables and verdicts first: no figure can lose them
+        figures_failed: list[str] = []
         if len(table):
             table.to_parquet(staging / "results.parquet", index=False)
             curves.to_parquet(staging / "curves.parquet", index=False)
             staged += [staging / "results.parquet", staging / "curves.parquet"]
-            staged += plots.sweep_figures(table, curves, staging)
-        stats = summary(table, config) | {"failed_jobs": len(failed)}
+            staged += plots.sweep_figures(table, curves, staging, failed=figures_failed)
+        for what in figures_failed:
+            log.error("sweep %s: figure not drawn (the results and verdicts are kept): %s", self.sweep_id, what)
         LAST.clear()
         LAST.update(stats=stats, claims=[{"bound": str(c.bound), "guarantee": str(c.guarantee)}
                                          for c in (config.get("claims") or [])])

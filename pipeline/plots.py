@@ -179,7 +179,8 @@ def measured_vs_bound(table: pd.DataFrame, bound: str, *, ax: Axes | None = None
     """One point per run: the measured quantity against the bound's value, log-log, with y = x
     (drawn into ``ax`` when given)."""
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
-    shown = rows[rows["empirical"] > 0]
+    # a point needs a finite positive measurement and a finite bound (an infinite bound says nothing: vacuous)
+    shown = rows[(rows["empirical"] > 0) & np.isfinite(rows["empirical"]) & np.isfinite(rows["theoretical"])]
     first = rows.iloc[0]
     varying = _varying(rows)
     hue = varying[0] if varying else None
@@ -611,9 +612,20 @@ def draw(kind: str, table: pd.DataFrame, curves: pd.DataFrame, *, ax: Axes | Fig
     return KINDS[kind](*args, ax=ax, **kwargs)
 
 
-def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path) -> list[Path]:
-    """Draw and save every figure of :func:`figure_plan` into ``directory`` (PNG and SVG); return the paths."""
+def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path,
+                  failed: list[str] | None = None) -> list[Path]:
+    """Draw and save every figure of :func:`figure_plan` into ``directory`` (PNG and SVG); return the paths.
+    With ``failed`` (a list), a figure that cannot be drawn (e.g. every bound infinite) is skipped and named
+    there with its error, so that the sweep keeps its tables and metrics; without it, the error is raised."""
+    import matplotlib.pyplot as plt
+
     paths: list[Path] = []
     for spec in figure_plan(table, curves):
-        paths += save(draw(spec.kind, table, curves, **spec.kwargs), directory, spec.stem)
+        try:
+            paths += save(draw(spec.kind, table, curves, **spec.kwargs), directory, spec.stem)
+        except Exception as e:  # noqa: BLE001 - one figure never costs the sweep its results
+            if failed is None:
+                raise
+            plt.close("all")
+            failed.append(f"{spec.stem}: {type(e).__name__}: {e}")
     return paths

@@ -334,6 +334,7 @@ def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str
             "ucl": ucl, "lcl": lcl, "t_ucl": t_hi, "pvalue": above.p, "holds": hold.reject,
             "upper_decidable": hold.decidable, "lower_decidable": above.decidable, "sample": x,
             "first_holds": hold.first, "first_violated": above.first,
+            "bracket": bool(np.any(x.up - x.low > 0.1 * np.abs(x.bound))),  # the estimates differ by > 10 % of the bound
         })
     for s, reject in zip(out, _holm([s["pvalue"] for s in out])):
         s["violated"] = reject
@@ -463,6 +464,8 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
                         "with no lower end declared either, no violation can be shown: the bound needs a declared range"))
         elif s["seeds_needed"]:
             more = f"about {s['seeds_needed']} distinct seeds (there are {s['seeds']}) would settle it by seed noise alone"
+            if s.get("bracket"):
+                more += "; the comparator's bracket (upper minus lower estimate) is part of what blocks it"
         else:
             more = "the observed mean is not below the bound: more seeds could only show a violation"
         return Judgement(INCONCLUSIVE, f"{head}; {len(holding)} hold, {len(open_)} undecided, e.g. {_fmt_setting(s)}: "
@@ -593,6 +596,9 @@ def _judge_probability(applicable: Any, power: bool = True, planned: int | None 
         more = (f"about {need} distinct seeds in that setting (there are {s['runs']}) would settle it at the observed rate"
                 if need else "more seeds, added in rounds, may settle it" if planned and s["violations"] < s["runs"] * s["delta"]
                 else "its observed rate is not below delta: more runs could only show a violation")
+        if s["violations"] > s["violations_low"]:  # above the bound at the upper estimate only: the bracket blocks
+            more += (f"; {s['violations'] - s['violations_low']} of its {s['violations']} violations lie within the "
+                     "comparator's bracket (above the bound at the upper estimate only): a tighter comparator decides those")
         return Judgement(INCONCLUSIVE, f"{head}; {len(open_)} setting(s) undecided, e.g. {s['label']}: {s['violations']} of "
                          f"{s['runs']}, 95 % limits [{s['lcl']:.3g}, {s['ucl']:.3g}] straddle delta {s['delta']:g}; {more}{note}",
                          decided), extra

@@ -68,3 +68,19 @@ def test_rate_and_compare_draw_into_an_axes_with_a_chosen_panel() -> None:
     assert sorted(a.get_title() for a in fig.axes) == ["λ = 0.1", "λ = 1"]
     with pytest.raises(TypeError):
         plots.measured_vs_bound(table, "kernel_expectation", ax=fig)  # a single-panel figure wants an Axes
+
+
+def test_an_infinite_bound_never_costs_a_sweep_its_figures_or_results(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    # an infinite (vacuous) bound, as from a one-class file or one row: every figure is still drawn
+    table = _table().assign(theoretical=np.inf, ratio=0.0, max_ratio_over_t=0.0, informative=False)
+    curves = pd.DataFrame(columns=["run", "quantity", "t", "value"])
+    assert plots.sweep_figures(table, curves, tmp_path, failed=[])
+    # and a figure that fails for any other reason is named and skipped, not raised, when asked
+    def broken(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise ValueError("a broken figure")
+
+    monkeypatch.setattr(plots, "draw", broken)
+    failed: list[str] = []
+    assert plots.sweep_figures(_table(), curves, tmp_path, failed=failed) == [] and "a broken figure" in failed[0]
+    with pytest.raises(ValueError, match="a broken figure"):
+        plots.sweep_figures(_table(), curves, tmp_path)
