@@ -317,6 +317,9 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             _fail(str(e))
         except (HydraException, OmegaConfBaseException) as e:
             _fail(explain(e))
+        if plan.multirun and not plan.jobs and not any(a.startswith("--") for a in argv):
+            _fail("the sweep has no jobs (an empty list or range among its values, e.g. seed='range(0,0)'): give each "
+                  "swept key at least one value")
         compose = _Composer()
         for job in plan.jobs:
             where = f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -277,3 +278,11 @@ def job(cfg: DictConfig) -> None:
             continue
         log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)%s", step, name_, row.quantity, row.empirical, row.bound,
                  row.theoretical, row_phrase(row), row.ratio, f"; {row.reason}" if row.reason else "")
+    if not multirun:  # a single run fails on a violated (D) bound as a sweep does (docs/sweeps.md, "One run")
+        table = result.table
+        broken = sorted(set(table.loc[(table["guarantee"] == "D") & table["applicable"].astype(bool)
+                                      & ~table["holds"].fillna(True).astype(bool), "bound"]))
+        if broken:
+            print(f"boundlab: (D) bound(s) violated in this run: {', '.join(broken)}; a violated (D) bound is a bug "
+                  f"until proven otherwise (the run is recorded in {out})", file=sys.stderr)
+            raise SystemExit(1)

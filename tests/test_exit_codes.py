@@ -1,0 +1,36 @@
+"""Silence where something is wrong, decided: a grid with no jobs is refused before any work, and a single run
+whose (D) bound is violated exits 1 as a sweep does (docs/sweeps.md)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import migrated_store
+
+
+@pytest.mark.parametrize("argv", [["-m", "seed=range(0,0)"], ["-m", "gamma=0.1", "seed=range(3,3)"]])
+def test_an_empty_grid_is_refused_in_one_line(argv: list[str], one_line_error) -> None:  # noqa: ANN001
+    assert "the sweep has no jobs" in one_line_error(argv)
+
+
+def test_a_single_run_with_a_violated_deterministic_bound_exits_1(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.learners.perceptron import Perceptron
+
+    learn = Perceptron.learn_stream
+
+    def broken(self, X, y):  # noqa: ANN001, ANN202 - a Perceptron that counts every step as a mistake
+        trace = learn(self, X, y)
+        trace[:] = 1
+        return trace
+
+    env = {**os.environ, "MLFLOW_TRACKING_URI": migrated_store(tmp_path / "mlflow.db")}
+    ok = boundlab_in_process("n=200", cwd=tmp_path, env=env)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    monkeypatch.setattr(Perceptron, "learn_stream", broken)
+    proc = boundlab_in_process("n=200", "seed=1", cwd=tmp_path, env=env)  # 200 mistakes against (1/0.1)^2 = 100
+    assert proc.returncode == 1 and "(D) bound(s) violated in this run: " in proc.stderr, proc.stderr[-2000:]
+    assert "novikoff" in proc.stderr and "a bug until proven otherwise" in proc.stderr
