@@ -61,7 +61,27 @@ def prepare(job: Job) -> Dataset:
     if ds.kind not in job.learner.accepts:
         raise UserError(refusal(job.learner, ds))
     job.learner.check_data(ds)
+    verify_radius(ds)
     return ds
+
+
+def verify_radius(ds: Dataset) -> None:
+    """A certificate the data contradict is refused before anything is judged against it: the radius R a
+    dataset reports must be at least every row's norm (one pass over the sample; a plug-in's R below them
+    would turn into a false (D) violation). Computed norms may exceed the true ones by a few units of
+    rounding, which the tolerance allows; a stream, never held whole, is not checked here."""
+    R = getattr(getattr(ds, "stats", None), "R", None)
+    X = getattr(ds, "X", None)
+    if R is None or X is None or ds.kind == "stream" or X.shape[0] == 0:
+        return
+    import scipy.sparse
+
+    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel() if scipy.sparse.issparse(X) else np.einsum("ij,ij->i", X, X)
+    largest = float(np.sqrt(sq.max()))
+    if not float(R) >= largest * (1.0 - 1e-12):
+        raise UserError(f"dataset {ds.name}: its certified radius R = {float(R)!r} is below the norm of one of its rows "
+                        f"({largest!r}): a certificate its own data contradict; the dataset's statistics must come "
+                        "from the vectors the learner sees (docs/plugins.md)")
 
 
 def run(job: Job, ds: Dataset | None = None) -> Result:

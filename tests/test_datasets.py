@@ -182,3 +182,18 @@ def test_witness_certificate_still_matches_solver_on_generated_data(tmp_path: Pa
     ds = MarginBinary(gamma=0.2, rho=1.0, n=200, d=4).generate(np.random.default_rng(3))
     s = certify_sample(ds.X, ds.y, tmp_path)
     assert max(s.gamma_lo, ds.stats.gamma_lo) <= min(s.gamma_hi, ds.stats.gamma_hi)
+
+
+def test_a_radius_below_the_rows_norms_is_refused_before_any_verdict() -> None:
+    from types import SimpleNamespace
+
+    import scipy.sparse
+
+    from pipeline.params import UserError
+    from pipeline.run import verify_radius
+
+    X = np.array([[3.0, 4.0], [0.6, 0.8]])
+    for rows in (X, scipy.sparse.csr_matrix(X)):
+        verify_radius(SimpleNamespace(name="ok", kind="binary", X=rows, stats=SimpleNamespace(R=5.0)))
+        with pytest.raises(UserError, match=r"dataset liar: its certified radius R = 4\.9 is below the norm of one of its rows"):
+            verify_radius(SimpleNamespace(name="liar", kind="binary", X=rows, stats=SimpleNamespace(R=4.9)))

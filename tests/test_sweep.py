@@ -187,9 +187,9 @@ def test_the_sweep_launches_the_preflights_jobs_composing_each_once(tmp_path: Pa
     does not compose them again, and the launcher composes them once per choice of config groups
     (the six jobs differ in values only: one composition; tests/test_compose_once.py checks each job's
     config equals Hydra's own composition of it)."""
-    argv = ["experiment=perceptron_margin", "gamma=0.2", "seed=0,1", "n=40", "d=3", 'question="a, b?"']
+    argv = ["experiment=perceptron_margin", "gamma=0.2", "seed=0,1", "n=40", "rho=0.5", 'question="a, b?"']
     seen = _in_process_sweep(argv, tmp_path, monkeypatch)
-    assert len(seen["ran"]) == 6 and seen["hydra_checked"] == []  # the experiment's 3 rho x 2 seeds
+    assert len(seen["ran"]) == 6 and seen["hydra_checked"] == []  # the experiment's 3 d x 2 seeds
     assert seen["vouched"] == [seen["ran"]] and seen["composed"] == []  # Hydra's per-job composition: not used
     assert seen["launcher_composed"] == [["experiment=perceptron_margin"]]
     assert seen["ran"][0][0] == "gamma=0.2" and 'question="a, b?"' in seen["ran"][0]
