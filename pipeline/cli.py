@@ -321,11 +321,12 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             _fail("the sweep has no jobs (an empty list or range among its values, e.g. seed='range(0,0)'): give each "
                   "swept key at least one value")
         compose = _Composer()
+        keys: set[str] = set()
         for job in plan.jobs:
             where = f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""
             try:
                 cfg = compose(job)
-                build(cfg)
+                keys.add(build(cfg).key())
                 if any(o.startswith("+") for o in job):
                     check_added(job, compose([o for o in job if not o.startswith("+")]))
             except UserError as e:
@@ -333,6 +334,9 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             except (HydraException, OmegaConfBaseException) as e:
                 _fail(f"{explain(e)}{where}")
             plan.tracking_uri = cfg.tracking.uri
+        if plan.multirun and len(keys) < len(plan.jobs):  # a value listed twice, or spelt two ways (0.1,1e-1)
+            print(f"boundlab: the grid lists {len(plan.jobs)} jobs, {len(keys)} of them distinct: a job listed twice runs "
+                  "once and counts once in every verdict", file=sys.stderr)
         if plan.jobs and cfg.get("seeds") == "auto":
             if not plan.multirun:
                 _fail("seeds=auto: adds seeds to a sweep in rounds; add -m (boundlab -m seeds=auto ...)")

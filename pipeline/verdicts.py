@@ -441,7 +441,8 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
         firsts = [s["first_holds"] for s in informative]
         extra["decided_at"] = (min((s["first_violated"] or MAX_N) for s in violated) if violated else
                                max(firsts) if firsts and all(firsts) and not open_ else None)
-    head = f"{_n(len(settings), 'setting')} of {'/'.join(map(str, seeds))} distinct seeds, {len(informative)} informative"
+    head = (f"{_n(len(settings), 'setting')} of {'/'.join(map(str, seeds))} distinct seed{'' if seeds == [1] else 's'}, "
+            f"{len(informative)} informative")
     decided = "betting test of the mean, one-sided 5 %" + (", anytime-valid (sequential)" if planned else "")
     note = _sequential_note(planned, extra.get("decided_at"))
     if violated:

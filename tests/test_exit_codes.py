@@ -34,3 +34,15 @@ def test_a_single_run_with_a_violated_deterministic_bound_exits_1(tmp_path: Path
     proc = boundlab_in_process("n=200", "seed=1", cwd=tmp_path, env=env)  # 200 mistakes against (1/0.1)^2 = 100
     assert proc.returncode == 1 and "(D) bound(s) violated in this run: " in proc.stderr, proc.stderr[-2000:]
     assert "novikoff" in proc.stderr and "a bug until proven otherwise" in proc.stderr
+
+
+def test_the_preflight_counts_distinct_jobs(capsys: pytest.CaptureFixture) -> None:
+    from pipeline.cli import preflight
+    from pipeline.schemas import register
+
+    register()
+    plan = preflight(["-m", "seed=0,0", "gamma=0.1,1e-1,0.10"])
+    assert len(plan.jobs) == 6
+    assert "the grid lists 6 jobs, 1 of them distinct" in capsys.readouterr().err
+    preflight(["-m", "seed=0,1"])
+    assert "distinct" not in capsys.readouterr().err
