@@ -334,6 +334,11 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             except (HydraException, OmegaConfBaseException) as e:
                 _fail(f"{explain(e)}{where}")
             plan.tracking_uri = cfg.tracking.uri
+        for key in ("experiment", "name"):  # one sweep is one experiment: its results land under one name
+            values = {str(o.value()) for job in plan.jobs for o in parse_overrides(job) if o.key_or_group == key}
+            if plan.multirun and len(values) > 1:
+                _fail(f"{key}={','.join(sorted(values))}: a sweep runs one {key} (its results, parent run and verdicts "
+                      f"are filed under it); run one command per {key}")
         if plan.multirun and len(keys) < len(plan.jobs):  # a value listed twice, or spelt two ways (0.1,1e-1)
             print(f"boundlab: the grid lists {len(plan.jobs)} jobs, {len(keys)} of them distinct: a job listed twice runs "
                   "once and counts once in every verdict", file=sys.stderr)

@@ -380,7 +380,7 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
              "informative_share": f"{informative} of {_n(n, 'run')} informative",
              "tightness": tight if tight is None or math.isfinite(tight) else MAX_TIGHT,
              # a (D) bound scaled below the largest ratio is violated by that run, every time
-             "detects_scale": worst if 0 < worst < 1 else None}
+             "detects_scale": worst if 0 < worst <= 1 and not len(violated) else None}
     if len(violated):
         runs = ", ".join(str(r) for r in violated["run"].head(3))
         return Judgement(VIOLATED, f"{len(violated)} of {n} runs above the bound (judged at {at}); worst "
@@ -660,13 +660,12 @@ def power_phrase(s: Mapping[str, Any]) -> str:
     k, d = s.get("tightness"), s.get("detects_scale")
     tight = (f"bound / {k:.3g} still holds" if k < MAX_TIGHT else "any smaller bound still holds (measured 0)") \
         if k else "tightness not shown"
-    if s.get("guarantee") == "D":
-        caught = f"catches a bound {(1 - d) * 100:.3g} % too small" if d else "catches no planted error below 100 %"
-        if d:
-            caught = f"catches any error that makes the bound more than {(1 - d) * 100:.3g} % too small"
+    if s.get("guarantee") == "D":  # deterministic: a run above the scaled bound is a violation every time
+        caught = ("catches any error in the bound, however small (it is attained)" if d == 1.0 else
+                  f"catches the bound x s for any s < {d:.3g}" if d else "catches no planted error")
     else:
-        caught = (f"catches a bound {(1 - d) * 100:.3g} % too small with probability >= {DETECTION:g}" if d else
-                  f"would not catch even a bound {(1 - PLANTED[-1]) * 100:.3g} % too small")
+        caught = (f"catches the bound x {d:g} with probability >= {DETECTION:g}" if d else
+                  f"would not catch even the bound x {PLANTED[-1]:g}")
     return f"{tight}; {caught}"
 
 

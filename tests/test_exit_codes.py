@@ -16,6 +16,7 @@ def test_an_empty_grid_is_refused_in_one_line(argv: list[str], one_line_error) -
     assert "the sweep has no jobs" in one_line_error(argv)
 
 
+@pytest.mark.e2e
 def test_a_single_run_with_a_violated_deterministic_bound_exits_1(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline.learners.perceptron import Perceptron
@@ -46,3 +47,12 @@ def test_the_preflight_counts_distinct_jobs(capsys: pytest.CaptureFixture) -> No
     assert "the grid lists 6 jobs, 1 of them distinct" in capsys.readouterr().err
     preflight(["-m", "seed=0,1"])
     assert "distinct" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["-m", "experiment=perceptron_tight,perceptron_margin"], "a sweep runs one experiment"),
+    (["-m", "name=a,b", "seed=0,1"], "name=a,b: a sweep runs one name"),
+])
+def test_sweeping_the_experiment_or_the_name_is_refused_in_one_line(argv: list[str], named: str,  # noqa: ANN001
+                                                                      one_line_error) -> None:
+    assert named in one_line_error(argv)
