@@ -366,21 +366,31 @@ def _public(s: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _finite(s[k]) for k in keys}
 
 
+def _flag(rows: Any, column: str) -> Any:
+    """A boolean column of ``rows`` as booleans, False where missing (tables written before it existed)."""
+    if column not in rows:
+        return rows["holds"].astype(bool) & False
+    return rows[column].map(lambda v: bool(v) if v is not None and v == v else False).astype(bool)
+
+
 def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     n = len(applicable)
-    violated = applicable[~applicable["holds"].astype(bool)]
+    straddles = _flag(applicable, "straddles")
+    violated = applicable[~applicable["holds"].astype(bool) & ~straddles]  # a violation needs the lower estimate above
+    straddling = applicable[straddles]
     inform = applicable[applicable["informative"].astype(bool)]
     informative = len(inform)
     worst = float(applicable["max_ratio_over_t"].max())
     where = sorted(set(applicable.get("judged_at", ["T only"])))
     at = " and ".join(where)
-    identities = applicable[applicable["identity"].fillna(False).astype(bool)] if "identity" in applicable else applicable[:0]
-    tight = 1.0 / float(inform["max_ratio_over_t"].max()) if informative and not len(violated) else None
+    identities = applicable[_flag(applicable, "identity")]
+    tight = (1.0 / float(inform["max_ratio_over_t"].max()) if informative and not len(violated) and not len(straddling)
+             else None)
     extra = {"violations": len(violated), "max_ratio_over_t": worst, "judged_at": at,
              "informative_share": f"{informative} of {_n(n, 'run')} informative",
              "tightness": tight if tight is None or math.isfinite(tight) else MAX_TIGHT,
              # a (D) bound scaled below the largest ratio is violated by that run, every time
-             "detects_scale": worst if 0 < worst <= 1 and not len(violated) else None}
+             "detects_scale": worst if 0 < worst <= 1 and not len(violated) else None, "straddling": len(straddling)}
     if len(violated):
         runs = ", ".join(str(r) for r in violated["run"].head(3))
         return Judgement(VIOLATED, f"{len(violated)} of {n} runs above the bound (judged at {at}); worst "
@@ -390,6 +400,11 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
         gaps = (identities["theoretical"] - identities["empirical"]) / identities["allowance"]
         checks = (f"; {len(identities)} run(s) an identity up to rounding, counted as consistency checks, not evidence "
                   f"(bound - measured at most {float(gaps.max()):.3g} x the rounding allowance)")
+    if len(straddling):
+        runs = ", ".join(str(r) for r in straddling["run"].head(3))
+        return Judgement(INCONCLUSIVE, f"0 violations in {n} runs, but in {len(straddling)} of them the comparator's bracket "
+                         "straddles the bound (the upper estimate above it, the lower one not): a tighter comparator "
+                         f"decides them, e.g. run {runs}{checks}", "every run"), extra
     if not informative:
         why = "vacuous or an identity up to rounding" if len(identities) else "vacuous"
         return Judgement(INCONCLUSIVE, f"0 violations in {n} runs, but the bound is {why} in every run (not below "

@@ -258,3 +258,37 @@ def test_a_plug_in_bound_is_judged_by_the_same_rules() -> None:
     assert judge_bound(rows(True))["verdict"] == HOLDS
     s = judge_bound(rows(False))
     assert s["verdict"] == INCONCLUSIVE and "needs a declared range" in s["evidence"]
+
+
+def test_an_impossible_value_fails_the_run_naming_the_learner_or_the_bound() -> None:
+    from pipeline.bounds.base import ImpossibleValue
+
+    count = Bound(name="mistake_bound", title="m", learner="toy", guarantee="D", quantity="mistakes", requires=("T",),
+                  reference="-", formula="T / 2", value=lambda s: s["T"] / 2, trivial=lambda s: s["T"],
+                  range=lambda s: (0.0, float(s["T"])))
+    with pytest.raises(ImpossibleValue, match="learner toy: its mistakes is nan, not a finite number"):
+        count.evaluate({"T": 10}, {"mistakes": math.nan})
+    with pytest.raises(ImpossibleValue, match="learner toy: its mistakes is inf"):
+        count.evaluate({"T": 10}, {"mistakes": math.inf})
+    with pytest.raises(RangeError, match="the measured mistakes is -1, outside the range"):  # a negative count
+        count.evaluate({"T": 10}, {"mistakes": -1.0})
+    nan_bound = Bound(name="nan_bound", title="n", learner="toy", guarantee="D", quantity="mistakes", requires=("T",),
+                      reference="-", formula="?", value=lambda s: math.nan, trivial=lambda s: s["T"])
+    with pytest.raises(ImpossibleValue, match="bound nan_bound: its value is not a number"):
+        nan_bound.evaluate({"T": 10}, {"mistakes": 1.0})
+    # every built-in count bound declares its range
+    for b in BOUNDS:
+        if b.quantity in ("mistakes", "passes_made"):
+            assert b.range is not None, b.name
+
+
+def test_a_comparator_bracket_that_straddles_a_deterministic_bound_is_no_violation() -> None:
+    b = Bound(name="bracketed", title="b", learner="toy", guarantee="D", quantity="q", requires=(), reference="-",
+              formula="1", value=lambda s: 1.0, trivial=lambda s: 10.0, quantity_low="q_low")
+    row = b.evaluate({}, {"q": 1.2, "q_low": 0.9})  # the truth lies in [0.9, 1.2]: above or below 1, unknown
+    assert row["holds"] is False and row["straddles"] is True
+    s = judge_bound(pd.DataFrame([row | {"run": "r0", "setting": "s"}]))
+    assert s["verdict"] == INCONCLUSIVE and "bracket straddles the bound" in s["evidence"] and s["violations"] == 0
+    above = b.evaluate({}, {"q": 1.2, "q_low": 1.1})
+    assert above["straddles"] is False
+    assert judge_bound(pd.DataFrame([above | {"run": "r1", "setting": "s"}]))["verdict"] == VIOLATED

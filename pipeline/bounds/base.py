@@ -13,8 +13,14 @@ from pipeline.verdicts import judge_row
 Stats = Mapping[str, Any]
 
 
-class RangeError(ValueError):
-    """A measured quantity outside the range its bound declares: the run is wrong, not evidence."""
+class ImpossibleValue(ValueError):
+    """A run's value that no correct learner or bound produces (a quantity that is not a finite number, a bound
+    that is not a number, a measurement outside its declared range): the run is wrong, not evidence, and fails
+    naming the learner or the bound."""
+
+
+class RangeError(ImpossibleValue):
+    """A measured quantity outside the range its bound declares."""
 
 
 @dataclass(frozen=True)
@@ -143,11 +149,14 @@ class Bound:
         }
         lo, hi = self.range(declared) if self.range is not None else (math.nan, math.nan)
         row |= {"range_lo": float(lo), "range_hi": float(hi)}
-        self.check_range(row["empirical"], row["empirical_low"], float(lo), float(hi))
         reason = self.applies(declared)
         if reason is not None:
             return row | {"theoretical": math.nan, "trivial": math.nan, "ratio": math.nan, "max_ratio_over_t": math.nan,
                           "holds": None, "informative": False, "applicable": False, "reason": reason, "comparator": ""}
+        if not math.isfinite(float(measured)):
+            raise ImpossibleValue(f"learner {self.learner}: its {self.quantity} is {float(measured)}, not a finite number "
+                                  f"(read by bound {self.name}): a bug in the learner")
+        self.check_range(row["empirical"], row["empirical_low"], float(lo), float(hi))
         value = self.value(declared)
         theoretical, comparator = value if isinstance(value, tuple) else (value, "")
         theoretical, trivial = float(theoretical), float(self.trivial(declared))
@@ -160,14 +169,15 @@ class Bound:
             measured_t = steps[self.quantity]
             t = np.arange(1, len(measured_t) + 1)
             prefix = (measured_t, self.curve({k: steps.get(k, v) for k, v in declared.items()} | {"T": t}, t))
+        if math.isnan(theoretical):
+            raise ImpossibleValue(f"bound {self.name}: its value is not a number on statistics {declared}: a bug in the bound")
         judged = judge_row(measured, theoretical, trivial, prefix)
         allowance = float(self.allowance(declared)) if self.allowance is not None else math.nan
         gap = theoretical - float(measured)
         identity = bool(judged["holds"]) and 0.0 <= gap <= 2.0 * allowance  # False when there is no allowance (NaN)
-        if judged["invalid"]:  # a value that is not a number is never compared with anything
-            return row | {"theoretical": theoretical, "trivial": trivial, "ratio": math.nan, "max_ratio_over_t": math.nan,
-                          "holds": None, "informative": False, "applicable": False,
-                          "reason": f"{judged['invalid']}: not judged", "comparator": comparator}
+        if judged["invalid"]:  # a per-step trace that is not a number: never compared, the run fails
+            raise ImpossibleValue(f"bound {self.name} (learner {self.learner}): {judged['invalid']}: a bug in the learner's "
+                                  "trace or the bound's curve")
         return row | {
             "judged_at": judged_at,
             "theoretical": theoretical,
@@ -182,5 +192,8 @@ class Bound:
             "comparator": comparator,
             "identity": identity,
             "allowance": allowance,
+            # above the bound at the upper estimate only: the comparator's bracket straddles it, no violation shown
+            "straddles": bool(self.quantity_low) and prefix is None and judged["holds"] is False
+            and float(row["empirical_low"]) <= theoretical,
             "failure": float(self.failure(declared)) if self.failure is not None else math.nan,
         }

@@ -29,6 +29,7 @@ HALVING = Bound(
     value=_halving,
     applies=lambda s: None if s["m_star"] == 0 else f"not realisable: the best of |H| = {s['H']} errs {s['m_star']} times",
     trivial=lambda s: float(s["T"]),
+    range=lambda s: (0.0, float(s["T"])),  # a count of mistakes in T rounds
     trivial_text="T, the rounds presented",
     anytime="monotone",
 )
@@ -79,6 +80,7 @@ WEIGHTED_MAJORITY = Bound(
     value=_weighted_majority,
     applies=_weighted_majority_applies,
     trivial=lambda s: float(s["T"]),
+    range=lambda s: (0.0, float(s["T"])),  # a count of mistakes in T rounds
     trivial_text="T, the rounds presented",
 )
 

@@ -200,6 +200,8 @@ TELESCOPED = Bound(
     reference="P11 Lemma 1, its proof telescoped before ||grad_t|| <= G; docs/bounds.md section 4 ((D) check)",
     formula="(1/T) sum_t [f_t(w_t) - f_t(u)] <= (1/T) [sum_t ||grad_t||^2 / (2 lam t) - (lam T / 2) ||w_(T+1) - u||^2]",
     value=lambda s: float(s["telescoped"]),
+    applies=lambda s: None if math.isfinite(s["telescoped"]) else
+    "the realised sum overflows float64 at these inputs (lam and the data's scale far from 1)",
     allowance=lambda s: float(s["telescoped_allowance"]),
     trivial=lambda s: float(s["regret_still"]),
     trivial_text="the regret of the learner that stays at w_1, (1/T) sum_t [f_t(w_1) - f_t(u)]",

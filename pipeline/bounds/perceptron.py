@@ -29,6 +29,7 @@ NOVIKOFF = Bound(
     value=_novikoff,
     applies=lambda s: None if s["separable"] else "data not certified separable (LP infeasible, or gamma_lo <= 0)",
     trivial=lambda s: float(s["T"]),
+    range=lambda s: (0.0, float(s["T"])),  # a count of mistakes in T rounds
     trivial_text="T, the rounds presented (a learner errs at most once a round)",
     anytime="monotone",
 )
@@ -96,6 +97,7 @@ HINGE = Bound(
     formula="floor(min_u ((R||u|| + sqrt(R^2||u||^2 + 4 L_T(u)))/2)^2)",
     value=_hinge_all_rounds,
     trivial=lambda s: float(s["T"]),
+    range=lambda s: (0.0, float(s["T"])),  # a count of mistakes in T rounds
     trivial_text="T, the rounds presented",
 )
 
@@ -110,6 +112,7 @@ FREUND_SCHAPIRE = Bound(
     formula="min_(u, gamma) ((R + D(u, gamma))/gamma)^2",
     value=_freund_schapire,
     trivial=lambda s: float(s["T"]),
+    range=lambda s: (0.0, float(s["T"])),  # a count of mistakes in T rounds
     trivial_text="T, the rounds presented",
 )
 
@@ -133,6 +136,7 @@ BATCH_PASSES = Bound(
     value=_batch_passes,
     applies=NOVIKOFF.applies,
     trivial=lambda s: float(s["pass_limit"]),
+    range=lambda s: (0.0, float(s["pass_limit"])),  # a count of passes
     trivial_text="the pass limit (algorithm.passes): the learner stops there whatever the data",
 )
 
