@@ -249,6 +249,38 @@ def _hydra_record(sweep_dir: Path) -> dict[str, Any]:
     return out
 
 
+def _own_claims(from_file: dict[str, Any], recorded: dict[str, Any], name: str | None,
+                overrides: list[str] | None) -> tuple[dict[str, Any], str]:
+    """The claims a sweep is judged against: those recorded with it (its composed config, or its parent run's
+    description), never an experiment file's claims for a sweep that did not run that experiment; the file's
+    only where the sweep recorded nothing (a directory without Hydra's record). Returns the spec and where
+    its claims came from."""
+    def keys(claims: Any) -> list[tuple[str, str]]:
+        return [(str(c.get("bound")), str(c.get("guarantee"))) for c in claims or []]
+
+    if recorded.get("claims"):
+        if keys(recorded["claims"]) == keys(from_file.get("claims")):  # the same claims: the file's words (attains, ...)
+            return {**recorded, **from_file}, "the experiment file, as recorded with the sweep"
+        return {**from_file, **recorded}, "the sweep's own record" + (
+            " (the experiment file's claims have changed since)" if from_file.get("claims") else "")
+    ran = overrides is None or any(o.lstrip("+~") == f"experiment={name}" for o in overrides)
+    if from_file.get("claims") and not ran:
+        return {k: v for k, v in {**from_file, **recorded}.items() if k != "claims"}, (
+            f"none: the sweep did not run experiment={name}, so that file's claims are not judged")
+    if from_file.get("claims"):
+        return from_file, "the experiment file"
+    return {k: v for k, v in {**from_file, **recorded}.items() if k != "claims" or v}, "none"
+
+
+def _claims_in(description: str) -> list[dict[str, str]]:
+    """The claims a parent run's description lists ('- bound (G): sentence', pipeline.callbacks._description)."""
+    import re
+
+    return [{"bound": m[1], "guarantee": m[2], "claim": m[3]}
+            for m in re.finditer(r"^- (\S+) \(([DEP-])\): (.*)$", description.split("\n\nClaims:\n", 1)[-1], re.M)
+            ] if "\n\nClaims:\n" in description else []
+
+
 def _judge(name: str | None, spec: Mapping[str, Any], metrics: Mapping[str, Any]) -> list[ClaimVerdict]:
     return [judge_claim(name or "", c, metrics) for c in spec.get("claims") or []] if metrics else []
 
@@ -259,8 +291,9 @@ def _from_directory(directory: Path, experiments: Path | None, sweep_dir: Path |
     config = record.pop("config", {})
     name = _name(table, config.get("name") or (directory.name if sweep_dir is not None else None))
     found = _spec_file(name, experiments, directory)
-    spec = _spec(found) or {k: config[k] for k in ("question", "claims") if config.get(k)}
-    provenance: dict[str, Any] = {"source": str(directory), "experiment": name,
+    spec, claims_from = _own_claims(_spec(found), {k: config[k] for k in ("question", "claims") if config.get(k)},
+                                    name, record.get("overrides") if record else None)
+    provenance: dict[str, Any] = {"source": str(directory), "experiment": name, "claims from": claims_from,
                                   "question": " ".join(str(spec.get("question") or "").split()) or None,
                                   "experiment file": str(found) if found else None, **record}
     if "data_hash" in table:
@@ -307,10 +340,12 @@ def _from_mlflow(run_id: str, tracking_uri: str | None, experiments: Path | None
     tags, experiment_name = run.data.tags, client.get_experiment(run.info.experiment_id).name
     name = _name(table, experiment_name)
     found = _spec_file(name, experiments, None)
-    spec = _spec(found)
-    question = tags.get("mlflow.note.content", "").split("\n\nClaims:")[0]
+    description = tags.get("mlflow.note.content", "")
+    overrides = tags.get("boundlab.overrides", "").split()
+    spec, claims_from = _own_claims(_spec(found), {"claims": _claims_in(description)}, name, overrides)
+    question = description.split("\n\nClaims:")[0]
     provenance: dict[str, Any] = {
-        "source": f"runs:/{run_id}", "tracking uri": uri, "experiment": name,
+        "source": f"runs:/{run_id}", "tracking uri": uri, "experiment": name, "claims from": claims_from,
         "question": " ".join((spec.get("question") or question or "").split()) or None,
         "experiment file": str(found) if found else None, "parent run": run_id,
         "sweep id": tags.get("boundlab.sweep_id"), "status": run.info.status,

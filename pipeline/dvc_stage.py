@@ -27,6 +27,7 @@ def run_sweep(experiment: str, params_file: Path = Path("params.yaml"), results:
     failed job or a violated bound) is published too, then the exit is passed on."""
     from omegaconf import OmegaConf
 
+    from pipeline import callbacks
     from pipeline.cli import main
 
     params = OmegaConf.to_container(OmegaConf.load(params_file)) if params_file.exists() else {}
@@ -38,10 +39,12 @@ def run_sweep(experiment: str, params_file: Path = Path("params.yaml"), results:
             value = ",".join(str(v) for v in value)
         overrides.append(f"{key}={value}")
     work = WORK_DIR / experiment
+    callbacks.LAST.clear()  # filled by this sweep's aggregation: only then are the sweep's files its own
     try:
         main(["-m", f"experiment={experiment}", f"hydra.sweep.dir={work}", *overrides])
     except SystemExit as e:
-        if e.code == 1 and (work / "metrics.json").exists():
+        # an earlier sweep's metrics.json may still be there: published only if this sweep wrote it
+        if e.code == 1 and callbacks.LAST and (work / "metrics.json").exists():
             publish(work, results / experiment)
         raise
     publish(work, results / experiment)
@@ -73,8 +76,10 @@ def stage(name: str, results: Path = Path("results")) -> None:
     try:
         run_sweep(name, results=results)
     except SystemExit as e:
+        from pipeline import callbacks
+
         metrics_file = results / name / "metrics.json"
-        if e.code != 1 or not metrics_file.exists():
+        if e.code != 1 or not metrics_file.exists() or not callbacks.LAST:  # not this sweep's results: a real failure
             raise
         m = json.loads(metrics_file.read_text())
         violated = [b for b, s in m.items() if isinstance(s, dict) and s.get("verdict") == VIOLATED]

@@ -617,8 +617,6 @@ def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path,
     """Draw and save every figure of :func:`figure_plan` into ``directory`` (PNG and SVG); return the paths.
     With ``failed`` (a list), a figure that cannot be drawn (e.g. every bound infinite) is skipped and named
     there with its error, so that the sweep keeps its tables and metrics; without it, the error is raised."""
-    import matplotlib.pyplot as plt
-
     paths: list[Path] = []
     for spec in figure_plan(table, curves):
         try:
@@ -626,6 +624,5 @@ def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path,
         except Exception as e:  # noqa: BLE001 - one figure never costs the sweep its results
             if failed is None:
                 raise
-            plt.close("all")
             failed.append(f"{spec.stem}: {type(e).__name__}: {e}")
     return paths

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from omegaconf import OmegaConf
 from helpers import migrated_store
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -121,6 +122,13 @@ def test_experiment_reads_results_with_its_claims_and_provenance(sweep: tuple[Pa
     shutil.copyfile(sweep_dir / "multirun.yaml", stage / "multirun.yaml")
     (tmp_path / "report").mkdir()
     (tmp_path / "report" / "provenance.json").write_text(json.dumps({"git commit": "abc123", "written": "then"}))
+    # the sweep bears the experiment's name but did not run it: the file's claims are not its claims
+    unrelated = api.experiment(NAME, root=tmp_path)
+    assert unrelated.claims.empty and "did not run experiment=api_sweep" in unrelated.provenance["claims from"]
+    # the stage's sweep of the experiment (its record says experiment=NAME): judged against the file's claims
+    record = OmegaConf.load(stage / "multirun.yaml")
+    record.hydra.overrides.task = [*record.hydra.overrides.task, f"experiment={NAME}"]
+    OmegaConf.save(record, stage / "multirun.yaml")
 
     res = api.experiment(NAME, root=tmp_path)
     _agrees_with_files(res, sweep_dir)
