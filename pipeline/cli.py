@@ -498,7 +498,7 @@ def _checked(argv: list[str], in_round: bool = False) -> Plan:
     if not CONF_DIR.is_dir():
         _fail(f"no config directory at {CONF_DIR}: install boundlab from its checkout with 'pip install -e .'")
     register()
-    plan = preflight(argv, in_round)
+    plan = preflight(argv, True) if in_round else preflight(argv)
     if plan.jobs:
         from pipeline.tracking import check_store, tracking_uri
 
