@@ -263,6 +263,15 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path)
     return "\n".join(parts)
 
 
+def _md(text: object) -> str:
+    """Free text (an experiment's question and claims, evidence quoting settings) as inert Markdown: no HTML, no
+    link or autolink, no table cell break (``<``, ``>``, ``&``, ``[``, ``]``, ``|`` and backticks escaped)."""
+    out = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in ("\\", "[", "]", "|", "`"):
+        out = out.replace(ch, "\\" + ch)
+    return " ".join(out.split())
+
+
 def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir: Path) -> str:
     """The summary: every claim with its verdict, the figures as links, the provenance."""
     import os
@@ -277,11 +286,11 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for e in experiments:
         for v in e.verdicts:
-            lines.append(f"| {e.name} | `{v.bound}` | {v.guarantee} | **{v.status}** | {_counts(v)} | {v.text} | {v.power} "
-                         f"| {v.decided_by} |")
+            lines.append(f"| {_md(e.name)} | `{_md(v.bound)}` | {v.guarantee} | **{v.status}** | {_counts(v)} | {_md(v.text)} "
+                         f"| {_md(v.power)} | {_md(v.decided_by)} |")
     for e in experiments:
-        lines += ["", f"## {e.name}", "", e.question, "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
-        lines += [f"- **{v.status}** ({v.guarantee}) `{v.bound}`: {v.claim} {v.text}." for v in e.verdicts]
+        lines += ["", f"## {_md(e.name)}", "", _md(e.question), "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
+        lines += [f"- **{v.status}** ({v.guarantee}) `{_md(v.bound)}`: {_md(v.claim)} {_md(v.text)}." for v in e.verdicts]
         lines += [""] + [f"- [{f.stem}]({Path(os.path.relpath(f, out_dir)).as_posix()})" for f in e.figures]
     lines += ["", "## Provenance", ""]
     lines += [f"- {k}: `{v}`" for k, v in prov.items() if k != "packages"]
@@ -337,6 +346,18 @@ def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any]
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from pipeline.config import is_name
+
+    for name in argv:  # a name, never a path: experiments/NAME.yaml with results/NAME
+        if not is_name(name) or not (Path("experiments") / f"{name}.yaml").is_file():
+            known = sorted(p.stem for p in Path("experiments").glob("*.yaml"))
+            print(f"boundlab: report: {name!r}: unknown experiment (a name of experiments/, not a path); choose from "
+                  f"{', '.join(known) or 'none here'}", file=sys.stderr)
+            return 2
+        if not (Path("results") / name / "metrics.json").is_file():
+            print(f"boundlab: report: {name}: no results/{name}/metrics.json; run its sweep first (dvc repro "
+                  f"experiment@{name})", file=sys.stderr)
+            return 2
     loaded, issues = build(argv or None)
     verdicts = [v for e in loaded for v in e.verdicts]
     print(f"boundlab report: {len(loaded)} experiments, {len(verdicts)} claims, "
