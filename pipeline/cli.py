@@ -64,6 +64,10 @@ def explain(exc: BaseException) -> str:
         options = [ln for ln in lines[start:] if not ln.startswith("Config search path")]
         options = options[: next((i for i, ln in enumerate(options) if ":" in ln or "=" in ln), len(options))]
         return f"{group}={option}: unknown {group}; choose one of {', '.join(options)}"
+    if "Interpolation key 'grid." in text:  # an experiment's grid chosen by a scale it does not define
+        scale = text.split("Interpolation key 'grid.", 1)[1].split(".", 1)[0].split("'", 1)[0]
+        return (f"scale={scale}: the experiment has no grid '{scale}'; choose one it defines (every experiment has "
+                "scale=small and scale=paper; experiments/NAME.yaml lists its grids)")
     if "Could not override '" in text or "is not in struct" in text:
         key = text.split("'")[1]
         return f"{key}: unknown key; 'boundlab --help' lists every key with its default"

@@ -427,6 +427,8 @@ def estimator(learner: type | str) -> type:
     True
     """
     if isinstance(learner, str):
+        if learner not in LEARNERS:
+            raise ParamError("learner", learner, f"one of {', '.join(sorted(LEARNERS))}")
         learner = LEARNERS[learner]
     if learner in _CLASSES:
         return _CLASSES[learner]
