@@ -173,22 +173,29 @@ RANDOM_ITERATE = Bound(
     range=_nonnegative,
 )
 
-RANDOM_MARKOV = Bound(
-    name="random_iterate_markov",
-    title="Random iterate (Markov)",
-    learner="pegasos",
-    guarantee="P",
-    quantity="suboptimality_random",
-    requires=("c", "lam", "T", "sampling", "delta", "f_start", "f_star_hi"),
-    reference="P07 Thm 3 (Markov's inequality on the nonnegative f(w_r) - f*); docs/bounds.md section 4",
-    formula="with probability >= 1 - delta: f(w_r) - f* <= c (1 + ln T) / (2 delta lam T)",
-    value=lambda s: _rate(s) / s["delta"] * (1.0 + 2.0 * UNIT_ROUNDOFF),
-    applies=_iid,
-    trivial=_start_gap,
-    trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
-    quantity_low="suboptimality_random_low",
-    range=_nonnegative,
-)
+def _markov(name: str, title: str, iterate: str, quantity: str, reference: str) -> Bound:
+    """The expectation bound turned into a (P) bound by Markov's inequality on the non-negative f(w) - f*:
+    with probability >= 1 - delta, f(w) - f* <= c (1 + ln T) / (2 delta lam T), for the iterate ``iterate``."""
+    return Bound(
+        name=name,
+        title=title,
+        learner="pegasos",
+        guarantee="P",
+        quantity=quantity,
+        requires=("c", "lam", "T", "sampling", "delta", "f_start", "f_star_hi"),
+        reference=reference,
+        formula=f"with probability >= 1 - delta: f({iterate}) - f* <= c (1 + ln T) / (2 delta lam T)",
+        value=lambda s: _rate(s) / s["delta"] * (1.0 + 2.0 * UNIT_ROUNDOFF),
+        applies=_iid,
+        trivial=_start_gap,
+        trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
+        quantity_low=f"{quantity}_low",
+        range=_nonnegative,
+    )
+
+
+RANDOM_MARKOV = _markov("random_iterate_markov", "Random iterate (Markov)", "w_r", "suboptimality_random",
+                        "P07 Thm 3 (Markov's inequality on the nonnegative f(w_r) - f*); docs/bounds.md section 4")
 
 TELESCOPED = Bound(
     name="regret_telescoped",
@@ -222,23 +229,9 @@ HINDSIGHT = Bound(
     quantity_low="regret_hindsight_low",
 )
 
-MARKOV_AVERAGE = Bound(
-    name="expectation_markov",
-    title="Averaged iterate (Markov)",
-    learner="pegasos",
-    guarantee="P",
-    quantity="suboptimality",
-    requires=("c", "lam", "T", "sampling", "delta", "f_start", "f_star_hi"),
-    reference="P11 Cor. 1 in expectation with Markov's inequality on the non-negative f(w_bar) - f* "
-              "(BOUNDS.md section 9, the Markov check); docs/bounds.md section 4",
-    formula="with probability >= 1 - delta: f(w_bar) - f* <= c (1 + ln T) / (2 delta lam T)",
-    value=lambda s: _rate(s) / s["delta"] * (1.0 + 2.0 * UNIT_ROUNDOFF),
-    applies=_iid,
-    trivial=_start_gap,
-    trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
-    quantity_low="suboptimality_low",
-    range=_nonnegative,
-)
+MARKOV_AVERAGE = _markov("expectation_markov", "Averaged iterate (Markov)", "w_bar", "suboptimality",
+                         "P11 Cor. 1 in expectation with Markov's inequality on the non-negative f(w_bar) - f*; "
+                         "docs/bounds.md section 4, expectation_markov")
 
 LEMMA3 = Bound(
     name="random_iterate_lemma3",
