@@ -211,8 +211,6 @@ class SweepCallback(Callback):
         sweep.update(start=time.time(), driver_cwd=os.getcwd())
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from pipeline import tracking
-
         sweep_dir = Path(config.hydra.sweep.dir)
         size = sweep.current().size
         # From here this hook owns the parent run: pipeline.cli's interrupt handler must not end it twice.
@@ -235,7 +233,7 @@ class SweepCallback(Callback):
 
     def _aggregate(self, config: DictConfig, sweep_dir: Path, size: int | None, staging: Path) -> list[str]:
         """Collect, stage, publish and log the sweep's files; end the parent. Returns what to report."""
-        from pipeline import plots, resume, tracking
+        from pipeline import plots, resume, store, tracking
 
         table, curves, failed = collect(sweep_dir, size)
         staging.mkdir(parents=True, exist_ok=True)
@@ -264,7 +262,7 @@ class SweepCallback(Callback):
         verdict_tags = {f"boundlab.verdict.{b}": f"{s['verdict']}: {s['evidence']}"[:5000]
                         for b, s in stats.items() if isinstance(s, dict)}
         # jobs whose result came from the job store: their runs stay where they are, linked from this parent
-        reused = [r for j in _job_dirs(sweep_dir, size) if (r := resume.reused_run(j)) and resume.finished(j)]
+        reused = [r for j in _job_dirs(sweep_dir, size) if (r := store.reused_run(j)) and resume.finished(j)]
         verdict_tags["boundlab.reused_runs"] = (" ".join(reused) or "none")[:5000]
         tracking.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"], "reused_jobs": len(reused)},
                                failed=bool(failed or violated), tags=verdict_tags)

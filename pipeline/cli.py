@@ -68,6 +68,15 @@ def explain(exc: BaseException) -> str:
         scale = text.split("Interpolation key 'grid.", 1)[1].split(".", 1)[0].split("'", 1)[0]
         return (f"scale={scale}: the experiment has no grid '{scale}'; choose one it defines (every experiment has "
                 "scale=small and scale=paper; experiments/NAME.yaml lists its grids)")
+    if text.startswith("Error merging override ") and exc.__cause__ is not None:  # a value of the wrong type
+        arg = text.removeprefix("Error merging override ").strip()
+        cause = [ln.strip() for ln in str(exc.__cause__).splitlines() if ln.strip()]
+        why = cause[0] if cause else type(exc.__cause__).__name__
+        return f"{arg}: {why[:1].lower()}{why[1:]}"
+    if text.startswith("Recursive interpolation detected"):
+        key = text.split("full_key:", 1)[1].split()[0] if "full_key:" in text else "a value"
+        return (f"{key}: its value refers back to itself through ${{...}} (a recursive interpolation); give it a plain "
+                "value or refer to another key")
     if "Could not override '" in text or "is not in struct" in text:
         key = text.split("'")[1]
         return f"{key}: unknown key; 'boundlab --help' lists every key with its default"
@@ -215,6 +224,8 @@ def plan_of(argv: Sequence[str]) -> Plan:
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra._internal.utils import get_args_parser
 
+    from pipeline.params import UserError
+
     args = get_args_parser().parse_args(list(argv))
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
         return Plan()
@@ -227,25 +238,42 @@ def plan_of(argv: Sequence[str]) -> Plan:
     try:
         base = hydra.compose("config", overrides=fixed, return_hydra_config=True)
     except Exception as e:  # Hydra composes a sweep's fixed overrides before choosing the swept options
-        from pipeline.params import UserError
-
         swept = [o.key_or_group for o in overrides if o.is_sweep_override()]
         if swept and "unknown key" in explain(e):
             raise UserError(f"{explain(e)} (in a sweep over {', '.join(swept)}, the fixed keys must exist without the "
                             "swept options: name the group option on the command line, e.g. dataset=multiclass_margin)") from None
         raise
     _check_sweeper(base.hydra.sweeper)
+    _check_launcher(base.hydra.launcher)
+    if base.hydra.job.get("chdir"):  # set by an experiment file
+        raise UserError(f"hydra.job.chdir=true: {NO_CHDIR}")
     params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
     jobs = [job for batch in BasicSweeper.split_arguments(_parser().parse_overrides(params + list(args.overrides)), None)
             for job in batch]
-    for job in jobs:
-        check_names(parse_overrides(job), checked)
+    if any(o.is_sweep_override() and o.key_or_group in ("name", "experiment") for o in overrides):
+        for job in jobs:  # swept names are checked one by one (the pre-flight then refuses more than one)
+            check_names(parse_overrides(job), checked)
     plan = Plan(True, list(args.overrides), jobs)
     if "RayLauncher" in str(base.hydra.launcher.get("_target_", "")):
         from omegaconf import OmegaConf
 
         plan.ray_init = OmegaConf.to_container(base.hydra.launcher.ray.init, resolve=True)
     return plan
+
+
+NO_CHDIR = ("boundlab runs every job in the command's directory (relative data paths, the cache and the tracking "
+            "store are read from there, and each job writes into its own output directory already); remove it")
+
+
+def _check_launcher(launcher: DictConfig) -> None:
+    """Launcher settings Hydra's schemas let through but the launcher refuses once the jobs are due (after
+    the sweep's parent run exists): checked here, in one line, before any work."""
+    from pipeline.params import ParamError
+
+    n_jobs = launcher.get("n_jobs")
+    if "n_jobs" in launcher and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0):
+        raise ParamError("hydra.launcher.n_jobs", n_jobs, "a number of worker processes >= 1, or -1 for one per core "
+                         "(-2: all but one, ...)")
 
 
 def _check_sweeper(sweeper: DictConfig) -> None:
@@ -326,7 +354,9 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
                   "swept key at least one value")
         compose = _Composer()
         keys: set[str] = set()
-        for job in plan.jobs:
+        progress = _CheckProgress(len(plan.jobs))
+        for i, job in enumerate(plan.jobs):
+            progress(i)
             where = f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""
             try:
                 cfg = compose(job)
@@ -338,6 +368,9 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             except (HydraException, OmegaConfBaseException) as e:
                 _fail(f"{explain(e)}{where}")
             plan.tracking_uri = cfg.tracking.uri
+        for o in parse_overrides(argv_overrides(argv)):
+            if o.key_or_group == "hydra.job.chdir" and (o.is_sweep_override() or o.value() not in (False, "false")):
+                _fail(f"{o.input_line}: {NO_CHDIR}")
         for key in ("experiment", "name"):  # one sweep is one experiment: its results land under one name
             values = {str(o.value()) for job in plan.jobs for o in parse_overrides(job) if o.key_or_group == key}
             if plan.multirun and len(values) > 1:
@@ -355,6 +388,35 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
                       "seed_budget); remove seed=..., or use seeds=fixed")
             plan.sequential = (int(cfg.seed_budget), int(cfg.seed_round))
     return plan
+
+
+class _CheckProgress:
+    """The pre-flight of a large grid says what it does: once its first jobs show that the checks take more
+    than a few seconds, one line with the number of jobs and the estimated time, then a progress line every
+    few seconds (on stderr: Hydra has not set up logging yet)."""
+
+    SAMPLE, QUIET = 100, 5.0  # jobs timed before estimating; checks shorter than this stay silent
+
+    def __init__(self, total: int) -> None:
+        import time
+
+        self.total, self.start, self.progress = total, time.monotonic(), None
+
+    def __call__(self, done: int) -> None:
+        import time
+
+        if self.progress is not None:
+            self.progress.update(done)
+        elif done == self.SAMPLE and self.total > self.SAMPLE:
+            estimate = (time.monotonic() - self.start) / done * self.total
+            if estimate > self.QUIET:
+                from pipeline.progress import Progress
+
+                print(f"boundlab: checking the sweep's {self.total:,} jobs before the first starts (about {estimate:.0f} s)",
+                      file=sys.stderr, flush=True)
+                self.progress = Progress("pre-flight", self.total, "jobs checked", clock=time.monotonic,
+                                         say=lambda line: print(f"boundlab: {line}", file=sys.stderr, flush=True))
+                self.progress.start = self.start
 
 
 def argv_overrides(argv: Sequence[str]) -> list[str]:
@@ -471,6 +533,11 @@ def _once(argv: list[str], in_round: bool = False) -> None:
         # (an interrupt that surfaced as another exception): the command was interrupted all the same.
         if e.code not in (0, None) and (guard.taken or guard.waiting):
             _interrupted(plan)
+        if e.code not in (0, None):
+            _end_stranded_parent(plan)
+        raise
+    except BaseException:
+        _end_stranded_parent(plan)
         raise
     finally:
         sweep.forget()
@@ -510,7 +577,33 @@ def _checked(argv: list[str], in_round: bool = False) -> Plan:
         why = check_store(uri)
         if why:
             _fail(f"tracking store {uri}: {why}; set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
+        from pipeline import store
+
+        why = store.problem()
+        if why:  # a cache: the jobs run and finish all the same
+            print(f"boundlab: warning: the job store {why}: jobs run and are kept in their own directories, but not "
+                  "shared with later sweeps; set BOUNDLAB_CACHE to a writable directory", file=sys.stderr)
     return plan
+
+
+def _end_stranded_parent(plan: Plan | None) -> None:
+    """A sweep that stopped before its end hook (a launcher that refused its jobs, a full disk while Hydra
+    saved a job's config, an error outside any job): its parent run and open children end FAILED, never
+    left RUNNING. The end hook clears the parent from the context once it owns it, so nothing ends twice."""
+    from pipeline import tracking
+
+    parent = sweep.current().parent_run_id if plan is not None else None
+    if not parent:
+        return
+    uri = tracking.tracking_uri(plan.tracking_uri)
+    try:
+        tracking.end_children(uri, parent, "the sweep stopped before this job ended")
+        tracking.end_run(uri, parent, "FAILED")
+    except Exception as e:  # noqa: BLE001 - the store may be the fault; the rerun marks them
+        print(f"boundlab: could not end the sweep's parent run FAILED ({type(e).__name__}: {e})", file=sys.stderr)
+    sweep.update(parent_run_id=None)
+    print("boundlab: the sweep stopped before its end (the error is above); its parent run ended FAILED; finished "
+          "jobs are kept: run the same command to resume", file=sys.stderr)
 
 
 def _interrupted(plan: Plan | None) -> None:
@@ -561,7 +654,8 @@ def _list_groups_once() -> Callable[[], None]:
 
 
 class StopGuard:
-    """Ctrl-C and SIGTERM stop the command within seconds, even during a long native call.
+    """Ctrl-C, SIGTERM and SIGHUP (a closed terminal) stop the command within seconds, even during a long
+    native call.
 
     Both raise ``KeyboardInterrupt`` in the main thread (the job's run then ends KILLED, the sweep's
     parent too, and the same command resumes). Python runs that handler only between bytecodes, so a
@@ -576,7 +670,7 @@ class StopGuard:
     then, so a call that keeps it waiting is ended by the watcher too, after ``patience`` seconds.
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the terminal closed
 
     def __init__(self, tracking: str | None, grace: float = 2.0, patience: float = 10.0) -> None:
         import threading

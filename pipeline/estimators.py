@@ -232,6 +232,19 @@ FITTINGS: dict[type, Fitting] = {  # the learners this module adapts (the module
 }
 
 
+class _Shape:
+    """A sample's shape as a learner's ``check_with`` reads a dataset's (its declared ``n`` and ``d``, its
+    number of classes ``k``; no name a learner treats specially)."""
+
+    name = "estimator"
+
+    def __init__(self, n: int, d: int, k: int) -> None:
+        self.n, self.d, self.k = int(n), int(d), int(k)
+
+    def get_params(self) -> dict[str, int]:
+        return {"n": self.n, "d": self.d}
+
+
 def fitting_for(cls: type) -> Fitting:
     """The :class:`Fitting` of a learner class: its own entry, else the Perceptron's protocol for a plug-in
     with ``learn_stream``; a learner with neither is refused with a ``TypeError`` saying why."""
@@ -314,6 +327,11 @@ class LearnerClassifier(ClassifierMixin, BaseEstimator):
         return np.ascontiguousarray(index, dtype=np.int64)
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        # what the command checks before a run: the learner's arrays for a sample of this shape fit in memory
+        # (e.g. passes=10**12 would ask for terabytes of trace): a ValueError naming the parameter, first
+        check = getattr(self.learner_, "check_with", None)  # optional for a plug-in learner
+        if check is not None:
+            check(_Shape(*X.shape, self.classes_.size))
         self._state = self._fitting.learn(self.learner_, X, self._encode(y), self.classes_.size, self._rng, self._state)
         coef = np.asarray(getattr(self.learner_, self._fitting.coef), dtype=np.float64)
         self.coef_ = coef.reshape(1, -1) if coef.ndim == 1 else coef

@@ -1,7 +1,8 @@
-"""Where the project lives: configs, experiments and the default tracking store."""
+"""Where the project lives: configs, experiments, the cache and the default tracking store."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -19,3 +20,9 @@ def project_root() -> Path:
         if parts[i : i + 3] == (".dvc", "tmp", "exps"):
             return Path(*parts[:i])
     return PACKAGE_ROOT
+
+
+def cache_dir() -> Path:
+    """``BOUNDLAB_CACHE`` if set, else ``.cache`` in the project root: certified statistics, parsed imports
+    and the job store (``pipeline.store``)."""
+    return Path(os.environ.get("BOUNDLAB_CACHE") or project_root() / ".cache")

@@ -24,8 +24,11 @@ class Progress:
     passed since the phase began or since the last line."""
 
     def __init__(self, what: str, total: float, unit: str, every: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, say: Callable[[str], None] | None = None) -> None:
+        """``say``: where a line goes (the ``boundlab`` log by default; the command's pre-flight, which runs
+        before Hydra sets up logging, prints to stderr)."""
         self.what, self.total, self.unit, self.clock = what, float(total), unit, clock
+        self.say = log.info if say is None else say
         self.every = EVERY if every is None else every
         self.start = self.last = clock()
 
@@ -39,5 +42,5 @@ class Progress:
         left = elapsed / share * (1.0 - share) if share > 0 else float("nan")
         line = (f"[progress] {self.what}: {100 * share:.0f}% ({done:.4g} of {self.total:.4g} {self.unit}), "
                 f"{elapsed:.0f} s, ~{left:.0f} s left")
-        log.info(line)
+        self.say(line)
         return line

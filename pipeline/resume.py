@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from pipeline import files
 from pipeline.data.certify import content_hash
 from pipeline.paths import PACKAGE_ROOT
 
@@ -106,12 +107,10 @@ def record(out: Path, key: str, data_hash: str, streamed: bool = False, sources:
     ``sources``: :func:`inputs` of the dataset, taken before it was read (so an edit made while the
     job ran is seen as a change by the next check, never hidden). ``code``: the job's :func:`job_code`
     (the whole package's :func:`code_hash` if not given)."""
-    tmp = out / f".{MARKER}.tmp"
     done = {"key": key, "code": code or code_hash(), "data_hash": data_hash} | ({"streamed": True} if streamed else {})
     if sources:
         done["inputs"] = dict(sources)
-    tmp.write_text(json.dumps(done) + "\n")
-    os.replace(tmp, out / MARKER)
+    files.write_text(out / MARKER, json.dumps(done) + "\n")
 
 
 def _read_marker(marker: Path) -> dict[str, Any] | str:
@@ -139,7 +138,7 @@ def check(out: Path, key: str, sources: Mapping[str, str] | None = None, code: s
     if done.get("key") != key:
         return "its config changed"
     if done.get("code") != (code or code_hash()):
-        return "the code it runs changed"
+        return "the code it runs, or the version of a library it computes with, changed"
     recorded = done.get("inputs") or {}
     current = dict(sources or {})
     if recorded != current:
@@ -173,10 +172,18 @@ def finished(out: Path) -> bool:
     return (out / MARKER).is_file() and not (out / "error.txt").exists()
 
 
+REUSED = "reused.json"  # in a job directory whose result was taken from the job store: the run that made it
+WRITTEN = ("results.parquet", "curve.parquet", "trace.npz", "data.npz", "error.txt")  # what a job writes there
+
+
 def invalidate(out: Path) -> None:
-    """Remove the marker, error and reuse record of a job about to (re)run."""
+    """Remove the marker, error and reuse record of a job about to (re)run, and any symbolic link among
+    the files it writes (the link, never its target: a planted link is not written through)."""
     for name in (MARKER, "error.txt", REUSED):
         (out / name).unlink(missing_ok=True)
+    for name in WRITTEN:
+        if (out / name).is_symlink():
+            (out / name).unlink()
 
 
 class Held(Exception):
@@ -200,27 +207,47 @@ def hold(directory: Path, wait: bool = False, waiting: Callable[[str], None] | N
     Already held by this process (a job directory that is the sweep directory): None, nothing to release.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    path = os.path.realpath(directory / LOCK)
+    path = os.path.join(os.path.realpath(directory), LOCK)  # the directory resolved, the lock file itself never
     if path in _HOLDING.values():
         return None
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
+    while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            if not wait:
-                raise Held(directory, holder) from None
-            if waiting is not None:
-                waiting(holder)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    except BaseException:
-        os.close(fd)
-        raise
-    _HOLDING[fd] = path
-    return fd
+            fd = files.open_lock(Path(path))  # a link planted as the lock is replaced, its target never written
+        except FileNotFoundError:  # its directory pruned meanwhile (python -m pipeline.store prune)
+            directory.mkdir(parents=True, exist_ok=True)
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+                if not wait:
+                    raise Held(directory, holder) from None
+                if waiting is not None:
+                    waiting(holder)
+                    waiting = None
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            if not _same_file(fd, path):  # removed (pruned) while this process waited: lock the new one
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        _HOLDING[fd] = path
+        return fd
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """Whether ``path`` still names the file open as ``fd`` (a lock file unlinked by ``pipeline.store``'s
+    pruning while another process held it is another file than the one a newcomer creates)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def release(fd: int | None) -> None:
@@ -270,10 +297,8 @@ def _imports(name: str, path: Path, packages: frozenset[str]) -> set[str]:
     found = _parse_imports(name, path, source, packages)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(sorted(found)))
-        os.replace(tmp, entry)
-    except OSError:  # a read-only cache costs the parse, nothing else
+        files.write_text(entry, json.dumps(sorted(found)))
+    except OSError:  # a read-only, full or missing cache costs the parse, nothing else
         pass
     return found
 
@@ -343,104 +368,30 @@ _JOB_CODE: dict[tuple[str, ...], str] = {}  # per process: the sources are read 
 
 
 def job_code(spec: Any) -> str:
-    """:func:`code_of` the job's :func:`job_roots`."""
+    """:func:`code_of` the job's :func:`job_roots`, with the :func:`versions` of the libraries it computes
+    with: an upgraded numpy, scipy, numba or solver may change a result's last bits (or more), so a job
+    stored under other versions is run again, never reused."""
     roots = job_roots(spec)
     if roots not in _JOB_CODE:
-        _JOB_CODE[roots] = code_of(roots)
+        payload = code_of(roots) + json.dumps(versions(), sort_keys=True)
+        _JOB_CODE[roots] = hashlib.sha256(payload.encode()).hexdigest()[:16]
     return _JOB_CODE[roots]
 
 
-# --- The job store: a finished job, found by its identity from any sweep ----------------------------------
-
-REUSED = "reused.json"  # in a job directory whose result was taken from the store: the run that made it
-ENTRY = "job.json"
-KEPT = ("results.parquet", "curve.parquet", "trace.npz", "data.npz")  # what a job directory holds of its result
+# The libraries whose arithmetic reaches a job's numbers (kernels, solvers, certificates, tables).
+NUMERICAL = ("numpy", "scipy", "numba", "llvmlite", "scikit-learn", "cvxpy", "clarabel", "highspy", "pandas", "pyarrow")
 
 
-def identity(key: str, code: str, sources: Mapping[str, str] | None) -> str:
-    """What a job is: its config (``Job.key``: the learner, the dataset and their resolved parameters,
-    whatever command or override order chose them), the code it runs (:func:`job_code`) and its input
-    files' content (:func:`inputs`)."""
-    payload = json.dumps({"config": key, "code": code, "inputs": dict(sources or {})}, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+@functools.cache
+def versions() -> dict[str, str]:
+    """The interpreter's and :data:`NUMERICAL` libraries' versions ('absent' for one not installed)."""
+    import platform
+    from importlib import metadata
 
-
-def store_dir() -> Path:
-    """``jobs`` in the statistics cache (``BOUNDLAB_CACHE``, else ``.cache`` in the project root)."""
-    from pipeline.data.certify import default_cache_dir
-
-    return default_cache_dir() / "jobs"
-
-
-def hold_identity(ident: str, waiting: Callable[[str], None] | None = None) -> int:
-    """Hold job ``ident`` for this process, waiting while another process (a concurrent sweep that reached
-    the same job) runs it: it is then found in the store, never run twice."""
-    return hold(store_dir() / "locks" / ident, wait=True, waiting=waiting)
-
-
-def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, Any] | None:
-    """The store's entry for job ``ident`` when it can be reused: whole (its files there, its data matching
-    its recorded hash), tracked in the same store ``uri``, and its run still a live FINISHED run
-    (``finished(run_id)``); None otherwise (the job runs)."""
-    entry_dir = store_dir() / ident
-    try:
-        entry = json.loads((entry_dir / ENTRY).read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(entry, dict) or entry.get("identity") != ident or entry.get("tracking_uri") != uri:
-        return None
-    needed = [n for n in KEPT if n != "data.npz" or not entry.get("streamed")]
-    if not all((entry_dir / n).is_file() for n in needed):
-        return None
-    if not entry.get("streamed") and _data_mismatch(entry_dir, entry.get("data_hash")):
-        return None
-    try:
-        alive = finished(str(entry.get("run_id")))
-    except Exception:  # noqa: BLE001 - a run the store cannot show is not reused
-        return None
-    return entry | {"dir": str(entry_dir)} if alive else None
-
-
-def put(ident: str, out: Path, entry: Mapping[str, Any]) -> None:
-    """Keep the finished job in ``out`` as the store's entry ``ident`` (copies, staged and renamed into
-    place: a reader sees a whole entry or none; a forced rerun replaces the earlier entry)."""
-    import shutil
-
-    root = store_dir()
-    staging = root / f".{ident}.{os.getpid()}.tmp"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for name in KEPT:
-        if (out / name).is_file():
-            shutil.copyfile(out / name, staging / name)
-    (staging / ENTRY).write_text(json.dumps(dict(entry) | {"identity": ident}, sort_keys=True) + "\n")
-    target = root / ident
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)
-
-
-def reuse(entry: Mapping[str, Any], out: Path, experiment: str) -> None:
-    """Put the stored job ``entry`` into the job directory ``out`` as this sweep's result: its files, its
-    table's rows under this sweep's experiment name, and :data:`REUSED` naming the run that made it."""
-    import shutil
-
-    import pandas as pd
-
-    source = Path(str(entry["dir"]))
-    out.mkdir(parents=True, exist_ok=True)
-    for name in KEPT:
-        if (source / name).is_file() and name != "results.parquet":
-            shutil.copyfile(source / name, out / name)
-    table = pd.read_parquet(source / "results.parquet")
-    table["experiment"] = experiment  # the same job, reached by another experiment: its rows are this one's
-    table.to_parquet(out / "results.parquet", index=False)
-    (out / REUSED).write_text(json.dumps({k: entry.get(k) for k in ("run_id", "experiment", "output_dir")}) + "\n")
-
-
-def reused_run(out: Path) -> str | None:
-    """The run whose result the job directory ``out`` reused, if it did."""
-    try:
-        return str(json.loads((out / REUSED).read_text())["run_id"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    found = {"python": f"{platform.python_implementation()} {platform.python_version()}"}
+    for name in NUMERICAL:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "absent"
+    return found

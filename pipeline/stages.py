@@ -84,6 +84,7 @@ def _alive(pid: int) -> bool:
 
 
 _watching: list[int] = []  # the driver this worker process watches (started once per process)
+_store_said: list[bool] = []  # this process has said that the job store cannot be used
 _in_job = False  # whether this process is inside job() (the watchdog interrupts it, or exits at once)
 
 
@@ -141,7 +142,7 @@ def job(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from pipeline import resume, tracking
+    from pipeline import files, resume, store, tracking
     from pipeline.config import build
     from pipeline.params import UserError
     from pipeline.run import prepare, run
@@ -187,15 +188,27 @@ def job(cfg: DictConfig) -> None:
         if why not in ("not run yet", None):
             log.warning("%s%s: not done in %s because %s", step, name, out, why)
         # the same job reached by another command or sweep: wait while another process runs it, then reuse it
-        ident = resume.identity(spec.key(), code, sources)
-        held = resume.hold_identity(ident, waiting=lambda pid: log.warning(
-            "%s%s: waiting for process %s, which runs the same job", step, name, pid))
+        ident = store.identity(spec.key(), code, sources)
         uri = tracking.tracking_uri(cfg.tracking.uri)
-        if multirun and not spec.force:
-            entry = resume.stored(ident, uri, finished=lambda run_id: tracking.is_finished(uri, run_id))
-            if entry is not None:
+        try:  # the store is a cache: one that cannot be used costs the reuse, never the job
+            held = store.hold_identity(ident, waiting=lambda pid: log.warning(
+                "%s%s: waiting for process %s, which runs the same job", step, name, pid))
+        except OSError as e:  # said once per process (the command's pre-flight said it too)
+            (log.debug if _store_said else log.warning)(
+                "%s%s: the job store cannot be used (%s): jobs run without it", step, name, _name_of_error(e))
+            _store_said.append(True)
+            ident = None
+        entry = None
+        if multirun and not spec.force and ident is not None:
+            entry = store.stored(ident, uri, finished=lambda run_id: tracking.is_finished(uri, run_id))
+        if entry is not None:
+            try:
                 resume.invalidate(out)
-                resume.reuse(entry, out, spec.experiment)
+                store.reuse(entry, out, spec.experiment)
+            except (OSError, ValueError) as e:  # a damaged entry: the job runs and stores it again
+                log.warning("%s%s: its stored result is damaged (%s): it runs again", step, name, _name_of_error(e))
+                store.forget(ident)
+            else:
                 resume.record(out, spec.key(), str(entry["data_hash"]), streamed=bool(entry.get("streamed")),
                               sources=sources, code=code)
                 log.info("%s%s: the same job finished in run %s (%s): reused, not rerun (force=true reruns it)",
@@ -208,7 +221,7 @@ def job(cfg: DictConfig) -> None:
                 raise
             resume.invalidate(out)
             out.mkdir(parents=True, exist_ok=True)
-            (out / "error.txt").write_text(f"{e}\n")
+            files.write_text(out / "error.txt", f"{e}\n")
             log.error("%s%s: %s", step, name, e)
             return
         resume.invalidate(out)
@@ -222,8 +235,9 @@ def job(cfg: DictConfig) -> None:
         data_hash = str(result.table["data_hash"].iloc[0])
         resume.record(out, spec.key(), data_hash, streamed=streamed, sources=sources, code=code)
         try:  # the store is a cache: a job whose result cannot be kept there is still finished
-            resume.put(ident, out, {"run_id": tracker.run_id, "tracking_uri": uri, "experiment": spec.experiment,
-                                    "output_dir": str(out), "data_hash": data_hash, "streamed": streamed})
+            if ident is not None:
+                store.put(ident, out, {"run_id": tracker.run_id, "tracking_uri": uri, "experiment": spec.experiment,
+                                       "output_dir": str(out), "data_hash": data_hash, "streamed": streamed})
         except OSError as e:
             log.warning("%s%s: not kept in the job store (%s); later sweeps rerun it", step, name, _name_of_error(e))
     except Exception as e:
@@ -235,7 +249,7 @@ def job(cfg: DictConfig) -> None:
         try:
             resume.invalidate(out)
             out.mkdir(parents=True, exist_ok=True)
-            (out / "error.txt").write_text(error)
+            files.write_text(out / "error.txt", error)
         except OSError as disk:
             log.error("%s%s: cannot record its failure in %s: %s", step, name, out, _name_of_error(disk))
         try:

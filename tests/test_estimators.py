@@ -307,3 +307,18 @@ def test_the_multiclass_pegasos_estimator_refuses_biases() -> None:
     X = np.random.default_rng(0).standard_normal((30, 3))
     with pytest.raises(ParamError, match="intercept"):
         MulticlassPegasosClassifier(lam=0.1, T=10, intercept=True).fit(X, np.arange(30) % 3)
+
+
+@pytest.mark.parametrize(("make", "param"), [
+    (lambda: PerceptronClassifier(passes=10**12), "passes=1000000000000: must be smaller"),
+    (lambda: PerceptronClassifier(passes=2**63), "passes=9223372036854775808: must be smaller"),
+    (lambda: PegasosClassifier(lam=0.1, T=10**13), "T=10000000000000: must be smaller"),
+])
+def test_an_impossible_size_is_refused_before_any_allocation(make, param: str) -> None:  # noqa: ANN001
+    """What the command checks before a run (the learner's arrays fit in memory), the adapter checks too:
+    one ValueError naming the parameter, never a MemoryError or numpy's 'Maximum allowed dimension'."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    with pytest.raises(ValueError, match="must be smaller") as e:
+        make().fit(X, np.sign(X[:, 0]))
+    assert param in str(e.value) and "GiB" in str(e.value)

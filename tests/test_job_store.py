@@ -3,6 +3,7 @@ override order, grid or experiment reaches it; a finished job is reused, never r
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pandas as pd
 import pytest
 from helpers import migrated_store, with_sitecustomize
 
-from pipeline import resume
+from pipeline import resume, store
 
 
 def _children(uri: str, experiment: str) -> list:
@@ -105,8 +106,8 @@ def test_a_deleted_run_or_a_damaged_entry_is_not_reused(tmp_path: Path, boundlab
     first = {r.data.tags["boundlab.config_hash"]: r for r in _children(uri, "store")}
     deleted, damaged = sorted(first)
     mlflow.MlflowClient(tracking_uri=uri).delete_run(first[deleted].info.run_id)
-    (entry,) = [p.parent for p in (tmp_path / "cache" / "jobs").glob(f"*/{resume.ENTRY}")
-                if resume.json.loads(p.read_text())["run_id"] == first[damaged].info.run_id]
+    (entry,) = [p.parent for p in (tmp_path / "cache" / "jobs").glob(f"*/{store.ENTRY}")
+                if json.loads(p.read_text())["run_id"] == first[damaged].info.run_id]
     (entry / "data.npz").write_bytes(b"not the data")
     again = boundlab_in_process(*grid, f"hydra.sweep.dir={tmp_path / 'b'}", cwd=tmp_path, env=env)
     assert again.returncode == 0 and "reused, not rerun" not in again.stdout, again.stdout[-2000:]
@@ -202,7 +203,7 @@ def test_the_parsed_imports_are_cached_by_the_source_they_were_read_from(tmp_pat
 
 
 def test_identity_is_the_config_the_code_and_the_input_files() -> None:
-    base = resume.identity("key", "code", {"data.svm": "10:abc"})
-    assert base == resume.identity("key", "code", {"data.svm": "10:abc"})
-    assert len({base, resume.identity("key2", "code", {"data.svm": "10:abc"}), resume.identity("key", "code2", {"data.svm": "10:abc"}),
-                resume.identity("key", "code", {"data.svm": "10:abd"}), resume.identity("key", "code", {})}) == 5
+    base = store.identity("key", "code", {"data.svm": "10:abc"})
+    assert base == store.identity("key", "code", {"data.svm": "10:abc"})
+    assert len({base, store.identity("key2", "code", {"data.svm": "10:abc"}), store.identity("key", "code2", {"data.svm": "10:abc"}),
+                store.identity("key", "code", {"data.svm": "10:abd"}), store.identity("key", "code", {})}) == 5

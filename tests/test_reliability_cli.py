@@ -56,6 +56,19 @@ BAD = [
     (["+algorithm.pases=3"], "did you mean algorithm.passes?"),
     (["dataset=file", "dataset.path=a,b.npz"], """quote the value for Hydra: 'dataset.path="a,b.npz"'"""),
     (["dataset=file", "dataset.path=data/x,y.svm"], """'dataset.path="data/x,y.svm"'"""),
+    # round three, class 15/18: launcher settings refused before the parent run exists, in one line each
+    *[(["-m", "seed=0,1", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={v}"], f"hydra.launcher.n_jobs={v}")
+      for v in ("0", "abc", "1.5", "true")],
+    (["-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0"], "worker processes >= 1, or -1"),
+    (["-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=abc"], "could not be converted to Integer"),
+    (["-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.verbose=loud"], "hydra.launcher.verbose=loud: value 'loud'"),
+    # the key a recursive interpolation loops on, and what to do
+    (["gamma=${gamma}"], "dataset.gamma: its value refers back to itself"),
+    (["-m", "seed=0,1", "n=${n}"], "refers back to itself"),
+    # running jobs elsewhere than the command's directory breaks relative paths: refused, also when swept
+    (["hydra.job.chdir=true"], "hydra.job.chdir=true: boundlab runs every job in the command's directory"),
+    (["-m", "seed=0,1", "hydra.job.chdir=true"], "hydra.job.chdir=true: boundlab runs every job"),
+    (["-m", "hydra.job.chdir=false,true"], "hydra.job.chdir=false,true: boundlab runs every job"),
 ]
 
 

@@ -341,11 +341,11 @@ SIGTERM_AFTER_FINISH = """\
 import os
 if os.environ.get("BOUNDLAB_TERM_IN_PUT"):
     import signal, time
-    import pipeline.resume
+    import pipeline.store
     def put(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)  # the job's run is FINISHED and its marker written
         time.sleep(5)
-    pipeline.resume.put = put
+    pipeline.store.put = put
 """
 
 

@@ -21,13 +21,13 @@ import hashlib
 import json
 import logging
 import math
-import os
 import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+from pipeline import files
 from pipeline._lazy import LazyModule
 from pipeline.params import UserError, memory_shortfall
 
@@ -467,10 +467,11 @@ def certify_sample(X: Matrix, y: np.ndarray, cache_dir: Path | None = None) -> S
                      stats.gamma_lo, stats.gamma_hi, stats.gap)
     if _cache_problem(stats.as_dict(), X, R) is not None:  # valid, but not an entry a later read would accept
         return stats
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(stats.as_dict()) + "\n")
-    os.replace(tmp, path)
+    try:  # a cache: one that cannot be written (read-only, full, a file in its place) costs the next recomputation
+        path.parent.mkdir(parents=True, exist_ok=True)
+        files.write_text(path, json.dumps(stats.as_dict()) + "\n")
+    except OSError as e:
+        log.warning("certified statistics not cached in %s (%s: %s)", path.parent, type(e).__name__, e.strerror or e)
     return stats
 
 
@@ -872,7 +873,7 @@ def _read_cached(path: Path, X: Matrix, R: float) -> Stats | None:
 
 
 def default_cache_dir() -> Path:
-    """``BOUNDLAB_CACHE`` if set, else ``.cache`` in the project root."""
-    from pipeline.paths import project_root
+    """``BOUNDLAB_CACHE`` if set, else ``.cache`` in the project root (``pipeline.paths.cache_dir``)."""
+    from pipeline.paths import cache_dir
 
-    return Path(os.environ.get("BOUNDLAB_CACHE") or project_root() / ".cache")
+    return cache_dir()

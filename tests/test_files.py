@@ -1,0 +1,102 @@
+"""pipeline.files: every kept file is written whole, never through a planted symbolic link, and the
+temporary files of dead processes are cleaned (issue 31, classes 8, 10 and 12)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline import files, resume, store
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """A file outside the directories boundlab writes, that a planted link points at."""
+    path = tmp_path / "elsewhere" / "precious.txt"
+    path.parent.mkdir()
+    path.write_text("keep me\n")
+    return path
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_staged_write_replaces_the_file_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "page.html"
+    target.write_text("previous\n")
+    with pytest.raises(OSError), files.staged(target) as tmp, open(tmp, "w") as f:
+        f.write("half of a new pa")
+        raise OSError(28, "No space left on device")
+    assert target.read_text() == "previous\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["page.html"]  # no temporary file left behind
+    files.write_text(target, "new\n")
+    assert target.read_text() == "new\n"
+
+
+def test_a_link_planted_under_the_temporary_name_is_not_written_through(tmp_path: Path, victim: Path) -> None:
+    target = tmp_path / "done.json"
+    files.temp_name(target).symlink_to(victim)
+    files.write_text(target, "{}\n")
+    assert victim.read_text() == "keep me\n"
+    assert target.read_text() == "{}\n" and not target.is_symlink()
+
+
+def test_a_link_at_the_final_name_is_replaced_not_followed(tmp_path: Path, victim: Path) -> None:
+    target = tmp_path / "error.txt"
+    target.symlink_to(victim)
+    files.write_text(target, "the error\n")
+    assert victim.read_text() == "keep me\n"
+    assert not target.is_symlink() and target.read_text() == "the error\n"
+
+
+@pytest.mark.parametrize("where", ["sweep", "job", "store"])
+def test_a_lock_file_planted_as_a_link_keeps_its_target(tmp_path: Path, victim: Path, where: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOUNDLAB_CACHE", str(tmp_path / "cache"))
+    directory = {"sweep": tmp_path / "multirun" / "x", "job": tmp_path / "multirun" / "x" / "0",
+                 "store": store.store_dir() / "locks" / "abc"}[where]
+    directory.mkdir(parents=True)
+    (directory / resume.LOCK).symlink_to(victim)
+    fd = store.hold_identity("abc") if where == "store" else resume.hold(directory)
+    try:
+        assert victim.read_text() == "keep me\n"
+        assert not (directory / resume.LOCK).is_symlink()
+        assert (directory / resume.LOCK).read_text() == f"{os.getpid()}\n"
+    finally:
+        resume.release(fd)
+
+
+def test_markers_and_outputs_planted_as_links_keep_their_targets(tmp_path: Path, victim: Path) -> None:
+    out = tmp_path / "job"
+    out.mkdir()
+    for name in ("results.parquet", "error.txt", "data.npz"):
+        (out / name).symlink_to(victim)
+    (out / f".{resume.MARKER}.{os.getpid()}.tmp").symlink_to(victim)
+    resume.invalidate(out)  # what a job does before it writes
+    assert not any(p.is_symlink() and p.name in resume.WRITTEN for p in out.iterdir())
+    resume.record(out, "key", "hash", streamed=True)
+    assert victim.read_text() == "keep me\n"
+    assert resume._read_marker(out / resume.MARKER)["key"] == "key"
+
+
+def test_stale_temporary_files_of_dead_processes_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    dead = _dead_pid()
+    stale_file, stale_dir = tmp_path / f".results.parquet.{dead}.tmp", tmp_path / f".abc.x1y2.{dead}.tmp"
+    live = tmp_path / f".job.json.{os.getppid()}.tmp"  # the test runner's parent: alive
+    mine = tmp_path / f".job.json.{os.getpid()}.tmp"
+    stale_file.write_text("x")
+    stale_dir.mkdir()
+    (stale_dir / "results.parquet").write_text("x")
+    live.write_text("x")
+    mine.write_text("x")
+    keep = tmp_path / "results.parquet"
+    keep.write_text("x")
+    assert files.clean_stale(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, mine.name, keep.name])
