@@ -7,6 +7,15 @@ exit code 2; every size too large for the memory is refused with the estimate, b
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
 import tracemalloc
 import warnings
 import zipfile
@@ -55,6 +64,110 @@ def _truncated_zip(path: Path) -> None:
 def _zip_without_npy(path: Path) -> None:
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("X.txt", "1 2 3")
+
+
+def _nothing(path: Path) -> None:
+    """The path is left as it is (missing, or a device given by its absolute name)."""
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _socket(path: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))  # the socket file stays when the socket is closed
+
+
+def _dangling(path: Path) -> None:
+    path.symlink_to(path.parent / "gone.csv")
+
+
+def _link_to_fifo(path: Path) -> None:
+    os.mkfifo(path.parent / "pipe")
+    path.symlink_to(path.parent / "pipe")
+
+
+def _under_a_file(path: Path) -> None:
+    path.parent.write_text("1,2,1\n-1,-2,-1\n")  # .../f.csv/x.csv: f.csv is a file
+
+
+def _text(content: str, encoding: str) -> Callable[[Path], None]:
+    return lambda path: path.write_bytes(content.encode(encoding))
+
+
+def _npz_bytes(path: Path) -> None:
+    with open(path, "wb") as f:  # np.savez to an open file: the name stays as given (.csv, .svm)
+        np.savez(f, X=np.ones((3, 2)), y=Y3)
+
+
+def _zip_bytes(compression: int = zipfile.ZIP_STORED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        for name, array in (("X", np.arange(6.0).reshape(3, 2)), ("y", Y3)):
+            member = io.BytesIO()
+            np.save(member, array)
+            archive.writestr(f"{name}.npy", member.getvalue())
+    return buffer.getvalue()
+
+
+def _patched_zip(flags: int = 0, method: int | None = None) -> Callable[[Path], None]:
+    """An NPZ whose entries (local and central headers) get general-purpose ``flags`` or the compression ``method``:
+    bit 0 is 'encrypted', a method zipfile lacks is unreadable; the bytes need not be either."""
+    def write(path: Path) -> None:
+        data = bytearray(_zip_bytes())
+        for signature, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # flag bits, then the method 2 bytes on
+            start = data.find(signature)
+            while start >= 0:
+                struct.pack_into("<H", data, start + at, struct.unpack_from("<H", data, start + at)[0] | flags)
+                if method is not None:
+                    struct.pack_into("<H", data, start + at + 2, method)
+                start = data.find(signature, start + 4)
+        path.write_bytes(bytes(data))
+    return write
+
+
+def _encrypted_zip(path: Path) -> None:
+    """An NPZ encrypted by the zip command (zip -P), if it is installed; else by its flag bit."""
+    if shutil.which("zip") is None:
+        _patched_zip(flags=0x1)(path)
+        return
+    for name, array in (("X", np.arange(6.0).reshape(3, 2)), ("y", Y3)):
+        np.save(path.parent / f"{name}.npy", array)
+    subprocess.run(["zip", "-q", "-j", "-P", "secret", str(path), str(path.parent / "X.npy"), str(path.parent / "y.npy")],
+                   check=True)
+
+
+def _cut_npz(keep: float) -> Callable[[Path], None]:
+    return lambda path: path.write_bytes(_zip_bytes()[: int(len(_zip_bytes()) * keep)])
+
+
+def _corrupt_deflate(path: Path) -> None:
+    data = bytearray(_zip_bytes(zipfile.ZIP_DEFLATED))
+    start = data.find(b"X.npy") + len("X.npy") + 4  # into X's deflated bytes
+    data[start:start + 12] = b"\xff" * 12
+    path.write_bytes(bytes(data))
+
+
+def _bad_crc(path: Path) -> None:
+    data = bytearray(_zip_bytes())
+    at = data.find(b"y.npy") + len("y.npy") + 128 + 8  # a byte of y's values, past its .npy header
+    data[at] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def _zip_with_text_member(path: Path) -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("X.npy", np.array2string(np.ones((3, 2))))  # a text dump named .npy
+        archive.writestr("y.npy", "1 -1 1")
+
+
+def _zip_with_notes(path: Path) -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        member = io.BytesIO()
+        np.save(member, np.ones((3, 2)))
+        archive.writestr("X.npy", member.getvalue())
+        archive.writestr("notes.txt", "y is in the other file")
 
 
 RECORD = np.zeros(3, dtype=[("a", float), ("b", float)])
@@ -120,6 +233,79 @@ BAD_FILES = [
     # svmlight lines that break the format
     ("svm-unsorted", "f.svm", _bytes("1 1:1\n-1 3:1 2:1\n"), "sorted and unique", 2),
     ("svm-duplicate", "f.svm", _bytes("1 1:1 1:2\n-1 2:1\n"), "sorted and unique", 1),
+    # paths that are not a regular file: said what they are, never opened (a FIFO's open would block)
+    ("path-directory", "f.csv", lambda path: path.mkdir(), "is a directory, not a file", None),
+    ("path-fifo", "f.csv", _fifo, "is a FIFO (named pipe), not a regular file: boundlab reads a file more than once", None),
+    ("path-fifo-npz", "f.npz", _fifo, "is a FIFO (named pipe)", None),
+    ("path-link-to-fifo", "f.svm", _link_to_fifo, "is a FIFO (named pipe)", None),
+    ("path-dev-zero", "/dev/zero", _nothing, "is a character device, not a regular file", None),
+    ("path-dev-null", "/dev/null", _nothing, "is a character device, not a regular file", None),
+    ("path-socket", "s.svm", _socket, "is a socket, not a regular file", None),
+    ("path-dangling-link", "f.csv", _dangling, "is a symbolic link to", None),
+    ("path-missing", "f.csv", _nothing, "no such file", None),
+    ("path-under-a-file", "f.csv/x.csv", _under_a_file, "no such file: a part of the path before the file's name is a file", None),
+    # CSV: quotes and the csv module's limits (once tracebacks), comments
+    ("csv-quote-to-the-end", "f.csv", _bytes('1,"2,1\n-1,-2,-1\n'), 'a quote (") opens a field that runs on to line 2', 1),
+    ("csv-quote-in-the-middle", "f.csv", _bytes('1,2,1\n-1,"-2,-1\n1,3",1\n-1,-1,-1\n'), "runs on to line 3: an unbalanced quote?", 2),
+    ("csv-quote-to-the-end-ragged", "f.csv", _bytes('1,2,1\n-1,"-2,-1\n1,3,1\n'), "an unbalanced quote?", 2),
+    ("csv-quote-over-the-field-limit", "f.csv", _bytes('1,2,1\n-1,"2,1\n' + "-1,-2,-1\n" * 20000), "runs on to the end of the file", 2),
+    ("csv-field-over-the-limit", "f.csv", _bytes('1,"' + "7" * 200000 + '",1\n-1,2,-1\n'), "a field is longer than 131072 characters", 1),
+    ("csv-comment-first", "f.csv", _bytes("# comment\n1,2,1\n-1,-2,-1\n"), "comment lines are not supported in CSV; remove them", 1),
+    ("csv-comment-middle", "f.csv", _bytes("1,2,1\n# note\n-1,-2,-1\n"), "comment lines are not supported", 2),
+    ("csv-comment-with-commas", "f.csv", _bytes("1,2,1\n# a,b,c\n-1,-2,-1\n"), "comment lines are not supported", 2),
+    ("csv-comment-numeric-first", "f.csv", _bytes("# 1,2,1\n1,2,1\n-1,-2,-1\n"), "comment lines are not supported", 1),
+    ("csv-comment-trailing", "f.csv", _bytes("1,2,1 # x\n-1,-2,-1\n"), "comments (#) are not supported in CSV", 1),
+    ("csv-semicolons", "f.csv", _bytes("a;b;y\n1;2;1\n-1;-2;-1\n"), "fields are separated by commas, and this one holds ';'", 2),
+    ("csv-tabs", "f.csv", _bytes("1\t2\t1\n-1\t-2\t-1\n"), "this one holds '\\t'", 2),
+    # CSV and svmlight: encodings other than UTF-8, binary files
+    ("csv-utf16", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-16"), "is UTF-16 encoded (it starts with a UTF-16 byte-order mark); save it as UTF-8", None),
+    ("csv-utf16-be", "f.csv", _text("\ufeffa,b,y\n1,2,1\n", "utf-16-be"), "is UTF-16 encoded (it starts", None),
+    ("csv-utf16-no-bom", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-16-le"), "is UTF-16 encoded (a NUL byte beside each character)", None),
+    ("csv-utf32", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-32"), "is UTF-32 encoded (it starts with a UTF-32 byte-order mark)", None),
+    ("csv-utf32-no-bom", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-32-be"), "is UTF-32 encoded (a NUL byte", None),
+    ("csv-latin1-header", "f.csv", _text("café,b,y\n1,2,1\n-1,-2,-1\n", "latin-1"), "byte 0xe9 is not UTF-8: the file is in another encoding", 1),
+    ("csv-latin1-late", "f.csv", _text("1,2,1\n" * 3000 + "-1,2é,-1\n", "latin-1"), "byte 0xe9 is not UTF-8", 3001),
+    ("csv-cp1252-quotes", "f.csv", _text("1,2,1\n-1,“2”,-1\n", "cp1252"), "byte 0x93 is not UTF-8", 2),
+    ("csv-nul", "f.csv", _bytes("1,2,1\n-1,\x00-2,-1\n"), "has NUL bytes: it is a binary file, not text", 2),
+    ("csv-nul-late", "f.csv", _bytes("1,2,1\n" * 1000 + "-1,\x00-2,-1\n"), "it holds a NUL byte, so the file is binary", 1001),
+    ("csv-binary", "f.csv", _bytes(bytes(range(256)) * 4), "has NUL bytes: it is a binary file", 1),
+    ("csv-gzip", "f.csv", _bytes(gzip.compress(b"1,2,1\n-1,-2,-1\n")), "is gzip-compressed, not text", None),
+    ("csv-npz", "f.csv", _npz_bytes, "is a zip archive, not text: an NPZ archive is read with dataset.format=npz", None),
+    ("svm-utf16", "f.svm", _text("1 1:1\n-1 2:1\n", "utf-16"), "is UTF-16 encoded", None),
+    ("svm-utf32-no-bom", "f.svm", _text("1 1:1\n-1 2:1\n", "utf-32-le"), "is UTF-32 encoded", None),
+    ("svm-binary", "f.svm", _bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256))), "has NUL bytes: it is a binary file", 1),
+    ("svm-nul-late", "f.svm", _bytes("1 1:1\n" * 1000 + "-1 2:\x001\n"), "a NUL byte: the file is binary", 1001),
+    ("svm-latin1", "f.svm", _text("1 1:1\n-1 2:1é\n", "latin-1"), "byte 0xe9 is not UTF-8", 2),
+    ("svm-random-bytes", "f.svm", _bytes(b"1 1:1\n" + b"\x81\xfe" * 50 + b"\n"), "byte 0x81 is not UTF-8", 2),
+    ("svm-gzip-unnamed", "f.svm", _bytes(gzip.compress(b"1 1:1\n-1 2:1\n")), "is gzip-compressed", None),
+    ("svm-gz-not-gzip", "f.svm.gz", _bytes("1 1:1\n-1 2:1\n"), "cannot be read (Not a gzipped file", None),
+    ("svm-gz-corrupt", "f.svm.gz", _bytes(gzip.compress(b"1 1:1\n-1 2:1\n" * 50)[:15] + b"\xff" * 5 + b"junk"),
+     "a name ending .gz or .bz2 is decompressed", None),
+    # svmlight lines scikit-learn refuses: the token, in words, and the form of a line
+    ("svm-qid-after-features", "f.svm", _bytes("1 1:1\n-1 2:1 qid:3\n"), "'qid' is not a feature index", 2),
+    ("svm-qid-before-label", "f.svm", _bytes("qid:1 1:1\n-1 2:1\n"), "'qid:1' is not a number; a line is LABEL [qid:N] INDEX:VALUE", 1),
+    ("svm-negative-index", "f.svm", _bytes("1 1:1\n-1 -2:1\n"), "Invalid index -2", 2),
+    ("svm-word-label", "f.svm", _bytes("1 1:1\n\nspam 2:1\n"), "'spam' is not a number", 3),
+    ("svm-word-value", "f.svm", _bytes("1 1:abc\n-1 2:1\n"), "'abc' is not a number", 1),
+    ("svm-no-colon", "f.svm", _bytes("1 1:1\n-1 2\n"), "a feature is not INDEX:VALUE", 2),
+    ("svm-two-colons", "f.svm", _bytes("1 1:1:1\n-1 2:1\n"), "'1:1' is not a number", 1),
+    ("svm-float-index", "f.svm", _bytes("1 1.5:1\n-1 2:1\n"), "'1.5' is not a feature index (an integer >= 0)", 1),
+    ("svm-empty-value", "f.svm", _bytes("1 1:\n-1 2:1\n"), "'' is not a number", 1),
+    ("svm-space-after-colon", "f.svm", _bytes("1 1: 1\n-1 2:1\n"), "'' is not a number", 1),
+    ("svm-csv", "f.svm", _bytes("1,2,1\n-1,-2,-1\n"), "'1,2,1' is not a number: a CSV file? name it .csv", 1),
+    ("svm-long-token", "f.svm", _bytes("1 1:" + "9x" * 5000 + "\n"), "'9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x...' is not a number", 1),
+    # NPZ: archives zipfile cannot read
+    ("npz-encrypted", "f.npz", _encrypted_zip, "is an encrypted (password-protected) zip archive", None),
+    ("npz-encrypted-flag", "f.npz", _patched_zip(flags=0x1), "is an encrypted (password-protected) zip archive", None),
+    ("npz-method-deflate64", "f.npz", _patched_zip(method=9), "array X is compressed with zip method 9 (deflate64)", None),
+    ("npz-method-zstd", "f.npz", _patched_zip(method=93), "zip method 93 (Zstandard), which Python's zipfile cannot read", None),
+    ("npz-method-unknown", "f.npz", _patched_zip(method=77), "zip method 77 (unknown)", None),
+    ("npz-truncated-half", "f.npz", _cut_npz(0.5), "not a readable NPZ archive: it is truncated or damaged", None),
+    ("npz-truncated-last-byte", "f.npz", _cut_npz(0.999), "it is truncated or damaged", None),
+    ("npz-corrupt-deflate", "f.npz", _corrupt_deflate, "it is truncated or damaged", None),
+    ("npz-bad-crc", "f.npz", _bad_crc, "it is truncated or damaged (Bad CRC-32", None),
+    ("npz-text-member", "f.npz", _zip_with_text_member, "array X is not a readable .npy array", None),
+    ("npz-notes-not-y", "f.npz", _zip_with_notes, "it has X (and notes.txt, not .npy arrays)", None),
 ]
 
 
@@ -164,7 +350,7 @@ def test_the_multiclass_command_names_the_file(tmp_path: Path, one_line_error) -
 
 def test_the_bad_files_are_many_and_of_every_kind() -> None:
     kinds = {b[0].split("-")[0] for b in BAD_FILES}
-    assert len(BAD_FILES) >= 45 and {"npz", "npy", "empty", "csv", "svm"} <= kinds
+    assert len(BAD_FILES) >= 110 and {"npz", "npy", "empty", "csv", "svm", "path"} <= kinds
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -187,6 +373,121 @@ def test_a_clear_header_is_still_a_header(tmp_path: Path) -> None:
     path.write_text("first,second,label\n0.5,1,1\n-0.5,0.2,-1\n")
     X, y = File(path=str(path), label_column="label").read()
     assert X.shape == (2, 2) and list(y) == [1.0, -1.0]
+
+
+# (id, file name, writer, File keywords, the labels read): files near the bad ones above that must still read
+GOOD_FILES = [
+    ("csv-utf8-bom-header", "f.csv", _bytes(b"\xef\xbb\xbfa,b,y\n1,2,1\n-1,-2,-1\n"), {"label_column": "a"}, [1.0, -1.0]),
+    ("csv-utf8-bom-numbers", "f.csv", _bytes(b"\xef\xbb\xbf1,2,1\n-1,-2,-1\n"), {}, [1.0, -1.0]),
+    ("csv-utf8-text-header", "f.csv", _text("température,b,y\n1,2,1\n-1,-2,-1\n", "utf-8"), {"label_column": "y"}, [1.0, -1.0]),
+    ("csv-crlf", "f.csv", _bytes("1,2,1\r\n-1,-2,-1\r\n"), {}, [1.0, -1.0]),
+    ("csv-quoted-numbers", "f.csv", _bytes('"1","2",1\n-1,"-2",-1\n'), {}, [1.0, -1.0]),
+    ("csv-hash-header", "f.csv", _bytes("# a,b,y\n1,2,1\n-1,-2,-1\n"), {}, [1.0, -1.0]),  # np.savetxt's header, as before
+    ("csv-hash-column", "f.csv", _bytes("#,b,y\n1,2,1\n-1,-2,-1\n"), {}, [1.0, -1.0]),
+    ("svm-utf8-bom", "f.svm", _bytes(b"\xef\xbb\xbf1 1:1\n-1 2:1\n"), {}, [1.0, -1.0]),
+    ("svm-blank-lines-comments-qid", "f.svm", _bytes("\n# c\n1 qid:1 1:1 # x\n\n-1 qid:2 2:1\n\n"), {}, [1.0, -1.0]),
+    ("svm-latin1-comment", "f.svm", _bytes(b"1 1:1 # caf\xe9\n-1 2:1\n"), {}, [1.0, -1.0]),
+    ("svm-gz", "f.svm.gz", _bytes(gzip.compress(b"1 1:1\n-1 2:1\n")), {}, [1.0, -1.0]),
+    ("npz-compressed", "f.npz", lambda path: np.savez_compressed(path, X=np.eye(2), y=np.array([1.0, -1.0])), {}, [1.0, -1.0]),
+]
+
+
+@pytest.mark.parametrize(("name", "write", "keywords", "labels"), [g[1:] for g in GOOD_FILES], ids=[g[0] for g in GOOD_FILES])
+def test_files_beside_the_bad_ones_still_read(name: str, write: Callable[[Path], None], keywords: dict, labels: list[float],
+                                              tmp_path: Path) -> None:
+    path = tmp_path / name
+    write(path)
+    X, y = File(path=str(path), **keywords).read()
+    assert list(y) == labels and X.shape[0] == len(labels)
+    File(path=str(path), **keywords).check()
+
+
+def _declares_too_much(path: Path) -> None:
+    """An NPZ whose X.npy holds a 3 x 2 array then 32 MiB of zeros: small on disk, large as declared."""
+    member = io.BytesIO()
+    np.save(member, np.arange(6.0).reshape(3, 2))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("X.npy", member.getvalue() + bytes(32 * 2**20))
+        member = io.BytesIO()
+        np.save(member, Y3)
+        archive.writestr("y.npy", member.getvalue())
+
+
+def test_an_npz_member_declaring_more_than_the_memory_is_refused_before_inflating(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "bomb.npz"
+    _declares_too_much(path)
+    assert path.stat().st_size < 2**20
+    with monkeypatch.context() as patch:
+        patch.setattr(params, "available_memory", lambda: 8.0 * 2**20)
+        with pytest.raises(DataError, match=r"array X declares 33554\d{3} uncompressed bytes: they need ~0\.0313 GiB, more "
+                                            r"than the 0\.00781 GiB of memory available"):
+            File(path=str(path)).read()
+    X, _ = File(path=str(path)).read()  # with the memory: only the array's own bytes are read
+    assert X.shape == (3, 2)
+
+
+def _unreadable(path: Path) -> None:
+    path.write_text("1,2,1\n-1,-2,-1\n")
+    path.chmod(0)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads a file whatever its permissions")
+def test_a_file_without_read_permission_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "f.csv"
+    _unreadable(path)
+    with pytest.raises(DataError, match=r"the file is not readable \(permission denied\): give your user read permission"):
+        File(path=str(path)).read()
+
+
+def test_a_file_the_system_refuses_to_open_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same refusal under root too: the open itself denied (as without read permission, or by an ACL)."""
+    path = tmp_path / "f.csv"
+    path.write_text("1,2,1\n-1,-2,-1\n")
+    real_open = os.open
+
+    def denied(name: object, *args: object, **kwargs: object) -> int:
+        if str(name) == str(path):
+            raise PermissionError(13, "Permission denied", str(name))
+        return real_open(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
+    for source in (File(path=str(path)), MulticlassFile(path=str(path), k=2)):
+        with pytest.raises(DataError, match=r"^dataset.path='.*f.csv': the file is not readable \(permission denied\)"):
+            source.check()
+
+
+def test_any_other_csv_error_is_one_line_with_its_line(tmp_path: Path) -> None:
+    from pipeline.data.real import _csv_error
+
+    path = tmp_path / "f.csv"
+    path.write_text("1,2,1\n-1,-2,-1\n")
+    error = _csv_error(str(path), 2, csv.Error("some new complaint\nof two lines"), str(path))
+    assert str(error) == f"dataset.path='{path}', line 2: is not valid CSV (some new complaint)"
+
+
+@pytest.mark.parametrize("write", [_fifo, _text("0,1,0\n1,0,1\n", "utf-16"), _bytes('0,1,0\n1,"0,1\n')], ids=["fifo", "utf16", "quote"])
+def test_the_multiclass_command_says_the_same(write: Callable[[Path], None], tmp_path: Path, one_line_error) -> None:  # noqa: ANN001
+    path = tmp_path / "f.csv"
+    write(path)
+    binary = one_line_error(["dataset=file", f"dataset.path={path}"])
+    multiclass = one_line_error(["algorithm=multiclass_sgd", "dataset=multiclass_file", f"dataset.path={path}", "k=2"])
+    assert multiclass == binary and "Traceback" not in multiclass
+
+
+@pytest.mark.slow
+def test_the_installed_command_never_blocks_on_a_fifo(tmp_path: Path) -> None:
+    """The one member a bug would hang rather than fail: the installed command, in its own process, with a time limit."""
+    path = tmp_path / "data.csv"
+    os.mkfifo(path)
+    exe = Path(sys.executable).parent / "boundlab"
+    env = dict(os.environ, BOUNDLAB_CACHE=str(tmp_path / "cache"), MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'm.db'}")
+    done = subprocess.run([str(exe) if exe.exists() else "boundlab", "dataset=file", f"dataset.path={path}"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == (f"boundlab: error: dataset.path='{path}': is a FIFO (named pipe), not a regular file: boundlab "
+                           "reads a file more than once (to check it, to fingerprint it for resuming, to certify and learn "
+                           "from it) and a pipe's data can be read only once; save the data to a file and give its path\n")
 
 
 # --- allocations: nothing beyond what the data need -----------------------------------------------------
