@@ -186,6 +186,10 @@ class SweepCallback(Callback):
 
         sweep_dir = Path(config.hydra.sweep.dir)
         self.uri = tracking.tracking_uri(config.tracking.uri)
+        if tracking.redact(self.uri) != self.uri:  # a database password: not in the sweep's saved config either
+            from pipeline.stages import redact_saved
+
+            redact_saved(sweep_dir)
         swept = _swept(config)
         resumed = tracking.resume_parent(self.uri, sweep_dir, params=swept)  # None after another grid: new parent
         if resumed:

@@ -447,11 +447,44 @@ class _Rounds(Exception):
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``boundlab`` console script."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _credentials_aside(list(sys.argv[1:] if argv is None else argv))
     try:
         _once(argv)
     except _Rounds as r:
         _sequential(argv, r.budget, r.step)
+
+
+URI_KEYS = ("tracking.uri=", "+tracking.uri=", "++tracking.uri=")
+
+
+def _credentials_aside(argv: list[str]) -> list[str]:
+    """A tracking server's URL with a user and password (``http://user:secret@host``), given as
+    ``tracking.uri=`` or ``MLFLOW_TRACKING_URI``, is accepted as MLflow accepts it, but the password never
+    reaches a config Hydra saves, an MLflow parameter or a message: the credentials move to the variables
+    MLflow reads them from (``MLFLOW_TRACKING_USERNAME``/``PASSWORD``) and the URL goes on without them.
+    A database URI keeps its password (SQLAlchemy reads it there): every place that shows or stores it
+    redacts it (``pipeline.tracking.redact``)."""
+    if not any(a.startswith(URI_KEYS) for a in argv) and "@" not in os.environ.get("MLFLOW_TRACKING_URI", ""):
+        return argv
+    from pipeline.tracking import split_credentials
+
+    env_uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if env_uri:
+        clean, credentials = split_credentials(env_uri)
+        if credentials:
+            os.environ.update(credentials)
+            os.environ["MLFLOW_TRACKING_URI"] = clean
+    out = []
+    for arg in argv:
+        if arg.startswith(URI_KEYS):
+            key, _, value = arg.partition("=")
+            quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "'\""
+            clean, credentials = split_credentials(value[1:-1] if quoted else value)
+            if credentials:
+                os.environ.update(credentials)
+                arg = f"{key}={value[0]}{clean}{value[0]}" if quoted else f"{key}={clean}"
+        out.append(arg)
+    return out
 
 
 def _open_claims(last: dict) -> list[str]:
@@ -576,7 +609,9 @@ def _checked(argv: list[str], in_round: bool = False) -> Plan:
         uri = tracking_uri(plan.tracking_uri)
         why = check_store(uri)
         if why:
-            _fail(f"tracking store {uri}: {why}; set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
+            from pipeline.tracking import redact
+
+            _fail(f"tracking store {redact(uri)}: {why}; set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
         from pipeline import store
 
         why = store.problem()
@@ -600,7 +635,8 @@ def _end_stranded_parent(plan: Plan | None) -> None:
         tracking.end_children(uri, parent, "the sweep stopped before this job ended")
         tracking.end_run(uri, parent, "FAILED")
     except Exception as e:  # noqa: BLE001 - the store may be the fault; the rerun marks them
-        print(f"boundlab: could not end the sweep's parent run FAILED ({type(e).__name__}: {e})", file=sys.stderr)
+        print(f"boundlab: could not end the sweep's parent run FAILED ({tracking.redact(f'{type(e).__name__}: {e}')})",
+              file=sys.stderr)
     sweep.update(parent_run_id=None)
     print("boundlab: the sweep stopped before its end (the error is above); its parent run ended FAILED; finished "
           "jobs are kept: run the same command to resume", file=sys.stderr)
@@ -617,7 +653,7 @@ def _interrupted(plan: Plan | None) -> None:
             tracking.end_children(uri, parent, "KeyboardInterrupt: the sweep was interrupted while this job ran")
             tracking.end_run(uri, parent, "KILLED")
         except Exception as e:  # noqa: BLE001 - the store may be the fault; the rerun marks them KILLED
-            print(f"boundlab: could not end the sweep's runs KILLED ({type(e).__name__}: {e}); the next run of "
+            print(f"boundlab: could not end the sweep's runs KILLED ({tracking.redact(f'{type(e).__name__}: {e}')}); the next run of "
                   "the same command marks them", file=sys.stderr)
     print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
     raise SystemExit(130) from None

@@ -126,6 +126,16 @@ def watch_driver(grace: float = 5.0, every: float = 0.5) -> None:
     threading.Thread(target=watch, name="boundlab-driver-watch", daemon=True).start()
 
 
+def redact_saved(directory: Path) -> None:
+    """Hide credentials (``pipeline.tracking.redact``) in the config files Hydra saved in ``directory``."""
+    from pipeline import files, tracking
+
+    for path in sorted(directory.glob("*.yaml")) if directory.is_dir() else ():
+        text = path.read_text()
+        if tracking.redact(text) != text:
+            files.write_text(path, tracking.redact(text))
+
+
 def _name_of_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
@@ -156,11 +166,13 @@ def job(cfg: DictConfig) -> None:
     step = progress(hc.job.num) if multirun else ""
     why: str | None = "unknown (its resume check failed)"
     tracker: tracking.JobRun | None = None
+    uri = tracking.tracking_uri(cfg.tracking.uri)
+    sweep_dir = Path(hc.sweep.dir) if multirun else None
 
     def open_run() -> tracking.JobRun:
         parent_id, sweep_id = tracking.sweep_context(Path(hc.sweep.dir)) if multirun else (None, "")
         return tracking.JobRun(
-            tracking.tracking_uri(cfg.tracking.uri),
+            uri,
             experiment=spec.experiment,
             name=name,
             parent_id=parent_id,
@@ -170,6 +182,10 @@ def job(cfg: DictConfig) -> None:
             supersede=why != "not run yet",
         )
 
+    if tracking.redact(uri) != uri:  # a database password in the URI: not in the configs Hydra saved either
+        redact_saved(out / ".hydra")
+        if sweep_dir is not None:
+            redact_saved(sweep_dir)  # multirun.yaml, saved after the sweep's start hook ran
     global _in_job
     if multirun:
         watch_driver()
@@ -187,9 +203,9 @@ def job(cfg: DictConfig) -> None:
             return
         if why not in ("not run yet", None):
             log.warning("%s%s: not done in %s because %s", step, name, out, why)
+        tracking.ensure_up(uri, sweep_dir)  # a server found down by an earlier job: fail now, not after its retries
         # the same job reached by another command or sweep: wait while another process runs it, then reuse it
         ident = store.identity(spec.key(), code, sources)
-        uri = tracking.tracking_uri(cfg.tracking.uri)
         try:  # the store is a cache: one that cannot be used costs the reuse, never the job
             held = store.hold_identity(ident, waiting=lambda pid: log.warning(
                 "%s%s: waiting for process %s, which runs the same job", step, name, pid))
@@ -200,7 +216,7 @@ def job(cfg: DictConfig) -> None:
             ident = None
         entry = None
         if multirun and not spec.force and ident is not None:
-            entry = store.stored(ident, uri, finished=lambda run_id: tracking.is_finished(uri, run_id))
+            entry = store.stored(ident, tracking.redact(uri), finished=lambda run_id: tracking.is_finished(uri, run_id))
         if entry is not None:
             try:
                 resume.invalidate(out)
@@ -227,25 +243,29 @@ def job(cfg: DictConfig) -> None:
         resume.invalidate(out)
         tracker = open_run()
         result = run(spec, dataset)
-        files = write(result, out)
+        written = write(result, out)
         resolved = OmegaConf.to_container(cfg, resolve=True)
         params = flatten(resolved) | flatten({"algorithm": spec.learner.get_params(), "dataset": spec.dataset.get_params()})
-        tracker.finish(params, result.table, result.curve, files)
+        tracker.finish(params, result.table, result.curve, written)
         streamed = result.dataset.kind == "stream"
         data_hash = str(result.table["data_hash"].iloc[0])
         resume.record(out, spec.key(), data_hash, streamed=streamed, sources=sources, code=code)
         try:  # the store is a cache: a job whose result cannot be kept there is still finished
             if ident is not None:
-                store.put(ident, out, {"run_id": tracker.run_id, "tracking_uri": uri, "experiment": spec.experiment,
+                store.put(ident, out, {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri), "experiment": spec.experiment,
                                        "output_dir": str(out), "data_hash": data_hash, "streamed": streamed})
         except OSError as e:
             log.warning("%s%s: not kept in the job store (%s); later sweeps rerun it", step, name, _name_of_error(e))
     except Exception as e:
         if isinstance(e, UserError) and tracker is None and not multirun:
             raise  # data this learner cannot take, outside a sweep: the command's one-line error, no run
+        down = isinstance(e, tracking.StoreDown)
+        if not down and tracking.is_connection_error(e):  # the next jobs fail at once (sibling workers too)
+            tracking.mark_down(uri, sweep_dir, e)
+            down = True
         # Recorded before anything else can fail: the directory must not keep an earlier done.json
         # (the sweep would count the job as finished), and error.txt is what the sweep's end points to.
-        error = traceback.format_exc()
+        error = tracking.redact(str(e) + "\n" if isinstance(e, tracking.StoreDown) else traceback.format_exc())
         try:
             resume.invalidate(out)
             out.mkdir(parents=True, exist_ok=True)
@@ -253,12 +273,17 @@ def job(cfg: DictConfig) -> None:
         except OSError as disk:
             log.error("%s%s: cannot record its failure in %s: %s", step, name, out, _name_of_error(disk))
         try:
-            (tracker or open_run()).fail(e)
+            if not down:
+                (tracker or open_run()).fail(e)
         except Exception as tracking_error:  # the store itself may be the fault: error.txt still tells
-            log.error("%s%s: cannot record its failure in MLflow: %s", step, name, _name_of_error(tracking_error))
+            log.error("%s%s: cannot record its failure in MLflow: %s", step, name,
+                      tracking.redact(_name_of_error(tracking_error)))
         if not multirun:
             raise
-        log.error("%s%s: FAILED: %s (see %s)", step, name, _name_of_error(e), out / "error.txt")
+        if isinstance(e, tracking.StoreDown):
+            log.error("%s%s: not run: %s", step, name, e)
+        else:
+            log.error("%s%s: FAILED: %s (see %s)", step, name, tracking.redact(_name_of_error(e)), out / "error.txt")
         return
     except KeyboardInterrupt as e:
         # a run already ended FINISHED stays so: its marker may be written, and the rerun then skips the job

@@ -4,14 +4,27 @@ Every call goes through an explicit ``MlflowClient`` and run id (no fluent activ
 jobs that share a process (basic launcher) or a store (joblib workers) never collide. The database,
 the experiment and a sweep's parent run are created once, before jobs start: parallel workers that
 open a fresh SQLite store together race on MLflow's schema migration.
+
+Credentials never reach the store or a message: every param, tag and error text logged here, and every
+reason :func:`check_store` gives, goes through :func:`redact`; a server URI's ``user:password@`` is taken
+out of the URI MLflow sees and handed to it as ``MLFLOW_TRACKING_USERNAME``/``MLFLOW_TRACKING_PASSWORD``
+(:func:`split_credentials`), so MLflow's own errors, which quote the URL, do not carry it either.
+
+A tracking server that stops answering mid-sweep costs each later job a few seconds, not minutes: MLflow's
+HTTP retries are bounded for this process (:data:`HTTP_DEFAULTS`), and once a job has seen the server
+down (:func:`is_connection_error`, :func:`mark_down`) the next ones fail at once (:func:`ensure_up` raises
+:class:`StoreDown`), in this process and, through a marker file in the sweep directory, in its siblings.
 """
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import functools
+import json
 import math
 import os
+import re
 import sqlite3
 import subprocess
 import time
@@ -24,10 +37,149 @@ from pipeline import sweep
 from pipeline.paths import project_root
 
 PARENT_FILE = ".boundlab_parent"  # in the sweep directory: reaches jobs where the environment does not
+DOWN_FILE = ".boundlab_store_down"  # in the sweep directory: the store was found down (mark_down)
 
 
 # per-run statistics logged as metrics when the run has them (certificates, constants of the bounds)
 STAT_METRICS = ("R", "gamma_lo", "gamma_hi", "T", "lam", "c", "dual_gap", "f_star_lo", "f_star_hi", "H", "best_expert")
+
+# --------------------------------------------------------------------------- credentials in text and URIs
+
+REDACTED = "***"
+_SECRET_QUERY = re.compile(  # a query parameter whose name says it holds a secret: ?password=..., &api_key=...
+    r"(?i)([?&;][\w.\-]*(?:pass|pwd|token|secret|key|sig|credential|auth)[\w.\-]*=)([^&#\s]*)")
+_SECRET_ASSIGNMENT = re.compile(  # name=value in free text (libpq DSNs, environment dumps): password=..., X_TOKEN=...
+    r"(?i)(?<![\w.\-])([\w.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key)=)"
+    r"(['\"]?)([^\s'\"&]*)")
+_BARE_USERINFO = re.compile(  # user:password@host without a scheme (a scheme's userinfo is handled first)
+    r"(?<![\w/:@%.+\-])([A-Za-z0-9._~%+\-]+):([^\s@/]+)@(?=[A-Za-z0-9\[])")
+
+
+def redact(text: str) -> str:
+    """``text`` with every credential it shows replaced by ``***``: the password of each URI's userinfo
+    (``http://user:***@host:5000``, ``postgresql+psycopg2://u:***@h/db``), and of a bare ``user:pw@host``;
+    query parameters whose name says secret (``?token=***``, ``&password=***``, ``api_key``, ``sig``, ...);
+    ``password=...``-style assignments in free text (libpq DSNs, environment dumps). User names, hosts,
+    ports and paths are kept. Works on any text (a message, a traceback, a config dump) and is idempotent.
+
+    >>> redact("failed: http://me:s3cr%40t@host:5000/api (retry)")
+    'failed: http://me:***@host:5000/api (retry)'
+    >>> redact("postgresql://u:pw@db/x?sslmode=require&password=pw")
+    'postgresql://u:***@db/x?sslmode=require&password=***'
+    >>> redact(redact("https://u:p@h")) == redact("https://u:p@h") == "https://u:***@h"
+    True
+    """
+    if not text:
+        return text
+    out = text
+    # each scheme's authority, right to left so that the offsets stay valid; an authority ends at the
+    # first '/', '?', '#' or space, and its userinfo at its last '@' (an unencoded '@' in a password too)
+    for m in reversed(list(re.finditer(r"[A-Za-z][A-Za-z0-9+.\-]*://", out))):
+        start = end = m.end()
+        while end < len(out) and out[end] not in "/?#" and not out[end].isspace():
+            end += 1
+        userinfo, at, host = out[start:end].rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        if at and colon and password != REDACTED:
+            out = f"{out[:start]}{user}:{REDACTED}@{host}{out[end:]}"
+    out = _BARE_USERINFO.sub(lambda m: f"{m[1]}:{REDACTED}@", out)
+    out = _SECRET_QUERY.sub(lambda m: m[1] + REDACTED, out)
+    return _SECRET_ASSIGNMENT.sub(lambda m: m[1] + m[2] + REDACTED, out)
+
+
+# the environment variables MLflow reads for a server's basic auth (mlflow/environment_variables.py;
+# mlflow/utils/credentials.py reads them, else ~/.mlflow/credentials, on every request)
+USERNAME_ENV, PASSWORD_ENV, TOKEN_ENV = "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"
+
+
+def split_credentials(uri: str) -> tuple[str, dict[str, str]]:
+    """``uri`` without its credentials, and the environment variables that give them to MLflow instead.
+
+    For an http(s) server, ``http://user:pw@host:5000/prefix`` gives ``("http://host:5000/prefix",
+    {"MLFLOW_TRACKING_USERNAME": "user", "MLFLOW_TRACKING_PASSWORD": "pw"})`` (percent-decoded; only the
+    parts present). MLflow sends basic auth from these variables; a password kept in the URI would be
+    quoted in each of MLflow's error messages, which include the request's URL.
+
+    Any other URI is returned unchanged with ``{}``: a database URI (SQLAlchemy) must keep its password,
+    which the driver needs; :func:`redact` hides it wherever it is shown or stored.
+
+    >>> split_credentials("https://ann:p%40ss@mlflow.example:443/x")
+    ('https://mlflow.example:443/x', {'MLFLOW_TRACKING_USERNAME': 'ann', 'MLFLOW_TRACKING_PASSWORD': 'p@ss'})
+    >>> split_credentials("postgresql://u:pw@db/mlflow")
+    ('postgresql://u:pw@db/mlflow', {})
+    """
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    if parts.scheme.lower() not in ("http", "https") or "@" not in parts.netloc:
+        return uri, {}
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    env = {USERNAME_ENV: unquote(user)} if user else {}
+    if colon:
+        env[PASSWORD_ENV] = unquote(password)
+    return urlunsplit(parts._replace(netloc=host)), env
+
+
+def _auth_header(uri: str) -> tuple[dict[str, str], bool]:
+    """The Authorization header MLflow would send to the server ``uri`` (basic from the URI's userinfo,
+    else from MLflow's variables or ~/.mlflow/credentials; else a bearer token), and whether any
+    credentials were found."""
+    import configparser
+
+    _, given = split_credentials(uri)
+    user, password = given.get(USERNAME_ENV), given.get(PASSWORD_ENV)
+    if not given:
+        file = configparser.ConfigParser()
+        try:
+            file.read(os.path.expanduser("~/.mlflow/credentials"))
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            pass
+        section = file["mlflow"] if file.has_section("mlflow") else {}
+        user = os.environ.get(USERNAME_ENV) or section.get(USERNAME_ENV.lower())
+        password = os.environ.get(PASSWORD_ENV) or section.get(PASSWORD_ENV.lower())
+    if user and password:
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}, True
+    if os.environ.get(TOKEN_ENV):
+        return {"Authorization": f"Bearer {os.environ[TOKEN_ENV]}"}, True
+    return {}, bool(user or password)
+
+
+def _get(url: str, headers: Mapping[str, str], timeout: float) -> None:
+    """GET ``url`` (credentials in ``headers``, never in the URL): returns once it answers 2xx, else raises."""
+    with urllib.request.urlopen(urllib.request.Request(url, headers=dict(headers)), timeout=timeout):
+        pass
+
+
+def _probe_server(uri: str, timeout: float = 5.0, credentials: bool = True) -> str | None:
+    """None if the tracking server ``uri`` answers (and, with ``credentials``, takes the credentials MLflow
+    would send); otherwise why not, one clause, redacted."""
+    base = split_credentials(uri)[0].rstrip("/")
+    headers, have = _auth_header(uri)
+
+    def refused(e: urllib.error.HTTPError) -> str:
+        if have:
+            return f"the server refuses these credentials (HTTP {e.code} {e.reason})"
+        return (f"the server asks for credentials (HTTP {e.code} {e.reason}): give them as "
+                f"{USERNAME_ENV} and {PASSWORD_ENV}, or in the URI (http://USER:PASSWORD@HOST:PORT)")
+
+    try:  # /health: the server's own liveness route, which MLflow's auth leaves open
+        _get(base + "/health", headers, timeout)
+    except urllib.error.HTTPError as e:  # a proxy in front may guard every route
+        return redact(refused(e) if e.code in (401, 403) else f"the server does not answer ({e})")
+    except (urllib.error.URLError, OSError) as e:
+        return redact(f"the server does not answer ({getattr(e, 'reason', e)})")
+    if not credentials:
+        return None
+    try:  # a route MLflow's auth guards: do the credentials open it?
+        _get(base + "/api/2.0/mlflow/experiments/search?max_results=1", headers, timeout)
+    except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            return redact(refused(e))
+    except (urllib.error.URLError, OSError):  # answered /health a moment ago: leave the rest to MLflow
+        pass
+    return None
+
 
 def tracking_uri(configured: str | None = None) -> str:
     """``MLFLOW_TRACKING_URI`` if set, else ``configured``, else a SQLite store in the project root."""
@@ -35,11 +187,20 @@ def tracking_uri(configured: str | None = None) -> str:
 
 
 def check_store(uri: str) -> str | None:
-    """None if the store at ``uri`` can take runs now; otherwise why not (one clause). Cheap: no mlflow import.
+    """None if the store at ``uri`` can take runs now; otherwise why not (one clause, redacted: it never
+    shows a password). Cheap: no mlflow import.
 
     File stores (``file:`` URIs and plain paths) are refused: MLflow 3 keeps them in maintenance mode and
-    this project's parent/child runs are tested on database and server stores only.
+    this project's parent/child runs are tested on database and server stores only. A server is asked
+    for ``/health`` and then for one guarded route with the credentials MLflow would send (the URI's
+    ``user:password@``, else ``MLFLOW_TRACKING_USERNAME``/``MLFLOW_TRACKING_PASSWORD``), so that refused
+    credentials are told apart from a server that does not answer.
     """
+    why = _check_store(uri)
+    return redact(why) if why else None
+
+
+def _check_store(uri: str) -> str | None:
     from urllib.parse import urlsplit
 
     if uri.lower() in ("databricks", "databricks-uc", "uc"):  # MLflow's URIs that are not paths
@@ -54,11 +215,7 @@ def check_store(uri: str) -> str | None:
     if engine in ("postgresql", "mysql", "mssql"):  # MLflow's other SQLAlchemy engines
         return _check_driver(uri)
     if scheme in ("http", "https"):
-        try:
-            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5.0):
-                pass
-        except (urllib.error.URLError, OSError) as e:
-            return f"the server does not answer ({getattr(e, 'reason', e)})"
+        return _probe_server(uri)
     return None
 
 
@@ -74,6 +231,8 @@ def _check_sqlite(uri: str) -> str | None:
     path = Path(path_text)
     if not path.parent.is_dir():
         return f"its directory {path.parent} does not exist"
+    if path.is_dir():
+        return f"{path} is a directory, not a database file"
     if not path.exists():
         try:  # a real write: permission bits alone do not tell (root, read-only mounts)
             with tempfile.TemporaryFile(dir=path.parent):
@@ -82,11 +241,25 @@ def _check_sqlite(uri: str) -> str | None:
             return f"its directory {path.parent} is not writable ({e.strerror or e})"
         return None
     try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError as e:
+        return f"the database cannot be read ({e.strerror or e})"
+    if head and head != SQLITE_HEADER:  # an empty file is a new database to SQLite
+        return (f"{path} is not a SQLite database (its {path.stat().st_size} bytes do not start with SQLite's "
+                "header): point tracking.uri at a new file or an MLflow database")
+    try:
         conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=2.0, isolation_level=None)
         try:
-            # take the write lock as a run would, then write for real (a read-only file, directory or mount
-            # only fails on a write), and undo it
+            # take the write lock as a run would, read what the database holds, then write for real (a
+            # read-only file, directory or mount only fails on a write), and undo it
             conn.execute("BEGIN IMMEDIATE")
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                      if not r[0].startswith("sqlite_")}
+            version = None
+            if "alembic_version" in tables:
+                row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+                version = row[0] if row else None
             conn.execute("CREATE TABLE boundlab_write_probe (x)")
             conn.execute("INSERT INTO boundlab_write_probe VALUES (1)")
             conn.execute("ROLLBACK")
@@ -94,7 +267,64 @@ def _check_sqlite(uri: str) -> str | None:
             conn.close()
     except sqlite3.Error as e:
         return f"the database cannot be written ({e})"
-    return None
+    return _check_schema(path, tables, version)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+# the tables MLflow's first migration creates (mlflow/store/tracking/dbmodels/initial_models.py), before
+# alembic records a version: a store whose creation was cut short holds some of them and nothing else
+MLFLOW_INITIAL_TABLES = frozenset({"experiments", "runs", "tags", "metrics", "params"})
+
+
+def _check_schema(path: Path, tables: set[str], version: str | None) -> str | None:
+    """Whether a SQLite database holding ``tables`` (alembic at ``version``) is one MLflow can use: empty
+    (MLflow creates its tables), MLflow's, or MLflow's being created. A database of another application
+    would get MLflow's ~60 tables added to it; a store written by a newer MLflow fails every run."""
+    if not tables:
+        return None
+    mlflow_like = {"experiments", "runs"} <= tables and ("alembic_version" in tables or tables <= MLFLOW_INITIAL_TABLES)
+    if not mlflow_like:
+        names = sorted(tables)
+        shown = ", ".join(names[:6]) + (f", ... ({len(names)} tables)" if len(names) > 6 else "")
+        return (f"{path} is a SQLite database with other tables ({shown}), not an MLflow store: "
+                "point tracking.uri at a new file or an MLflow database")
+    known = _mlflow_revisions()
+    if version is None or not known or version in known[0]:
+        return None
+    return (f"its MLflow schema version {version} is unknown to the installed MLflow {known[1]} (its newest "
+            f"is {known[2]}): a newer MLflow wrote this store; upgrade mlflow (pip install -U mlflow) or point "
+            "tracking.uri at another store")
+
+
+@functools.cache
+def _mlflow_revisions() -> tuple[frozenset[str], str, str] | None:
+    """(every schema revision the installed MLflow's migrations know, its version, its newest revision),
+    read from the migration scripts' text (importing alembic and MLflow would cost seconds); None when
+    MLflow or its migrations cannot be found."""
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("mlflow")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    versions = Path(next(iter(spec.submodule_search_locations))) / "store" / "db_migrations" / "versions"
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for script in versions.glob("*.py"):
+        text = script.read_text(errors="replace")
+        found = re.search(r"^revision\s*=\s*['\"]([0-9A-Za-z_]+)['\"]", text, re.MULTILINE)
+        if found:
+            revisions.add(found[1])
+            down = re.search(r"^down_revision\s*=\s*(.+)$", text, re.MULTILINE)
+            parents.update(re.findall(r"['\"]([0-9A-Za-z_]+)['\"]", down[1]) if down else ())
+    heads = sorted(revisions - parents)
+    if not revisions:
+        return None
+    try:
+        release = importlib.metadata.version("mlflow")
+    except importlib.metadata.PackageNotFoundError:
+        release = "(unknown version)"
+    return frozenset(revisions), release, "/".join(heads) or "?"
 
 
 def _check_driver(uri: str) -> str | None:
@@ -116,6 +346,219 @@ def _check_driver(uri: str) -> str | None:
         return (f"its database driver {module} ({url.get_backend_name()}+{url.get_driver_name()}) is not installed: "
                 f"pip install it, or name an installed driver ({url.get_backend_name()}+DRIVER://...)")
     return None
+
+
+# --------------------------------------------------------------------------- a store found down
+
+# MLflow's HTTP client retries a failed request 7 times with a backoff factor of 2 and a 120 s timeout
+# (mlflow/environment_variables.py): about 4 minutes per call on a refused connection, more on a silent
+# one, and a job makes several calls. For this process (and the workers it starts), unless the user set
+# them: 2 retries, backoff factor 1 (urllib3 waits 0 s, then 2 s, plus up to 1 s of MLflow's jitter) and
+# 30 s per attempt. A server that is down fails a call in ~3 s; one that hangs, in 90 s at most; a
+# restart or a rate limit of a second or two is still ridden out, and a 30 s answer is still waited for.
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+RECHECK_S = 60.0  # a store known down for longer is probed again (one quick request) before it is trusted
+PROBE_TIMEOUT_S = 3.0
+
+
+class StoreDown(Exception):
+    """The tracking store is known to be down: raised by :func:`ensure_up` before a job touches it.
+
+    ``str(e)`` is the job's one line: "tracking server URI is down since TIME (REASON); finished jobs are
+    kept: run the same command when it is back" (URI and REASON redacted)."""
+
+    def __init__(self, uri: str, since: float, reason: str) -> None:
+        self.uri, self.since, self.reason = redact(uri), since, redact(reason)
+        kind = "server" if _is_http(uri) else "store"
+        super().__init__(f"tracking {kind} {self.uri} is {_down_phrase(since, self.reason)}; "
+                         "finished jobs are kept: run the same command when it is back")
+
+
+def _is_http(uri: str) -> bool:
+    return uri.lower().startswith(("http://", "https://"))
+
+
+def _down_phrase(since: float, reason: str) -> str:
+    return f"down since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since))} ({reason})"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception behind it: causes, contexts, and what requests/urllib3 wrap (a
+    ``ConnectionError``'s ``MaxRetryError``, whose ``reason`` is the socket's error)."""
+    seen: list[BaseException] = []
+    todo = [exc]
+    while todo:
+        e = todo.pop(0)
+        if not isinstance(e, BaseException) or any(e is s for s in seen) or len(seen) > 50:
+            continue
+        seen.append(e)
+        todo += [e.__cause__, e.__context__, getattr(e, "reason", None)]
+        todo += [a for a in getattr(e, "args", ()) if isinstance(a, BaseException)]
+    return seen
+
+
+# what MLflow's message says when it wraps a connection failure without chaining it
+_DOWN_TEXT = re.compile(r"Max retries exceeded|Failed to establish a new connection|Connection refused|"
+                        r"Connection aborted|Connection reset|RemoteDisconnected|Read timed out|"
+                        r"failed with timeout exception|too many 50[234] error responses")
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether ``exc``, raised by a call to the tracking store, means the store cannot be reached: a
+    refused, reset or timed-out connection, a name that does not resolve, or retries exhausted on a
+    gateway's 502/503/504, as requests or urllib3 raise them or as MLflow wraps them in an
+    ``MlflowException``. Not: a TLS certificate error, an HTTP 4xx/500 answer, or an error of the job."""
+    import http.client
+    import socket
+
+    kinds: list[type] = [ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError, socket.gaierror,
+                         http.client.RemoteDisconnected]
+    ssl_errors: list[type] = []
+    retry_errors: list[type] = []
+    try:
+        import requests.exceptions as rq
+
+        kinds += [rq.ConnectionError, rq.Timeout]
+        ssl_errors.append(rq.SSLError)
+        retry_errors.append(rq.RetryError)
+    except ImportError:
+        pass
+    try:
+        import urllib3.exceptions as u3
+
+        kinds += [u3.NewConnectionError, u3.ConnectTimeoutError, u3.ReadTimeoutError, u3.ProtocolError]
+        ssl_errors.append(u3.SSLError)
+        retry_errors.append(u3.MaxRetryError)
+    except ImportError:
+        pass
+    chain = _chain(exc)
+    if any(isinstance(e, tuple(ssl_errors)) for e in chain):  # a certificate problem: not a store that is down
+        return False
+    for e in chain:
+        if isinstance(e, tuple(kinds)):
+            return True
+        if isinstance(e, tuple(retry_errors)) and re.search(r"too many 50[234] error responses", str(e)):
+            return True
+        if type(e).__name__ == "MlflowException" and _DOWN_TEXT.search(str(e)):
+            return True
+    return False
+
+
+def _reason(exc: BaseException | str) -> str:
+    """The short cause of a failure: the innermost socket-level error behind it, redacted."""
+    if isinstance(exc, str):
+        return redact(exc)[:300]
+    chain = _chain(exc)
+    inner = [e for e in chain if isinstance(e, OSError) and not type(e).__module__.startswith("requests")]
+    e = inner[-1] if inner else chain[-1]
+    text = str(e)
+    text = re.sub(r"^<[^>]*>: ", "", text)  # urllib3's "<HTTPConnection object at 0x...>: ..."
+    return redact(f"{type(e).__name__}: {text}" if text else type(e).__name__)[:300]
+
+
+_DOWN: dict[str, dict[str, Any]] = {}  # redacted uri -> {"since", "checked", "reason"}: this process's knowledge
+
+
+def _marker(sweep_dir: Path | str | None) -> Path | None:
+    return Path(sweep_dir) / DOWN_FILE if sweep_dir else None
+
+
+def _read_marker(uri: str, sweep_dir: Path | str | None) -> dict[str, Any] | None:
+    path = _marker(sweep_dir)
+    try:
+        data = json.loads(path.read_text()) if path is not None else None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("uri") != redact(uri):  # garbled, or about another store
+        return None
+    try:
+        return {"since": float(data["since"]), "checked": float(data["checked"]), "reason": str(data["reason"]),
+                "driver": data.get("driver")}
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _write_marker(uri: str, sweep_dir: Path | str | None, state: Mapping[str, Any]) -> None:
+    path = _marker(sweep_dir)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{DOWN_FILE}.{os.getpid()}.tmp")  # a sibling never reads half of it
+        tmp.write_text(json.dumps({"uri": redact(uri), "since": state["since"], "checked": state["checked"],
+                                   "reason": redact(state["reason"]), "driver": sweep.current().driver_pid,
+                                   "pid": os.getpid()}) + "\n")
+        os.replace(tmp, path)
+    except OSError:  # the marker only saves the siblings time: this process knows anyway
+        pass
+
+
+def mark_down(uri: str, sweep_dir: Path | str | None = None, reason: BaseException | str = "") -> None:
+    """Record that the store ``uri`` is down: in this process, and (``sweep_dir``: the sweep directory)
+    in the marker file ``.boundlab_store_down`` there, which the sweep's other worker processes read.
+
+    ``reason``: the exception that showed it (its socket-level cause is kept) or a text; stored redacted.
+    The first time it was seen down is kept across calls. Call it when :func:`is_connection_error` is
+    true of what a tracking call raised."""
+    key = redact(uri)
+    now = time.time()
+    known = _DOWN.get(key) or _read_marker(uri, sweep_dir) or {}
+    state = {"since": known.get("since", now), "checked": now, "reason": _reason(reason) or "no answer"}
+    _DOWN[key] = state
+    _write_marker(uri, sweep_dir, state)
+
+
+def mark_up(uri: str, sweep_dir: Path | str | None = None) -> None:
+    """Forget that the store ``uri`` was down, here and in ``sweep_dir``'s marker (e.g. once the command's
+    pre-flight :func:`check_store` found it answering again)."""
+    _DOWN.pop(redact(uri), None)
+    path = _marker(sweep_dir)
+    if path is not None and _read_marker(uri, sweep_dir) is not None:
+        path.unlink(missing_ok=True)
+
+
+def _probe(uri: str) -> str | None:
+    """One quick look at whether the store answers: None if it does, else why not."""
+    if _is_http(uri):
+        return _probe_server(uri, timeout=PROBE_TIMEOUT_S, credentials=False)
+    return check_store(uri)
+
+
+def known_down(uri: str, sweep_dir: Path | str | None = None) -> str | None:
+    """"down since TIME (REASON)" if the store ``uri`` is known to be down, else None.
+
+    Known from this process's :func:`mark_down` or from ``sweep_dir``'s marker. Knowledge older than
+    :data:`RECHECK_S`, or a marker left by another command (an earlier run of the sweep), is checked
+    with one quick request first: a store that answers again is forgotten (the marker removed), one
+    that still does not is recorded down again (so the siblings trust it for another minute). Cheap
+    when nothing is known (a dict look-up and a missing file)."""
+    key = redact(uri)
+    state = _DOWN.get(key)
+    marker = _read_marker(uri, sweep_dir)
+    if marker is not None and (state is None or marker["checked"] > state["checked"]):
+        current_driver = sweep.current().driver_pid
+        if marker.get("driver") != current_driver:  # left by an earlier command: never trusted unchecked
+            marker["checked"] = 0.0
+        state = _DOWN[key] = {k: marker[k] for k in ("since", "checked", "reason")}
+    if state is None:
+        return None
+    if time.time() - state["checked"] > RECHECK_S:
+        why = _probe(uri)
+        if why is None:
+            mark_up(uri, sweep_dir)
+            return None
+        mark_down(uri, sweep_dir, why)
+        state = _DOWN[key]
+    return _down_phrase(state["since"], state["reason"])
+
+
+def ensure_up(uri: str, sweep_dir: Path | str | None = None) -> None:
+    """Raise :class:`StoreDown` if the store ``uri`` is known to be down (:func:`known_down`); else return
+    at once, without a request. Call it before a job opens its run."""
+    if known_down(uri, sweep_dir) is not None:
+        state = _DOWN[redact(uri)]
+        raise StoreDown(uri, state["since"], state["reason"])
 
 
 def sweep_context(sweep_dir: Path) -> tuple[str | None, str]:
@@ -174,6 +617,14 @@ def _client(uri: str):  # noqa: ANN202
 def _open_client(uri: str):  # noqa: ANN202
     import mlflow  # lazy: importing mlflow costs ~1.4 s
 
+    if _is_http(uri):
+        for name, value in HTTP_DEFAULTS.items():  # bounded retries, unless the user chose (module comment)
+            os.environ.setdefault(name, value)
+        # the URI's credentials go to MLflow as its variables (read on every request, inherited by the
+        # workers): a URI without them is what MLflow's errors and the run's artifact URIs show
+        plain, credentials = split_credentials(uri)
+        os.environ.update(credentials)
+        return mlflow.MlflowClient(tracking_uri=plain)
     path = _sqlite_path(uri)
     if path is None:
         return mlflow.MlflowClient(tracking_uri=uri)
@@ -237,13 +688,25 @@ def git_commit() -> str:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def _param(value: Any) -> str:
+    """A param's value as the store keeps it: redacted (a URI's password never lands there), at most
+    MLflow's 6000 characters."""
+    return redact(str(value))[:6000]
+
+
+def _tags(tags: Mapping[str, Any]) -> dict[str, str]:
+    """Tag values as the store keeps them: redacted."""
+    return {k: redact(str(v)) for k, v in tags.items()}
+
+
 def _log(client: Any, run_id: str, params: Mapping[str, Any] = {}, metrics: Iterable[tuple[str, float, int]] = (), tags: Mapping[str, str] = {}) -> None:
+    """Log ``params``, ``metrics`` and ``tags`` in as few calls as MLflow allows; params and tags redacted."""
     from mlflow.entities import Metric, Param, RunTag
 
     now = int(time.time() * 1000)
-    p = [Param(k, str(v)[:6000]) for k, v in params.items()]
+    p = [Param(k, _param(v)) for k, v in params.items()]
     m = [Metric(k, float(v), now, int(step)) for k, v, step in metrics]
-    t = [RunTag(k, str(v)) for k, v in tags.items()]
+    t = [RunTag(k, v) for k, v in _tags(tags).items()]
     # as few calls as MLflow's limits allow (per call: 100 params, 100 tags, 1000 entities): each is a
     # transaction, and a small job's logging is most of its cost
     while p or m or t:
@@ -260,8 +723,9 @@ def start_parent(uri: str, experiment: str, name: str, question: str, sweep_id: 
     client = _client(uri)
     run = client.create_run(
         experiment_id(uri, experiment),
-        run_name=name,
-        tags={"mlflow.note.content": question, "boundlab.sweep_id": sweep_id, "boundlab.git_commit": git_commit(), **tags},
+        run_name=redact(name),
+        tags=_tags({"mlflow.note.content": question, "boundlab.sweep_id": sweep_id, "boundlab.git_commit": git_commit(),
+                    **tags}),
     )
     if params:
         _log(client, run.info.run_id, params=params)
@@ -291,7 +755,7 @@ def resume_parent(uri: str, sweep_dir: Path, params: Mapping[str, str] | None = 
     if parent.info.lifecycle_stage != "active":
         return None
     if params is not None:
-        wanted = {str(k): str(v)[:6000] for k, v in params.items()}  # as _log records them
+        wanted = {str(k): _param(v) for k, v in params.items()}  # as _log records them
         if parent.data.params != wanted:
             changed = sorted(k for k in wanted.keys() | parent.data.params.keys()
                              if wanted.get(k) != parent.data.params.get(k))
@@ -315,7 +779,7 @@ def end_children(uri: str, parent_id: str, reason: str) -> int:
         max_results=10_000,
     )
     for run in stale:
-        client.set_tag(run.info.run_id, "boundlab.error", reason)
+        client.set_tag(run.info.run_id, "boundlab.error", redact(reason))
         client.set_terminated(run.info.run_id, status="KILLED")
     return len(stale)
 
@@ -377,18 +841,21 @@ class JobRun:
         every earlier run of the config, FINISHED ones too. The new run is opened first, so a store
         that fails here never leaves the job without a live run.
         """
-        self.client = _client(uri)
-        exp_id = experiment_id(uri, experiment)
-        all_tags = {"boundlab.git_commit": git_commit(), **tags}
-        if parent_id:
-            all_tags["mlflow.parentRunId"] = parent_id
-        run = self.client.create_run(exp_id, run_name=name, tags=all_tags)
-        self.run_id = run.info.run_id
-        OPEN_RUNS[self.run_id] = self
-        context = sweep.current()
-        new_parent = context.parent_new and context.parent_run_id == parent_id  # no earlier children to look for
-        if parent_id and "boundlab.config_hash" in all_tags and not (new_parent and not supersede):
-            self._supersede(exp_id, parent_id, all_tags["boundlab.config_hash"], everything=supersede)
+        self.uri = uri
+        ensure_up(uri)  # known down in this process: StoreDown at once, not a retried request
+        with _watch(uri):
+            self.client = _client(uri)
+            exp_id = experiment_id(uri, experiment)
+            all_tags = _tags({"boundlab.git_commit": git_commit(), **tags})
+            if parent_id:
+                all_tags["mlflow.parentRunId"] = parent_id
+            run = self.client.create_run(exp_id, run_name=redact(name), tags=all_tags)
+            self.run_id = run.info.run_id
+            OPEN_RUNS[self.run_id] = self
+            context = sweep.current()
+            new_parent = context.parent_new and context.parent_run_id == parent_id  # no earlier children to look for
+            if parent_id and "boundlab.config_hash" in all_tags and not (new_parent and not supersede):
+                self._supersede(exp_id, parent_id, all_tags["boundlab.config_hash"], everything=supersede)
 
     def _supersede(self, exp_id: str, parent_id: str, key: str, everything: bool) -> None:
         """Soft-delete the earlier live runs of config ``key`` under ``parent_id``: the FAILED and KILLED
@@ -423,17 +890,41 @@ class JobRun:
         tags = {"boundlab.holds": str(bool(holds.all())) if len(holds) else "n/a",
                 "boundlab.data_hash": str(first["data_hash"]),
                 "boundlab.vacuous": ",".join(sorted(set(applicable.loc[~applicable["informative"].astype(bool), "bound"]))) or "none"}
-        _log(self.client, self.run_id, params=params, metrics=metrics, tags=tags)
-        for path in artifacts:
-            self.client.log_artifact(self.run_id, str(path))
-        self.client.set_terminated(self.run_id, status="FINISHED")
+        with _watch(self.uri):
+            _log(self.client, self.run_id, params=params, metrics=metrics, tags=tags)
+            for path in artifacts:
+                self.client.log_artifact(self.run_id, str(path))
+            self.client.set_terminated(self.run_id, status="FINISHED")
         OPEN_RUNS.pop(self.run_id, None)
 
     def fail(self, error: BaseException) -> None:
+        """End the run FAILED (KILLED for an interrupt) with the error, redacted, as its ``boundlab.error``
+        tag. A store known down is not called: :class:`StoreDown` is raised at once, or, for an interrupt,
+        nothing (the interrupt must go on); the run is left to the rerun, which ends it KILLED."""
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
-        self.client.set_tag(self.run_id, "boundlab.error", f"{type(error).__name__}: {error}"[:5000])
-        self.client.set_terminated(self.run_id, status=status)
+        if isinstance(error, KeyboardInterrupt) and known_down(self.uri) is not None:
+            return
+        ensure_up(self.uri)
+        with _watch(self.uri):
+            self.client.set_tag(self.run_id, "boundlab.error", redact(f"{type(error).__name__}: {error}")[:5000])
+            self.client.set_terminated(self.run_id, status=status)
         OPEN_RUNS.pop(self.run_id, None)
+
+
+class _watch:
+    """Around a job's calls to the store: a connection failure marks the store down for this process
+    (:func:`mark_down` without a sweep directory), so that the process's next job fails at once."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> bool:
+        if error is not None and not isinstance(error, StoreDown) and is_connection_error(error):
+            mark_down(self.uri, None, error)
+        return False
 
 
 OPEN_RUNS: dict[str, JobRun] = {}  # this process's job runs not ended yet (end_open_runs on a hard stop)
