@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 
+from pipeline.report import RESUME, SweepNotFinished, read_results
 from pipeline.verdicts import ClaimVerdict, judge_claim
 
 if TYPE_CHECKING:
@@ -136,6 +138,11 @@ def load(source: str | os.PathLike[str], *, tracking_uri: str | None = None,
     ``experiments`` (a directory) if given, else beside the results (``results/NAME`` ->
     ``experiments/NAME.yaml`` of the same checkout), else in the project; a sweep directory's own Hydra
     record (``multirun.yaml``) holds them too.
+
+    Raises :class:`SweepNotFinished` (a FileNotFoundError and a ValueError) for the results of a sweep that
+    was interrupted (job directories or tables but no ``metrics.json`` yet) or whose files are damaged (a
+    truncated table, a summary that is not a JSON object); its message names the file and ends "the sweep
+    did not finish: run the same command to resume it".
     """
     path = Path(source)
     if path.is_dir():
@@ -169,24 +176,32 @@ def experiment(name: str, root: str | os.PathLike[str] = ".") -> Results:
     results = root / "results" / name
     if not results.is_dir():
         raise FileNotFoundError(f"{results}: no results of experiment {name} (run `dvc repro` first)")
-    out = _from_directory(results, root / "experiments", sweep_dir=root / WORK_DIR / name)
-    report = root / "report" / "provenance.json"
-    if report.exists():
-        record = json.loads(report.read_text())
+    out = _from_directory(results, root / "experiments", sweep_dir=root / WORK_DIR / name,
+                          resume=f"{RESUME} (dvc repro experiment@{name})")
+    record = _report_record(root / "report" / "provenance.json")
+    if record:
         out.provenance.setdefault("git commit", record.get("git commit"))
         out.provenance.setdefault("parent run", (record.get("mlflow parent runs") or {}).get(name))
         out.provenance["report written"] = record.get("written")
     return out
 
 
-def _read(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """The sweep's tables and summary in ``directory`` (empty ones where a file is missing: no job finished)."""
-    if not (directory / "metrics.json").exists() and not (directory / "results.parquet").exists():
-        raise FileNotFoundError(f"{directory}: no results.parquet or metrics.json (not a sweep's results)")
-    table = pd.read_parquet(directory / "results.parquet") if (directory / "results.parquet").exists() else pd.DataFrame()
-    curves = pd.read_parquet(directory / "curves.parquet") if (directory / "curves.parquet").exists() else pd.DataFrame()
-    metrics = json.loads((directory / "metrics.json").read_text()) if (directory / "metrics.json").exists() else {}
-    return table, curves, metrics
+def _report_record(path: Path) -> dict[str, Any]:
+    """The report's record of its circumstances (``report/provenance.json``), {} when there is none. An
+    unreadable one only costs the provenance it adds (the results are whole), so it is a warning, not an error."""
+    import warnings
+
+    if not path.exists():
+        return {}
+    try:
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError) as e:
+        record = e
+    if isinstance(record, dict):
+        return record
+    warnings.warn(f"{path}: not the report's record (a JSON object); its git commit and parent run are left out: "
+                  "run the report again (python -m pipeline.report)", stacklevel=3)
+    return {}
 
 
 def _name(table: pd.DataFrame, fallback: str | None) -> str | None:
@@ -285,8 +300,9 @@ def _judge(name: str | None, spec: Mapping[str, Any], metrics: Mapping[str, Any]
     return [judge_claim(name or "", c, metrics) for c in spec.get("claims") or []] if metrics else []
 
 
-def _from_directory(directory: Path, experiments: Path | None, sweep_dir: Path | None = None) -> Results:
-    table, curves, metrics = _read(directory)
+def _from_directory(directory: Path, experiments: Path | None, sweep_dir: Path | None = None,
+                    resume: str = RESUME) -> Results:
+    table, curves, metrics = read_results(directory, resume)
     record = _hydra_record(sweep_dir if sweep_dir is not None else directory)
     config = record.pop("config", {})
     name = _name(table, config.get("name") or (directory.name if sweep_dir is not None else None))
@@ -309,6 +325,25 @@ def _environment() -> dict[str, Any]:
     return provenance()
 
 
+def _download(client: Any, run_id: str, names: list[str], dest: Path) -> None:
+    """The parent run's files into ``dest``, each downloaded beside it and renamed into place: an interrupted
+    download leaves the previous file (or none), never a truncated one that a later load would read."""
+    quiet = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # three small files: no progress bars in a notebook
+    staging = Path(tempfile.mkdtemp(prefix=".download-", suffix=".tmp", dir=dest))
+    try:
+        for name in names:
+            client.download_artifacts(run_id, name, str(staging))
+        for name in names:
+            os.replace(staging / name, dest / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if quiet is None:
+            os.environ.pop("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", None)
+        else:
+            os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = quiet
+
+
 def _from_mlflow(run_id: str, tracking_uri: str | None, experiments: Path | None, dest: Path | None) -> Results:
     from pipeline import tracking
 
@@ -325,18 +360,12 @@ def _from_mlflow(run_id: str, tracking_uri: str | None, experiments: Path | None
     present = {a.path for a in client.list_artifacts(run_id)}
     if not present & set(FILES):
         raise FileNotFoundError(f"MLflow run {run_id} has none of {', '.join(FILES)}: not a finished sweep's parent run")
-    quiet = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
-    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # three small files: no progress bars in a notebook
-    try:
-        for name in FILES:
-            if name in present:
-                client.download_artifacts(run_id, name, str(dest))
-    finally:
-        if quiet is None:
-            os.environ.pop("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", None)
-        else:
-            os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = quiet
-    table, curves, metrics = _read(dest)
+    resume = f"{RESUME} (parent run {run_id})"
+    if "metrics.json" not in present:  # the parent's files are logged after the aggregation: it was interrupted
+        raise SweepNotFinished(f"MLflow run {run_id} has {', '.join(sorted(present & set(FILES)))} but no metrics.json; "
+                               f"{resume}")
+    _download(client, run_id, sorted(present & set(FILES)), dest)
+    table, curves, metrics = read_results(dest, resume)
     tags, experiment_name = run.data.tags, client.get_experiment(run.info.experiment_id).name
     name = _name(table, experiment_name)
     found = _spec_file(name, experiments, None)
@@ -345,7 +374,7 @@ def _from_mlflow(run_id: str, tracking_uri: str | None, experiments: Path | None
     spec, claims_from = _own_claims(_spec(found), {"claims": _claims_in(description)}, name, overrides)
     question = description.split("\n\nClaims:")[0]
     provenance: dict[str, Any] = {
-        "source": f"runs:/{run_id}", "tracking uri": uri, "experiment": name, "claims from": claims_from,
+        "source": f"runs:/{run_id}", "tracking uri": tracking.redact(uri), "experiment": name, "claims from": claims_from,
         "question": " ".join((spec.get("question") or question or "").split()) or None,
         "experiment file": str(found) if found else None, "parent run": run_id,
         "sweep id": tags.get("boundlab.sweep_id"), "status": run.info.status,

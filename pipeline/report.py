@@ -11,20 +11,30 @@ its informative runs and the limit that decided it.
 guarantee type is violated, a claim's bound never ran, or a sweep lost jobs (an inconclusive claim is
 shown, and does not fail it): the report is written first, so the failure is in it. The experiments'
 own DVC stages are ``pipeline.dvc_stage``.
+
+Every file of the report is staged whole in a temporary directory inside ``report/`` and moved into place
+with ``os.replace`` only once all are written (:func:`build`): a full disk or a crash leaves the previous
+report as it was, never a truncated page. Results that cannot be read (a sweep interrupted before its
+summary, a damaged file) stop it with one line and exit 2 before anything is written; a tracking store
+that cannot be reached leaves the report written, unlogged, with one line and exit 3 (docs/report.md).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
+import os
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from pipeline.verdicts import HOLDS, INCONCLUSIVE, NOT_APPLICABLE, VIOLATED, ClaimVerdict, judge_claim
 
@@ -66,6 +76,86 @@ def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+# --- Reading a sweep's files -------------------------------------------------------------------------
+
+RESUME = "the sweep did not finish: run the same command to resume it"
+
+
+class SweepNotFinished(FileNotFoundError, ValueError):
+    """A sweep's results with a file missing or unreadable: what a sweep interrupted before its aggregation
+    ended leaves (job directories, perhaps its tables, but no summary yet), or a file cut short by a full disk
+    or an interrupted copy. Both a FileNotFoundError (a file is missing) and a ValueError (a file is not what
+    it should be), so that code catching either for "no usable results" catches it; its one-line message
+    names the file and says how to finish the sweep."""
+
+
+def _reason(error: BaseException) -> str:
+    """The gist of a reader's error in a few words: its first sentence, without the path it repeats."""
+    text = (str(error).splitlines() or [""])[0].split("': ")[-1].split(". ")[0].strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def read_metrics(path: Path, resume: str = RESUME) -> dict[str, Any]:
+    """A sweep's summary (``metrics.json``, :func:`pipeline.callbacks.summary`): a JSON object, else
+    :class:`SweepNotFinished` naming the file (a truncated or foreign file must not pass for a verdict)."""
+    try:
+        metrics = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise SweepNotFinished(f"{path}: missing; {resume}") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError: cut short or not JSON at all
+        raise SweepNotFinished(f"{path}: not valid JSON, perhaps cut short ({_reason(e)}); {resume}") from None
+    if not isinstance(metrics, dict):
+        raise SweepNotFinished(f"{path}: holds a JSON {type(metrics).__name__}, not a sweep's summary (an object); "
+                               f"{resume}")
+    return metrics
+
+
+def read_table(path: Path, resume: str = RESUME) -> Any:
+    """A sweep's table (``results.parquet`` or ``curves.parquet``): empty when the file is absent (no job
+    finished), :class:`SweepNotFinished` naming it when it cannot be read (pyarrow's errors are ValueError
+    and OSError subclasses, and say nothing of how to get a whole file again)."""
+    import pandas as pd
+
+    if not path.exists():
+        return pd.DataFrame()
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as e:
+        raise SweepNotFinished(f"{path}: not a whole Parquet table, perhaps cut short ({_reason(e)}); {resume}") from None
+
+
+def _has_jobs(directory: Path) -> bool:
+    """Whether ``directory`` is a sweep's (job directories ``0``, ``1``, ... or Hydra's record): a sweep
+    interrupted before it wrote any result, as opposed to a directory that is no sweep at all."""
+    return (directory / "multirun.yaml").exists() or any(p.is_dir() and p.name.isdigit() for p in directory.iterdir())
+
+
+def read_results(directory: Path, resume: str = RESUME, curves: bool = True) -> tuple[Any, Any, dict[str, Any]]:
+    """A sweep's table, curves (empty unless ``curves``) and summary in ``directory``, checked whole.
+
+    A sweep's aggregation publishes ``metrics.json`` last (:mod:`pipeline.callbacks`), so a directory without
+    it, holding tables or job directories, is a sweep that did not finish, and so is a summary that counts
+    runs beside no table: :class:`SweepNotFinished`, whose message ends with ``resume``. A directory with
+    none of these is not a sweep's: FileNotFoundError. A table is absent only when no job finished."""
+    import pandas as pd
+
+    metrics_file = directory / "metrics.json"
+    if not metrics_file.exists():
+        written = [n for n in ("results.parquet", "curves.parquet") if (directory / n).exists()]
+        if written:
+            raise SweepNotFinished(f"{directory}: {' and '.join(written)} but no metrics.json (the sweep's summary, "
+                                   f"written last); {resume}")
+        if _has_jobs(directory):
+            raise SweepNotFinished(f"{directory}: job directories but no results.parquet or metrics.json yet; {resume}")
+        raise FileNotFoundError(f"{directory}: no results.parquet or metrics.json (not a sweep's results)")
+    metrics = read_metrics(metrics_file, resume)
+    if metrics.get("runs") and not (directory / "results.parquet").exists():
+        raise SweepNotFinished(f"{directory}: metrics.json counts {metrics['runs']} runs but results.parquet is "
+                               f"missing; {resume}")
+    table = read_table(directory / "results.parquet", resume)
+    return table, read_table(directory / "curves.parquet", resume) if curves else pd.DataFrame(), metrics
+
+
 def load(name: str, results: Path, experiments: Path, figures: Path) -> Experiment:
     """Read experiment ``name``: its claims, its sweep's summary and table, and its figures (the sweep's,
     plus the comparison its ``compare`` entry asks for, drawn into ``figures``)."""
@@ -76,19 +166,21 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
 
     spec = OmegaConf.to_container(OmegaConf.load(experiments / f"{name}.yaml"), resolve=False)
     sweep = results / name
-    metrics_file = sweep / "metrics.json"
-    metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else {}
-    table = pd.read_parquet(sweep / "results.parquet") if (sweep / "results.parquet").exists() else pd.DataFrame()
+    if (sweep / "metrics.json").exists() or (sweep / "results.parquet").exists():
+        table, _, metrics = read_results(sweep, f"{RESUME} (dvc repro experiment@{name})", curves=False)
+    else:  # no results at all: shown as such, and the stage fails (problems)
+        table, metrics = pd.DataFrame(), {}
     verdicts = [judge_claim(name, c, metrics) for c in spec.get("claims") or []]
     pngs = sorted(sweep.glob("*.png"))
     comparison: list[dict[str, Any]] = []
     compare = spec.get("compare")
     if compare and len(table):
         comparison = _comparison(table, compare)
-        figures.mkdir(parents=True, exist_ok=True)
         stem = f"{name}_{compare['quantity']}_by_{compare['by']}"
         fig = plots.compare(table, compare["quantity"], compare["by"], compare.get("x"))
-        pngs.append(next(p for p in plots.save(fig, figures, stem) if p.suffix == ".png"))
+        with _writing():
+            figures.mkdir(parents=True, exist_ok=True)
+            pngs.append(next(p for p in plots.save(fig, figures, stem) if p.suffix == ".png"))
     from pipeline.dvc_stage import WORK_DIR
     from pipeline.tracking import PARENT_FILE
 
@@ -194,9 +286,15 @@ RECORD = ("The git commit, machine, time and MLflow parent runs of this report a
           "it and in its MLflow run (experiment 'report'); these pages hold only what the computation determines.")
 
 
-def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path) -> str:
+def _in_place(path: Path) -> Path:
+    return path
+
+
+def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path,
+                published: Callable[[Path], Path] = _in_place) -> str:
     """One self-contained page: summary of every claim, then each experiment with its figures (PNG
-    embedded as data URIs), then the provenance."""
+    embedded as data URIs), then the provenance. ``published``: where a figure read now will be once the
+    report is in place (a staged figure's final path), for the links."""
     e_ = html.escape
     issues = problems(experiments)
     verdicts = [v for e in experiments for v in e.verdicts]
@@ -243,7 +341,8 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path)
         for fig in e.figures:
             data = base64.b64encode(fig.read_bytes()).decode("ascii")
             svg = fig.with_suffix(".svg")
-            link = svg.resolve().relative_to(root.resolve()) if svg.exists() and svg.resolve().is_relative_to(root.resolve()) else None
+            final = published(svg).resolve()
+            link = final.relative_to(root.resolve()) if svg.exists() and final.is_relative_to(root.resolve()) else None
             caption = e_(fig.stem) + (f" (<a href='../{e_(str(link))}'>SVG</a>)" if link else "")
             parts.append(f"<figure><img alt='{e_(fig.stem)}' src='data:image/png;base64,{data}'>"
                          f"<figcaption>{caption}</figcaption></figure>")
@@ -272,10 +371,10 @@ def _md(text: object) -> str:
     return " ".join(out.split())
 
 
-def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir: Path) -> str:
-    """The summary: every claim with its verdict, the figures as links, the provenance."""
-    import os
-
+def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir: Path,
+                    published: Callable[[Path], Path] = _in_place) -> str:
+    """The summary: every claim with its verdict, the figures as links (to where ``published`` says each
+    will be), the provenance."""
     lines = ["# boundlab report", ""]
     issues = problems(experiments)
     lines += (["**FAILING:**", ""] + [f"- {i}" for i in issues] + [""]) if issues else [
@@ -291,84 +390,226 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
     for e in experiments:
         lines += ["", f"## {_md(e.name)}", "", _md(e.question), "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
         lines += [f"- **{v.status}** ({v.guarantee}) `{_md(v.bound)}`: {_md(v.claim)} {_md(v.text)}." for v in e.verdicts]
-        lines += [""] + [f"- [{f.stem}]({Path(os.path.relpath(f, out_dir)).as_posix()})" for f in e.figures]
+        lines += [""] + [f"- [{f.stem}]({Path(os.path.relpath(published(f), out_dir)).as_posix()})" for f in e.figures]
     lines += ["", "## Provenance", ""]
     lines += [f"- {k}: `{v}`" for k, v in prov.items() if k != "packages"]
     lines += ["- packages: " + ", ".join(f"{p} {v}" for p, v in prov["packages"].items()), "", RECORD, ""]
     return "\n".join(lines)
 
 
+# --- Writing: staged whole, then moved into place ------------------------------------------------------
+
+class ReportNotWritten(OSError):
+    """The report could not be written (a full disk, a read-only directory): the previous report is left as
+    it was (or, if the move into place itself failed, said to be partly replaced)."""
+
+
+@contextlib.contextmanager
+def _writing(unchanged: bool = True) -> Iterator[None]:
+    """Turn an OSError of writing into :class:`ReportNotWritten` with a one-line message: the system's reason
+    without the staging path it names (a temporary file the reader never sees)."""
+    try:
+        yield
+    except (ReportNotWritten, SweepNotFinished):  # already said, and not about writing
+        raise
+    except OSError as e:
+        state = ("the previous report is unchanged" if unchanged
+                 else "it was only partly moved into place")
+        raise ReportNotWritten(f"the report could not be written ({e.strerror or e}); {state}: fix that "
+                               "(free disk space, permissions) and run the report again") from e
+
+
+def _write_staged(path: Path, text: str) -> None:
+    """``text`` into the staged file ``path``, flushed and fsynced, so that the rename that publishes it
+    publishes a whole file even across a power cut."""
+    with open(path, "wb") as f:
+        f.write(text.encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync(path: Path) -> None:
+    """Put a file (written by another writer, e.g. a figure by matplotlib) or a directory's entries on disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _staging(out_dir: Path) -> Iterator[Path]:
+    """A temporary directory inside ``out_dir`` (the same file system, so ``os.replace`` moves its files into
+    place), removed whatever happens: a failure leaves no temporary file behind."""
+    with _writing():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=".staging-", suffix=".tmp", dir=out_dir))
+    try:
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _published(stage: Path, out_dir: Path) -> Callable[[Path], Path]:
+    """Where a file of the staging directory will be once moved into ``out_dir`` (other files stay put)."""
+    def where(path: Path) -> Path:
+        return out_dir / path.relative_to(stage) if path.is_relative_to(stage) else path
+
+    return where
+
+
+def _move_into_place(stage: Path, out_dir: Path) -> None:
+    """Replace each file of ``out_dir`` by its staged counterpart, once every one is written and on disk:
+    figures first, the pages last (index.html last of all), so a page never links to a figure not yet there."""
+    pages = ("verdicts.json", PROVENANCE, "summary.md", "index.html")
+    staged = sorted((p for p in stage.rglob("*") if p.is_file()),
+                    key=lambda p: (pages.index(p.name) if p.parent == stage and p.name in pages else -1, str(p)))
+    with _writing():
+        for path in staged:
+            _fsync(path)
+    with _writing(unchanged=False):
+        for path in staged:
+            dest = out_dir / path.relative_to(stage)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, dest)
+    for directory in {out_dir / p.parent.relative_to(stage) for p in staged}:
+        with contextlib.suppress(OSError):  # the renames on disk; some file systems cannot sync a directory
+            _fsync(directory)
+
+
+def _summary(loaded: list[Experiment]) -> dict[str, Any]:
+    """verdicts.json: the counts of claims by verdict and every claim's verdict and evidence."""
+    verdicts = [v for e in loaded for v in e.verdicts]
+    return {"experiments": len(loaded), "claims": len(verdicts), "holding": sum(v.status == HOLDS for v in verdicts),
+            "violated": sum(v.status == VIOLATED for v in verdicts),
+            "inconclusive": sum(v.status == INCONCLUSIVE for v in verdicts),
+            "not_applicable": sum(v.status == NOT_APPLICABLE for v in verdicts),
+            "deterministic_failures": sum(v.guarantee == "D" and v.fails for v in verdicts),
+            "verdicts": {f"{v.experiment}/{v.bound}": v.status for v in verdicts},
+            "claims_detail": [v.as_dict() for v in verdicts]}
+
+
 def build(names: list[str] | None = None, results: Path = Path("results"), experiments: Path = Path("experiments"),
-          out_dir: Path = Path("report"), track: bool = True) -> tuple[list[Experiment], list[str]]:
-    """Write the report of ``names`` (every experiment with results, if None); return the experiments
-    and the problems that make the stage fail."""
+          out_dir: Path = Path("report"), track: bool = True) -> tuple[list[Experiment], list[str], str | None]:
+    """Write the report of ``names`` (every experiment with results, if None); return the experiments, the
+    problems that make the stage fail, and why the report was not logged to MLflow (None if it was, or if
+    ``track`` is false).
+
+    Everything is drawn and written into a staging directory first and moved into place only when all of
+    it is on disk: :class:`SweepNotFinished` (unreadable results) or :class:`ReportNotWritten` (a full disk)
+    leave the previous report whole and no temporary file behind."""
     if names is None:
         names = sorted(p.parent.name for p in results.glob("*/metrics.json") if (experiments / f"{p.parent.name}.yaml").exists())
-    out_dir.mkdir(parents=True, exist_ok=True)
-    loaded = [load(n, results, experiments, out_dir / "figures") for n in names]
-    prov = provenance()
-    root = out_dir.parent
-    (out_dir / "index.html").write_text(render_html(loaded, prov, root))
-    (out_dir / "summary.md").write_text(render_markdown(loaded, prov, out_dir))
-    verdicts = [v for e in loaded for v in e.verdicts]
-    summary = {"experiments": len(loaded), "claims": len(verdicts), "holding": sum(v.status == HOLDS for v in verdicts),
-               "violated": sum(v.status == VIOLATED for v in verdicts),
-               "inconclusive": sum(v.status == INCONCLUSIVE for v in verdicts),
-               "not_applicable": sum(v.status == NOT_APPLICABLE for v in verdicts),
-               "deterministic_failures": sum(v.guarantee == "D" and v.fails for v in verdicts),
-               "verdicts": {f"{v.experiment}/{v.bound}": v.status for v in verdicts},
-               "claims_detail": [v.as_dict() for v in verdicts]}
-    (out_dir / "verdicts.json").write_text(json.dumps(summary, indent=2) + "\n")
-    record = circumstances(loaded)
-    (out_dir / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n")
+    with _staging(out_dir) as stage:
+        loaded = [load(n, results, experiments, stage / "figures") for n in names]
+        prov, record = provenance(), circumstances(loaded)
+        published = _published(stage, out_dir)
+        summary = _summary(loaded)
+        pages = {"index.html": render_html(loaded, prov, out_dir.parent, published),
+                 "summary.md": render_markdown(loaded, prov, out_dir, published),
+                 "verdicts.json": json.dumps(summary, indent=2) + "\n", PROVENANCE: json.dumps(record, indent=2) + "\n"}
+        with _writing():
+            for name, text in pages.items():
+                _write_staged(stage / name, text)
+        _move_into_place(stage, out_dir)
+    for e in loaded:  # the figures drawn into the staging directory are now in out_dir
+        e.figures = [published(f) for f in e.figures]
     issues = problems(loaded)
-    if track:
-        _track(loaded, out_dir, summary, failed=bool(issues), record=record)
-    return loaded, issues
+    untracked = _track(loaded, out_dir, summary, failed=bool(issues), record=record) if track else None
+    return loaded, issues, untracked
+
+
+# --- Tracking --------------------------------------------------------------------------------------------
+
+
+def _gist(error: BaseException, limit: int = 300) -> str:
+    """An error as one line of at most ``limit`` characters of its text (MLflow's quote whole requests)."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:limit]}{'...' if len(text) > limit else ''}"
 
 
 def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any], failed: bool,
-           record: dict[str, Any]) -> None:
+           record: dict[str, Any]) -> str | None:
     """The report as one MLflow run (experiment ``report``): the pages, the figures it drew, and the
-    counts of claims as metrics; FAILED when the report stage fails."""
+    counts of claims as metrics; FAILED when the report stage fails. Returns None once logged, else why
+    not (one clause): the store is checked first (a server that does not answer, a locked SQLite file), and
+    a store that fails mid-way ends the run FAILED if it can. The report is written either way."""
     from pipeline import tracking
 
     uri = tracking.tracking_uri()
-    run_id = tracking.start_parent(uri, experiment="report", name=f"report {time.strftime('%Y-%m-%d %H:%M:%S')}",
-                                   question="Every experiment's claims and verdicts", sweep_id="report",
-                                   tags={"boundlab.experiments": " ".join(e.name for e in experiments),
-                                         "boundlab.report_commit": str(record["git commit"])})
-    files = [out_dir / "index.html", out_dir / "summary.md", out_dir / "verdicts.json", out_dir / PROVENANCE,
-             *sorted((out_dir / "figures").glob("*"))]
-    metrics = {k: float(v) for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
-    tracking.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
+    why = tracking.check_store(uri)
+    if why:
+        return tracking.redact(f"tracking store {uri}: {why}")
+    run_id = None
+    # MLflow's HTTP retries are bounded for this process (pipeline.tracking): a dead server fails in seconds
+    try:
+        run_id = tracking.start_parent(uri, experiment="report", name=f"report {time.strftime('%Y-%m-%d %H:%M:%S')}",
+                                       question="Every experiment's claims and verdicts", sweep_id="report",
+                                       tags={"boundlab.experiments": " ".join(e.name for e in experiments),
+                                             "boundlab.report_commit": str(record["git commit"])})
+        files = [out_dir / "index.html", out_dir / "summary.md", out_dir / "verdicts.json", out_dir / PROVENANCE,
+                 *sorted((out_dir / "figures").glob("*"))]
+        metrics = {k: float(v) for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
+        tracking.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
+    except Exception as e:  # noqa: BLE001 - any store failure: the pages are written, only the run is missing
+        if run_id is not None:
+            with contextlib.suppress(Exception):
+                tracking.end_run(uri, run_id, "FAILED")
+        return tracking.redact(f"tracking store {uri}: {_gist(e)}")
+    return None
+
+
+# --- The command -----------------------------------------------------------------------------------------
+
+def _error(message: str) -> None:
+    print(f"boundlab: report: error: {message}", file=sys.stderr)
+
+
+def _refused(argv: list[str]) -> str | None:
+    """Why the named experiments cannot be reported (one clause), or None: a name, never a path, of
+    experiments/NAME.yaml whose results/NAME/metrics.json exists."""
+    from pipeline.config import is_name
+
+    for name in argv:
+        if not is_name(name) or not (Path("experiments") / f"{name}.yaml").is_file():
+            known = sorted(p.stem for p in Path("experiments").glob("*.yaml"))
+            return (f"{name!r}: unknown experiment (a name of experiments/, not a path); choose from "
+                    f"{', '.join(known) or 'none here'}")
+        if not (Path("results") / name / "metrics.json").is_file():
+            return f"{name}: no results/{name}/metrics.json; run its sweep first (dvc repro experiment@{name})"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m pipeline.report [NAME ...]``. Exit codes: 0 written and logged, nothing fails; 1 a claim
+    fails (or the report could not be written: the previous one is unchanged); 2 unknown names or unreadable
+    results (nothing written); 3 written but not logged to MLflow (the store cannot be reached)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from pipeline.config import is_name
-
-    for name in argv:  # a name, never a path: experiments/NAME.yaml with results/NAME
-        if not is_name(name) or not (Path("experiments") / f"{name}.yaml").is_file():
-            known = sorted(p.stem for p in Path("experiments").glob("*.yaml"))
-            print(f"boundlab: report: {name!r}: unknown experiment (a name of experiments/, not a path); choose from "
-                  f"{', '.join(known) or 'none here'}", file=sys.stderr)
-            return 2
-        if not (Path("results") / name / "metrics.json").is_file():
-            print(f"boundlab: report: {name}: no results/{name}/metrics.json; run its sweep first (dvc repro "
-                  f"experiment@{name})", file=sys.stderr)
-            return 2
-    loaded, issues = build(argv or None)
+    refused = _refused(argv)
+    if refused:
+        _error(refused)
+        return 2
+    try:
+        loaded, issues, untracked = build(argv or None)
+    except SweepNotFinished as e:
+        _error(f"{e}; the previous report is unchanged")
+        return 2
+    except ReportNotWritten as e:
+        _error(str(e))
+        return 1
     verdicts = [v for e in loaded for v in e.verdicts]
     print(f"boundlab report: {len(loaded)} experiments, {len(verdicts)} claims, "
           f"{sum(v.status == HOLDS for v in verdicts)} hold, {sum(v.status == INCONCLUSIVE for v in verdicts)} inconclusive; "
           "report/index.html, report/summary.md")
     for v in verdicts:
         print(f"  {v.experiment}/{v.bound} ({v.guarantee}): {v.status} ({_counts(v)}): {v.text}")
+    if untracked:
+        _error(f"not logged to MLflow: {untracked}; the report is written (report/index.html, report/summary.md): "
+               "start the store, or set MLFLOW_TRACKING_URI to one that answers, and run the report again")
     if issues:
         print("boundlab: report: FAILING CLAIMS:\n  " + "\n  ".join(issues), file=sys.stderr)
         return 1
-    return 0
+    return 3 if untracked else 0
 
 
 if __name__ == "__main__":

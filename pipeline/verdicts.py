@@ -221,6 +221,13 @@ def distinct(rows: Any) -> Any:
     return rows.drop_duplicates(subset=keys, keep="first")
 
 
+def _examples(rows: Any, k: int = 3) -> str:
+    """The ``k`` runs of ``rows`` a reader should look at first: the largest measured/bound, then by name
+    (the same words whatever order the sweep's jobs finished in)."""
+    ranked = sorted(zip(-rows["max_ratio_over_t"].astype(float).fillna(-math.inf), rows["run"].astype(str)))
+    return ", ".join(run for _, run in ranked[:k])
+
+
 def _units(sel: Any) -> int:
     """The independent units of a setting's rows: its distinct seeds (every row when no seed is recorded)."""
     return int(sel["seed"].nunique()) if "seed" in sel else len(sel)
@@ -392,7 +399,7 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
              # a (D) bound scaled below the largest ratio is violated by that run, every time
              "detects_scale": worst if 0 < worst <= 1 and not len(violated) else None, "straddling": len(straddling)}
     if len(violated):
-        runs = ", ".join(str(r) for r in violated["run"].head(3))
+        runs = _examples(violated)
         return Judgement(VIOLATED, f"{len(violated)} of {n} runs above the bound (judged at {at}); worst "
                          f"measured/bound {worst:.4g}; e.g. run {runs} (a bug until proven otherwise)", "every run"), extra
     checks = ""
@@ -401,7 +408,7 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
         checks = (f"; {len(identities)} run(s) an identity up to rounding, counted as consistency checks, not evidence "
                   f"(bound - measured at most {float(gaps.max()):.3g} x the rounding allowance)")
     if len(straddling):
-        runs = ", ".join(str(r) for r in straddling["run"].head(3))
+        runs = _examples(straddling)
         return Judgement(INCONCLUSIVE, f"0 violations in {n} runs, but in {len(straddling)} of them the comparator's bracket "
                          "straddles the bound (the upper estimate above it, the lower one not): a tighter comparator "
                          f"decides them, e.g. run {runs}{checks}", "every run"), extra

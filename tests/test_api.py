@@ -103,6 +103,84 @@ def test_load_refuses_what_is_not_a_sweep(tmp_path: Path) -> None:
     assert not (tmp_path / "none.db").exists()
 
 
+def _cut_short(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _unlink(*names: str):  # noqa: ANN202
+    return lambda d: [(d / n).unlink() for n in names]
+
+
+# an interrupted or damaged sweep: how it is made from a finished one, and what the message must say
+UNFINISHED = {
+    "job directories only": (_unlink("results.parquet", "curves.parquet", "metrics.json"),
+                             "job directories but no results.parquet or metrics.json yet"),
+    "tables but no summary": (_unlink("metrics.json"), "results.parquet and curves.parquet but no metrics.json"),
+    "summary cut short": (lambda d: _cut_short(d / "metrics.json"), "metrics.json: not valid JSON, perhaps cut short"),
+    "summary not JSON": (lambda d: (d / "metrics.json").write_text("runs: 4\n"), "metrics.json: not valid JSON"),
+    "summary not an object": (lambda d: (d / "metrics.json").write_text('"done"\n'),
+                              "metrics.json: holds a JSON str, not a sweep's summary (an object)"),
+    "table cut short": (lambda d: _cut_short(d / "results.parquet"), "results.parquet: not a whole Parquet table"),
+    "curves cut short": (lambda d: _cut_short(d / "curves.parquet"), "curves.parquet: not a whole Parquet table"),
+    "table missing": (_unlink("results.parquet"), "metrics.json counts 4 runs but results.parquet is missing"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNFINISHED))
+def test_an_interrupted_or_damaged_sweep_is_one_clear_exception(case: str, sweep: tuple[Path, str],
+                                                                tmp_path: Path) -> None:
+    """Not a pandas or json traceback: SweepNotFinished (a FileNotFoundError and a ValueError), one line naming
+    what is missing or damaged and how to finish the sweep."""
+    directory = tmp_path / "sweep"
+    shutil.copytree(sweep[0], directory, symlinks=True)
+    breaks, fragment = UNFINISHED[case]
+    breaks(directory)
+    with pytest.raises(api.SweepNotFinished) as caught:
+        api.load(directory)
+    message = str(caught.value)
+    assert fragment in message and message.startswith(str(directory)) and "\n" not in message
+    assert message.endswith("the sweep did not finish: run the same command to resume it")
+    assert isinstance(caught.value, FileNotFoundError) and isinstance(caught.value, ValueError)
+
+
+def test_an_experiments_damaged_results_name_its_stage(sweep: tuple[Path, str], tmp_path: Path) -> None:
+    results = tmp_path / "results" / NAME
+    results.mkdir(parents=True)
+    for name in api.FILES:
+        shutil.copyfile(sweep[0] / name, results / name)
+    _cut_short(results / "metrics.json")
+    with pytest.raises(api.SweepNotFinished, match=rf"{NAME}/metrics.json: not valid JSON.*run the same command to "
+                                                   rf"resume it \(dvc repro experiment@{NAME}\)$"):
+        api.experiment(NAME, root=tmp_path)
+
+
+def test_a_damaged_report_record_is_a_warning_not_an_error(sweep: tuple[Path, str], tmp_path: Path) -> None:
+    """report/provenance.json only adds provenance: the results are whole, so they are still read."""
+    results = tmp_path / "results" / NAME
+    results.mkdir(parents=True)
+    for name in api.FILES:
+        shutil.copyfile(sweep[0] / name, results / name)
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "provenance.json").write_text('{"git commit": "abc')
+    with pytest.warns(UserWarning, match=r"provenance.json: not the report's record.*run the report again"):
+        res = api.experiment(NAME, root=tmp_path)
+    assert len(res.table) and "report written" not in res.provenance
+
+
+def test_a_parent_run_without_its_summary_is_an_unfinished_sweep(sweep: tuple[Path, str], tmp_path: Path) -> None:
+    """A parent run whose aggregation was interrupted after logging its table: no metrics.json to judge by."""
+    import mlflow
+
+    sweep_dir, uri = sweep
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    run = client.create_run(client.get_experiment_by_name(NAME).experiment_id, run_name="interrupted")
+    client.log_artifact(run.info.run_id, str(sweep_dir / "results.parquet"))
+    with pytest.raises(api.SweepNotFinished, match=rf"MLflow run {run.info.run_id} has results.parquet but no "
+                                                   rf"metrics.json; the sweep did not finish: .*\(parent run "):
+        api.load(run.info.run_id, tracking_uri=uri, dest=tmp_path / "downloaded")
+
+
 def test_experiment_reads_results_with_its_claims_and_provenance(sweep: tuple[Path, str], tmp_path: Path) -> None:
     """A checkout after `dvc repro`: results/NAME, experiments/NAME.yaml, the stage's sweep dir and the report's record."""
     sweep_dir, _ = sweep

@@ -292,3 +292,32 @@ def test_a_comparator_bracket_that_straddles_a_deterministic_bound_is_no_violati
     above = b.evaluate({}, {"q": 1.2, "q_low": 1.1})
     assert above["straddles"] is False
     assert judge_bound(pd.DataFrame([above | {"run": "r1", "setting": "s"}]))["verdict"] == VIOLATED
+
+
+# --- round three, class 1: repeated jobs are one unit however often they are listed ------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+COUNTS = ("runs", "applicable", "informative", "violations", "settings", "settings_informative", "settings_holding",
+          "settings_violated", "settings_inconclusive", "seeds")
+
+
+@settings(max_examples=60, deadline=None)
+@given(guarantee=st.sampled_from(["D", "E", "P"]), n=st.integers(1, 12), settings_=st.integers(1, 3),
+       copies=st.lists(st.integers(1, 5), min_size=12, max_size=12), seed=st.integers(0, 2**16))
+def test_no_pooled_count_exceeds_the_distinct_jobs_and_copies_change_nothing(guarantee: str, n: int, settings_: int,
+                                                                              copies: list[int], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    measured = rng.uniform(0.0, 3.0, n)
+    table = _rows(guarantee, measured, 2.0, trivial=10.0, setting=[f"s{i % settings_}" for i in range(n)],
+                  range_lo=np.zeros(n), range_hi=np.full(n, 10.0))
+    repeated = table.loc[table.index.repeat(copies[:n])].sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    once, listed = summarize(table)["b"], summarize(repeated)["b"]
+    for key in COUNTS:
+        if key in listed:
+            assert listed[key] <= n, (key, listed[key], n)
+            assert listed[key] == once[key], key
+    assert listed["verdict"] == once["verdict"]
+    assert listed["evidence"].startswith(once["evidence"])  # and says, when there were copies, that they counted once
+    assert ("counted once" in listed["evidence"]) == (sum(copies[:n]) > n)
