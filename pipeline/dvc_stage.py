@@ -55,15 +55,25 @@ def publish(sweep_dir: Path, dest: Path) -> list[Path]:
     whole: staged beside it and renamed, so ``dest`` never mixes two sweeps' files."""
     import shutil
 
-    staging = dest.with_name(f".{dest.name}.{os.getpid()}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    old = dest.with_name(f".{dest.name}.old.{os.getpid()}.tmp")
+    from pipeline import files
+
+    files.clean_stale(dest.parent)  # what a killed stage left here
+    for leftover in (staging, old):
+        shutil.rmtree(leftover, ignore_errors=True)
     staging.mkdir(parents=True)
-    for pattern in PUBLISHED:
-        for path in sorted(sweep_dir.glob(pattern)):
-            shutil.copyfile(path, staging / path.name)
-    if dest.exists():
-        shutil.rmtree(dest)
+    try:
+        for pattern in PUBLISHED:
+            for path in sorted(sweep_dir.glob(pattern)):
+                shutil.copyfile(path, staging / path.name)
+    except BaseException:  # a full disk: the previous results stay as they were
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if dest.exists():  # set aside, not deleted, until the new copy is in place: a crash never leaves neither
+        os.replace(dest, old)
     os.replace(staging, dest)
+    shutil.rmtree(old, ignore_errors=True)
     return sorted(dest.iterdir())
 
 

@@ -100,3 +100,35 @@ def test_stale_temporary_files_of_dead_processes_are_removed_and_live_ones_kept(
     keep.write_text("x")
     assert files.clean_stale(tmp_path) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, mine.name, keep.name])
+
+
+def test_publishing_a_sweep_keeps_the_previous_results_until_the_new_ones_are_whole(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DVC stage's copy into results/NAME: a full disk mid-copy leaves the previous results whole."""
+    from pipeline import dvc_stage
+
+    sweep, dest = tmp_path / "sweep", tmp_path / "results" / "exp"
+    sweep.mkdir()
+    dest.mkdir(parents=True)
+    (dest / "metrics.json").write_text("previous\n")
+    (sweep / "metrics.json").write_text("new\n")
+    (sweep / "results.parquet").write_bytes(b"new table")
+    import shutil
+
+    calls = [0]
+
+    def full(src, dst, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        calls[0] += 1
+        if calls[0] == 2:
+            raise OSError(28, "No space left on device")
+        return shutil.copy2(src, dst)
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    with pytest.raises(OSError):
+        dvc_stage.publish(sweep, dest)
+    monkeypatch.undo()
+    assert [p.name for p in dest.iterdir()] == ["metrics.json"] and (dest / "metrics.json").read_text() == "previous\n"
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["exp"]  # no staging left
+    published = dvc_stage.publish(sweep, dest)
+    assert sorted(p.name for p in published) == ["metrics.json", "results.parquet"]
+    assert (dest / "metrics.json").read_text() == "new\n" and sorted(p.name for p in dest.parent.iterdir()) == ["exp"]
