@@ -3,7 +3,11 @@
 ``estimator(Learner or name)`` returns a scikit-learn classifier class (``BaseEstimator`` +
 ``ClassifierMixin``) whose ``__init__`` takes the learner's declared parameters (``Learner.params``) as
 keyword arguments with the learner's defaults, so that ``get_params``/``set_params``/``clone``, pipelines,
-grid searches and cross-validation work unchanged. ``fit`` starts a fresh learner, ``partial_fit``
+grid searches and cross-validation work unchanged. Every built-in adapter constructs with no argument, as
+scikit-learn's estimators do (``check_estimator`` builds them so): where the learner requires a parameter
+(Pegasos's ``lam``, the multiclass SGD's and SVM's ``B``), the adapter gives it a default of its own
+(:data:`ADAPTER_DEFAULTS`, each with its reason), for standardised features; the learner's own
+declaration, and so the command's config, still requires it. ``fit`` starts a fresh learner, ``partial_fit``
 continues the same one (``classes=`` on the first call), ``decision_function`` is w.x with the learner's
 output weights (shape (n,) for two classes, (n, k) for more) and ``predict`` applies the learner's own rule.
 Labels may be anything ``np.unique`` orders: a binary learner sees ``classes_[1]`` as +1 and ``classes_[0]``
@@ -34,11 +38,14 @@ w that scores a new x by w.x):
   measured here, not the data layer's certified (rounded-up) R, so they may differ from a pipeline run's in
   the last bits.
 
-Not adapted: ``KernelPegasos`` (section 5) keeps only the dual coefficients over its training points
-(``alpha_bar_``) and its Gram kernel only builds the square matrix of one sample, so it cannot score a new
-point; ``Halving`` and ``WeightedMajority`` (section 3) learn over a finite hypothesis class given as a
-prediction table on the sample, not over feature vectors. A plug-in learner (docs/plugins.md) with
-``learn_stream(X, y)`` over +1/-1 labels and a weight vector ``w_`` is adapted like the Perceptron.
+Not adapted (:data:`REFUSED`; ``estimator`` raises a ``UserError`` with the learner's own reason):
+``KernelPegasos`` (section 5) keeps only the dual coefficients over its training points (``alpha_bar_``)
+and its Gram kernel only builds the square matrix of one sample, so it cannot score a new point;
+``Halving`` and ``WeightedMajority`` (section 3) learn over a finite hypothesis class given as a
+prediction table on the sample, not over feature vectors. A plug-in learner (docs/plugins.md, "As a
+scikit-learn estimator") over +1/-1 labels with a weight vector ``w_`` is adapted like the Perceptron,
+through its ``learn_stream(X, y)``, or else its ``learn_one(x, y)`` fed the rows in order (``passes``
+passes if it declares ``passes``, else one).
 
 The training of Pegasos and the multiclass learners is restated here from their ``run`` with the same
 kernels and the same random draws, so that ``partial_fit`` can continue a run where ``run`` always starts one
@@ -70,11 +77,14 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from pipeline.learners import LEARNERS, BatchPerceptron, MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos, Perceptron
+from pipeline.learners import (LEARNERS, BatchPerceptron, MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos,
+                               Perceptron)
+from pipeline.learners.halving import Halving, WeightedMajority
+from pipeline.learners.kernel_pegasos import KernelPegasos
 from pipeline.learners.base import Learner
 from pipeline.learners.multiclass import _steps
 from pipeline.learners.pegasos import class_weights, index_stream, margins_kernel, pegasos_kernel
-from pipeline.params import REQUIRED, ParamError
+from pipeline.params import REQUIRED, ParamError, UserError
 
 try:  # scikit-learn >= 1.6; older releases validate through the estimator's own method
     from sklearn.utils.validation import validate_data as _validate_data
@@ -82,7 +92,7 @@ except ImportError:  # pragma: no cover - scikit-learn < 1.6
     def _validate_data(est: BaseEstimator, *args: Any, **kwargs: Any) -> Any:
         return est._validate_data(*args, **kwargs)
 
-__all__ = ["FITTINGS", "BatchPerceptronClassifier", "Fitting", "LearnerClassifier", "MulticlassPegasosClassifier", "MulticlassSGDClassifier",
+__all__ = ["ADAPTER_DEFAULTS", "FITTINGS", "REFUSED", "BatchPerceptronClassifier", "Fitting", "LearnerClassifier", "MulticlassPegasosClassifier", "MulticlassSGDClassifier",
            "MulticlassSVMClassifier", "OneVsAllClassifier", "PegasosClassifier", "PerceptronClassifier", "adapted",
            "estimator", "fitting_for"]
 
@@ -120,6 +130,17 @@ def _learn_stream(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: Any, 
         order = learner.order(X, y, rng)
         X, y = X[order], y[order]
     learner.learn_stream(X, y)
+
+
+def _learn_one(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: Any, state: Any) -> None:
+    # a plug-in with only the single-step API: its ``passes`` passes over the rows in order (one if it
+    # declares none), as its run presents them, so fit on a sample is run on it; the learner keeps w_
+    check = getattr(learner, "check", None)
+    if check is not None:  # a bad parameter is one ParamError before any step
+        check()
+    for _ in range(int(getattr(learner, "passes", 1))):
+        for x, label in zip(X, y):
+            learner.learn_one(x, label)
 
 
 @dataclass
@@ -221,6 +242,25 @@ def _learn_ova(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.rando
     learner.W_ = W
 
 
+# The adapter's defaults for the parameters a learner requires (the command asks for them, a scikit-learn
+# estimator may not: check_estimator constructs it with no argument), each with why it suits standardised
+# features. One regularisation scale for all: lam = 0.01 puts the optimum in the ball ||w|| <= 1/sqrt(lam)
+# = 10, and B = 10 is that same ball for the comparator W.
+_LAM = (0.01, ("the optimum of lam/2 ||w||^2 + hinge lies in the ball ||w|| <= 1/sqrt(lam) = 10 (docs/bounds.md "
+               "section 4): on standardised features, a margin of 1 across a tenth of a standard deviation; and "
+               "1/lam = 100 is far below the default T = 10000, so the run converges (its suboptimality bound falls "
+               "as 1/(lam T)). scikit-learn's SGDClassifier alpha=1e-4 is this lam for the same objective: pass "
+               "lam=1e-4 with T >> 10^4 for it"))
+_B = (10.0, ("the comparator radius ||W*|| <= B, the ball 1/sqrt(lam) of the Pegasos adapters' default lam = 0.01: "
+             "on standardised features, a margin of 1 between classes a tenth of a standard deviation apart"))
+ADAPTER_DEFAULTS: dict[type, dict[str, tuple[Any, str]]] = {  # learner class -> {parameter: (default, why)}
+    Pegasos: {"lam": _LAM},
+    MulticlassPegasos: {"lam": _LAM},
+    OneVsAll: {"lam": _LAM},
+    MulticlassSGD: {"B": _B},
+    MulticlassSVM: {"B": _B},
+}
+
 FITTINGS: dict[type, Fitting] = {  # the learners this module adapts (the module docstring says why these)
     Perceptron: Fitting("binary", "w_", _learn_stream, online=True, random=True),  # random: its ordering
     BatchPerceptron: Fitting("binary", "w_", _learn_stream, online=False, random=True),
@@ -245,16 +285,45 @@ class _Shape:
         return {"n": self.n, "d": self.d}
 
 
+# The built-in learners that cannot be estimators, each with its reason and what to use instead (docs/plugins.md
+# and the module docstring say the same): a scikit-learn classifier scores new points by weights over features.
+_FINITE = ("it learns over a finite hypothesis class given as a prediction table on the sample, not over feature "
+           "vectors, so it has no weights to score a new point; run it with boundlab algorithm={name} "
+           "dataset=finite_class")
+REFUSED: dict[type, str] = {
+    KernelPegasos: "it keeps only dual coefficients over its training points (alpha_bar_) and its Gram kernel is "
+                   "built on one sample, so it cannot score a new point; use PegasosClassifier (the linear kernel) "
+                   "or run it with boundlab algorithm=kernel_pegasos",
+    Halving: _FINITE,
+    WeightedMajority: _FINITE,
+}
+
+
+def _refuse(cls: type, reason: str) -> UserError:
+    name = getattr(cls, "name", cls.__name__)
+    return UserError(f"learner {name!r} is not adapted to scikit-learn: {reason.format(name=name)}")
+
+
 def fitting_for(cls: type) -> Fitting:
-    """The :class:`Fitting` of a learner class: its own entry, else the Perceptron's protocol for a plug-in
-    with ``learn_stream``; a learner with neither is refused with a ``TypeError`` saying why."""
+    """The :class:`Fitting` of a learner class: its own entry; else, for a plug-in over +1/-1 labels, its
+    ``learn_stream(X, y)`` or (failing that) its ``learn_one(x, y)`` fed row by row, with ``w_`` its output.
+    A learner that cannot be adapted is refused with a one-line ``UserError`` (a ``ValueError``) naming it
+    and saying why: its entry in :data:`REFUSED`, or what a plug-in lacks."""
     for base in cls.__mro__:
         if base in FITTINGS:
             return FITTINGS[base]
+        if base in REFUSED:
+            raise _refuse(cls, REFUSED[base])
+    accepts = getattr(cls, "accepts", None)
+    if accepts is not None and "binary" not in accepts:
+        raise _refuse(cls, f"it does not accept binary samples (accepts {sorted(accepts)}); the adapter wraps a "
+                      "binary plug-in, and sklearn.multiclass.OneVsRestClassifier makes it multiclass")
     if callable(getattr(cls, "learn_stream", None)):
         return Fitting("binary", "w_", _learn_stream, online=True, random=False)
-    raise TypeError(f"learner {getattr(cls, 'name', cls.__name__)!r} is not adapted to scikit-learn: it has no "
-                    "learn_stream(X, y) over feature vectors (see pipeline.estimators)")
+    if callable(getattr(cls, "learn_one", None)):
+        return Fitting("binary", "w_", _learn_one, online=True, random=False)
+    raise _refuse(cls, "it has neither learn_stream(X, y) nor learn_one(x, y) over +1/-1 labels; give it one, "
+                  "with its weight vector in w_ (docs/plugins.md, 'As a scikit-learn estimator')")
 
 
 # --- The adapter ---------------------------------------------------------------------------------------
@@ -403,19 +472,33 @@ def _restore(learner_class: type, state: dict[str, Any]) -> LearnerClassifier:
 
 # --- The factory ---------------------------------------------------------------------------------------
 
+def _adapter_defaults(cls: type) -> dict[str, tuple[Any, str]]:
+    for base in cls.__mro__:
+        if base in ADAPTER_DEFAULTS:
+            return ADAPTER_DEFAULTS[base]
+    return {}
+
+
 def _defaults(cls: type) -> dict[str, Any]:
-    """Each declared parameter's default (:data:`pipeline.params.REQUIRED` if it has none)."""
+    """Each declared parameter's default: the learner's, else the adapter's (:data:`ADAPTER_DEFAULTS`), else
+    :data:`pipeline.params.REQUIRED` (a plug-in's parameter without a default stays required)."""
     from pipeline.params import param_defaults
 
-    return param_defaults(cls)
+    own = _adapter_defaults(cls)
+    return {name: own[name][0] if default is REQUIRED and name in own else default
+            for name, default in param_defaults(cls).items()}
 
 
 def _docstring(cls: type, fitting: Fitting) -> str:
     lines = [f"scikit-learn classifier over :class:`{cls.__module__}.{cls.__qualname__}` (generated by "
              ":func:`pipeline.estimators.estimator`; see the learner for the algorithm and its bounds).",
              "", "Parameters", "----------"]
+    own, defaults = _adapter_defaults(cls), _defaults(cls)
     for p in cls.params:
-        lines += [f"{p.name} : {p.type.__name__}", f"    {p.allowed}."]
+        default = "" if defaults[p.name] is REQUIRED else f", default={defaults[p.name]!r}"
+        lines += [f"{p.name} : {p.type.__name__}{default}", f"    {p.allowed}."]
+        if p.name in own:
+            lines += [f"    The default is the adapter's (the learner requires it): {own[p.name][1]}."]
     if fitting.random:
         lines += ["random_state : int, numpy Generator or RandomState, default=None",
                   "    Seed of the algorithm's random stream (numpy.random.default_rng(seed))."]
@@ -432,15 +515,17 @@ def estimator(learner: type | str) -> type:
     """The scikit-learn classifier class of a learner class (or of a registered learner's name).
 
     Its ``__init__`` takes the learner's declared parameters as keyword-only arguments with the learner's
-    defaults (``random_state`` too if the learner draws random numbers); the class is made once per learner
-    class. Raises ``TypeError`` for a learner that is not over feature vectors (:func:`fitting_for`).
+    defaults, or the adapter's where the learner requires one (:data:`ADAPTER_DEFAULTS`), and
+    ``random_state`` too if the learner draws random numbers; the class is made once per learner class.
+    Raises a one-line ``UserError`` (a ``ValueError``) with the reason for a learner that cannot be adapted
+    (:func:`fitting_for`).
 
     Examples
     --------
     >>> import inspect
     >>> from pipeline.learners import Pegasos
     >>> str(inspect.signature(estimator("pegasos")))
-    "(*, lam, T=10000, batch=1, sampling='iid', projection=False, objective='hinge', intercept=False, ref_noise=0.5, ref_scale=1.0, delta=0.05, random_state=None)"
+    "(*, lam=0.01, T=10000, batch=1, sampling='iid', projection=False, objective='hinge', intercept=False, ref_noise=0.5, ref_scale=1.0, delta=0.05, random_state=None)"
     >>> estimator(Pegasos) is PegasosClassifier
     True
     """

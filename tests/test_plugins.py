@@ -268,6 +268,61 @@ def test_example_conforms(example: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         assert "no (D) bound violated" in check_bound(bound, learner=boundlab_pa.PassiveAggressive).passed
 
 
+def _docs_estimator_block() -> str:
+    """The ```python block of docs/plugins.md that wraps the worked example as a scikit-learn estimator."""
+    import re
+
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    (block,) = [b for b in re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE) if "import boundlab_pa" in b]
+    return block
+
+
+def test_the_docs_example_is_wrapped_as_a_scikit_learn_estimator(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/plugins.md's block, run exactly as written with a sample X, y: the example learner (learn_one and w_,
+    no learn_stream) is adapted, and fit is its run, bit for bit."""
+    import numpy as np
+
+    from pipeline.data import MarginBinary
+
+    monkeypatch.syspath_prepend(str(example))
+    ds = MarginBinary(gamma=0.2, rho=1.0, n=300, d=5).generate(np.random.default_rng(0))
+    scope = {"X": ds.X, "y": np.where(ds.y > 0, "yes", "no")}
+    exec(compile(_docs_estimator_block(), "docs/plugins.md", "exec"), scope)  # noqa: S102 - the docs' own code
+    assert scope["scores"].shape == (5,) and scope["scores"].min() > 0.9, scope["scores"]
+    import boundlab_pa
+
+    cls = scope["PassiveAggressiveClassifier"]
+    learner = boundlab_pa.PassiveAggressive(passes=3)
+    learner.run(ds, np.random.default_rng(0))
+    est = cls(passes=3).fit(ds.X, ds.y)
+    np.testing.assert_array_equal(est.coef_[0], learner.w_)
+    np.testing.assert_array_equal(est.predict(ds.X), np.where(ds.X @ learner.w_ > 0, 1.0, -1.0))
+    halves = cls().partial_fit(ds.X[:150], ds.y[:150], classes=[-1, 1]).partial_fit(ds.X[150:], ds.y[150:])
+    np.testing.assert_array_equal(halves.coef_, cls().fit(ds.X, ds.y).coef_)
+
+
+def test_the_docs_example_passes_the_scikit_learn_checks_but_one(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scikit-learn's check_estimator on the wrapped example, constructed with no argument: every API check passes.
+    The one failure is check_classifiers_train's accuracy > 0.83 on standardised blobs: PA's last iterate, with no
+    intercept, reaches 0.79 there (the Perceptron's 0.965): a property of the learner, not of the adapter."""
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from pipeline.estimators import estimator
+
+    monkeypatch.syspath_prepend(str(example))
+    import boundlab_pa
+
+    est = estimator(boundlab_pa.PassiveAggressive)()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(est, on_fail=None)
+    failed = {r["check_name"] for r in results if r["status"] == "failed"}
+    assert failed == {"check_classifiers_train"}, failed
+    assert sum(r["status"] == "passed" for r in results) > 40
+
+
 @pytest.mark.slow  # the installed command finds the plug-in on its PYTHONPATH
 def test_example_sweeps_and_is_judged(example: Path, tmp_path: Path, boundlab) -> None:  # noqa: ANN001
     done = boundlab("-m", "algorithm=passive_aggressive", "seed=0,1,2", "n=200", cwd=tmp_path,
