@@ -177,7 +177,7 @@ def experiment(name: str, root: str | os.PathLike[str] = ".") -> Results:
     if not results.is_dir():
         raise FileNotFoundError(f"{results}: no results of experiment {name} (run `dvc repro` first)")
     out = _from_directory(results, root / "experiments", sweep_dir=root / WORK_DIR / name,
-                          resume=f"{RESUME} (dvc repro experiment@{name})")
+                          resume=f"{RESUME} (dvc repro {name})")
     record = _report_record(root / "report" / "provenance.json")
     if record:
         out.provenance.setdefault("git commit", record.get("git commit"))

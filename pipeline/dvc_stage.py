@@ -13,6 +13,13 @@ import os
 import sys
 from pathlib import Path
 
+# The main job's experiments, in the docs' order (docs/experiments.md): dvc.yaml has one stage for each.
+EXPERIMENTS = ("perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "perceptron_orderings",
+               "halving_classes", "pegasos_convergence", "pegasos_high_probability", "pegasos_sampling",
+               "pegasos_imbalanced", "pegasos_transfer", "pegasos_full_batch", "kernel_pegasos", "kernel_pegasos_projection",
+               "multiclass_sgd_rate", "multiclass_svm_samples", "multiclass_pegasos_projection", "multiclass_cost",
+               "real_data_margins")
+PARAMS = ("scale", "gamma", "rho", "seed", "n", "d")  # the keys of params.yaml: overrides of every experiment's grid
 WORK_DIR = Path("multirun") / "dvc"  # the DVC stages' sweeps run here; results/NAME gets what they determine
 PUBLISHED = ("results.parquet", "curves.parquet", "metrics.json", "*.png", "*.svg")
 
@@ -99,7 +106,118 @@ def stage(name: str, results: Path = Path("results")) -> None:
               "and in MLflow (parent run FAILED); the report stage will fail", file=sys.stderr)
 
 
+def reads(experiment: str) -> list[str]:
+    """The keys of params.yaml (:data:`PARAMS`) that ``experiment`` reads: ``scale`` (it picks the grid) and
+    ``seed`` (every job has one) always; another key when the experiment's grid sweeps it or one of its
+    jobs' learner or dataset configs refers to it (``${gamma}``). Its DVC stage depends on these alone, so
+    ``dvc exp run -S gamma=0.2`` reruns only the experiments that use gamma."""
+    import hydra
+    from omegaconf import OmegaConf
+
+    from pipeline.cli import plan_of
+    from pipeline.paths import CONF_DIR
+    from pipeline.schemas import register
+
+    register()
+    with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        plan = plan_of(["-m", f"experiment={experiment}"])
+        base = hydra.compose("config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+        grid = set((base.hydra.sweeper.get("params") or {}).keys())
+        groups = {tuple(o for o in job if o.split("=", 1)[0] in ("algorithm", "dataset")) for job in plan.jobs}
+        text = ""
+        for choice in sorted(groups):
+            cfg = hydra.compose("config", overrides=[f"experiment={experiment}", *choice])
+            text += OmegaConf.to_yaml({"algorithm": cfg.algorithm, "dataset": cfg.dataset}, resolve=False)
+    return [k for k in PARAMS if k in ("scale", "seed") or k in grid or "${" + k + "}" in text]
+
+
+def dvc_yaml() -> str:
+    """dvc.yaml, written from :data:`EXPERIMENTS` and :func:`reads` (``python -m pipeline.dvc_stage
+    --write-dvc-yaml``; tests/test_experiments.py checks that the committed file is this one). One stage per
+    experiment, because DVC's templated stages cannot give each a list of params of its own."""
+    import yaml
+
+    stages: dict = {}
+    for name in EXPERIMENTS:
+        stages[name] = {"cmd": f"python -m pipeline.dvc_stage {name}",
+                        "deps": ["pipeline", "conf", f"experiments/{name}.yaml", "constraints.txt"],
+                        "params": [{"params.yaml": reads(name)}], "outs": [f"results/{name}"]}
+    stages["report"] = {"cmd": "python -m pipeline.report", "deps": ["pipeline", "constraints.txt", "results", "experiments"],
+                        "outs": ["report/index.html", "report/summary.md", "report/verdicts.json", "report/figures"],
+                        "metrics": [{"report/claims.json": {"cache": False}}]}
+    plots = list(PLOTS)
+    body = yaml.safe_dump({"stages": stages}, sort_keys=False, width=120, default_flow_style=None)
+    body += yaml.safe_dump({"plots": plots}, sort_keys=False, width=120)
+    return DVC_YAML_HEAD + body
+
+
+DVC_YAML_HEAD = """\
+# The main job: every experiment end to end (data, runs, results table, figures, MLflow), then the report.
+# Written by `python -m pipeline.dvc_stage --write-dvc-yaml` from the experiments' configs: do not edit by hand.
+# Each experiment's stage (`python -m pipeline.dvc_stage NAME`: `boundlab -m experiment=NAME` with the
+# overrides in params.yaml) runs in multirun/dvc/NAME (resumable, not tracked) and publishes into
+# results/NAME only what the computation determines, so a fresh clone's `dvc repro` reproduces dvc.lock. It
+# depends on the params.yaml keys the experiment reads, so `dvc exp run -S gamma=0.2` reruns only those that
+# use gamma. A violated bound is recorded there and fails the report stage, after every experiment ran. The
+# report's report/claims.json (per claim: verdict, informative share, largest ratio) is the one DVC metrics
+# file, kept in git: `dvc metrics diff` says which verdicts or ratios changed (docs/reproduce.md).
+"""
+
+
+# The figures dvc.yaml declares as DVC plots (``dvc plots show/diff``): the ones that answer each experiment's
+# question (every figure is in results/NAME and in the report).
+PLOTS = (
+    "results/perceptron_margin/novikoff_measured_vs_bound.png",
+    "results/perceptron_margin/novikoff_heatmap_d_gamma.png",
+    "results/perceptron_margin/novikoff_curves.png",
+    "results/perceptron_tight/novikoff_measured_vs_bound.png",
+    "results/perceptron_tight/novikoff_curves.png",
+    "results/perceptron_nonseparable/hinge_all_rounds_measured_vs_bound.png",
+    "results/perceptron_nonseparable/freund_schapire_measured_vs_bound.png",
+    "results/perceptron_batch/novikoff_measured_vs_bound.png",
+    "results/perceptron_batch/batch_passes_measured_vs_bound.png",
+    "results/perceptron_orderings/mistakes_by_ordering.png",
+    "results/perceptron_orderings/novikoff_measured_vs_bound.png",
+    "results/halving_classes/halving_measured_vs_bound.png",
+    "results/halving_classes/mistakes_by_cls.png",
+    "results/halving_classes/mistakes_by_adversary.png",
+    "results/pegasos_convergence/expectation_rate_vs_T.png",
+    "results/pegasos_convergence/expectation_heatmap_T_lam.png",
+    "results/pegasos_convergence/regret_heatmap_T_lam.png",
+    "results/pegasos_convergence/regret_curves.png",
+    "results/pegasos_high_probability/high_probability_measured_vs_bound.png",
+    "results/pegasos_sampling/suboptimality_by_sampling.png",
+    "results/pegasos_sampling/regret_measured_vs_bound.png",
+    "results/pegasos_imbalanced/expectation_measured_vs_bound.png",
+    "results/pegasos_imbalanced/regret_measured_vs_bound.png",
+    "results/pegasos_transfer/expectation_measured_vs_bound.png",
+    "results/pegasos_transfer/regret_measured_vs_bound.png",
+    "results/pegasos_full_batch/full_batch_heatmap_T_lam.png",
+    "results/pegasos_full_batch/full_batch_measured_vs_bound.png",
+    "results/kernel_pegasos/suboptimality_by_kernel.png",
+    "results/kernel_pegasos/kernel_regret_measured_vs_bound.png",
+    "results/kernel_pegasos_projection/kernel_regret_measured_vs_bound.png",
+    "results/kernel_pegasos_projection/suboptimality_by_projection.png",
+    "results/multiclass_sgd_rate/cor17_2_rate_vs_T.png",
+    "results/multiclass_sgd_rate/lemma14_1_measured_vs_bound.png",
+    "results/multiclass_svm_samples/cor17_1_rate_vs_T.png",
+    "results/multiclass_svm_samples/cor17_1_measured_vs_bound.png",
+    "results/multiclass_pegasos_projection/mc_regret_measured_vs_bound.png",
+    "results/multiclass_pegasos_projection/mc_expectation_rate_vs_T.png",
+    "results/multiclass_cost/mc_regret_measured_vs_bound.png",
+    "results/multiclass_cost/mc_expectation_rate_vs_T.png",
+    "results/real_data_margins/novikoff_measured_vs_bound.png",
+    "results/real_data_margins/hinge_all_rounds_measured_vs_bound.png",
+    "report/figures/pegasos_sampling_suboptimality_by_sampling.png",
+    "report/figures/kernel_pegasos_f_star_hi_by_kernel.png",
+    "report/figures/pegasos_imbalanced_suboptimality_by_sampling.png",
+)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--write-dvc-yaml"]:
+        Path("dvc.yaml").write_text(dvc_yaml())
+        sys.exit(0)
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m pipeline.dvc_stage EXPERIMENT")
+        sys.exit("usage: python -m pipeline.dvc_stage EXPERIMENT | --write-dvc-yaml")
     stage(sys.argv[1])

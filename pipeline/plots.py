@@ -612,11 +612,66 @@ def draw(kind: str, table: pd.DataFrame, curves: pd.DataFrame, *, ax: Axes | Fig
     return KINDS[kind](*args, ax=ax, **kwargs)
 
 
+FIGURES_STAMP = ".figures.json"  # in a sweep directory: what its figures were drawn from (sweep_figures' reuse)
+
+
+def _figures_key(table: pd.DataFrame, curves: pd.DataFrame) -> str:
+    """What a sweep's figures are a function of: its two tables (content, columns, types), this module's source
+    and matplotlib's version. Equal keys draw byte-identical files (the figures are deterministic)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for frame in (table, curves):
+        h.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode())
+        h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+    h.update(Path(__file__).read_bytes())
+    h.update(matplotlib.__version__.encode())
+    return h.hexdigest()
+
+
+def _file_hash(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _reused_figures(key: str, previous: Path, directory: Path) -> list[Path] | None:
+    """The figures ``previous`` (the sweep directory) holds from the same ``key``, copied into ``directory``;
+    None when there are none, or any is missing or not the file that was drawn."""
+    import json
+    import shutil
+
+    try:
+        stamp = json.loads((previous / FIGURES_STAMP).read_text())
+        if stamp.get("key") != key or not isinstance(stamp.get("files"), dict):
+            return None
+        if any(_file_hash(previous / name) != digest for name, digest in stamp["files"].items()):
+            return None
+        paths = []
+        for name in stamp["files"]:
+            shutil.copyfile(previous / name, directory / name)
+            paths.append(directory / name)
+        return paths
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
 def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path,
-                  failed: list[str] | None = None) -> list[Path]:
+                  failed: list[str] | None = None, previous: Path | None = None) -> list[Path]:
     """Draw and save every figure of :func:`figure_plan` into ``directory`` (PNG and SVG); return the paths.
     With ``failed`` (a list), a figure that cannot be drawn (e.g. every bound infinite) is skipped and named
-    there with its error, so that the sweep keeps its tables and metrics; without it, the error is raised."""
+    there with its error, so that the sweep keeps its tables and metrics; without it, the error is raised.
+
+    ``previous``: the sweep's directory. When its figures were drawn from the same tables by the same code
+    (:data:`FIGURES_STAMP`), they are copied instead of drawn again: a rerun whose jobs were all reused costs
+    seconds, not the minutes of drawing; the files are the same bytes either way."""
+    from pipeline import files
+
+    key = _figures_key(table, curves)
+    if previous is not None:
+        reused = _reused_figures(key, previous, directory)
+        if reused is not None:
+            return reused
     paths: list[Path] = []
     for spec in figure_plan(table, curves):
         try:
@@ -625,4 +680,12 @@ def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path,
             if failed is None:
                 raise
             failed.append(f"{spec.stem}: {type(e).__name__}: {e}")
+    if previous is not None and not (failed or []):
+        import json
+
+        stamp = {"key": key, "files": {p.name: _file_hash(p) for p in paths}}
+        try:  # checked against the files on reuse: a stamp that outlives its figures is never trusted
+            files.write_text(previous / FIGURES_STAMP, json.dumps(stamp, indent=1) + "\n")
+        except OSError:
+            pass
     return paths

@@ -167,7 +167,7 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
     spec = OmegaConf.to_container(OmegaConf.load(experiments / f"{name}.yaml"), resolve=False)
     sweep = results / name
     if (sweep / "metrics.json").exists() or (sweep / "results.parquet").exists():
-        table, _, metrics = read_results(sweep, f"{RESUME} (dvc repro experiment@{name})", curves=False)
+        table, _, metrics = read_results(sweep, f"{RESUME} (dvc repro {name})", curves=False)
     else:  # no results at all: shown as such, and the stage fails (problems)
         table, metrics = pd.DataFrame(), {}
     verdicts = [judge_claim(name, c, metrics) for c in spec.get("claims") or []]
@@ -461,7 +461,7 @@ def _published(stage: Path, out_dir: Path) -> Callable[[Path], Path]:
 def _move_into_place(stage: Path, out_dir: Path) -> None:
     """Replace each file of ``out_dir`` by its staged counterpart, once every one is written and on disk:
     figures first, the pages last (index.html last of all), so a page never links to a figure not yet there."""
-    pages = ("verdicts.json", PROVENANCE, "summary.md", "index.html")
+    pages = (CLAIMS, "verdicts.json", PROVENANCE, "summary.md", "index.html")
     staged = sorted((p for p in stage.rglob("*") if p.is_file()),
                     key=lambda p: (pages.index(p.name) if p.parent == stage and p.name in pages else -1, str(p)))
     with _writing():
@@ -475,6 +475,17 @@ def _move_into_place(stage: Path, out_dir: Path) -> None:
     for directory in {out_dir / p.parent.relative_to(stage) for p in staged}:
         with contextlib.suppress(OSError):  # the renames on disk; some file systems cannot sync a directory
             _fsync(directory)
+
+
+CLAIMS = "claims.json"  # the main job's one DVC metrics file (dvc.yaml): kept in git, compared by dvc metrics diff
+
+
+def claims_metrics(loaded: list[Experiment]) -> dict[str, str]:
+    """claims.json: per claim ('EXPERIMENT/BOUND'), its verdict, informative share and largest ratio in one
+    short line (:meth:`ClaimVerdict.compact`). One leaf per claim keeps ``dvc exp show`` narrow and makes
+    ``dvc metrics diff`` answer "which verdicts or ratios changed" in one line each; the full numbers are in
+    results/NAME/metrics.json and verdicts.json."""
+    return {f"{v.experiment}/{v.bound}": v.compact() for e in loaded for v in e.verdicts}
 
 
 def _summary(loaded: list[Experiment]) -> dict[str, Any]:
@@ -507,11 +518,13 @@ def build(names: list[str] | None = None, results: Path = Path("results"), exper
         summary = _summary(loaded)
         pages = {"index.html": render_html(loaded, prov, out_dir.parent, published),
                  "summary.md": render_markdown(loaded, prov, out_dir, published),
-                 "verdicts.json": json.dumps(summary, indent=2) + "\n", PROVENANCE: json.dumps(record, indent=2) + "\n"}
+                 "verdicts.json": json.dumps(summary, indent=2) + "\n", PROVENANCE: json.dumps(record, indent=2) + "\n",
+                 CLAIMS: json.dumps(claims_metrics(loaded), indent=1) + "\n"}
         with _writing():
             for name, text in pages.items():
                 _write_staged(stage / name, text)
         _move_into_place(stage, out_dir)
+        (out_dir / "figures").mkdir(parents=True, exist_ok=True)  # a DVC out: there even when no figure compares experiments
     for e in loaded:  # the figures drawn into the staging directory are now in out_dir
         e.figures = [published(f) for f in e.figures]
     issues = problems(loaded)
@@ -576,7 +589,7 @@ def _refused(argv: list[str]) -> str | None:
             return (f"{name!r}: unknown experiment (a name of experiments/, not a path); choose from "
                     f"{', '.join(known) or 'none here'}")
         if not (Path("results") / name / "metrics.json").is_file():
-            return f"{name}: no results/{name}/metrics.json; run its sweep first (dvc repro experiment@{name})"
+            return f"{name}: no results/{name}/metrics.json; run its sweep first (dvc repro {name})"
     return None
 
 

@@ -719,6 +719,8 @@ class ClaimVerdict:
     tightness: float | None = None
     detects_scale: float | None = None
     power: str = ""
+    ratio: float | None = None  # the claim's largest measured/bound: per run for (D)/(P), of a setting's mean for (E)
+    informative_of: str = ""  # 'informative/total' in the verdict's own units (runs; settings for (E))
 
     @property
     def fails(self) -> bool:
@@ -727,6 +729,16 @@ class ClaimVerdict:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def compact(self) -> str:
+        """One short line: 'holds, 27/36 informative, max 0.956' ((E): 'mean' for the worst setting's mean
+        ratio): what ``dvc metrics diff`` compares between two commits (report/claims.json)."""
+        parts = [self.status]
+        if self.informative_of:
+            parts.append(f"{self.informative_of} informative")
+        if self.ratio is not None and math.isfinite(self.ratio):
+            parts.append(f"{'mean' if self.guarantee == 'E' else 'max'} {self.ratio:.3g}")
+        return ", ".join(parts)
 
 
 def judge_claim(experiment: str, claim: Mapping[str, Any], metrics: Mapping[str, Any]) -> ClaimVerdict:
@@ -739,9 +751,15 @@ def judge_claim(experiment: str, claim: Mapping[str, Any], metrics: Mapping[str,
     def out(status: str, text: str, decided_by: str = "") -> ClaimVerdict:
         if not isinstance(s, dict):
             return ClaimVerdict(experiment, bound, guarantee, sentence, status, text, 0, 0, decided_by)
+        if guarantee == "E" and "settings" in s:
+            ratio, of = s.get("worst_mean_ratio"), f"{s.get('settings_informative', 0)}/{s['settings']}"
+        else:
+            ratio = s.get("max_ratio_over_t", s.get("max_ratio"))
+            of = f"{s.get('informative', 0)}/{s.get('applicable', 0)}"
+        ratio = float(ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else None
         return ClaimVerdict(experiment, bound, guarantee, sentence, status, text, int(s.get("informative", 0)),
                             int(s.get("applicable", 0)), decided_by, str(s.get("informative_share", "")),
-                            s.get("tightness"), s.get("detects_scale"), power_phrase(s))
+                            s.get("tightness"), s.get("detects_scale"), power_phrase(s), ratio, of)
 
     if not isinstance(s, dict):
         return out(NOT_APPLICABLE, "the bound is not in the results")

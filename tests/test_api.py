@@ -151,7 +151,7 @@ def test_an_experiments_damaged_results_name_its_stage(sweep: tuple[Path, str], 
         shutil.copyfile(sweep[0] / name, results / name)
     _cut_short(results / "metrics.json")
     with pytest.raises(api.SweepNotFinished, match=rf"{NAME}/metrics.json: not valid JSON.*run the same command to "
-                                                   rf"resume it \(dvc repro experiment@{NAME}\)$"):
+                                                   rf"resume it \(dvc repro {NAME}\)$"):
         api.experiment(NAME, root=tmp_path)
 
 

@@ -1,9 +1,10 @@
 """Comparing two commits the way DVC does (docs/reproduce.md, "Comparing two commits").
 
-A temporary git + DVC repository holds a copy of the project cut down to one experiment at a tiny size;
-two commits differ in one parameter (the seed). ``dvc metrics diff``, ``dvc exp show`` and
-``dvc plots diff`` between them must show the per-bound verdict metrics, the parameters and the figures
-of both revisions.
+A temporary git + DVC repository holds a copy of the project cut down to one experiment at a tiny size and the
+report; two commits differ in one parameter (the seed). ``dvc metrics diff``, ``dvc exp show`` and ``dvc plots
+diff`` between them must show each claim's verdict line (report/claims.json), the parameters and the figures of
+both revisions. The same commands on this repository itself keep within a terminal: ``dvc exp show`` at most
+80 columns, ``dvc metrics diff`` lines at most 160 characters.
 """
 
 from __future__ import annotations
@@ -19,21 +20,23 @@ import yaml
 from helpers import copy_project
 
 EXPERIMENT = "perceptron_margin"
-BOUNDS = ("novikoff", "hinge_all_rounds", "freund_schapire")
 GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
 
 
+ROOT = Path(__file__).resolve().parents[1]
+BOUNDS = ("novikoff", "hinge_all_rounds")  # the experiment's claims
+
+
 def _one_experiment(repo: Path) -> None:
-    """dvc.yaml with the single experiment stage, its metrics file and its figures (no report stage)."""
+    """dvc.yaml with the single experiment's stage, the report (its claims.json the metrics) and the
+    experiment's figures."""
     spec = yaml.safe_load((repo / "dvc.yaml").read_text())
-    spec["vars"] = [{"experiments": [EXPERIMENT]}]
-    spec["stages"] = {"experiment": spec["stages"]["experiment"]}
-    prefix = f"results/{EXPERIMENT}/"
-    spec["metrics"] = [m for m in spec["metrics"] if m.startswith(prefix)]
-    spec["plots"] = [p for p in spec["plots"] if p.startswith(prefix)]
-    assert spec["metrics"] and spec["plots"]
+    spec["stages"] = {EXPERIMENT: spec["stages"][EXPERIMENT], "report": spec["stages"]["report"]}
+    spec["plots"] = [p for p in spec["plots"] if p.startswith(f"results/{EXPERIMENT}/")]
+    assert spec["plots"]
     (repo / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     (repo / "dvc.lock").unlink(missing_ok=True)
+    (repo / "report" / "claims.json").unlink(missing_ok=True)
 
 
 @pytest.mark.slow  # git and DVC subprocesses, two DVC runs of one tiny sweep
@@ -72,23 +75,21 @@ def test_metrics_exp_and_plots_diff_between_two_commits(tmp_path: Path) -> None:
     run(*GIT, "add", "-A")
     run(*GIT, "commit", "-qm", "seed 1")
 
-    # dvc metrics diff: every bound's verdict (a string, shown as is) and its numbers, old -> new
+    # dvc metrics diff: each claim's line (verdict, informative share, largest ratio), old -> new
     diff = json.loads(run(*dvc, "metrics", "diff", "HEAD~1", "--all", "--json").stdout)
-    metrics = diff[f"results/{EXPERIMENT}/metrics.json"]
+    claims = diff["report/claims.json"]
+    assert set(claims) == {f"{EXPERIMENT}/{b}" for b in BOUNDS}, claims
     for bound in BOUNDS:
-        assert metrics[f"{bound}.verdict"] == {"old": "holds", "new": "holds"}
-        assert metrics[f"{bound}.violations"] == {"old": 0, "new": 0, "diff": 0}
-        assert metrics[f"{bound}.informative"]["new"] == 4
-        assert set(metrics[f"{bound}.max_ratio"]) == {"old", "new", "diff"}
-    assert metrics["runs"] == {"old": 4, "new": 4, "diff": 0}
-    # without --all: only what changed, here the ratios and the evidence that quotes the largest
-    changed = json.loads(run(*dvc, "metrics", "diff", "HEAD~1", "--json").stdout)[f"results/{EXPERIMENT}/metrics.json"]
-    assert changed and all(k.split(".", 1)[0] in BOUNDS for k in changed), changed
-    assert any(k.endswith(".max_ratio") and v["diff"] != 0 for k, v in changed.items()), changed
+        line = claims[f"{EXPERIMENT}/{bound}"]
+        assert line["old"].startswith("holds, ") and line["new"].startswith("holds, ") and "informative" in line["new"]
+    # without --all: only what changed (another seed: other mistakes, so other ratios)
+    changed = json.loads(run(*dvc, "metrics", "diff", "HEAD~1", "--json").stdout)["report/claims.json"]
+    assert changed and all(v["old"] != v["new"] for v in changed.values()), changed
     table = run(*dvc, "metrics", "diff", "HEAD~1", "--all").stdout
-    assert "novikoff.verdict" in table and "holds" in table and "novikoff.violations" in table
+    assert f"{EXPERIMENT}/novikoff" in table and "holds, " in table
+    assert max(len(line) for line in table.splitlines()) <= 160, table
 
-    # dvc exp show: one row per commit (workspace, HEAD and HEAD~1 with -n 2), params and metrics as columns
+    # dvc exp show: one row per commit (workspace, HEAD and HEAD~1 with -n 2), params and claims as columns
     rows = json.loads(run(*dvc, "exp", "show", "-n", "2", "--json").stdout)
     revs = {r["rev"]: r for r in rows}
     assert {"workspace"} < set(revs) and len(rows) == 3
@@ -96,13 +97,11 @@ def test_metrics_exp_and_plots_diff_between_two_commits(tmp_path: Path) -> None:
     for row in rows:
         data = row["data"]
         seeds.append(data["params"]["params.yaml"]["data"]["seed"])
-        shown = data["metrics"][f"results/{EXPERIMENT}/metrics.json"]["data"]
-        assert shown["novikoff"]["verdict"] == "holds" and shown["novikoff"]["violations"] == 0
+        shown = data["metrics"]["report/claims.json"]["data"]
+        assert shown[f"{EXPERIMENT}/novikoff"].startswith("holds, ")
     assert seeds == [1, 1, 0]  # the workspace, HEAD, HEAD~1
-    csv = run(*dvc, "exp", "show", "-n", "2", "--csv", "--drop", r".*\.(evidence|decided_by|judged_at)$").stdout
-    header = csv.splitlines()[0].split(",")
-    assert {"novikoff.verdict", "novikoff.violations", "novikoff.max_ratio", "gamma", "seed"} <= set(header), header
-    assert "novikoff.evidence" not in header
+    header = run(*dvc, "exp", "show", "-n", "2", "--csv").stdout.splitlines()[0].split(",")
+    assert {f"{EXPERIMENT}/novikoff", "gamma", "seed"} <= set(header), header
 
     # dvc plots diff: one HTML page with each declared figure of both revisions
     out = tmp_path / "plots"
@@ -119,3 +118,25 @@ def test_metrics_exp_and_plots_diff_between_two_commits(tmp_path: Path) -> None:
 
 def spec_plots(repo: Path) -> list[str]:
     return yaml.safe_load((repo / "dvc.yaml").read_text())["plots"]
+
+
+@pytest.mark.slow  # DVC reads this repository's dvc.lock, params and claims.json
+def test_this_repositorys_comparison_fits_a_terminal() -> None:
+    """On the main job itself: ``dvc exp show`` has at most 80 columns (every claim one of them), and
+    ``dvc metrics diff --all`` (HEAD against the workspace) prints every claim in lines of at most 160."""
+    bindir = Path(sys.executable).parent
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+
+    def run(*cmd: str) -> str:
+        proc = subprocess.run([str(bindir / "dvc"), *cmd], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout
+
+    claims = json.loads((ROOT / "report" / "claims.json").read_text())
+    header = run("exp", "show", "--csv", "-n", "1").splitlines()[0].split(",")
+    shown = [c for c in header if c not in ("rev", "typ", "parent")]  # the CSV's own columns, not the table's
+    assert len(shown) <= 80, (len(shown), shown)
+    assert set(claims) <= set(header)
+    table = run("metrics", "diff", "HEAD", "--all")
+    assert all(name in table for name in claims)
+    assert max(len(line) for line in table.splitlines()) <= 160

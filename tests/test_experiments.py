@@ -48,16 +48,27 @@ def test_the_issue_lists_every_experiment() -> None:
 
 
 def test_dvc_runs_every_experiment_once_then_the_report_over_all() -> None:
-    """dvc.yaml's one templated stage runs each experiment (its list, once); the report depends on them all."""
-    from omegaconf import OmegaConf
+    """dvc.yaml is what pipeline.dvc_stage writes: one stage per experiment (each once), depending on the
+    params.yaml keys it reads; the report over all of them, its claims.json the one metrics file, in git."""
+    import yaml
 
-    dvc = OmegaConf.to_container(OmegaConf.load(ROOT / "dvc.yaml"))  # DVC's ${...}: left as written
-    listed = [name for entry in dvc["vars"] if "experiments" in entry for name in entry["experiments"]]
-    assert sorted(listed) == EXPERIMENTS and len(set(listed)) == len(listed)
-    stage = dvc["stages"]["experiment"]
-    assert stage["foreach"] == "${experiments}" and stage["do"]["outs"] == ["results/${item}"]
-    assert stage["do"]["cmd"] == "python -m pipeline.dvc_stage ${item}"
-    assert "results" in dvc["stages"]["report"]["deps"] and set(dvc["stages"]) == {"experiment", "report"}
+    from pipeline import dvc_stage
+
+    written = (ROOT / "dvc.yaml").read_text()
+    assert written == dvc_stage.dvc_yaml(), "dvc.yaml is stale: python -m pipeline.dvc_stage --write-dvc-yaml"
+    dvc = yaml.safe_load(written)
+    assert sorted(dvc_stage.EXPERIMENTS) == EXPERIMENTS and len(set(dvc_stage.EXPERIMENTS)) == len(EXPERIMENTS)
+    assert set(dvc["stages"]) == {*EXPERIMENTS, "report"}
+    for name in EXPERIMENTS:
+        stage = dvc["stages"][name]
+        assert stage["cmd"] == f"python -m pipeline.dvc_stage {name}" and stage["outs"] == [f"results/{name}"]
+        keys = stage["params"][0]["params.yaml"]
+        assert {"scale", "seed"} <= set(keys) <= set(dvc_stage.PARAMS)
+    assert "gamma" not in dvc["stages"]["real_data_margins"]["params"][0]["params.yaml"]  # files have no margin knob
+    assert "gamma" in dvc["stages"]["perceptron_margin"]["params"][0]["params.yaml"]
+    assert "results" in dvc["stages"]["report"]["deps"]
+    assert dvc["stages"]["report"]["metrics"] == [{"report/claims.json": {"cache": False}}] and "metrics" not in dvc
+    assert all((ROOT / p).parent.name in EXPERIMENTS or p.startswith("report/") for p in dvc["plots"])
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

@@ -84,3 +84,30 @@ def test_an_infinite_bound_never_costs_a_sweep_its_figures_or_results(tmp_path, 
     assert plots.sweep_figures(_table(), curves, tmp_path, failed=failed) == [] and "a broken figure" in failed[0]
     with pytest.raises(ValueError, match="a broken figure"):
         plots.sweep_figures(_table(), curves, tmp_path)
+
+
+def test_a_rerun_from_the_same_tables_copies_its_figures_instead_of_drawing_them(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A sweep whose jobs were all reused has the same tables: its figures are the previous files, copied
+    (the same bytes drawing would give); other tables, or a figure file changed since, draw again."""
+    sweep, first, second = tmp_path / "sweep", tmp_path / "a", tmp_path / "b"
+    for d in (sweep, first, second):
+        d.mkdir()
+    table, curves = _table().assign(holds=True), pd.DataFrame(columns=["run", "quantity", "t", "value"])
+    failed: list[str] = []
+    drawn = plots.sweep_figures(table, curves, first, failed=failed, previous=sweep)
+    assert drawn and not failed and (sweep / plots.FIGURES_STAMP).exists()
+    for p in drawn:  # published into the sweep directory, as the sweep's end does
+        (sweep / p.name).write_bytes(p.read_bytes())
+    calls: list[str] = []
+    real = plots.draw
+    monkeypatch.setattr(plots, "draw", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    again = plots.sweep_figures(table, curves, second, failed=[], previous=sweep)
+    assert calls == [] and sorted(p.name for p in again) == sorted(p.name for p in drawn)
+    assert all((second / p.name).read_bytes() == p.read_bytes() for p in drawn)
+    other = table.assign(empirical=table["empirical"] * 1.5)  # other results: drawn afresh
+    plots.sweep_figures(other, curves, second, failed=[], previous=sweep)
+    assert calls
+    calls.clear()
+    (sweep / drawn[0].name).write_bytes(b"edited")  # a file that is not the one drawn: never copied
+    plots.sweep_figures(table, curves, second, failed=[], previous=sweep)
+    assert calls

@@ -111,7 +111,7 @@ def test_unreadable_results_are_one_line_naming_the_file_and_keep_the_previous_r
     before = _files(ws)
     assert report.main([]) == 2
     err = _one_line(capsys)
-    assert fragment in err and "the sweep did not finish: run the same command to resume it (dvc repro experiment@tiny)" in err
+    assert fragment in err and "the sweep did not finish: run the same command to resume it (dvc repro tiny)" in err
     assert "the previous report is unchanged" in err
     assert _files(ws) == before  # the previous report whole, nothing staged left behind
 
@@ -121,7 +121,7 @@ def test_a_named_experiment_without_its_summary_is_one_line(ws: Path, capsys: py
     (ws / "results" / NAME / "metrics.json").unlink()
     before = _files(ws)
     assert report.main([NAME]) == 2
-    assert "tiny: no results/tiny/metrics.json; run its sweep first (dvc repro experiment@tiny)" in _one_line(capsys)
+    assert "tiny: no results/tiny/metrics.json; run its sweep first (dvc repro tiny)" in _one_line(capsys)
     assert _files(ws) == before
 
 
