@@ -401,3 +401,62 @@ def test_selecting_a_broken_plugin_is_one_line_exit_2(fakes: Path, tmp_path: Pat
     errors = [ln for ln in done.stderr.splitlines() if not ln.startswith("boundlab: warning:")]
     assert errors == [expected]
     assert not (tmp_path / "outputs").exists()
+
+
+# --- round three, class 2: a plug-in's impossible values fail the job, naming the learner or the bound -------
+
+LIAR = '''
+import math
+import numpy as np
+from pipeline.bounds.base import Bound
+from pipeline.learners.base import Learner, Outcome
+from pipeline.params import Param
+
+LIES = {"not_a_number": math.nan, "infinite": math.inf, "negative": -1.0, "above_T": 10**9, "honest": 0.0}
+
+
+class Liar(Learner):
+    """A plug-in that reports what it is told to: an impossible mistake count, or an honest 0."""
+
+    name = "liar"
+    params = (Param("lie", str, lambda v: v in LIES or v == "nan_bound", "one of " + ", ".join([*LIES, "nan_bound"]),
+                    default="honest"),)
+
+    def run(self, dataset, rng):
+        T = int(dataset.X.shape[0])
+        mistakes = 0.0 if self.lie == "nan_bound" else LIES[self.lie]
+        return Outcome(quantities={"mistakes": mistakes}, curves={}, trace={}, stats={"T": T, "lie": self.lie})
+
+
+BOUNDS = (
+    Bound(name="liar_bound", title="liar", learner="liar", guarantee="D", quantity="mistakes", requires=("T", "lie"),
+          reference="none", formula="T / 2", trivial=lambda s: float(s["T"]),
+          value=lambda s: math.nan if s["lie"] == "nan_bound" else s["T"] / 2, range=lambda s: (0.0, float(s["T"]))),
+)
+'''
+
+
+@pytest.fixture(scope="module")
+def liar(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("liar")
+    _fake(root, "fake-liar", "[boundlab.learners]\nliar = fake_liar:Liar\n[boundlab.bounds]\nliar = fake_liar:BOUNDS\n",
+          "fake_liar", LIAR)
+    return root
+
+
+@pytest.mark.slow  # the installed command with a fake distribution on its PYTHONPATH
+@pytest.mark.parametrize(("lie", "named"), [
+    ("not_a_number", "learner liar: its mistakes is nan, not a finite number"),
+    ("infinite", "learner liar: its mistakes is inf"),
+    ("negative", "the measured mistakes is -1, outside the range"),
+    ("above_T", "the measured mistakes is 1000000000, outside the range [0, 30]"),
+    ("nan_bound", "bound liar_bound: its value is not a number"),
+])
+def test_a_plugins_impossible_value_fails_the_job_naming_it(liar: Path, tmp_path: Path, boundlab, lie: str,  # noqa: ANN001
+                                                            named: str) -> None:
+    done = boundlab("algorithm=liar", f"algorithm.lie={lie}", "n=30", cwd=tmp_path, env=_env(liar, tracking=tmp_path))
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert named in done.stdout + done.stderr, (done.stdout + done.stderr)[-3000:]
+    assert "holds" not in done.stdout and "not applicable" not in done.stdout
+    honest = boundlab("algorithm=liar", "algorithm.lie=honest", "n=30", cwd=tmp_path, env=_env(liar, tracking=tmp_path))
+    assert honest.returncode == 0 and "liar_bound" in honest.stdout, honest.stderr[-2000:]
