@@ -126,12 +126,12 @@ def _swept(config: DictConfig) -> dict[str, str]:
     """What the sweep varies and fixes (an experiment's grid, then the command's overrides): the parent
     run's parameters, so a reviewer sees the grid without reading code. ``force`` and the launcher say
     how the sweep runs, not what it ran (the same directory, pipeline.cli's sweep key): left out, so that
-    ``force=true`` reruns under the same parent."""
+    ``force=true`` reruns under the same parent; so is ``log.*`` (what the terminal shows)."""
     grid = config.hydra.sweeper.get("params") or {}
     swept = {str(k): str(v) for k, v in grid.items()}
     for override in config.hydra.overrides.task:
         key, _, value = override.lstrip("+~").partition("=")
-        if value and not key.startswith("hydra") and key != "force":
+        if value and not key.startswith(("hydra", "log.")) and key != "force":
             swept[key] = value
     return swept
 
@@ -248,7 +248,7 @@ class SweepCallback(Callback):
             table.to_parquet(staging / "results.parquet", index=False)
             curves.to_parquet(staging / "curves.parquet", index=False)
             staged += [staging / "results.parquet", staging / "curves.parquet"]
-            staged += plots.sweep_figures(table, curves, staging, failed=figures_failed)
+            staged += plots.sweep_figures(table, curves, staging, failed=figures_failed, previous=sweep_dir)
         for what in figures_failed:
             log.error("sweep %s: figure not drawn (the results and verdicts are kept): %s", self.sweep_id, what)
         LAST.clear()
@@ -263,13 +263,14 @@ class SweepCallback(Callback):
         violated = [b for b, s in stats.items() if isinstance(s, dict) and s["verdict"] == VIOLATED]
         metrics = {f"{b}/{k}": v for b, s in stats.items() if isinstance(s, dict)
                    for k, v in s.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        verdict_tags = {f"boundlab.verdict.{b}": f"{s['verdict']}: {s['evidence']}"[:5000]
-                        for b, s in stats.items() if isinstance(s, dict)}
-        # jobs whose result came from the job store: their runs stay where they are, linked from this parent
+        parent_tags = tracking.verdict_tags(stats)  # verdict.BOUND, short; the whole evidence is in metrics.json
+        # jobs whose result came from the job store: their runs stay where they are; under this parent, a light
+        # child per reused run carries its params and metrics and points to it, so the parent lists every job
         reused = [r for j in _job_dirs(sweep_dir, size) if (r := store.reused_run(j)) and resume.finished(j)]
-        verdict_tags["boundlab.reused_runs"] = (" ".join(reused) or "none")[:5000]
+        tracking.link_reused(self.uri, self.parent_id, reused)
+        parent_tags["boundlab.reused_runs"] = (" ".join(reused) or "none")[:5000]
         tracking.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"], "reused_jobs": len(reused)},
-                               failed=bool(failed or violated), tags=verdict_tags)
+                               failed=bool(failed or violated), tags=parent_tags)
         elapsed = time.perf_counter() - self.started
         log.info("sweep %s: %d runs in %.1f s (%d reused from earlier sweeps); results in %s", self.sweep_id, stats["runs"],
                  elapsed, len(reused), sweep_dir)

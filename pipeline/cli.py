@@ -54,8 +54,9 @@ def _fail(message: str) -> None:
     raise SystemExit(USAGE_EXIT)
 
 
-def explain(exc: BaseException) -> str:
-    """One line for a Hydra or OmegaConf error: what was wrong and what is allowed."""
+def explain(exc: BaseException, job: Sequence[str] | None = None) -> str:
+    """One line for a Hydra or OmegaConf error: what was wrong and what is allowed. ``job``: the overrides
+    that failed (inside ``hydra.initialize_config_dir``), to suggest the declared key a misspelt one meant."""
     text = str(exc).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if "Could not find '" in text and "Available options" in text:
@@ -63,7 +64,7 @@ def explain(exc: BaseException) -> str:
         start = next(i for i, ln in enumerate(lines) if ln.startswith("Available options")) + 1
         options = [ln for ln in lines[start:] if not ln.startswith("Config search path")]
         options = options[: next((i for i, ln in enumerate(options) if ":" in ln or "=" in ln), len(options))]
-        return f"{group}={option}: unknown {group}; choose one of {', '.join(options)}"
+        return f"{group}={option}: unknown {group}; {_choose(option, options)}"
     if "Interpolation key 'grid." in text:  # an experiment's grid chosen by a scale it does not define
         scale = text.split("Interpolation key 'grid.", 1)[1].split(".", 1)[0].split("'", 1)[0]
         return (f"scale={scale}: the experiment has no grid '{scale}'; choose one it defines (every experiment has "
@@ -79,6 +80,9 @@ def explain(exc: BaseException) -> str:
                 "value or refer to another key")
     if "Could not override '" in text or "is not in struct" in text:
         key = text.split("'")[1]
+        hint = _key_hint(key, job) if job is not None else ""
+        if hint:
+            return f"{key}: unknown key; {hint} ('boundlab --help' lists every key with its default)"
         return f"{key}: unknown key; 'boundlab --help' lists every key with its default"
     if text.startswith("Missing mandatory value"):
         key = text.split(":", 1)[1].split()[0]
@@ -96,6 +100,60 @@ def explain(exc: BaseException) -> str:
         return (f"{arg}: cannot be read as KEY=VALUE; quote a value with spaces, quotes or special characters "
                 "for Hydra, e.g. 'question=\"Does it hold?\"' (Hydra's override grammar)")
     return " ".join(lines[:2])
+
+
+def _choose(name: object, options: Sequence[str]) -> str:
+    """What to do about an unknown group option: the options closest to a misspelt ``name`` first ('did you
+    mean pegasos? (choose one of ...)'), then every option."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(options), n=3, cutoff=0.6) if name else []
+    every = f"choose one of {', '.join(options)}"
+    return f"did you mean {' or '.join(close)}? ({every})" if close else every
+
+
+# The config groups whose keys are the learner's and the dataset's parameters (a misspelt one: the list).
+PARAMETER_GROUPS = ("algorithm", "dataset")
+
+
+def _key_hint(key: str, job: Sequence[str]) -> str:
+    """For an unknown ``key``: the declared keys it may have meant ('did you mean gamma?'), from the job's
+    config composed without it; for a key of the learner or dataset that none is close to, the keys that
+    option takes. '' when nothing helps (or the job cannot be composed without it either)."""
+    import difflib
+
+    from omegaconf import OmegaConf
+
+    rest = [o.input_line for o in parse_overrides(job) if o.key_or_group.lstrip("+~") != key]
+    cfg = None
+    for overrides in (rest, []):  # another bad override in the job: the defaults' keys still help
+        try:
+            cfg = hydra.compose("config", overrides=overrides, return_hydra_config=True)
+            break
+        except Exception:  # noqa: BLE001, S112 - only a hint; the error itself is reported
+            continue
+    if cfg is None:
+        return ""
+    choices = dict(cfg.hydra.runtime.choices)
+    known = [k for k in _flat_keys(OmegaConf.to_container(cfg, resolve=False))
+             if key.startswith("hydra.") or not k.startswith("hydra")]
+    parent, _, leaf = key.rpartition(".")
+    prefix = f"{parent}." if parent else ""
+    siblings = [k[len(prefix):] for k in known if k.startswith(prefix) and "." not in k[len(prefix):]]
+    if siblings:  # a misspelt leaf of a key that exists: gama, algorithm.lamda, tracking.urI
+        close = [prefix + c for c in difflib.get_close_matches(leaf, siblings, n=3, cutoff=0.6)]
+    else:  # a misspelt parent: algoritm.tie
+        close = difflib.get_close_matches(key, known, n=3, cutoff=0.8)
+    if not close and not parent:  # a learner's or dataset's key without its group: tie=mistake
+        params = [k for k in known if k.count(".") == 1 and k.split(".")[0] in PARAMETER_GROUPS]
+        close = [k for k in params if difflib.get_close_matches(leaf, [k.split(".")[1]], cutoff=0.8)]
+    if close:
+        return f"did you mean {' or '.join(close[:3])}?"
+    if parent in PARAMETER_GROUPS and choices.get(parent):
+        takes = [f"{parent}.{s}" for s in siblings if s != "name"]
+        return (f"{parent}={choices[parent]} takes {', '.join(takes)}; for another option's key, choose that option "
+                f"too ({parent}=OPTION {key}=...)")
+    return ""
 
 
 def _looks_like_path(key: str, value: str) -> bool:
@@ -135,7 +193,7 @@ def _check_experiment(name: object, checked: set[str]) -> None:
     options = experiment_names()
     if name not in options:
         path = " (an experiment is chosen by name, not by path)" if any(c in str(name) for c in "/\\~") or ".." in str(name) else ""
-        raise UserError(f"experiment={name}: unknown experiment{path}; choose one of {', '.join(options)}")
+        raise UserError(f"experiment={name}: unknown experiment{path}; {_choose('' if path else name, options)}")
     cfg = hydra.compose("config", overrides=[f"experiment={name}"], return_hydra_config=True)
     callbacks = OmegaConf.to_container(cfg.hydra.callbacks, resolve=False) if cfg.hydra.get("callbacks") else {}
     own = _own_callbacks()
@@ -215,7 +273,7 @@ class Plan:
 
     def sweep_key(self) -> str:
         """Names the sweep directory: the same command (force aside) resumes in the same place."""
-        kept = [o for o in self.overrides if not o.startswith(("force=", "hydra.launcher", "hydra/launcher"))]
+        kept = [o for o in self.overrides if not o.startswith(("force=", "log.", "hydra.launcher", "hydra/launcher"))]
         return hashlib.sha256("\0".join(kept).encode()).hexdigest()[:10]
 
 
@@ -239,9 +297,12 @@ def plan_of(argv: Sequence[str]) -> Plan:
         base = hydra.compose("config", overrides=fixed, return_hydra_config=True)
     except Exception as e:  # Hydra composes a sweep's fixed overrides before choosing the swept options
         swept = [o.key_or_group for o in overrides if o.is_sweep_override()]
-        if swept and "unknown key" in explain(e):
-            raise UserError(f"{explain(e)} (in a sweep over {', '.join(swept)}, the fixed keys must exist without the "
+        why = explain(e, fixed)
+        if swept and "unknown key" in why and "did you mean" not in why:
+            raise UserError(f"{why} (in a sweep over {', '.join(swept)}, the fixed keys must exist without the "
                             "swept options: name the group option on the command line, e.g. dataset=multiclass_margin)") from None
+        if "unknown key" in why:
+            raise UserError(why) from None
         raise
     _check_sweeper(base.hydra.sweeper)
     _check_launcher(base.hydra.launcher)
@@ -361,12 +422,13 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             try:
                 cfg = compose(job)
                 keys.add(build(cfg).key())
+                _check_log(cfg)
                 if any(o.startswith("+") for o in job):
                     check_added(job, compose([o for o in job if not o.startswith("+")]))
             except UserError as e:
                 _fail(f"{e}{where}")
             except (HydraException, OmegaConfBaseException) as e:
-                _fail(f"{explain(e)}{where}")
+                _fail(f"{explain(e, job)}{where}")
             plan.tracking_uri = cfg.tracking.uri
         for o in parse_overrides(argv_overrides(argv)):
             if o.key_or_group == "hydra.job.chdir" and (o.is_sweep_override() or o.value() not in (False, "false")):
@@ -388,6 +450,18 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
                       "seed_budget); remove seed=..., or use seeds=fixed")
             plan.sequential = (int(cfg.seed_budget), int(cfg.seed_round))
     return plan
+
+
+def _check_log(cfg: DictConfig) -> None:
+    """``log.bounds``: true or false (what a sweep logs per job; never a part of the job itself)."""
+    from omegaconf import OmegaConf
+
+    from pipeline.params import ParamError
+
+    value = OmegaConf.select(cfg, "log.bounds", default=False)
+    if not isinstance(value, bool):
+        raise ParamError("log.bounds", value, "true (a sweep logs every bound of every job, as one run does) or false "
+                         "(one line per job)")
 
 
 class _CheckProgress:

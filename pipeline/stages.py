@@ -44,7 +44,7 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 # Overrides that name, describe or steer the sweep rather than choose the run's parameters.
-NOT_PARAMETERS = ("hydra", "experiment=", "force=", "name=", "question=", "tracking.", "scale=")
+NOT_PARAMETERS = ("hydra", "experiment=", "force=", "name=", "question=", "tracking.", "scale=", "log.")
 
 
 def run_name(learner: str, overrides: Any) -> str:
@@ -52,6 +52,65 @@ def run_name(learner: str, overrides: Any) -> str:
     job's log lines and MLflow run carry."""
     chosen = [o for o in overrides if not o.lstrip("+~").startswith(NOT_PARAMETERS)]
     return " ".join([learner, *chosen])
+
+
+def bounds_summary(table: Any, most: int = 4) -> str:
+    """A job's bounds in a few words, for a sweep's one line per job: how many hold, and by name those
+    VIOLATED (always, each, with the numbers), straddled, above their bound (P), not applicable or vacuous
+    (the first ``most`` of these), e.g. '3 bounds: 3 hold; 1 vacuous: novikoff'. A bound measured on several
+    parts (a class each) is named once with the number of its parts. ``log.bounds=true`` logs each row."""
+    groups: dict[str, list[tuple[str, str]]] = {k: [] for k in ("straddles", "hold", "within", "above", "over seeds",
+                                                                 "not applicable", "vacuous")}
+    violated: list[str] = []
+    for row in table.itertuples():
+        part = getattr(row, "part", None)
+        label = (str(row.bound), part if isinstance(part, str) else "")
+        if not row.applicable:
+            groups["not applicable"].append(label)
+            continue
+        if row.guarantee == "D":
+            straddles = getattr(row, "straddles", None)
+            if row.holds:
+                groups["hold"].append(label)
+            elif isinstance(straddles, (bool, np.bool_)) and straddles:  # None or NaN: a table without the column
+                groups["straddles"].append(label)
+            else:
+                violated.append(f"{label[0]}{f' [{label[1]}]' if label[1] else ''} ({row.quantity} {row.empirical:g} "
+                                f"vs {row.theoretical:g})")
+        elif row.guarantee == "P":
+            groups["within" if row.holds else "above"].append(label)
+        else:  # (E): judged over seeds, by the sweep
+            groups["over seeds"].append(label)
+        if not row.informative:
+            groups["vacuous"].append(label)
+
+    def names(labels: list[tuple[str, str]], cap: int | None = most) -> str:
+        counts: dict[str, list[str]] = {}
+        for bound, part in labels:
+            counts.setdefault(bound, []).append(part)
+        named = [f"{b} [{parts[0]}]" if len(parts) == 1 and parts[0] else f"{b} [{len(parts)} parts]" if len(parts) > 1
+                 else b for b, parts in counts.items()]
+        if cap is not None and len(named) > cap:
+            named = [*named[:cap], f"{len(named) - cap} more"]
+        return ", ".join(named)
+
+    words = []
+    if violated:  # never shortened: each violated bound by name, with what was measured
+        words.append(f"VIOLATED: {', '.join(violated)}")
+    if groups["straddles"]:
+        words.append(f"straddling the bound (measured above it, its lower estimate not): {names(groups['straddles'], None)}")
+    for key, what in (("hold", "hold"), ("within", "within the bound (P)")):
+        if groups[key]:
+            words.append(f"{len(groups[key])} {'holds' if what == 'hold' and len(groups[key]) == 1 else what}")
+    if groups["above"]:
+        words.append(f"above the bound (P, counted against delta): {names(groups['above'], None)}")
+    if groups["over seeds"]:
+        words.append(f"{len(groups['over seeds'])} judged over seeds (E)")
+    if groups["not applicable"]:
+        words.append(f"{len(groups['not applicable'])} not applicable: {names(groups['not applicable'])}")
+    head = f"{len(table)} bound{'' if len(table) == 1 else 's'}: {', '.join(words)}" if len(table) else "no bounds"
+    vacuous = groups["vacuous"]
+    return head + (f"; {len(vacuous)} vacuous: {names(vacuous)}" if vacuous else "")
 
 
 def write(result: Any, out: Path) -> list[Path]:
@@ -308,7 +367,12 @@ def job(cfg: DictConfig) -> None:
             log.info("data %s: %s, hash %s", result.dataset.name,
                      " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in st.as_dict().items()),
                      result.table["data_hash"].iloc[0])
-    for row in result.table.itertuples():
+    # A sweep: one line per job (thousands of bound lines say less than the verdicts at its end); a single
+    # run, or log.bounds=true: one line per bound (docs/sweeps.md, "A sweep").
+    each_bound = not multirun or OmegaConf.select(cfg, "log.bounds", default=False) is True
+    if not each_bound:
+        log.info("%s%s: %s", step, name, bounds_summary(result.table))
+    for row in result.table.itertuples() if each_bound else ():
         part = getattr(row, "part", None)
         name_ = f"{name} [{part}]" if isinstance(part, str) and part else name
         if not row.applicable:

@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from pipeline import sweep
+from pipeline import files, sweep
 from pipeline.paths import project_root
 
 PARENT_FILE = ".boundlab_parent"  # in the sweep directory: reaches jobs where the environment does not
@@ -485,11 +485,9 @@ def _write_marker(uri: str, sweep_dir: Path | str | None, state: Mapping[str, An
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{DOWN_FILE}.{os.getpid()}.tmp")  # a sibling never reads half of it
-        tmp.write_text(json.dumps({"uri": redact(uri), "since": state["since"], "checked": state["checked"],
-                                   "reason": redact(state["reason"]), "driver": sweep.current().driver_pid,
-                                   "pid": os.getpid()}) + "\n")
-        os.replace(tmp, path)
+        files.write_text(path, json.dumps({  # staged: a sibling never reads half of it, nor writes through a link
+            "uri": redact(uri), "since": state["since"], "checked": state["checked"], "reason": redact(state["reason"]),
+            "driver": sweep.current().driver_pid, "pid": os.getpid()}) + "\n")
     except OSError:  # the marker only saves the siblings time: this process knows anyway
         pass
 
@@ -575,9 +573,8 @@ def announce_sweep(sweep_dir: Path, parent_id: str, sweep_id: str, new: bool = F
     command created it, so it has no earlier children)."""
     sweep.update(parent_run_id=parent_id, sweep_id=sweep_id, parent_new=new)
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    tmp = sweep_dir / f"{PARENT_FILE}.{os.getpid()}.tmp"  # a job reading the marker never sees half of it
-    tmp.write_text(f"{parent_id} {sweep_id}\n")
-    os.replace(tmp, sweep_dir / PARENT_FILE)
+    # staged: a job reading the marker never sees half of it, and a link planted there is not written through
+    files.write_text(sweep_dir / PARENT_FILE, f"{parent_id} {sweep_id}\n")
 
 
 def read_parent_marker(sweep_dir: Path) -> tuple[str, str] | None:
@@ -651,26 +648,52 @@ def _sqlite_path(uri: str) -> str | None:
 
 _EXPERIMENTS: dict[tuple[str, str], str] = {}  # (uri, name) -> id, for the jobs that share a process
 
+# The experiment tag MLflow 3's UI reads for an experiment's kind (the web app's ``useExperimentKind``;
+# MLflow's own GenAI demo sets it to "genai_development"): "custom_model_development" is its "Machine
+# learning" kind, whose experiment page opens on the runs rather than the GenAI traces overview. MLflow UIs
+# that choose the view per browser instead (3.17: the "GenAI / Model training" switch, remembered in the
+# browser's localStorage "mlflow.workflowType", default GenAI) do not read it: docs/mlflow.md says so.
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+
 
 def experiment_id(uri: str, name: str) -> str:
-    """The id of experiment ``name``, created if missing (artifacts next to a SQLite database)."""
+    """The id of experiment ``name``, created if missing (artifacts next to a SQLite database), tagged as
+    a model-training experiment (:data:`EXPERIMENT_KIND_TAG`; an existing one only if it has no kind)."""
     if (uri, name) in _EXPERIMENTS:
         return _EXPERIMENTS[uri, name]
     client = _client(uri)
     exp = client.get_experiment_by_name(name)
     if exp is not None:
+        if EXPERIMENT_KIND_TAG not in exp.tags:  # a user's own choice of kind is kept
+            _set_kind(client, exp.experiment_id)
         _EXPERIMENTS[uri, name] = exp.experiment_id
         return exp.experiment_id
     location = None
     if uri.startswith("sqlite:///"):
         location = (Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
     try:
-        return client.create_experiment(name, artifact_location=location)
+        created = client.create_experiment(name, artifact_location=location, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
     except Exception:  # created meanwhile by another process
         exp = client.get_experiment_by_name(name)
         if exp is None:
             raise
-        return exp.experiment_id
+        created = exp.experiment_id
+    _EXPERIMENTS[uri, name] = created
+    return created
+
+
+def _set_kind(client: Any, exp_id: str) -> None:
+    """Tag an existing experiment as model training; a store that refuses (a server's permissions) costs
+    only the UI's default view, never the sweep."""
+    import logging
+
+    try:
+        client.set_experiment_tag(exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    except Exception as e:  # noqa: BLE001
+        if is_connection_error(e):
+            raise
+        logging.getLogger("boundlab").debug("experiment %s: %s not set (%s: %s)", exp_id, EXPERIMENT_KIND_TAG,
+                                            type(e).__name__, redact(str(e)))
 
 
 @functools.cache
@@ -805,6 +828,92 @@ def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Map
     for path in artifacts:
         client.log_artifact(run_id, str(path))
     client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+
+
+VERDICT_TAG = "verdict.{bound}"  # a parent's tag per bound: short enough for the run page to show whole
+VERDICT_TEXT = 100  # characters of a verdict tag's value; the whole sentence is in the parent's metrics.json
+
+
+def verdict_tags(stats: Mapping[str, Any]) -> dict[str, str]:
+    """The parent run's tag per bound of a sweep summary (:func:`pipeline.callbacks.summary`):
+    ``verdict.BOUND`` = "VERDICT: EVIDENCE", cut at :data:`VERDICT_TEXT` characters with "…" (the whole
+    evidence is the ``evidence`` of BOUND in the ``metrics.json`` artifact).
+
+    >>> verdict_tags({"runs": 2, "novikoff": {"verdict": "holds", "evidence": "0 violations in 2 runs"}})
+    {'verdict.novikoff': 'holds: 0 violations in 2 runs'}
+    >>> len(verdict_tags({"b": {"verdict": "holds", "evidence": "x" * 500}})["verdict.b"]) == VERDICT_TEXT
+    True
+    """
+    out = {}
+    for bound, s in stats.items():
+        if isinstance(s, dict) and "verdict" in s:
+            text = " ".join(f"{s['verdict']}: {s.get('evidence', '')}".split()).rstrip(": ")
+            out[VERDICT_TAG.format(bound=bound)] = text if len(text) <= VERDICT_TEXT else text[:VERDICT_TEXT - 1] + "…"
+    return out
+
+
+REUSED_FROM = "boundlab.reused_from"  # on a sweep's light child: the run whose result the job reused
+# the tags of a reused run a light child carries over (the rest describe where and when that run was made)
+_CARRIED_TAGS = ("boundlab.config_hash", "boundlab.data_hash", "boundlab.holds", "boundlab.vacuous",
+                 "boundlab.git_commit", "boundlab.output_dir")
+
+
+def link_reused(uri: str, parent_id: str, run_ids: Iterable[str]) -> dict[str, str]:
+    """Make the sweep's parent a complete record of its jobs: one light child run under ``parent_id`` per
+    run in ``run_ids`` (the finished runs whose results the sweep's jobs reused from the job store).
+
+    A light child has the reused run's name, params, latest metrics and key tags (config and data hash,
+    whether the (D) bounds held, the commit that computed it), ``boundlab.reused_from`` = that run's id,
+    ``boundlab.reused_artifacts`` = its artifact URI (nothing is copied) and a description linking it; it
+    is FINISHED with the reused run's start and end times. Idempotent: a child already linking a run is
+    kept, and a light child linking a run no longer in ``run_ids`` (its job was rerun) is soft-deleted.
+    A reused run the store no longer has is skipped. Returns {reused run id: light child id}."""
+    from mlflow.entities import Metric, Param
+
+    client = _client(uri)
+    parent = client.get_run(parent_id)
+    exp_id = parent.info.experiment_id
+    wanted = list(dict.fromkeys(run_ids))
+    children = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'", max_results=10_000)
+    linked: dict[str, str] = {}
+    for child in children:
+        source = child.data.tags.get(REUSED_FROM)
+        if source is None:
+            continue
+        if source in wanted and source not in linked:
+            linked[source] = child.info.run_id
+            continue
+        client.set_tag(child.info.run_id, "boundlab.superseded", "its job no longer reuses this run (or a duplicate link)")
+        client.delete_run(child.info.run_id)
+    sweep_id = parent.data.tags.get("boundlab.sweep_id", "")
+    for source in wanted:
+        if source in linked:
+            continue
+        try:
+            run = client.get_run(source)
+        except Exception as e:  # noqa: BLE001 - purged meanwhile: nothing to link
+            if is_connection_error(e):
+                raise
+            continue
+        origin = client.get_experiment(run.info.experiment_id).name if run.info.experiment_id != exp_id else None
+        note = (f"Reused, not rerun: this job's result is run {source}"
+                + (f" of experiment {origin}" if origin else "")
+                + f" ({run.info.run_name}), whose artifacts are at {run.info.artifact_uri}.")
+        tags = {k: v for k, v in run.data.tags.items() if k in _CARRIED_TAGS}
+        tags |= {"mlflow.parentRunId": parent_id, "boundlab.sweep_id": sweep_id, REUSED_FROM: source,
+                 "boundlab.reused_artifacts": run.info.artifact_uri or "", "mlflow.note.content": note}
+        child = client.create_run(exp_id, start_time=run.info.start_time, run_name=run.info.run_name, tags=_tags(tags))
+        metrics = [Metric(m.key, m.value, m.timestamp, m.step) for m in getattr(run.data, "_metric_objs", ())]
+        if not metrics:  # an MLflow without the metric objects: the latest values, at step 0
+            metrics = [Metric(k, v, run.info.end_time or run.info.start_time, 0) for k, v in run.data.metrics.items()]
+        params = [Param(k, v) for k, v in run.data.params.items()]  # as the reused run stored them: redacted
+        while params or metrics:
+            bp, params = params[:100], params[100:]
+            bm, metrics = metrics[:1000 - len(bp)], metrics[1000 - len(bp):]
+            client.log_batch(child.info.run_id, metrics=bm, params=bp, tags=[])
+        client.set_terminated(child.info.run_id, status="FINISHED", end_time=run.info.end_time)
+        linked[source] = child.info.run_id
+    return linked
 
 
 HISTORY_POINTS = 64  # per quantity, in a run's MLflow metric history

@@ -280,9 +280,9 @@ class Page:
         shots.mkdir(parents=True, exist_ok=True)
 
     def open(self, route: str) -> None:
-        sep = "&" if "?" in route else "?"
-        # a fresh profile opens MLflow 3 in its GenAI view; runs, metrics and artifacts are in "Model training"
-        self.driver.get(f"{self.base}/#{route}{sep}workflowType=machine_learning")
+        """Open ``route`` as a reviewer's link does: no URL parameter (the view is the experiment's, or the one
+        the reviewer chose, which the browser remembers: :func:`_landing`)."""
+        self.driver.get(f"{self.base}/#{route}")
 
     def keep_evidence(self) -> str:
         """Save a screenshot and the page source of what the browser shows now; where they are, for an
@@ -356,15 +356,62 @@ class Page:
 
     def close_assistant(self) -> None:
         """Close MLflow's assistant side panel if it is open: it hides a third of the page."""
-        for button in self.driver.find_elements(self.By.CSS_SELECTOR, "[data-component-id='mlflow.assistant.chat_panel.close']"):
-            if button.is_displayed():
-                button.click()
+        from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
+
+        for _ in range(20):  # a panel that opens by itself on the first page is still sliding in for a moment
+            try:
+                for button in self.driver.find_elements(self.By.CSS_SELECTOR, "[data-component-id='mlflow.assistant.chat_panel.close']"):
+                    if button.is_displayed():
+                        button.click()
+                return
+            except (ElementClickInterceptedException, StaleElementReferenceException):
+                time.sleep(0.25)
 
     def shot(self, name: str) -> Path:
         path = self.shots / name
         self.driver.save_screenshot(str(path))
         self.saved.append(path)
         return path
+
+
+LANDINGS = ("/runs", "/overview", "/traces")  # the tabs MLflow 3 sends a bare experiment URL to
+
+
+def _click_past_popovers(page: Page, element: Any) -> bool:
+    """Click ``element`` once the GenAI view's first-visit popovers ("Detect Issues ... Got it") are
+    dismissed, as a reviewer would; False (to be tried again) while something still covers it."""
+    from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
+
+    try:
+        for got_it in page.driver.find_elements(page.By.XPATH, "//button[normalize-space()='Got it']"):
+            if got_it.is_displayed():
+                got_it.click()
+        element.click()
+        return True
+    except (ElementClickInterceptedException, StaleElementReferenceException):
+        return False
+
+
+def _landing(page: Page, eid: str, parent: dict) -> str:
+    """A fresh browser opens the bare experiment URL, as a reviewer given ``#/experiments/ID`` does. It must end
+    on the experiment's runs: at once where MLflow's UI takes the view from the experiment's kind (boundlab tags
+    its experiments ``mlflow.experimentKind = custom_model_development``), else after one click on **Model
+    training** (MLflow 3.17 opens every experiment on its GenAI overview until that switch is flipped, and the
+    browser remembers it), as docs/mlflow.md says. Returns which of the two happened."""
+    page.driver.get(f"{page.base}/#/experiments/{eid}")
+    landed = page.until(lambda d: next((t for t in LANDINGS if t in d.current_url.split("?")[0]), False),
+                        "the experiment page choosing its view (runs, overview or traces)")
+    page.close_assistant()
+    page.shot("0_experiment_landing.png")
+    how = "runs at once"
+    if landed != "/runs":
+        what = f"the GenAI / Model training switch on the {landed.strip('/')} view a bare URL opened"
+        switch = page.visible("//*[@role='button'][normalize-space()='Model training']", what)
+        page.until(lambda d: _click_past_popovers(page, switch), f"a click on {what}")
+        how = f"{landed.strip('/')} view, then Model training"
+    page.until(lambda d: "/runs" in d.current_url.split("?")[0], "the experiment's runs tab")
+    page.visible(_text_is(parent["name"]), f"the parent run {parent['name']!r} on the experiment's page")
+    return how
 
 
 def _runs_table(page: Page, eid: str, parent: dict, children: list[dict]) -> None:
@@ -461,6 +508,7 @@ def test_dashboard_shows_a_reviewer_the_sweep(tracking_server: SimpleNamespace, 
     eid = exp["experiment_id"]
     page = Page(browser, tracking_server.url, tmp_path / "screenshots", evidence=tmp_path)
     try:
+        print(f"\nthe bare experiment URL opened on: {_landing(page, eid, parent)}")
         _runs_table(page, eid, parent, children)
         _parent_page(page, eid, parent, children)
         _child_pages(page, eid, parent, children)

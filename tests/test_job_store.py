@@ -18,13 +18,15 @@ from helpers import migrated_store, with_sitecustomize
 from pipeline import resume, store
 
 
-def _children(uri: str, experiment: str) -> list:
+def _children(uri: str, experiment: str, light: bool = False) -> list:
+    """The child runs that ran a job; with ``light``, the light children instead (a sweep's links to the runs
+    it reused, tag ``boundlab.reused_from``)."""
     import mlflow
 
     client = mlflow.MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(experiment)
     runs = client.search_runs([exp.experiment_id], max_results=1000) if exp else []
-    return [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    return [r for r in runs if "mlflow.parentRunId" in r.data.tags and ("boundlab.reused_from" in r.data.tags) == light]
 
 
 def _parents(uri: str, experiment: str) -> list:
@@ -72,6 +74,10 @@ def test_a_job_reached_by_another_command_is_reused_not_rerun(tmp_path: Path, bo
     theirs = {r.info.run_id for r in children if r.data.tags["mlflow.parentRunId"] == first_parent.info.run_id}
     assert set(reused) <= theirs and len(reused) + len(mine) == second_parent.data.metrics["runs"]
     assert second_parent.data.metrics["reused_jobs"] == len(reused) > 0
+    # the second parent lists every job it covers: its own runs and a light child per reused run
+    links = [r for r in _children(uri, "store", light=True) if r.data.tags["mlflow.parentRunId"] == second_parent.info.run_id]
+    assert sorted(r.data.tags["boundlab.reused_from"] for r in links) == sorted(reused)
+    assert len(links) + len(mine) == second_parent.data.metrics["runs"]
     # the second sweep's table has a row set for every job it covers; the reused ones equal the first's
     table_a, table_b = _rows(tmp_path / "a"), _rows(tmp_path / "b")
     assert table_b["run"].nunique() == second_parent.data.metrics["runs"]

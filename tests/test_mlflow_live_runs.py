@@ -185,3 +185,114 @@ def test_a_sweep_dir_reused_with_another_grid_gets_a_new_parent(tmp_path: Path, 
     again = boundlab(*other, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)  # the same grid: resumed
     assert again.returncode == 0 and again.stdout.count("already done") == 2, again.stderr[-3000:]
     assert "another grid" not in again.stdout + again.stderr and len(_parents(uri)) == 2
+
+
+# ---------------------------------------------------------------- what a reviewer finds in MLflow's UI
+
+def test_boundlab_experiments_are_tagged_model_training(tmp_path: Path) -> None:
+    """MLflow 3's UI reads an experiment's kind from its tag ``mlflow.experimentKind``: boundlab's are model
+    training (their page opens on the runs, not the GenAI traces). A new experiment gets it when created, an
+    existing one without a kind when reused; a kind someone chose is kept."""
+    import mlflow
+
+    from pipeline import tracking
+
+    uri = migrated_store(tmp_path / "mlflow.db")
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    new = tracking.experiment_id(uri, "fresh")
+    older = client.create_experiment("older")  # made before boundlab tagged experiments
+    chosen = client.create_experiment("chosen", tags={tracking.EXPERIMENT_KIND_TAG: "genai_development"})
+    assert tracking.experiment_id(uri, "older") == older and tracking.experiment_id(uri, "chosen") == chosen
+    kinds = {e: client.get_experiment(e).tags.get("mlflow.experimentKind") for e in (new, older, chosen)}
+    assert kinds == {new: "custom_model_development", older: "custom_model_development", chosen: "genai_development"}
+
+
+def _reused_and_source(uri: str, tmp_path: Path) -> tuple[str, str, object]:
+    """A finished run as a job leaves it (params, metrics with a history, boundlab tags, an artifact), and a
+    parent run of another sweep in another experiment: (source run id, parent run id, client)."""
+    import mlflow
+    from mlflow.entities import Metric, Param, RunTag
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    first = client.create_experiment("first", artifact_location=(tmp_path / "artifacts").as_uri())
+    second = client.create_experiment("second", artifact_location=(tmp_path / "artifacts").as_uri())
+    source = client.create_run(first, run_name="perceptron seed=0", tags={"boundlab.config_hash": "abc",
+                               "boundlab.holds": "True", "boundlab.sweep_id": "first-sweep", "mlflow.user": "someone"})
+    sid = source.info.run_id
+    client.log_batch(sid, params=[Param("seed", "0"), Param("n", "50")],
+                     metrics=[Metric("novikoff/ratio", 0.25, 1, 0)] + [Metric("mistakes", float(k), 2, t) for k, t in enumerate((1, 10, 50))],
+                     tags=[RunTag("boundlab.data_hash", "d1")])
+    (tmp_path / "results.parquet").write_bytes(b"a job's table")
+    client.log_artifact(sid, str(tmp_path / "results.parquet"))
+    client.set_terminated(sid, status="FINISHED")
+    parent = client.create_run(second, run_name="second sweep", tags={"boundlab.sweep_id": "second-sweep"})
+    return sid, parent.info.run_id, client
+
+
+def test_a_reused_run_becomes_a_light_child_of_the_new_sweeps_parent_once(tmp_path: Path) -> None:
+    from pipeline import tracking
+
+    uri = migrated_store(tmp_path / "mlflow.db")
+    sid, parent_id, client = _reused_and_source(uri, tmp_path)
+    linked = tracking.link_reused(uri, parent_id, [sid])
+    again = tracking.link_reused(uri, parent_id, [sid, sid])  # a rerun of the sweep: the same link, no second one
+    assert again == linked and set(linked) == {sid}
+    exp_id = client.get_run(parent_id).info.experiment_id
+    children = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    (child,) = children
+    source = client.get_run(sid)
+    assert child.info.run_id == linked[sid] and child.info.status == "FINISHED"
+    assert child.info.run_name == source.info.run_name and child.info.start_time == source.info.start_time
+    assert child.data.params == source.data.params and child.data.metrics == source.data.metrics
+    tags = child.data.tags
+    assert tags["boundlab.reused_from"] == sid and tags["boundlab.reused_artifacts"] == source.info.artifact_uri
+    assert tags["boundlab.sweep_id"] == "second-sweep" and tags["boundlab.config_hash"] == "abc"
+    assert tags["boundlab.holds"] == "True" and tags["boundlab.data_hash"] == "d1"
+    assert sid in tags["mlflow.note.content"] and "first" in tags["mlflow.note.content"]
+    assert tags.get("mlflow.user") != "someone"  # who made the reused run is on the reused run, not copied
+    assert [a.path for a in client.list_artifacts(sid)] == ["results.parquet"]
+    assert client.list_artifacts(child.info.run_id) == []  # a link to them, not a copy
+    # a job of the sweep rerun instead of reused: its light child goes (soft-deleted), the rest stays
+    assert tracking.link_reused(uri, parent_id, []) == {}
+    assert client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'") == []
+    assert client.get_run(linked[sid]).info.lifecycle_stage == "deleted"
+    assert client.get_run(sid).info.lifecycle_stage == "active"  # the reused run itself is never touched
+
+
+def test_verdict_tags_are_short_and_whole_in_metrics_json() -> None:
+    from pipeline import tracking
+
+    evidence = "0 violations in 2 runs, but the bound is vacuous in every run (not below the trivial value): " * 3
+    tags = tracking.verdict_tags({"runs": 2, "failed_jobs": 0, "novikoff": {"verdict": "inconclusive", "evidence": evidence},
+                                  "halving": {"verdict": "holds", "evidence": "0 violations in 2 runs (2 informative)"}})
+    assert tags["verdict.halving"] == "holds: 0 violations in 2 runs (2 informative)"
+    assert tags["verdict.novikoff"].startswith("inconclusive: 0 violations in 2 runs, but the bound is vacuous")
+    assert len(tags["verdict.novikoff"]) == tracking.VERDICT_TEXT and tags["verdict.novikoff"].endswith("…")
+    assert set(tags) == {"verdict.novikoff", "verdict.halving"}
+
+
+@pytest.mark.e2e
+def test_a_sweep_that_reuses_jobs_has_a_parent_listing_every_job(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    """The second sweep reuses the first's two jobs from the job store and runs one: its parent has three
+    children, two of them light links to the first sweep's runs, and a rerun of it adds none."""
+    uri, env = _env(tmp_path)
+    assert boundlab_in_process(*GRID, f"hydra.sweep.dir={tmp_path / 'a'}", cwd=tmp_path, env=env).returncode == 0
+    (first,) = _parents(uri)
+    bigger = ("-m", "seed=0,1,2", "n=50", f"name={NAME}")
+    for _ in range(2):  # the second time, the same sweep resumed: its links are kept, not duplicated
+        proc = boundlab_in_process(*bigger, f"hydra.sweep.dir={tmp_path / 'b'}", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        _, parent = _parents(uri)
+        children = [r for r in _runs(uri) if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id
+                    and r.info.lifecycle_stage == "active"]
+        assert len(children) == 3 == parent.data.metrics["runs"], [(r.info.run_name, r.data.tags) for r in children]
+        light = {r.data.tags["boundlab.reused_from"]: r for r in children if "boundlab.reused_from" in r.data.tags}
+        theirs = {r.info.run_id: r for r in _runs(uri) if r.data.tags.get("mlflow.parentRunId") == first.info.run_id}
+        assert set(light) == set(theirs) == set(parent.data.tags["boundlab.reused_runs"].split())
+        for source, child in light.items():
+            assert child.info.status == "FINISHED" and child.data.params == theirs[source].data.params
+            assert child.data.metrics == theirs[source].data.metrics
+        # the verdicts: short keys and values the run page shows whole; no key of the old, cut-off form
+        assert parent.data.tags["verdict.novikoff"].split(":")[0] in ("holds", "inconclusive", "violated")
+        assert all(len(v) <= 100 for k, v in parent.data.tags.items() if k.startswith("verdict."))
+        assert not [k for k in parent.data.tags if k.startswith("boundlab.verdict")]

@@ -69,7 +69,38 @@ BAD = [
     (["hydra.job.chdir=true"], "hydra.job.chdir=true: boundlab runs every job in the command's directory"),
     (["-m", "seed=0,1", "hydra.job.chdir=true"], "hydra.job.chdir=true: boundlab runs every job"),
     (["-m", "hydra.job.chdir=false,true"], "hydra.job.chdir=false,true: boundlab runs every job"),
+    # "The three workflows" item 5: a misspelt key, key of a group or group option names the declared ones it
+    # may have meant (difflib over the composed config's keys and the group's options), in a sweep too
+    (["gama=0.1"], "gama: unknown key; did you mean gamma? ('boundlab --help' lists every key"),
+    (["-m", "seed=0,1", "gama=0.1"], "gama: unknown key; did you mean gamma? ('boundlab --help'"),  # a fixed key
+    (["-m", "gama=0.1,0.2"], "gama: unknown key; did you mean gamma? ('boundlab --help'"),  # a swept one
+    (["dataset.gama=0.1"], "dataset.gama: unknown key; did you mean dataset.gamma?"),
+    (["tracking.urii=x"], "tracking.urii: unknown key; did you mean tracking.uri?"),
+    (["algorithm=pegasos", "algorithm.lamda=0.1"], "algorithm.lamda: unknown key; did you mean algorithm.lam?"),
+    (["-m", "seed=0,1", "algorithm=pegasos", "algorithm.lamda=0.1"], "did you mean algorithm.lam?"),
+    (["-m", "algorithm=pegasos", "algorithm.lamda=0.1,0.2"], "did you mean algorithm.lam?"),
+    (["algorithm.lamda=0.1"],  # the Perceptron takes no key close to it: the keys it does take, and what to do
+     ("algorithm.lamda: unknown key; algorithm=perceptron takes algorithm.tie, algorithm.passes, algorithm.ordering; "
+      "for another option's key, choose that option too (algorithm=OPTION algorithm.lamda=...)")),
+    (["tie=mistake"], "tie: unknown key; did you mean algorithm.tie?"),  # a learner's key without its group
+    (["algoritm.tie=mistake"], "algoritm.tie: unknown key; did you mean algorithm.tie?"),
+    (["hydra.job.chdri=true"], "did you mean hydra.job.chdir?"),
+    (["algorithm=pegasus"], "algorithm=pegasus: unknown algorithm; did you mean pegasos? (choose one of batch_perceptron,"),
+    (["-m", "seed=0,1", "algorithm=pegasus"], "algorithm=pegasus: unknown algorithm; did you mean pegasos?"),
+    (["-m", "algorithm=perceptron,pegasus"], "did you mean pegasos? (choose one of"),
+    (["dataset=margin_binry"], "dataset=margin_binry: unknown dataset; did you mean margin_binary?"),
+    (["-m", "seed=0,1", "hydra/launcher=jobib"], "unknown hydra/launcher; did you mean joblib?"),
+    (["experiment=perceptron_margn"], "unknown experiment; did you mean perceptron_margin or"),
+    (["zzz=1"], "zzz: unknown key; 'boundlab --help' lists every key"),  # nothing close: no guess
+    # the one key of the log: true or false
+    (["log.bounds=yes"], "log.bounds='yes': must be true (a sweep logs every bound of every job"),
+    (["-m", "seed=0,1", "log.bounds=1"], "log.bounds=1: must be true"),
 ]
+
+
+@pytest.mark.parametrize("argv", [["zzz=1"], ["-m", "seed=0,1", "hydra/sweeper=nope"], ["experiment=../x"]])
+def test_nothing_close_is_no_guess(argv: list[str], one_line_error) -> None:  # noqa: ANN001
+    assert "did you mean" not in one_line_error(argv)
 
 
 def test_the_bad_input_table_is_broad() -> None:
@@ -85,6 +116,7 @@ def test_bad_input_is_one_line_naming_the_key(argv: list[str], named: str, one_l
 @pytest.mark.parametrize("argv", [
     ["name=my_sweep-2.v1"], ["name=2024"], ["experiment=perceptron_margin"], ["-m", "experiment=perceptron_tight"],
     ["++gamma=0.2"], ["+claims=[]"], ["-m", "seed=0,1", "+hydra.launcher.ray.init._temp_dir=/tmp/x"],
+    ["-m", "seed=0,1", "log.bounds=true"], ["log.bounds=false"],
 ])
 def test_good_names_and_keys_pass(argv: list[str]) -> None:
     register()

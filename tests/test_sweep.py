@@ -222,3 +222,62 @@ def test_a_sweeper_that_chooses_its_jobs_is_refused_in_one_line(one_line_error) 
     line = one_line_error(["-m", "seed=0,1", "hydra/sweeper=test_choosing"])
     assert "chooses its jobs as the sweep goes" in line and "hydra/sweeper=boundlab" in line
     assert "unknown hydra/sweeper; choose one of basic, boundlab" in one_line_error(["-m", "seed=0,1", "hydra/sweeper=nope"])
+
+
+# ---------------------------------------------------------------- what a sweep logs per job
+
+def _table(rows: list[dict]) -> object:
+    import pandas as pd
+
+    base = {"part": None, "applicable": True, "holds": True, "informative": True, "straddles": False, "guarantee": "D",
+            "quantity": "mistakes", "empirical": 3.0, "theoretical": 10.0, "reason": ""}
+    return pd.DataFrame([base | r for r in rows])
+
+
+def test_the_job_line_counts_what_holds_and_names_the_rest() -> None:
+    from pipeline.stages import bounds_summary
+
+    held = _table([{"bound": "novikoff", "informative": False, "theoretical": 100.0}, {"bound": "hinge_all_rounds"},
+                   {"bound": "freund_schapire"}])
+    assert bounds_summary(held) == "3 bounds: 3 hold; 1 vacuous: novikoff"
+    mixed = _table([
+        {"bound": "novikoff", "holds": False, "empirical": 120.0, "theoretical": 100.0},  # named, with its numbers
+        {"bound": "tight", "holds": False, "straddles": True},
+        {"bound": "hinge"},
+        {"bound": "expectation", "guarantee": "E"},
+        {"bound": "high_probability", "guarantee": "P", "holds": False},
+        {"bound": "sure", "guarantee": "P"},
+        *({"bound": "last_iterate", "applicable": False, "part": f"class {c}", "reason": "no"} for c in range(5)),
+        *({"bound": f"loose_{i}", "informative": False} for i in range(6)),
+    ])
+    line = bounds_summary(mixed)
+    assert line.startswith("17 bounds: VIOLATED: novikoff (mistakes 120 vs 100), "), line
+    assert "straddling the bound (measured above it, its lower estimate not): tight" in line
+    assert "7 hold, 1 within the bound (P), above the bound (P, counted against delta): high_probability" in line
+    assert "1 judged over seeds (E), 5 not applicable: last_iterate [5 parts]" in line
+    assert line.endswith("; 6 vacuous: loose_0, loose_1, loose_2, loose_3, 2 more"), line
+
+
+def test_every_violated_bound_is_named_however_many() -> None:
+    from pipeline.stages import bounds_summary
+
+    line = bounds_summary(_table([{"bound": f"b{i}", "holds": False, "part": "class 1" if i == 0 else None,
+                                   "empirical": 11.0} for i in range(7)]))
+    assert line == ("7 bounds: VIOLATED: b0 [class 1] (mistakes 11 vs 10), " + ", ".join(
+        f"b{i} (mistakes 11 vs 10)" for i in range(1, 7)))
+
+
+def test_a_sweep_logs_one_line_per_job_and_each_bound_on_request(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    argv = ["-m", "seed=0,1", "n=40", "d=3"]
+    done = boundlab_in_process(*argv, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    jobs = [ln for ln in done.stdout.splitlines() if "[boundlab][INFO]" in ln and "perceptron seed=" in ln]
+    assert len(jobs) == 2 and all("n=40 d=3: 3 bounds: 3 hold" in ln for ln in jobs), done.stdout
+    assert " vs novikoff " not in done.stdout
+    again = boundlab_in_process(*argv, "log.bounds=true", "force=true", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    where = [ln.split("results in ")[1].split()[0] for ln in (done.stdout, again.stdout)]
+    assert where[0] == where[1], where  # log.bounds is no part of the sweep's key: the same directory
+    rows = [ln for ln in again.stdout.splitlines() if "[boundlab][INFO]" in ln and "perceptron seed=" in ln]
+    assert len(rows) == 6 and sum(" vs novikoff " in ln for ln in rows) == 2 and "3 bounds:" not in again.stdout
+    assert all("log.bounds" not in ln for ln in rows)  # not a parameter of the run: not in its name
