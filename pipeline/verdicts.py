@@ -731,14 +731,15 @@ class ClaimVerdict:
         return asdict(self)
 
     def compact(self) -> str:
-        """One short line: 'holds, 27/36 informative, max 0.956' ((E): 'mean' for the worst setting's mean
-        ratio): what ``dvc metrics diff`` compares between two commits (report/claims.json)."""
+        """One short line: 'holds 27/36 informative max 0.956' ((E): 'mean' for the worst setting's mean
+        ratio): what ``dvc metrics diff`` compares between two commits (report/claims.json), two of them
+        side by side in a line of at most 160 characters."""
         parts = [self.status]
         if self.informative_of:
             parts.append(f"{self.informative_of} informative")
         if self.ratio is not None and math.isfinite(self.ratio):
             parts.append(f"{'mean' if self.guarantee == 'E' else 'max'} {self.ratio:.3g}")
-        return ", ".join(parts)
+        return " ".join(parts)
 
 
 def judge_claim(experiment: str, claim: Mapping[str, Any], metrics: Mapping[str, Any]) -> ClaimVerdict:
