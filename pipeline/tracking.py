@@ -866,15 +866,17 @@ def link_reused(uri: str, parent_id: str, run_ids: Iterable[str]) -> dict[str, s
     whether the (D) bounds held, the commit that computed it), ``boundlab.reused_from`` = that run's id,
     ``boundlab.reused_artifacts`` = its artifact URI (nothing is copied) and a description linking it; it
     is FINISHED with the reused run's start and end times. Idempotent: a child already linking a run is
-    kept, and a light child linking a run no longer in ``run_ids`` (its job was rerun) is soft-deleted.
+    kept, and a light child linking a run no longer in ``run_ids`` (its job was rerun) is soft-deleted. A
+    reused run that is already a child of ``parent_id`` (the same sweep, resumed) needs no link.
     A reused run the store no longer has is skipped. Returns {reused run id: light child id}."""
     from mlflow.entities import Metric, Param
 
     client = _client(uri)
     parent = client.get_run(parent_id)
     exp_id = parent.info.experiment_id
-    wanted = list(dict.fromkeys(run_ids))
     children = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'", max_results=10_000)
+    own = {c.info.run_id for c in children if REUSED_FROM not in c.data.tags}  # already this parent's own children
+    wanted = [r for r in dict.fromkeys(run_ids) if r not in own]  # (a rerun of the same sweep reusing its own job)
     linked: dict[str, str] = {}
     for child in children:
         source = child.data.tags.get(REUSED_FROM)

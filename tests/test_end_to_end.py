@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,7 +97,9 @@ def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     copy_project(repo)
-    (repo / "params.yaml").write_text("n: 100\nseed: [0]\n")
+    params = (repo / "params.yaml").read_text().replace("\nn: null", "\nn: 100").replace("\nseed: null", "\nseed: [0]")
+    assert "\nn: 100" in params and "\nseed: [0]" in params
+    (repo / "params.yaml").write_text(params)
     git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "fixture"]):
         subprocess.run([*git, *cmd], cwd=repo, check=True)
@@ -113,7 +116,10 @@ def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
     assert second.returncode == 0 and "didn't change, skipping" in second.stdout, second.stdout
     assert "Running stage" not in second.stdout
     shown = subprocess.run([*dvc, "metrics", "show", "--json"], cwd=repo, env=env, capture_output=True, text=True)
-    metrics = next(iter(json.loads(shown.stdout).values()))["data"]["results/perceptron_margin/metrics.json"]["data"]
+    claims = next(iter(json.loads(shown.stdout).values()))["data"]["report/claims.json"]["data"]
+    assert re.fullmatch(r"(holds|inconclusive) \d/9 informative max [0-9.e+-]+", claims["perceptron_margin/novikoff"])
+    assert claims["perceptron_margin/hinge_all_rounds"].startswith("holds ")
+    metrics = json.loads((repo / "results" / "perceptron_margin" / "metrics.json").read_text())
     assert metrics["runs"] == 9 and metrics["novikoff"]["violations"] == 0
     assert metrics["hinge_all_rounds"]["violations"] == 0 and metrics["freund_schapire"]["violations"] == 0
 
