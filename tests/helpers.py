@@ -118,3 +118,21 @@ def file_order(selected: list[tuple[str, str]], known: dict[str, dict[str, float
     cost = {file: sum(known.get(file, {}).get(tier, estimate[tier] * n) for tier, n in tiers.items())
             for file, tiers in counts.items()}
     return sorted(cost, key=lambda f: (-cost[f], f))
+
+
+def signal_once_started(argv: list[str], flag: Path, sig: int, cwd: Path, env: dict[str, str],
+                        timeout: float = 120) -> tuple[int, str]:
+    """Run the installed ``boundlab argv`` in a session of its own, wait until ``flag`` exists (an injected
+    hang touches it), send ``sig`` to the whole process group; return (exit code, stderr)."""
+    import sys
+    import time
+
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "boundlab"), *argv], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and not flag.exists() and proc.poll() is None:
+        time.sleep(0.05)
+    assert flag.exists(), f"{flag.name} never appeared: {proc.stderr.read()[-3000:] if proc.poll() is not None else ''}"
+    os.killpg(proc.pid, sig)
+    _, err = proc.communicate(timeout=timeout)
+    return proc.returncode, err

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import migrated_store, with_sitecustomize
+from helpers import migrated_store, signal_once_started, with_sitecustomize
 
 # Wraps pipeline.run.run so that the job whose overrides include BOUNDLAB_FAIL_JOB raises, or, with
 # BOUNDLAB_HANG_FLAG set, touches that file and sleeps (to be stopped from outside). Keyed on the job,
@@ -141,16 +138,8 @@ def test_a_killed_job_that_then_succeeds_leaves_one_live_finished_run(tmp_path: 
     flag = tmp_path / "hanging"
     uri, env = _env(tmp_path, fail=True, BOUNDLAB_HANG_FLAG=str(flag))
     sweep = tmp_path / "sweep"
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "boundlab"), *GRID, f"hydra.sweep.dir={sweep}"],
-                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and not flag.exists() and proc.poll() is None:
-        time.sleep(0.05)
-    assert flag.exists(), "the job to stop never started"
-    os.killpg(proc.pid, signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err[-3000:]
+    code, err = signal_once_started([*GRID, f"hydra.sweep.dir={sweep}"], flag, signal.SIGTERM, tmp_path, env)
+    assert code == 130, err[-3000:]
     assert _live_children(uri) == {"seed=0": Counter(FINISHED=1), "seed=1": Counter(KILLED=1)}
     again = boundlab(*GRID, f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=_env(tmp_path)[1])
     assert again.returncode == 0, again.stderr[-3000:]

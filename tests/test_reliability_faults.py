@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import inject_fault, migrated_store, with_sitecustomize
+from helpers import inject_fault, migrated_store, signal_once_started, with_sitecustomize
 
 from pipeline import resume, sweep, tracking
 from pipeline.callbacks import collect
@@ -415,16 +413,8 @@ def test_sigterm_during_aggregation_ends_the_parent_killed_and_leaves_whole_file
         before = _sweep_files(sweep)
     flag = tmp_path / "aggregating"
     _, env = _env(tmp_path, "pipeline.plots:sweep_figures", BOUNDLAB_FAULT_MODE="hang", BOUNDLAB_FAULT_FLAG=str(flag))
-    exe = str(Path(sys.executable).parent / "boundlab")
-    proc = subprocess.Popen([exe, *cmd], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and not flag.exists() and proc.poll() is None:
-        time.sleep(0.05)
-    assert flag.exists(), "the aggregation never started"
-    os.killpg(proc.pid, signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "run the same command to resume" in err, err[-3000:]
+    code, err = signal_once_started(cmd, flag, signal.SIGTERM, tmp_path, env)  # once the aggregation started
+    assert code == 130 and "run the same command to resume" in err, err[-3000:]
     parents, children = _runs(uri, "aggterm")
     assert [p.info.status for p in parents] == ["KILLED"] and all(c.info.status == "FINISHED" for c in children)
     assert not list(sweep.glob(".aggregate*")) and not list(sweep.glob("*.tmp"))
@@ -499,16 +489,8 @@ def test_a_sweep_that_dies_before_its_end_ends_its_parent(tmp_path: Path, boundl
 def test_a_closed_terminal_sighup_stops_a_sweep_like_ctrl_c(tmp_path: Path) -> None:
     flag = tmp_path / "running"
     uri, env = _env(tmp_path, "pipeline.run:run", BOUNDLAB_FAULT_MODE="hang", BOUNDLAB_FAULT_FLAG=str(flag))
-    exe = str(Path(sys.executable).parent / "boundlab")
-    proc = subprocess.Popen([exe, "-m", "seed=0,1", "n=50", "name=hangup", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
-                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and not flag.exists() and proc.poll() is None:
-        time.sleep(0.05)
-    assert flag.exists(), "the job never started"
-    os.killpg(proc.pid, signal.SIGHUP)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "run the same command to resume" in err, err[-3000:]
+    code, err = signal_once_started(["-m", "seed=0,1", "n=50", "name=hangup", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                                    flag, signal.SIGHUP, tmp_path, env, timeout=60)  # once the job started
+    assert code == 130 and "run the same command to resume" in err, err[-3000:]
     parents, children = _no_run_left_running(uri, "hangup")
     assert [p.info.status for p in parents] == ["KILLED"] and [c.info.status for c in children] == ["KILLED"]
