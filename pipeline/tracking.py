@@ -652,7 +652,8 @@ _EXPERIMENTS: dict[tuple[str, str], str] = {}  # (uri, name) -> id, for the jobs
 # MLflow's own GenAI demo sets it to "genai_development"): "custom_model_development" is its "Machine
 # learning" kind, whose experiment page opens on the runs rather than the GenAI traces overview. MLflow UIs
 # that choose the view per browser instead (3.17: the "GenAI / Model training" switch, remembered in the
-# browser's localStorage "mlflow.workflowType", default GenAI) do not read it: docs/mlflow.md says so.
+# browser's localStorage "mlflow.workflowType", default GenAI) do not read it: `mlflow ui --app-name boundlab`
+# (pipeline/dashboard.py) sets that choice for a fresh browser; docs/mlflow.md says so.
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 
 
