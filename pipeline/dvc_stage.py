@@ -143,7 +143,8 @@ def dvc_yaml() -> str:
                         "deps": ["pipeline", "conf", f"experiments/{name}.yaml", "constraints.txt"],
                         "params": [{"params.yaml": reads(name)}], "outs": [f"results/{name}"]}
     stages["report"] = {"cmd": "python -m pipeline.report", "deps": ["pipeline", "constraints.txt", "results", "experiments"],
-                        "outs": ["report/index.html", "report/summary.md", "report/verdicts.json", "report/figures"],
+                        "outs": ["report/index.html", "report/experiments", "report/summary.md", "report/verdicts.json",
+                                 "report/figures"],
                         "metrics": [{"report/claims.json": {"cache": False}}]}
     plots = list(PLOTS)
     body = yaml.safe_dump({"stages": stages}, sort_keys=False, width=120, default_flow_style=None)

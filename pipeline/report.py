@@ -6,8 +6,10 @@ experiment states (``experiments/NAME.yaml``); it never recomputes a bound or a 
 takes its sweep's verdict through :func:`pipeline.verdicts.judge_claim` (docs/bounds.md section 9), with
 its informative runs and the limit that decided it.
 
-``python -m pipeline.report`` writes ``report/index.html`` (self-contained: figures embedded) and
-``report/summary.md``, logs both to MLflow (experiment ``report``), and exits 1 if a claim of any
+``python -m pipeline.report`` writes ``report/index.html`` (the answer first: every claim, then each
+experiment's claims beside the one figure that answers each), a page per experiment with all its figures
+(``report/experiments/NAME.html``), the figures themselves (``report/figures/``: the report links to nothing
+outside ``report/``) and ``report/summary.md``, logs them to MLflow (experiment ``report``), and exits 1 if a claim of any
 guarantee type is violated, a claim's bound never ran, or a sweep lost jobs (an inconclusive claim is
 shown, and does not fail it): the report is written first, so the failure is in it. The experiments'
 own DVC stages are ``pipeline.dvc_stage``.
@@ -34,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from pipeline.verdicts import HOLDS, INCONCLUSIVE, NOT_APPLICABLE, VIOLATED, ClaimVerdict, judge_claim
 
@@ -55,6 +57,9 @@ class Experiment:
     data_hashes: list[str]
     parent_run: str | None
     comparison: list[dict[str, Any]] = field(default_factory=list)
+    captions: dict[str, str] = field(default_factory=dict)  # figure stem -> what it shows, in a sentence
+    bound_of: dict[str, str | None] = field(default_factory=dict)  # figure stem -> its bound (None: a comparison)
+    compared: str | None = None  # the stem of the comparison figure the experiment's ``compare`` entry asks for
 
 
 def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -171,16 +176,21 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
     else:  # no results at all: shown as such, and the stage fails (problems)
         table, metrics = pd.DataFrame(), {}
     verdicts = [judge_claim(name, c, metrics) for c in spec.get("claims") or []]
+    plan = _plan(table, sweep)
     pngs = sorted(sweep.glob("*.png"))
+    captions = {p.stem: caption(plan[p.stem], table) for p in pngs if p.stem in plan}
+    bound_of = {p.stem: plan[p.stem].kwargs.get("bound") if p.stem in plan else None for p in pngs}
     comparison: list[dict[str, Any]] = []
-    compare = spec.get("compare")
+    compare, compared = spec.get("compare"), None
     if compare and len(table):
         comparison = _comparison(table, compare)
-        stem = f"{name}_{compare['quantity']}_by_{compare['by']}"
+        compared = f"{name}_{compare['quantity']}_by_{compare['by']}"
         fig = plots.compare(table, compare["quantity"], compare["by"], compare.get("x"))
         with _writing():
             figures.mkdir(parents=True, exist_ok=True)
-            pngs.append(next(p for p in plots.save(fig, figures, stem) if p.suffix == ".png"))
+            pngs.append(next(p for p in plots.save(fig, figures, compared) if p.suffix == ".png"))
+        drawn = plots.Spec(compared, "compare", {"quantity": compare["quantity"], "by": compare["by"], "x": compare.get("x")})
+        captions[compared], bound_of[compared] = caption(drawn, table), None
     from pipeline.dvc_stage import WORK_DIR
     from pipeline.tracking import PARENT_FILE
 
@@ -195,6 +205,9 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
         data_hashes=sorted(table["data_hash"].unique()) if "data_hash" in table else [],
         parent_run=parent.read_text().split()[0] if parent.exists() else None,
         comparison=comparison,
+        captions=captions,
+        bound_of=bound_of,
+        compared=compared,
     )
 
 
@@ -241,9 +254,10 @@ def problems(experiments: list[Experiment]) -> list[str]:
 # --- Rendering ---------------------------------------------------------------------------------------
 
 CSS = """
-body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; max-width: 1180px; margin: 2em auto;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; max-width: 1240px; margin: 2em auto;
+       padding: 0 1.2em; color: #222; line-height: 1.45; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2.2em; }
+h3 { font-size: 1.05em; margin: 1.4em 0 .4em; }
 table { border-collapse: collapse; margin: .6em 0 1em; font-size: .92em; width: 100%; }
 th, td { border: 1px solid #ddd; padding: .3em .5em; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
@@ -251,17 +265,29 @@ th { background: #f4f4f4; }
 .violated, .fails { background: #fbe0e0; color: #8b1010; font-weight: 700; }
 .not-applicable { background: #fff1d0; color: #7a5200; font-weight: 700; }
 .inconclusive { background: #eef0f7; color: #33406b; font-weight: 600; }
-.figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: 1em; }
-figure { margin: 0; } figure img { width: 100%; border: 1px solid #eee; }
-figcaption { font-size: .8em; color: #555; text-align: center; }
-.question { font-style: italic; } code { font-size: .9em; }
-.banner { padding: .8em 1em; border-radius: 4px; margin: 1em 0; }
+.badge { padding: .1em .5em; border-radius: 3px; }
+.claim { display: grid; grid-template-columns: minmax(0, 1fr); gap: .4em 1.4em; margin: 1.2em 0 2em; }
+@media (min-width: 1000px) { .claim { grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); } .claim figure { order: -1; } }
+.claim dl { margin: 0; font-size: .93em; } .claim dt { font-weight: 600; margin-top: .5em; } .claim dd { margin: 0; }
+.figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 1.2em; }
+figure { margin: 0; } figure img { width: 100%; height: auto; border: 1px solid #e4e4e4; cursor: zoom-in; }
+figcaption { font-size: .86em; color: #444; margin-top: .3em; }
+.lightbox { display: none; } .lightbox:target { display: flex; position: fixed; inset: 0; z-index: 10;
+  background: rgba(20, 20, 20, .88); align-items: center; justify-content: center; cursor: zoom-out; }
+.lightbox img { max-width: 96vw; max-height: 94vh; background: #fff; }
+.question { font-style: italic; } code { font-size: .9em; } .more { font-weight: 600; }
+.banner { padding: .8em 1em; border-radius: 4px; margin: 1em 0; } nav { font-size: .92em; }
 """
 
 
 def _status_cell(v: ClaimVerdict) -> str:
     label = v.status.upper() if v.status in (VIOLATED, NOT_APPLICABLE) else v.status
     return f'<td class="{v.status.replace(" ", "-")}">{html.escape(label)}</td>'
+
+
+def _badge(v: ClaimVerdict) -> str:
+    label = v.status.upper() if v.status in (VIOLATED, NOT_APPLICABLE) else v.status
+    return f'<span class="badge {v.status.replace(" ", "-")}">{html.escape(label)}</span>'
 
 
 def _counts(v: ClaimVerdict) -> str:
@@ -285,24 +311,168 @@ LEGEND = ("Verdicts (docs/bounds.md, section 9): <b>holds</b>, <b>violated</b>, 
 RECORD = ("The git commit, machine, time and MLflow parent runs of this report are in provenance.json beside "
           "it and in its MLflow run (experiment 'report'); these pages hold only what the computation determines.")
 
+PAGES = "experiments"  # report/experiments/NAME.html: every figure of one experiment
+
 
 def _in_place(path: Path) -> Path:
     return path
 
 
-def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path,
-                published: Callable[[Path], Path] = _in_place) -> str:
-    """One self-contained page: summary of every claim, then each experiment with its figures (PNG
-    embedded as data URIs), then the provenance. ``published``: where a figure read now will be once the
-    report is in place (a staged figure's final path), for the links."""
+# --- Figures: which answers a claim, and what each shows ----------------------------------------------
+
+
+def caption(spec: Any, table: Any) -> str:
+    """What a figure of :func:`pipeline.plots.figure_plan` shows, in a sentence, from its kind and arguments
+    (``spec``, a :class:`pipeline.plots.Spec`) and the results table (the bound's type and quantity)."""
+    kw = spec.kwargs
+    bound = kw.get("bound")
+    if bound is not None and len(table) and "bound" in table:
+        rows = table[table["bound"] == bound]
+        guarantee, quantity = (rows["guarantee"].iloc[0], rows["quantity"].iloc[0]) if len(rows) else ("?", "quantity")
+        head = f"{bound} ({guarantee}): "
+    else:
+        guarantee, quantity, head = "?", kw.get("quantity", "quantity"), ""
+    if spec.kind == "measured_vs_bound":
+        return (head + f"the measured {quantity} against the bound's value, one point per run (log-log); a point above "
+                "the diagonal y = x would be a violation.")
+    if spec.kind == "curves_vs_bound":
+        return (head + f"{quantity} against step t, one panel per setting, each run's bound dashed; (D) must hold at "
+                "every step.")
+    if spec.kind == "rate_vs_bound":
+        return (head + f"the mean {quantity} over seeds against {kw['x']} with its 95 % band, and the bound (mean over "
+                "seeds) dashed, one colour per other setting.")
+    if spec.kind == "ratio_heatmap":
+        cell = ("the worst run per cell, at most 1 where the bound holds" if guarantee == "D"
+                else "the mean over seeds per cell")
+        return head + f"measured / bound over {kw['y']} x {kw['x']}: {cell}."
+    if spec.kind == "compare":
+        against = f" against {kw['x']}" if kw.get("x") else ""
+        return (f"{kw['quantity']} by {kw['by']}{against}: the mean over seeds with its 95 % interval, every run "
+                "shown; a bound on it, where one applies, dashed in the same colour.")
+    return spec.stem
+
+
+def _plan(table: Any, sweep: Path) -> dict[str, Any]:
+    """The sweep's figures by stem (:func:`pipeline.plots.figure_plan`), reading only the curves' names."""
+    import pandas as pd
+
+    from pipeline import plots
+
+    if not len(table):
+        return {}
+    path = sweep / "curves.parquet"
+    try:
+        curves = pd.read_parquet(path, columns=["quantity"]) if path.exists() else pd.DataFrame()
+    except (OSError, ValueError, KeyError) as e:
+        raise SweepNotFinished(f"{path}: not a whole Parquet table, perhaps cut short ({_reason(e)}); {RESUME}") from None
+    return {spec.stem: spec for spec in plots.figure_plan(table, curves)}
+
+
+def headline(e: Experiment, v: ClaimVerdict) -> Path | None:
+    """The figure that answers claim ``v``: for an (E) claim its rate against T or m (the mean over seeds beside
+    the bound), else (and for (D) and (P)) measured against bound, one point per run; failing both, the first
+    figure of its bound. None if its bound has no figure (it applied in no run)."""
+    by_stem = {p.stem: p for p in e.figures}
+    wanted = ([f"{v.bound}_rate_vs_{x}" for x in ("T", "m", "n")] if v.guarantee == "E" else []) + [
+        f"{v.bound}_measured_vs_bound"]
+    for stem in wanted:
+        if stem in by_stem:
+            return by_stem[stem]
+    return next((p for p in e.figures if e.bound_of.get(p.stem) == v.bound), None)
+
+
+def _figure(path: Path, text: str, href: Callable[[Path], str], eager: bool = False) -> str:
+    """A figure that enlarges on click (a CSS overlay showing its SVG, loaded only then) with its caption and a
+    link to the SVG alone."""
     e_ = html.escape
+    png, svg = path, path.with_suffix(".svg")
+    big = href(svg) if svg.exists() else href(png)
+    ident = "big-" + "".join(c if c.isalnum() else "-" for c in href(png))
+    lazy = "" if eager else " loading='lazy'"
+    return (f"<figure><a href='#{e_(ident)}' title='enlarge'><img alt='{e_(path.stem)}' src='{e_(href(png))}'{lazy}></a>"
+            f"<figcaption>{e_(text)} <a href='{e_(big)}'>{'SVG' if svg.exists() else 'PNG'}</a></figcaption>"
+            f"<a class='lightbox' id='{e_(ident)}' href='#_' title='close'><img alt='{e_(path.stem)}, enlarged' "
+            f"src='{e_(big)}' loading='lazy'></a></figure>")
+
+
+def _href(page_dir: Path, published: Callable[[Path], Path]) -> Callable[[Path], str]:
+    """A file's link from a page in ``page_dir``, once the report is in place (relative: the report is a
+    directory that can be moved or served whole)."""
+    def href(path: Path) -> str:
+        return Path(os.path.relpath(published(path).resolve(), page_dir.resolve())).as_posix()
+
+    return href
+
+
+def _claims_table(e: Experiment) -> list[str]:
+    e_ = html.escape
+    rows = ["<table><tr><th>bound</th><th>type</th><th>claim</th><th>verdict</th><th>evidence units</th>"
+            "<th>evidence</th></tr>"]
+    rows += [f"<tr><td><code>{e_(v.bound)}</code></td><td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>"
+             f"{_status_cell(v)}<td>{_counts(v)}</td><td>{e_(v.text)}</td></tr>" for v in e.verdicts]
+    return rows + ["</table>"]
+
+
+def _comparison_table(e: Experiment) -> list[str]:
+    e_ = html.escape
+    if not e.comparison:
+        return []
+    keys = [k for k in e.comparison[0] if k not in ("quantity", "mean", "ci", "runs")]
+    rows = [f"<table><tr>{''.join(f'<th>{e_(k)}</th>' for k in keys)}<th>mean {e_(e.comparison[0]['quantity'])}"
+            "</th><th>95 % interval</th><th>runs</th></tr>"]
+    rows += ["<tr>" + "".join(f"<td>{e_(str(row[k]))}</td>" for k in keys)
+             + f"<td>{row['mean']:.4g}</td><td>+/- {row['ci']:.2g}</td><td>{row['runs']}</td></tr>" for row in e.comparison]
+    return rows + ["</table>"]
+
+
+def _runs_line(e: Experiment) -> str:
+    return (f"<p>{e.runs} runs" + (f", <span class='fails'>{e.failed_jobs} failed jobs</span>" if e.failed_jobs > 0 else "")
+            + (", <span class='fails'>no results</span>" if e.failed_jobs < 0 else "") + "</p>")
+
+
+def _experiment_section(e: Experiment, href: Callable[[Path], str]) -> list[str]:
+    """An experiment in the report's first view: its question, then each claim beside the one figure that
+    answers it, then its comparison; every other figure is on its own page, linked."""
+    e_ = html.escape
+    parts = [f"<h2 id='{e_(e.name)}'>{e_(e.name)}</h2><p class='question'>{e_(e.question)}</p>", _runs_line(e)]
+    for v in e.verdicts:
+        fig = headline(e, v)
+        shown = (_figure(fig, e.captions.get(fig.stem, fig.stem), href) if fig is not None
+                 else "<figure><figcaption>No figure: the bound applied in no run.</figcaption></figure>")
+        parts.append(f"<div class='claim'>{shown}<div><h3>{_badge(v)} <code>{e_(v.bound)}</code> ({e_(v.guarantee)})</h3>"
+                     f"<p>{e_(v.claim)}</p><dl><dt>evidence units</dt><dd>{_counts(v)}</dd><dt>evidence</dt>"
+                     f"<dd>{e_(v.text)}</dd><dt>could have caught</dt><dd>{e_(v.power or '-')}</dd>"
+                     f"<dt>decided by</dt><dd>{e_(v.decided_by or '-')}</dd></dl></div></div>")
+    if e.comparison:
+        parts += ["<h3>Comparison</h3>", *_comparison_table(e)]
+        compared = [p for p in e.figures if p.stem == e.compared]
+        if compared:
+            parts.append(f"<div class='figs'>{_figure(compared[0], e.captions.get(e.compared, e.compared), href)}</div>")
+    if e.figures:
+        parts.append(f"<p class='more'><a href='{PAGES}/{e_(e.name)}.html'>All {len(e.figures)} figures of "
+                     f"{e_(e.name)}</a>, with the bounds it measures but does not claim.</p>")
+    return parts
+
+
+def _head(title: str) -> str:
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+            f"content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title><style>{CSS}</style>"
+            "</head><body>")
+
+
+def render_html(experiments: list[Experiment], prov: dict[str, Any], out_dir: Path,
+                published: Callable[[Path], Path] = _in_place) -> str:
+    """The report's first page (``out_dir/index.html``): the answer first (every claim and its verdict), then
+    each experiment with one figure per claim, then the provenance. Figures are files of ``out_dir/figures``,
+    linked relatively (the report is self-contained: no link leaves ``out_dir``); ``published``: where a figure
+    read now will be once the report is in place (a staged figure's final path)."""
+    e_ = html.escape
+    href = _href(out_dir, published)
     issues = problems(experiments)
     verdicts = [v for e in experiments for v in e.verdicts]
     held = sum(v.status == HOLDS for v in verdicts)
     undecided = sum(v.status == INCONCLUSIVE for v in verdicts)
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>boundlab report</title>"
-             f"<style>{CSS}</style></head><body>",
-             "<h1>boundlab: online learners against the theorems that bound them</h1>",
+    parts = [_head("boundlab report"), "<h1>boundlab: online learners against the theorems that bound them</h1>",
              f"<p>{len(experiments)} experiments, {len(verdicts)} claims: {held} hold, {undecided} inconclusive.</p>"]
     if issues:
         parts.append("<div class='banner fails'>Failing: " + "<br>".join(e_(i) for i in issues) + "</div>")
@@ -312,44 +482,16 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path,
     pinned = str(prov.get("pinned versions", ""))
     if pinned.startswith("DIFFERENT"):  # a run outside the pinned versions: its numbers may not be the committed ones
         parts.append(f"<div class='banner not-applicable'>Package versions {e_(pinned)}</div>")
-    parts.append(f"<h2>Claims</h2><p><small>{LEGEND}</small></p><table><tr><th>experiment</th><th>bound</th><th>type</th>"
-                 "<th>claim</th><th>verdict</th><th>evidence units</th><th>evidence</th><th>could have caught</th><th>decided by</th></tr>")
-    for v in verdicts:
-        parts.append(f"<tr><td><a href='#{e_(v.experiment)}'>{e_(v.experiment)}</a></td><td><code>{e_(v.bound)}</code></td>"
-                     f"<td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>{_status_cell(v)}<td>{_counts(v)}</td>"
-                     f"<td>{e_(v.text)}</td><td>{e_(v.power)}</td><td>{e_(v.decided_by)}</td></tr>")
-    parts.append("</table>")
+    parts.append("<h2>Claims</h2><table><tr><th>experiment</th><th>bound</th><th>type</th><th>verdict</th>"
+                 "<th>evidence units</th><th>largest measured / bound</th></tr>")
     for e in experiments:
-        parts.append(f"<h2 id='{e_(e.name)}'>{e_(e.name)}</h2><p class='question'>{e_(e.question)}</p>")
-        parts.append(f"<p>{e.runs} runs" + (f", <span class='fails'>{e.failed_jobs} failed jobs</span>" if e.failed_jobs else "")
-                     + "</p>")
-        parts.append("<table><tr><th>bound</th><th>type</th><th>claim</th><th>verdict</th><th>evidence units</th>"
-                     "<th>evidence</th></tr>")
         for v in e.verdicts:
-            parts.append(f"<tr><td><code>{e_(v.bound)}</code></td><td>{e_(v.guarantee)}</td><td>{e_(v.claim)}</td>"
-                         f"{_status_cell(v)}<td>{_counts(v)}</td><td>{e_(v.text)}</td></tr>")
-        parts.append("</table>")
-        if e.comparison:
-            keys = [k for k in e.comparison[0] if k not in ("quantity", "mean", "ci", "runs")]
-            parts.append(f"<table><tr>{''.join(f'<th>{e_(k)}</th>' for k in keys)}<th>mean {e_(e.comparison[0]['quantity'])}"
-                         "</th><th>95 % interval</th><th>runs</th></tr>")
-            for row in e.comparison:
-                parts.append("<tr>" + "".join(f"<td>{e_(str(row[k]))}</td>" for k in keys)
-                             + f"<td>{row['mean']:.4g}</td><td>+/- {row['ci']:.2g}</td><td>{row['runs']}</td></tr>")
-            parts.append("</table>")
-        parts.append("<div class='figs'>")
-        for fig in e.figures:
-            data = base64.b64encode(fig.read_bytes()).decode("ascii")
-            svg = fig.with_suffix(".svg")
-            final = published(svg).resolve()
-            link = final.relative_to(root.resolve()) if svg.exists() and final.is_relative_to(root.resolve()) else None
-            caption = e_(fig.stem) + (f" (<a href='../{e_(str(link))}'>SVG</a>)" if link else "")
-            parts.append(f"<figure><img alt='{e_(fig.stem)}' src='data:image/png;base64,{data}'>"
-                         f"<figcaption>{caption}</figcaption></figure>")
-        parts.append("</div>")
-        if e.data_hashes:
-            shown = ", ".join(e.data_hashes[:6]) + (f", ... ({len(e.data_hashes)} in all)" if len(e.data_hashes) > 6 else "")
-            parts.append(f"<p><small>data content hashes: <code>{e_(shown)}</code></small></p>")
+            ratio = "-" if v.ratio is None else f"{'mean ' if v.guarantee == 'E' else ''}{v.ratio:.3g}"
+            parts.append(f"<tr><td><a href='#{e_(e.name)}'>{e_(e.name)}</a></td><td><code>{e_(v.bound)}</code></td>"
+                         f"<td>{e_(v.guarantee)}</td>{_status_cell(v)}<td>{_counts(v)}</td><td>{e_(ratio)}</td></tr>")
+    parts.append(f"</table><p><small>{LEGEND}</small></p>")
+    for e in experiments:
+        parts += _experiment_section(e, href)
     parts.append("<h2>Provenance</h2><table>")
     for k, v in prov.items():
         if k != "packages":
@@ -357,8 +499,36 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], root: Path,
     parts.append("<tr><th>packages</th><td>" + ", ".join(f"{e_(p)} {e_(v)}" for p, v in prov["packages"].items())
                  + "</td></tr></table>")
     parts.append(f"<p>{e_(RECORD)}</p>")
-    parts.append(f"<p><small>{LEGEND} Numbers are read from results/NAME/metrics.json and results.parquet; no bound "
-                 "is recomputed here.</small></p></body></html>")
+    parts.append("<p><small>Numbers are read from results/NAME/metrics.json and results.parquet; no bound is "
+                 "recomputed here.</small></p></body></html>")
+    return "\n".join(parts)
+
+
+def render_page(e: Experiment, out_dir: Path, published: Callable[[Path], Path] = _in_place) -> str:
+    """``out_dir/experiments/NAME.html``: every figure of one experiment with its caption, those of its claimed
+    bounds first (by claim), then its comparison, then the bounds it measures but does not claim."""
+    e_ = html.escape
+    href = _href(out_dir / PAGES, published)
+    parts = [_head(f"{e.name}: boundlab report"),
+             f"<nav><a href='../index.html#{e_(e.name)}'>&larr; the report</a></nav><h1>{e_(e.name)}</h1>",
+             f"<p class='question'>{e_(e.question)}</p>", _runs_line(e), *_claims_table(e)]
+    claimed = [v.bound for v in e.verdicts]
+    groups: list[tuple[str, list[Path]]] = [
+        (f"{b} (claimed)", [p for p in e.figures if e.bound_of.get(p.stem) == b]) for b in claimed]
+    groups.append(("Comparisons", [p for p in e.figures if e.bound_of.get(p.stem) is None]))
+    others = sorted({b for b in e.bound_of.values() if b is not None and b not in claimed})
+    groups += [(f"{b} (measured, not claimed)", [p for p in e.figures if e.bound_of.get(p.stem) == b]) for b in others]
+    for title, figs in groups:
+        if figs:
+            parts.append(f"<h2>{e_(title)}</h2><div class='figs'>")
+            parts += [_figure(p, e.captions.get(p.stem, p.stem), href) for p in figs]
+            parts.append("</div>")
+    parts += _comparison_table(e)
+    if e.data_hashes:
+        shown = ", ".join(e.data_hashes[:6]) + (f", ... ({len(e.data_hashes)} in all)" if len(e.data_hashes) > 6 else "")
+        parts.append(f"<p><small>data content hashes (the same hash, the same vectors bit for bit): "
+                     f"<code>{e_(shown)}</code></small></p>")
+    parts.append("</body></html>")
     return "\n".join(parts)
 
 
@@ -390,7 +560,8 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
     for e in experiments:
         lines += ["", f"## {_md(e.name)}", "", _md(e.question), "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
         lines += [f"- **{v.status}** ({v.guarantee}) `{_md(v.bound)}`: {_md(v.claim)} {_md(v.text)}." for v in e.verdicts]
-        lines += [""] + [f"- [{f.stem}]({Path(os.path.relpath(published(f), out_dir)).as_posix()})" for f in e.figures]
+        lines += [""] + [f"- [{f.stem}]({Path(os.path.relpath(published(f), out_dir)).as_posix()}): "
+                         f"{_md(e.captions.get(f.stem, f.stem))}" for f in e.figures]
     lines += ["", "## Provenance", ""]
     lines += [f"- {k}: `{v}`" for k, v in prov.items() if k != "packages"]
     lines += ["- packages: " + ", ".join(f"{p} {v}" for p, v in prov["packages"].items()), "", RECORD, ""]
@@ -500,6 +671,47 @@ def _summary(loaded: list[Experiment]) -> dict[str, Any]:
             "claims_detail": [v.as_dict() for v in verdicts]}
 
 
+def ordered(names: Iterable[str]) -> list[str]:
+    """Experiment names in the docs' order (:data:`pipeline.dvc_stage.EXPERIMENTS`, the order of
+    docs/experiments.md), any other after them by name."""
+    from pipeline.dvc_stage import EXPERIMENTS
+
+    rank = {n: i for i, n in enumerate(EXPERIMENTS)}
+    return sorted(set(names), key=lambda n: (rank.get(n, len(rank)), n))
+
+
+def _copied(figures: list[Path], into: Path, stage: Path) -> list[Path]:
+    """A sweep's figures (PNG and SVG) copied into the staged report (``into``), so the report links only to
+    its own files; figures already staged (the comparison it drew) stay where they are."""
+    out = []
+    for png in figures:
+        if png.is_relative_to(stage):
+            out.append(png)
+            continue
+        into.mkdir(parents=True, exist_ok=True)
+        for path in (png, png.with_suffix(".svg")):
+            if path.exists():
+                shutil.copyfile(path, into / path.name)
+        out.append(into / png.name)
+    return out
+
+
+def _prune(out_dir: Path, stage: Path, loaded: list[Experiment]) -> None:
+    """Remove from ``out_dir`` the pages and figures of a previous report that this one does not have (an
+    experiment removed, a figure no longer drawn): the report holds only what it shows."""
+    keep = {out_dir / "figures" / p.relative_to(stage / "figures") for e in loaded for p in e.figures
+            if p.is_relative_to(stage / "figures")}
+    keep |= {p.with_suffix(".svg") for p in keep}
+    keep |= {out_dir / PAGES / f"{e.name}.html" for e in loaded}
+    for folder in (out_dir / "figures", out_dir / PAGES):
+        for path in sorted(folder.rglob("*"), reverse=True):
+            with contextlib.suppress(OSError):
+                if path.is_dir():
+                    path.rmdir()  # only when empty
+                elif path not in keep:
+                    path.unlink()
+
+
 def build(names: list[str] | None = None, results: Path = Path("results"), experiments: Path = Path("experiments"),
           out_dir: Path = Path("report"), track: bool = True) -> tuple[list[Experiment], list[str], str | None]:
     """Write the report of ``names`` (every experiment with results, if None); return the experiments, the
@@ -510,21 +722,28 @@ def build(names: list[str] | None = None, results: Path = Path("results"), exper
     it is on disk: :class:`SweepNotFinished` (unreadable results) or :class:`ReportNotWritten` (a full disk)
     leave the previous report whole and no temporary file behind."""
     if names is None:
-        names = sorted(p.parent.name for p in results.glob("*/metrics.json") if (experiments / f"{p.parent.name}.yaml").exists())
+        names = ordered(p.parent.name for p in results.glob("*/metrics.json") if (experiments / f"{p.parent.name}.yaml").exists())
     with _staging(out_dir) as stage:
         loaded = [load(n, results, experiments, stage / "figures") for n in names]
+        with _writing():
+            for e in loaded:
+                e.figures = _copied(e.figures, stage / "figures" / e.name, stage)
         prov, record = provenance(), circumstances(loaded)
         published = _published(stage, out_dir)
         summary = _summary(loaded)
-        pages = {"index.html": render_html(loaded, prov, out_dir.parent, published),
+        pages = {"index.html": render_html(loaded, prov, out_dir, published),
+                 **{f"{PAGES}/{e.name}.html": render_page(e, out_dir, published) for e in loaded},
                  "summary.md": render_markdown(loaded, prov, out_dir, published),
                  "verdicts.json": json.dumps(summary, indent=2) + "\n", PROVENANCE: json.dumps(record, indent=2) + "\n",
                  CLAIMS: json.dumps(claims_metrics(loaded), indent=1) + "\n"}
         with _writing():
+            (stage / PAGES).mkdir()
             for name, text in pages.items():
                 _write_staged(stage / name, text)
         _move_into_place(stage, out_dir)
-        (out_dir / "figures").mkdir(parents=True, exist_ok=True)  # a DVC out: there even when no figure compares experiments
+        for out in ("figures", PAGES):  # DVC outs: there even when no experiment has results
+            (out_dir / out).mkdir(parents=True, exist_ok=True)
+        _prune(out_dir, stage, loaded)
     for e in loaded:  # the figures drawn into the staging directory are now in out_dir
         e.figures = [published(f) for f in e.figures]
     issues = problems(loaded)
@@ -561,7 +780,7 @@ def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any]
                                        tags={"boundlab.experiments": " ".join(e.name for e in experiments),
                                              "boundlab.report_commit": str(record["git commit"])})
         files = [out_dir / "index.html", out_dir / "summary.md", out_dir / "verdicts.json", out_dir / PROVENANCE,
-                 *sorted((out_dir / "figures").glob("*"))]
+                 out_dir / PAGES, out_dir / "figures"]  # the report whole, as its pages link to each other
         metrics = {k: float(v) for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
         tracking.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
     except Exception as e:  # noqa: BLE001 - any store failure: the pages are written, only the run is missing

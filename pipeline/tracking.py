@@ -827,7 +827,10 @@ def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Map
     client = _client(uri)
     _log(client, run_id, metrics=[(k, v, 0) for k, v in metrics.items() if math.isfinite(v)], tags=tags)
     for path in artifacts:
-        client.log_artifact(run_id, str(path))
+        if Path(path).is_dir():  # a directory keeps its name and layout among the artifacts
+            client.log_artifacts(run_id, str(path), Path(path).name)
+        else:
+            client.log_artifact(run_id, str(path))
     client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
 
 

@@ -136,3 +136,32 @@ def signal_once_started(argv: list[str], flag: Path, sig: int, cwd: Path, env: d
     os.killpg(proc.pid, sig)
     _, err = proc.communicate(timeout=timeout)
     return proc.returncode, err
+
+
+def tiny_results(dest: Path, name: str, figures: bool = False) -> None:
+    """results/NAME as a 2-job sweep publishes it (tables and summary; its figures too with ``figures``), from
+    jobs run here: no Hydra multirun, no MLflow store (whose creation alone costs seconds). The default
+    learner (the Perceptron, n = 50, seeds 0 and 1) and its bounds."""
+    import json
+
+    import pandas as pd
+    from hydra import compose, initialize_config_dir
+
+    from pipeline import plots
+    from pipeline.callbacks import summary
+    from pipeline.cli import CONF_DIR
+    from pipeline.config import build
+    from pipeline.run import run
+    from pipeline.schemas import register
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        runs = [run(build(compose("config", overrides=[f"seed={seed}", "n=50", f"name={name}"]))) for seed in (0, 1)]
+    table = pd.concat([r.table for r in runs], ignore_index=True)
+    curves = pd.concat([r.curve for r in runs], ignore_index=True)
+    dest.mkdir(parents=True)
+    table.to_parquet(dest / "results.parquet", index=False)
+    curves.to_parquet(dest / "curves.parquet", index=False)
+    (dest / "metrics.json").write_text(json.dumps(summary(table) | {"failed_jobs": 0}, indent=2) + "\n")
+    if figures:
+        plots.sweep_figures(table, curves, dest)

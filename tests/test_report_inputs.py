@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+from helpers import tiny_results
 from pipeline import report
 
 NAME = "tiny"
@@ -27,25 +28,7 @@ SPEC = ("name: tiny\nquestion: {question}\n"
 
 
 def _results(dest: Path) -> None:
-    """results/tiny as a 2-job sweep publishes it (tables and summary), from the jobs run here: no Hydra
-    multirun, no MLflow store (whose creation alone costs seconds)."""
-    import pandas as pd
-    from hydra import compose, initialize_config_dir
-
-    from pipeline.callbacks import summary
-    from pipeline.cli import CONF_DIR
-    from pipeline.config import build
-    from pipeline.run import run
-    from pipeline.schemas import register
-
-    register()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        runs = [run(build(compose("config", overrides=[f"seed={seed}", "n=50", f"name={NAME}"]))) for seed in (0, 1)]
-    table = pd.concat([r.table for r in runs], ignore_index=True)
-    dest.mkdir(parents=True)
-    table.to_parquet(dest / "results.parquet", index=False)
-    pd.concat([r.curve for r in runs], ignore_index=True).to_parquet(dest / "curves.parquet", index=False)
-    (dest / "metrics.json").write_text(json.dumps(summary(table) | {"failed_jobs": 0}, indent=2) + "\n")
+    tiny_results(dest, NAME)
 
 
 @pytest.fixture(scope="module")
@@ -179,11 +162,11 @@ def test_the_new_report_replaces_the_previous_one_whole(ws: Path, capsys: pytest
     after = _files(ws)
     assert after.keys() == before.keys()
     changed = {k for k in after if after[k] != before[k]}
-    assert {"report/index.html", "report/summary.md"} <= changed <= {"report/index.html", "report/summary.md",
-                                                                       "report/provenance.json"}  # its time, to the second
+    pages = {"report/index.html", "report/summary.md", "report/experiments/tiny.html"}  # the question is on each
+    assert pages <= changed <= pages | {"report/provenance.json"}  # its time, to the second
     page, summary = (ws / "report" / "index.html").read_text(), (ws / "report" / "summary.md").read_text()
     assert "The second question?" in page and "The second question?" in summary
-    assert "href='../report/figures/tiny_mistakes_by_seed.svg'" in page
+    assert "href='figures/tiny_mistakes_by_seed.svg'" in page
     assert "(figures/tiny_mistakes_by_seed.png)" in summary and "staging" not in page + summary
 
 
