@@ -23,7 +23,9 @@ Each function returns the (root) Figure it drew on.
 
 from __future__ import annotations
 
+import colorsys
 import contextlib
+import functools
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
@@ -31,8 +33,10 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.colors import Colormap
+from matplotlib.colors import Colormap, ListedColormap, to_rgb
 from matplotlib.figure import Figure, FigureBase
+from matplotlib.legend import Legend
+from matplotlib.legend_handler import HandlerTuple
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
@@ -59,6 +63,7 @@ STYLE = {
 MARKERS = "osD^v<>Ph*"
 MAX_PANELS = 12  # panels of one comparison figure
 BOUND_COLOR = "black"
+MIN_CONTRAST = 3.0  # WCAG contrast ratio of every series colour against the white background (graphics: 3:1)
 
 
 def _varying(table: pd.DataFrame) -> list[str]:
@@ -70,10 +75,11 @@ def _varying(table: pd.DataFrame) -> list[str]:
 
 
 def _who(rows: pd.DataFrame) -> str:
-    """The learners of ``rows`` for a title: "Perceptron", or "Perceptron and batch_perceptron"."""
+    """The learners of ``rows`` for a title, by their registered names as in the table (never re-cased, so
+    that one title never mixes a display name with a registered one): "perceptron", or "perceptron and
+    batch_perceptron"."""
     names = sorted(rows["learner"].astype(str).unique(), key=lambda n: (n != rows["learner"].iloc[0], n))
-    text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    return text[:1].upper() + text[1:]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _per_setting(table: pd.DataFrame, column: str) -> bool:
@@ -92,10 +98,69 @@ def _fmt(col: str, value: object) -> str:
 
 # --- Where a figure is drawn ---------------------------------------------------------------------------
 
-def _cmap(name: str, n: int | None = None) -> Colormap:
-    """The colormap ``name`` (resampled to ``n`` colours), without pyplot."""
+def _luminance(color: Any) -> float:
+    """WCAG relative luminance of ``color`` (alpha ignored)."""
+    rgb = np.asarray(to_rgb(color), dtype=float)
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+def _contrast(a: Any, b: Any = "white") -> float:
+    """WCAG contrast ratio of two colours (1 to 21); against white by default."""
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def _readable(color: Any) -> tuple[float, float, float]:
+    """``color`` with its hue and saturation, darkened (in HLS lightness) until it has :data:`MIN_CONTRAST`
+    against white; itself when it has."""
+    h, light, sat = colorsys.rgb_to_hls(*to_rgb(color))
+    rgb = to_rgb(color)
+    while _contrast(rgb) < MIN_CONTRAST and light > 0:
+        light = max(0.0, light - 0.01)
+        rgb = colorsys.hls_to_rgb(h, light, sat)
+    return tuple(float(c) for c in rgb)  # type: ignore[return-value]
+
+
+@functools.cache
+def _readable_cmap(name: str) -> Colormap:
+    """The colormap ``name`` with every colour readable on white: a qualitative one (a few listed colours,
+    e.g. tab10) with each colour darkened to :data:`MIN_CONTRAST` where it lacks it; a sequential one (e.g.
+    viridis, whose end is pale yellow) truncated before its light end."""
     cmap = matplotlib.colormaps[name]
+    if isinstance(cmap, ListedColormap) and cmap.N <= 20:
+        return ListedColormap([_readable(c) for c in cmap.colors], name=f"{name}_readable")
+    x = np.linspace(0.0, 1.0, 1025)
+    ok = np.array([_contrast(c) >= MIN_CONTRAST for c in cmap(x)])
+    if ok[0]:  # dark at 0: keep [0, the first light colour)
+        stop = int(np.argmin(ok)) if not ok.all() else len(x)
+        lo, hi = 0.0, float(x[stop - 1])
+    else:  # dark at 1: keep (the last light colour, 1]
+        start = len(x) - int(np.argmin(ok[::-1]))
+        lo, hi = float(x[min(start, len(x) - 1)]), 1.0
+    return ListedColormap([_readable(c) for c in cmap(np.linspace(lo, hi, 256))], name=f"{name}_readable")
+
+
+def _cmap(name: str, n: int | None = None) -> Colormap:
+    """The colormap ``name`` for series colours (resampled to ``n`` colours), without pyplot: every colour it
+    gives has a contrast of at least :data:`MIN_CONTRAST` against the white background (no pale yellow
+    line), see :func:`_readable_cmap`."""
+    cmap = _readable_cmap(name)
     return cmap.resampled(n) if n else cmap
+
+
+def _legend(where: Axes | FigureBase, handles: list[Any] | None = None, labels: list[str] | None = None,
+            **kw: Any) -> Legend:
+    """``where.legend`` with each label listed once (its first handle): the one way every figure here draws
+    a legend. Without ``handles``, those of the Axes ``where``. A tuple handle (several colours of one
+    entry) is drawn side by side."""
+    if handles is None:
+        handles, labels = where.get_legend_handles_labels()  # type: ignore[union-attr]
+    seen: dict[str, Any] = {}
+    for handle, label in zip(handles, labels or []):
+        seen.setdefault(label, handle)
+    kw.setdefault("handler_map", {tuple: HandlerTuple(ndivide=None, pad=0.0)})
+    return where.legend(list(seen.values()), list(seen), **kw)
 
 
 @contextlib.contextmanager
@@ -229,7 +294,7 @@ def measured_vs_bound(table: pd.DataFrame, bound: str, *, ax: Axes | None = None
         if len(shown) < len(rows):
             handles.append(Line2D([], [], ls=""))
             labels.append(f"({len(rows) - len(shown)} runs with 0 not shown)")
-        ax.legend(handles, labels, loc="upper left", fontsize=8)
+        _legend(ax, handles, labels, loc="upper left", fontsize=8)
         _layout(fig, own)
     return _root(fig)
 
@@ -285,6 +350,19 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     by_run = {key: part for key, part in relevant.groupby(["run", "quantity"], sort=False)}  # one pass, not one per run
     empty = relevant.iloc[:0]
     banded = False
+    # a series (a line) is a run: its learner when the figure has several, the settings swept beside the
+    # panels' (those the learner does not already name) and its seed; its colour is the same in every panel
+    learners = rows["learner"].nunique() > 1
+    extra = [c for c in _varying(rows) if c not in facets and c != "seed" and _per_setting(rows, c)
+             and not (learners and bool((rows.groupby("learner")[c].nunique(dropna=False) <= 1).all()))]
+
+    def series(r: Any) -> str:
+        return ", ".join(([str(r.learner)] if learners else []) + [_fmt(c, getattr(r, c)) for c in extra]
+                         + [f"seed {r.seed}"])
+
+    colors: dict[str, int] = {}  # series -> its colour's index, in the order the series first appear
+    shared_bound = False  # a panel whose runs all have the same bound: drawn once, black
+    own_bounds: list[Any] = []  # the colours of bounds drawn per run (they differ within a panel)
     own = ax is None
     with _style(own):
         if one:
@@ -301,15 +379,29 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
                 levels.append(r.theoretical if r.applicable else np.nan)
             steps = all(len(c) == 0 or np.all(np.mod(c["empirical"], 1) == 0) for _, c in measured)  # counts change at steps
             if len(measured) <= SEED_LINES:
-                for i, ((r, c), b, level) in enumerate(zip(measured, bounds, levels)):
+                mine = []
+                for r, c in measured:
+                    label = series(r)
+                    color = cmap(colors.setdefault(label, len(colors)) % cmap.N)
+                    mine.append(color)
                     if steps:
-                        ax_.step(c["t"], c["empirical"], where="post", color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
+                        ax_.step(c["t"], c["empirical"], where="post", color=color, lw=1.2, label=label)
                     else:
-                        ax_.plot(c["t"], c["empirical"], color=cmap(i % 10), lw=1.2, label=f"seed {r.seed}")
-                    if len(b):  # each run's own bound, in its colour
-                        ax_.plot(b["t"], b["empirical"], color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
+                        ax_.plot(c["t"], c["empirical"], color=color, lw=1.2, label=label)
+                one_bound = _one_bound(bounds, levels)
+                shared_bound |= one_bound and (len(bounds[0]) > 0 or bool(np.isfinite(levels[0])))
+                for color, b, level in zip(mine, bounds, levels):
+                    color = BOUND_COLOR if one_bound else color  # the runs' one bound black, else each in its run's
+                    if len(b):
+                        ax_.plot(b["t"], b["empirical"], color=color, ls="--", lw=1.0, alpha=0.8)
                     elif np.isfinite(level):
-                        ax_.axhline(level, color=cmap(i % 10), ls="--", lw=1.0, alpha=0.8)
+                        ax_.axhline(level, color=color, ls="--", lw=1.0, alpha=0.8)
+                    else:
+                        continue
+                    if one_bound:
+                        break
+                    if not any(np.allclose(color, o) for o in own_bounds):
+                        own_bounds.append(color)
             else:
                 banded = True
                 runs = [c for _, c in measured if len(c)]
@@ -339,19 +431,41 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
                        Line2D([], [], color=BOUND_COLOR, ls="--")]
             labels = [f"{quantity}: median over the panel's runs", "min..max over the runs",
                       f"{rows['title'].iloc[0]} bound: median over the runs (band: min..max)"]
-        else:
-            handles, labels = axes.flat[0].get_legend_handles_labels()
-            handles.append(Line2D([], [], color=BOUND_COLOR, ls="--"))
-            labels.append(f"{rows['title'].iloc[0]} bound of the run")
+        else:  # every panel's series (each once), then the bound as drawn: black, or in the series' colours
+            handles, labels = [], []
+            for ax_ in axes.flat[:len(groups)]:
+                h, lab = ax_.get_legend_handles_labels()
+                handles += h
+                labels += lab
+            name = rows["title"].iloc[0]
+            if shared_bound:
+                handles.append(Line2D([], [], color=BOUND_COLOR, ls="--"))
+                labels.append(f"{name} bound" + (" (where the same for every run of a panel)" if own_bounds else ""))
+            if own_bounds:
+                handles.append(tuple(Line2D([], [], color=c, ls="--") for c in own_bounds))
+                labels.append(f"{name} bound of each run (dashed, series colour)")
         title = f"{_who(rows)}: {quantity} against step t, with the {rows['title'].iloc[0]} bound (dashed)"
         if one:  # the figure's title and legend, in the one panel
-            ax.legend(handles, labels, loc="best", fontsize=7)
+            _legend(ax, handles, labels, loc="best", fontsize=7)
             ax.set_title(f"{title}\n{ax.get_title()}", fontsize=9)
             return _root(fig)
-        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8)
+        legend = _legend(fig, handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8)
+        labels = [t.get_text() for t in legend.get_texts()]
         fig.suptitle(f"{title}\n{rows['formula'].iloc[0]}", fontsize=10)
         _layout(fig, own, rect=(0, 0.04 + 0.03 * ((len(labels) + 3) // 4), 1, 1))
     return _root(fig)
+
+
+def _one_bound(bounds: list[pd.DataFrame], levels: list[float]) -> bool:
+    """The runs of a panel have one bound: the same curve over t (or, without curves, the same level)."""
+    if all(len(b) for b in bounds):
+        first = bounds[0]
+        return all(len(b) == len(first) and np.array_equal(b["t"].to_numpy(dtype=float), first["t"].to_numpy(dtype=float))
+                   and np.allclose(b["empirical"].to_numpy(dtype=float), first["empirical"].to_numpy(dtype=float),
+                                   rtol=1e-9, atol=0.0, equal_nan=True) for b in bounds)
+    if any(len(b) for b in bounds):
+        return False
+    return bool(np.allclose(levels, levels[0], rtol=1e-9, atol=0.0, equal_nan=True))
 
 
 def rate_vs_bound(table: pd.DataFrame, bound: str, x: str, *, ax: Axes | None = None) -> Figure:
@@ -390,11 +504,11 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str, *, ax: Axes | None = 
         else:  # the excess can be negative (||w_bar|| may exceed B): symmetric log axis
             ax.set_yscale("symlog", linthresh=float(rows["theoretical"].min()) / 10)
         seeds = int(rows.groupby(["setting"]).size().max())
-        ax.set_title(f"{first['learner']}: {first['quantity']} against {x}, with the {first['title']} bound "
+        ax.set_title(f"{_who(rows)}: {first['quantity']} against {x}, with the {first['title']} bound "
                      f"({first['guarantee']})\n{first['formula']}\n({seeds} seeds per point)", fontsize=9)
         _layout(fig, own)
         # below the axes, outside them: the lines stay visible (save() trims to what is drawn)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=min(3, max(1, len(groups))))
+        _legend(ax, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=min(3, max(1, len(groups))))
     return _root(fig)
 
 
@@ -422,9 +536,10 @@ def ratio_heatmap(table: pd.DataFrame, bound: str, x: str, y: str, *, ax: Axes |
         vmax = max(1.0, float(np.nanmax(agg.to_numpy())))
         im = ax.imshow(agg.to_numpy(dtype=float), cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
         for (i, j), v in np.ndenumerate(agg.to_numpy(dtype=float)):
-            if np.isfinite(v):
+            if np.isfinite(v):  # black or white, whichever contrasts more with the cell's colour
+                cell = im.cmap(im.norm(v))
                 ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=8,
-                        color="white" if v < 0.6 * vmax else "black")
+                        color="black" if _contrast(cell, "black") >= _contrast(cell, "white") else "white")
         ax.set_xticks(range(agg.shape[1]), [f"{v:g}" for v in agg.columns])
         ax.set_yticks(range(agg.shape[0]), [f"{v:g}" for v in agg.index])
         ax.set(xlabel=SYMBOL.get(x, x), ylabel=SYMBOL.get(y, y))
@@ -515,6 +630,15 @@ def _compare_panel(ax: Axes, rows: pd.DataFrame, bounded: pd.DataFrame, quantity
                    x: str | None, cats: list[str]) -> None:
     """One panel of :func:`compare`: ``rows`` (one per run, with ``value``) by ``by``, against ``x``."""
     cmap = _cmap("tab10")
+    # the bound of each value of by, against x: one black line when it is the same for every value (a bound
+    # that does not depend on by), else each in its value's colour
+    curves = {}
+    if x is not None:
+        for cat in cats:
+            b = bounded[bounded[by].astype(str) == cat]
+            if len(b):
+                curves[cat] = b.groupby(x, sort=True)["theoretical"].mean()
+    shared = len(curves) > 0 and all(_same_series(c, next(iter(curves.values()))) for c in curves.values())
     for i, cat in enumerate(cats):
         sel = rows[rows[by].astype(str) == cat]
         if not len(sel):
@@ -524,25 +648,33 @@ def _compare_panel(ax: Axes, rows: pd.DataFrame, bounded: pd.DataFrame, quantity
             xs, means, halves = (np.array(a, dtype=float) for a in zip(*stats_))
             ax.plot(xs, means, marker="o", ms=4, color=cmap(i), label=f"{by} = {cat.lower() if cat in ('True', 'False') else cat}")
             ax.fill_between(xs, means - halves, means + halves, color=cmap(i), alpha=0.2, lw=0)
-            b = bounded[bounded[by].astype(str) == cat]
-            if len(b):
-                bx = b.groupby(x, sort=True)["theoretical"].mean()
+            if cat in curves and not shared:
+                bx = curves[cat]
                 ax.plot(bx.index, bx.to_numpy(), ls="--", color=cmap(i), lw=1.1,
-                        label=f"{by} = {cat.lower() if cat in ('True', 'False') else cat}: {b['title'].iloc[0]} bound")
+                        label=f"{by} = {cat.lower() if cat in ('True', 'False') else cat}: {bounded['title'].iloc[0]} bound")
         else:
             jitter = (np.arange(len(sel)) - (len(sel) - 1) / 2) * 0.04
             ax.scatter(i + jitter, sel["value"], color=cmap(i), s=18, alpha=0.7, zorder=3)
             mean, half = _mean_ci(sel["value"])
             ax.errorbar(i + 0.25, mean, yerr=half, fmt="s", color="black", ms=5, capsize=3, zorder=4)
+    if shared:
+        bx = next(iter(curves.values()))
+        ax.plot(bx.index, bx.to_numpy(), ls="--", color=BOUND_COLOR, lw=1.1, label=f"{bounded['title'].iloc[0]} bound")
     if x is not None:
         positive = bool((rows["value"] > 0).all())
         ax.set(xscale="log", yscale="log" if positive else "symlog", xlabel=SYMBOL.get(x, x))
-        ax.legend(fontsize=7, loc="best")
+        _legend(ax, fontsize=7, loc="best")
     else:
         ax.set_xticks(range(len(cats)), cats)
         ax.set_xlabel(by)
         ax.errorbar([], [], yerr=[], fmt="s", color="black", label="mean, 95 % interval")
-        ax.legend(fontsize=7, loc="best")
+        _legend(ax, fontsize=7, loc="best")
+
+
+def _same_series(a: pd.Series, b: pd.Series) -> bool:
+    """Two bound curves (values by x) are the same: the same x, and values equal to rounding."""
+    return len(a) == len(b) and bool(np.all(a.index.to_numpy() == b.index.to_numpy())) \
+        and bool(np.allclose(a.to_numpy(dtype=float), b.to_numpy(dtype=float), rtol=1e-9, atol=0.0, equal_nan=True))
 
 
 def save(fig: Figure, directory: Path, stem: str) -> list[Path]:

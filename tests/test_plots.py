@@ -111,3 +111,173 @@ def test_a_rerun_from_the_same_tables_copies_its_figures_instead_of_drawing_them
     (sweep / drawn[0].name).write_bytes(b"edited")  # a file that is not the one drawn: never copied
     plots.sweep_figures(table, curves, second, failed=[], previous=sweep)
     assert calls
+
+
+# --- Readability: series colours, legends, titles, the curves' bound, heatmap labels ------------------------
+
+def _orderings(per_run_bound: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Runs of two learners (perceptron, one pass; batch_perceptron, many) over ordering x gamma x 2 seeds,
+    with the Novikoff bound 1/gamma^2, the same for every ordering and seed (or, with ``per_run_bound``, a
+    level of its own per seed), and each run's mistakes over t."""
+    rows, curves = [], []
+    grid = itertools.product([("perceptron", 1), ("batch_perceptron", 100)], ["adversarial", "given", "random"],
+                             [0.05, 0.1, 0.2], range(2))
+    for run, ((learner, passes), ordering, gamma, seed) in enumerate(grid):
+        bound = 1 / gamma ** 2 * (1 + seed if per_run_bound else 1)
+        mistakes = (0.2 + 0.1 * seed + 0.05 * len(ordering)) / gamma
+        rows.append({"run": f"r{run}", "learner": learner, "bound": "novikoff", "title": "Novikoff", "guarantee": "D",
+                     "quantity": "mistakes", "applicable": True, "holds": True, "informative": True,
+                     "ordering": ordering, "gamma": gamma, "passes": passes, "seed": seed,
+                     "setting": f"{learner}-{ordering}-{gamma}", "param_names": "learner gamma ordering passes seed",
+                     "empirical": mistakes, "theoretical": bound, "ratio": mistakes / bound, "trivial": np.nan,
+                     "formula": "(R/gamma)^2"})
+        t = np.arange(1, 21)
+        curves.append(pd.DataFrame({"run": f"r{run}", "quantity": "mistakes", "t": t,
+                                    "empirical": np.floor(mistakes * t / 20)}))
+    return pd.DataFrame(rows), pd.concat(curves, ignore_index=True)
+
+
+def _figures(table: pd.DataFrame, curves: pd.DataFrame) -> list[tuple[str, Figure]]:
+    return [(spec.stem, plots.draw(spec.kind, table, curves, **spec.kwargs)) for spec in plots.figure_plan(table, curves)]
+
+
+def _legends(fig: Figure) -> list:  # noqa: ANN001
+    return list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+
+
+def _relative_luminance(color) -> float:  # noqa: ANN001
+    from matplotlib.colors import to_rgb
+
+    rgb = np.array(to_rgb(color))
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+def _contrast(a, b="white") -> float:  # noqa: ANN001
+    hi, lo = sorted((_relative_luminance(a), _relative_luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _series_colours(fig: Figure) -> list[tuple[str, tuple]]:
+    """Every colour a line or a point of the figure is drawn in (the data, and the legends' handles)."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.colors import to_rgba
+
+    artists = [a for ax in fig.axes for a in list(ax.get_lines()) + [c for c in ax.collections if isinstance(c, PathCollection)]]
+    artists += [h for legend in _legends(fig) for h in legend.legend_handles if h is not None]
+    found = []
+    for a in artists:
+        if isinstance(a, PathCollection):  # points: their fill, or their edge when hollow
+            faces = [c for c in a.get_facecolors() if c[3] > 0]
+            found += [(f"points {a.get_label()!r}", tuple(c)) for c in (faces or a.get_edgecolors())]
+        elif hasattr(a, "get_color"):
+            found.append((f"line {a.get_label()!r}", to_rgba(a.get_color())))
+    return found
+
+
+@pytest.mark.parametrize("which", ["orderings", "pegasos", "many"])
+def test_every_series_colour_reads_on_white(which: str) -> None:
+    """No series in a pale colour (viridis' yellow end, tab10's olive or orange): every line and point colour
+    has a WCAG contrast of at least 3:1 against the white background, in every figure of the plan."""
+    if which == "orderings":
+        table, curves = _orderings()
+    elif which == "pegasos":
+        table, curves = _table().assign(holds=True), pd.DataFrame(columns=["run", "quantity", "t", "empirical"])
+    else:  # many values of one setting: the whole range of the colormap is used
+        table = pd.concat([_table().assign(holds=True, lam=lam, setting=lambda d, lam=lam: d["setting"] + f"-{lam}")
+                           for lam in (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)], ignore_index=True)
+        table["run"] = range(len(table))
+        curves = pd.DataFrame(columns=["run", "quantity", "t", "empirical"])
+    for stem, fig in _figures(table, curves):
+        for what, colour in _series_colours(fig):
+            if colour[3] > 0:
+                assert _contrast(colour[:3]) >= 3.0, (stem, what, colour)
+    for name in ("viridis", "tab10", "plasma"):
+        cmap = plots._cmap(name)
+        assert min(_contrast(cmap(x)[:3]) for x in np.linspace(0, 1, 101)) >= 3.0, name
+
+
+def test_every_legend_lists_each_label_once_and_a_shared_bound_once_in_black() -> None:
+    """Two learners in a panel of the curves name their seeds apart (never "seed 0" twice), and a bound the
+    same for every ordering is one black line with one legend entry, not one per ordering."""
+    table, curves = _orderings()
+    figures = _figures(table, curves)
+    assert {stem for stem, _ in figures} >= {"novikoff_curves", "mistakes_by_ordering"}
+    for stem, fig in figures:
+        for legend in _legends(fig):
+            labels = [t.get_text() for t in legend.get_texts()]
+            assert len(labels) == len(set(labels)), (stem, labels)
+    by_ordering = dict(figures)["mistakes_by_ordering"]
+    for ax in (a for a in by_ordering.axes if a.get_visible()):
+        dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+        assert len(dashed) == 1 and dashed[0].get_color() == plots.BOUND_COLOR
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert sum("Novikoff" in label for label in labels) == 1, labels
+    curve_labels = [t.get_text() for t in dict(figures)["novikoff_curves"].legends[0].get_texts()]
+    assert "perceptron, seed 0" in curve_labels and "batch_perceptron, seed 0" in curve_labels
+    # the helper every legend goes through
+    ax = Figure().subplots()
+    for i in range(3):
+        ax.plot([0, 1], [i, i], label="bound")
+    assert [t.get_text() for t in plots._legend(ax).get_texts()] == ["bound"]
+
+
+def test_titles_name_the_learners_one_way() -> None:
+    """A title names the learners by their registered names, never one re-cased beside another."""
+    table, curves = _orderings()
+    for stem, fig in _figures(table, curves):
+        titles = [fig._suptitle.get_text()] if fig._suptitle is not None else []
+        titles += [ax.get_title() for ax in fig.axes]
+        assert not any("Perceptron" in t for t in titles), (stem, titles)
+        assert any("perceptron" in t for t in titles), (stem, titles)
+    fig = plots.rate_vs_bound(_table(), "kernel_expectation", "T")
+    assert fig.axes[0].get_title().startswith("kernel_pegasos: ")
+
+
+def test_the_curves_bound_is_drawn_in_the_colour_its_legend_shows() -> None:
+    """One bound for every run of a panel: one black dashed line, and a black legend entry. A bound of its own
+    per run: each dashed in its run's colour, and the legend says so."""
+    from matplotlib.colors import to_rgba
+
+    table, curves = _orderings()
+    fig = plots.curves_vs_bound(table, curves, "novikoff")
+    legend = fig.legends[0]
+    entry = {t.get_text(): h for t, h in zip(legend.get_texts(), legend.legend_handles)}
+    drawn = {to_rgba(line.get_color()) for ax in fig.axes for line in ax.get_lines() if line.get_linestyle() == "--"}
+    assert drawn == {to_rgba(entry["Novikoff bound"].get_color())} == {to_rgba(plots.BOUND_COLOR)}
+    assert not any("series colour" in label for label in entry)
+
+    table, curves = _orderings(per_run_bound=True)
+    fig = plots.curves_vs_bound(table, curves, "novikoff")
+    for ax in (a for a in fig.axes if a.get_visible()):
+        solid = [to_rgba(line.get_color()) for line in ax.get_lines() if line.get_linestyle() == "-"]
+        dashed = [to_rgba(line.get_color()) for line in ax.get_lines() if line.get_linestyle() == "--"]
+        assert dashed == solid  # each run's bound in its run's colour
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "Novikoff bound of each run (dashed, series colour)" in labels
+    assert "Novikoff bound" not in labels  # no black entry for a line never drawn black
+
+
+def test_heatmap_labels_contrast_with_their_cells() -> None:
+    """Each number written in a cell is black or white, whichever reads better on the cell's colour."""
+    rows = []
+    ratios = iter(np.linspace(0.0, 1.0, 12))
+    for run, (gamma, rho) in enumerate(itertools.product([0.05, 0.1, 0.2, 0.4], [0.5, 1.0, 2.0])):
+        rows.append({"run": run, "learner": "perceptron", "bound": "novikoff", "title": "Novikoff", "guarantee": "D",
+                     "quantity": "mistakes", "applicable": True, "gamma": gamma, "rho": rho, "seed": 0,
+                     "setting": run, "ratio": next(ratios), "formula": "f"})
+    fig = plots.ratio_heatmap(pd.DataFrame(rows), "novikoff", "gamma", "rho")
+    ax = fig.axes[0]
+    im = ax.get_images()[0]
+    texts = ax.texts
+    assert len(texts) == 12
+    for text in texts:
+        cell = im.cmap(im.norm(float(text.get_text())))[:3]
+        assert _contrast(text.get_color(), cell) >= 4.5, (text.get_text(), text.get_color())
+
+
+def test_figures_stay_deterministic(tmp_path) -> None:  # noqa: ANN001
+    table, curves = _orderings()
+    first = plots.save(plots.curves_vs_bound(table, curves, "novikoff"), tmp_path, "a")
+    second = plots.save(plots.curves_vs_bound(table, curves, "novikoff"), tmp_path, "b")
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
