@@ -1,0 +1,373 @@
+"""The adversary's exact value against Halving and Weighted Majority on small finite classes (docs/bounds.md
+section 3): the largest number of mistakes an adversary can force, by exhaustive game search with memoisation,
+to stand beside the bound and the measured count ("bound / exact worst case / measured").
+
+The class is a table of shape (m points, |H| hypotheses): entry (i, h) is hypothesis h's label on x_i, in
+0/1 or -1/+1 (0 and -1 both read as -1). Note the orientation: the learners' own tables
+(:meth:`pipeline.learners.halving.Halving.table`) are |H| x m; this is their transpose, the layout of
+``halving_kernel``'s ``table_T``. As in the learners, |H| counts *distinct* functions: duplicate columns are
+merged (a duplicate would weigh twice in a vote, docs/bounds.md section 3), and duplicate points are merged too
+(they offer the adversary the same moves). Sequences are reported in the caller's indices: a point is the first
+of its duplicates.
+
+- :func:`halving_value`: the realisable game against Halving (majority of V_t, a tie to +1); exact for every
+  sequence length, since every move that changes V_t shrinks it.
+- :func:`littlestone_dimension`: Ldim(H), the optimal deterministic learner's worst case (Littlestone 1988;
+  UML section 21.1.1). Halving's value lies between Ldim(H) and floor(log2 |H|).
+- :func:`weighted_majority_value`: deterministic Weighted Majority with factor beta against an adversary whose
+  best expert errs at most ``best_mistakes`` times; exact arithmetic (fractions), over sequences of at most
+  ``horizon`` rounds, or over all sequences at beta = 0 (a finite game, see there).
+
+Everything is plain Python over bitmasks and tuples: small instances only, each function refuses a larger one
+with a ValueError naming the parameter and its limit.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+MAX_HYPOTHESES = 64  # distinct hypotheses halving_value / littlestone_dimension accept (bitmask states; the
+# number of states visited is what costs, and max_states bounds it)
+MAX_EXPERTS = 6  # distinct experts weighted_majority_value accepts
+MAX_BEST_MISTAKES = 3  # its largest best_mistakes
+MAX_HORIZON = 16  # its largest horizon
+MAX_STATES = 200_000  # default budget of memoised states, for every search here
+
+
+class GameValue(NamedTuple):
+    """The adversary's exact value and one sequence that attains it.
+
+    value : the largest number of learner mistakes the adversary can force.
+    sequence : an optimal sequence of moves (point index in the caller's table, label -1/+1); replayed
+        through the learner from its initial state it produces exactly ``value`` mistakes.
+    H : the number of distinct hypotheses (experts) of the table, the |H| of the bounds.
+    """
+
+    value: int
+    sequence: tuple[tuple[int, int], ...]
+    H: int
+
+
+def _signs(table: object) -> np.ndarray:
+    """The table as an (m, |H|) int8 array of -1/+1; refuses anything but a 2-D 0/1 or -1/+1 table."""
+    t = np.asarray(table)
+    if t.ndim != 2:
+        raise ValueError(f"table: must be 2-D (m points x |H| hypotheses), got shape {t.shape}")
+    values = set(np.unique(t).tolist()) if t.size else set()
+    if not (values <= {0, 1} or values <= {-1, 1}):
+        raise ValueError(f"table: entries must be 0/1 or -1/+1, got {sorted(values)[:6]}")
+    if t.shape[1] == 0:
+        raise ValueError("table: the class is empty (no hypothesis column)")
+    return np.where(t > 0, 1, -1).astype(np.int8)
+
+
+def _distinct(a: np.ndarray, axis: int) -> np.ndarray:
+    """Indices of the first occurrence of each distinct row (axis 0) or column (axis 1), increasing."""
+    if a.shape[axis] == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, first = np.unique(a, axis=axis, return_index=True)
+    return np.sort(first).astype(np.int64)
+
+
+def _prepare(table: object) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct points x distinct hypotheses table, the points' indices in the caller's table)."""
+    t = _signs(table)
+    t = t[:, _distinct(t, 1)]
+    points = _distinct(t, 0)
+    return t[points], points
+
+
+def _masks(t: np.ndarray) -> list[int]:
+    """For each point, the bitmask of the hypotheses labelling it +1 (bit j: hypothesis j)."""
+    weights = [1 << j for j in range(t.shape[1])]
+    return [sum(w for w, v in zip(weights, row) if v > 0) for row in t.tolist()]
+
+
+def _check_size(H: int) -> None:
+    if H > MAX_HYPOTHESES:
+        raise ValueError(f"table: {H} distinct hypotheses, more than the {MAX_HYPOTHESES} this exhaustive search "
+                         "accepts (its states are subsets of H)")
+
+
+def _budget(states: dict, max_states: int) -> None:
+    if len(states) > max_states:
+        raise ValueError(f"max_states: the search visited more than {max_states} states; the instance is too large "
+                         "for an exhaustive game search (use fewer points or hypotheses, or raise max_states)")
+
+
+def halving_value(table: object, max_states: int = MAX_STATES) -> GameValue:
+    """The largest number of mistakes an adversary can force on Halving in the realisable game.
+
+    The game. V_1 = H (the distinct columns). At each step the adversary picks any point x (repetitions
+    allowed) and a label y that some hypothesis of V_t gives x (the target stays in H). Halving predicts
+    +1 if at least half of V_t says +1, else -1 (a tie goes to +1, as ``halving_kernel``); it errs when the
+    prediction differs from y; V_{t+1} = {h in V_t : h(x) = y}. The adversary may stop at any time, and
+    the value is the supremum over all finite sequences of the number of mistakes.
+
+    Why the search is exact. Every move is explored, mistakes or not (non-mistake moves are not assumed
+    useless: Halving's value is not obviously monotone in V, so a shrinking correct move is searched like
+    any other). A move on a point where all of V_t agree leaves V_t unchanged and is never a mistake (the
+    vote is unanimous: 2|V| >= |V| gives +1 when all say +1; 0 >= |V| fails when all say -1): the state and
+    the count are unchanged, so such moves are skipped without loss. Every other move strictly shrinks V_t
+    (to a nonempty set), so the states form a finite DAG and the value obeys, exactly,
+
+        val(V) = max over x splitting V, y in {-1, +1} of [y != vote(V, x)] + val(V_{x,y}),  0 if none,
+
+    memoised on V as a bitmask. A branch is cut only once the state's value has reached floor(log2 |V|),
+    which Halving's own theorem proves it cannot exceed (every mistake removes at least half of V).
+
+    Parameters
+    ----------
+    table : (m points, |H| hypotheses), 0/1 or -1/+1; at most 64 distinct hypotheses.
+    max_states : budget of memoised version spaces; beyond it a ValueError names ``max_states``.
+
+    Returns
+    -------
+    GameValue(value, sequence, H). ``sequence`` never repeats a point (after x is labelled, V agrees on x),
+    so it is a valid stream for ``halving_kernel``: order = its points, y = any surviving target's labels.
+
+    Examples
+    --------
+    >>> thresholds = np.array([[1 if i >= t else 0 for t in range(8)] for i in range(7)])  # 7 points, |H| = 8
+    >>> halving_value(thresholds).value, littlestone_dimension(thresholds)
+    (3, 3)
+    """
+    t, points = _prepare(table)
+    H = t.shape[1]
+    _check_size(H)
+    plus = _masks(t)
+    memo: dict[int, tuple[int, tuple[int, int, int] | None]] = {}
+
+    def val(V: int) -> int:
+        if V in memo:
+            return memo[V][0]
+        _budget(memo, max_states)
+        k = V.bit_count()
+        cap = k.bit_length() - 1  # floor(log2 |V|): Halving's bound from this state
+        best, move = 0, None
+        for x, p in enumerate(plus):
+            if best >= cap:
+                break
+            P = V & p
+            if P == 0 or P == V:
+                continue
+            predicted = 1 if 2 * P.bit_count() >= k else -1
+            # the mistake first, so that among equal values the sequence prefers mistakes
+            for y in (-predicted, predicted):
+                child = P if y > 0 else V ^ P
+                v = (y != predicted) + val(child)
+                if v > best:
+                    best, move = v, (x, y, child)
+        memo[V] = (best, move)
+        return best
+
+    full = (1 << H) - 1
+    value = val(full)
+    sequence, V = [], full
+    while memo[V][1] is not None:
+        x, y, V = memo[V][1]
+        sequence.append((int(points[x]), int(y)))
+    return GameValue(int(value), tuple(sequence), H)
+
+
+def littlestone_dimension(table: object, max_states: int = MAX_STATES) -> int:
+    """Ldim(H) by the recursion over mistake trees (Littlestone 1988; UML Def. 21.5 and section 21.1.1):
+
+        Ldim(V) = max over points x with both labels realised in V of 1 + min(Ldim(V_{x,+}), Ldim(V_{x,-})),
+
+    0 when no point splits V. It is the worst case of the best deterministic learner (the SOA), so
+    Ldim(H) <= Halving's value <= floor(log2 |H|). Memoised on V as a bitmask; a state stops searching once
+    it reaches floor(log2 |V|), which Ldim never exceeds. Same table conventions and limits as
+    :func:`halving_value`.
+    """
+    t, _ = _prepare(table)
+    H = t.shape[1]
+    _check_size(H)
+    plus = _masks(t)
+    memo: dict[int, int] = {}
+
+    def ldim(V: int) -> int:
+        if V in memo:
+            return memo[V]
+        _budget(memo, max_states)
+        cap = V.bit_count().bit_length() - 1
+        best = 0
+        for p in plus:
+            if best >= cap:
+                break
+            P = V & p
+            if P == 0 or P == V or min(P.bit_count(), (V ^ P).bit_count()).bit_length() - 1 < best:
+                continue  # min(Ldim(P), Ldim(V-P)) <= floor(log2 min(|P|, |V-P|)) < best: cannot improve
+            best = max(best, 1 + min(ldim(P), ldim(V ^ P)))
+        memo[V] = best
+        return best
+
+    return ldim((1 << H) - 1)
+
+
+def _beta(beta: object) -> Fraction:
+    """beta as an exact fraction: a float is taken at its exact binary value (the number a learner given
+    that float holds); pass Fraction(3, 10) for exactly 3/10."""
+    try:
+        b = Fraction(beta)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"beta: must be a number in [0, 1), got {beta!r}") from e
+    if not 0 <= b < 1:
+        raise ValueError(f"beta: must be in [0, 1), got {beta!r}")
+    return b
+
+
+def weighted_majority_value(table: object, beta: object, best_mistakes: int, horizon: int | None = None,
+                            max_states: int = MAX_STATES) -> GameValue:
+    """The largest number of mistakes an adversary can force on deterministic Weighted Majority.
+
+    The learner (``weighted_majority_kernel``, in exact arithmetic). Expert i (a distinct column) has made
+    c_i mistakes so far and weighs beta^c_i; at beta = 0 the weights are the beta -> 0 limit of the normalised
+    ones: 1 on the experts with the fewest mistakes so far, 0 elsewhere. The prediction is +1 if the weight
+    saying +1 is at least the weight saying -1 (a tie goes to +1), else -1; every expert that disagrees with
+    the label gets one more mistake.
+
+    The game. The adversary picks any point and any label, repetitions allowed, subject to the best expert
+    making at most m* = ``best_mistakes`` mistakes over the whole sequence, and may stop at any time; with
+    ``horizon`` = T the sequence has at most T rounds. Counts never decrease, so "min_i c_i <= m* at the
+    end" is the same as "at every step": a move is legal iff it keeps some expert at <= m*. The value is the
+    supremum of the learner's mistakes; it never exceeds the [LW94] bound (ln|H| + m* ln(1/beta)) /
+    ln(2/(1+beta)) (docs/bounds.md section 3), and grows with T up to the unbounded game's value.
+
+    The search, and why it is exact. A state is the vector c of the experts' mistake counts (with the rounds
+    left). A move whose label every expert gives is a no-op: nobody's count changes and the vote is unanimous
+    (all the positive weight is on the label's side), so it is never a mistake and is skipped. Every other move
+    raises some count, so the states form a DAG and
+
+        val(c, r) = max over legal moves (x, y) of [learner errs at (c, x, y)] + val(c + wrong(x, y), r - 1),
+
+    val(c, 0) = 0, memoised; weights are exact fractions beta^c_i, so ties are decided exactly. Branches are
+    cut only at proven ceilings: a state's value never exceeds r (one mistake per round), nor, for beta > 0,
+    the largest k with Phi(c) ((1+beta)/2)^k >= beta^m* (Phi = total weight: a mistake puts at least half
+    of it on the wrong side, so it shrinks by (1+beta)/2, no round increases it, and the best expert keeps
+    at least beta^m* to the end).
+
+    - beta = 0: an expert with more than m* mistakes is never a leader while the best stays <= m*, so its
+      weight is 0 for the rest of the game: counts are capped at m* + 1 without changing any vote, the
+      constraint, or any future. A move that then changes nothing only adds mistakes to experts of weight
+      0 (never a learner mistake: the leaders are all on the label's side) and is skipped. The capped states
+      are finite and the game is exact without a horizon (``horizon=None`` allowed; any horizon >= |H| (m*+1)
+      gives the same value). At m* = 0 it is the Halving game of :func:`halving_value`.
+    - beta > 0: an expert's count can grow without end while another stays <= m*, and its ever smaller weight
+      can still decide an exact tie, so no cap on counts is exact in general: a finite ``horizon`` is required
+      and the value is that of the T-round game.
+
+    Parameters
+    ----------
+    table : (m points, |H| experts), 0/1 or -1/+1; at most 6 distinct experts.
+    beta : the factor, in [0, 1): a float (taken at its exact binary value), int, Fraction or a decimal string
+        such as "0.3" (exactly 3/10).
+    best_mistakes : m*, an integer in [0, 3].
+    horizon : the largest number of rounds, an integer in [0, 16]; None only at beta = 0.
+    max_states : budget of memoised states; beyond it a ValueError names ``max_states``.
+
+    Returns
+    -------
+    GameValue(value, sequence, H): ``sequence`` (point, label) pairs, at most ``horizon`` of them.
+
+    Examples
+    --------
+    >>> two_experts = np.array([[1, 0]])  # one point, the experts disagree on it
+    >>> g = weighted_majority_value(two_experts, 0, 1)  # the tie goes to +1: -1, then always against the leader
+    >>> g.value, g.sequence
+    (3, ((0, -1), (0, 1), (0, -1)))
+    >>> weighted_majority_value(two_experts, 0.5, 1, horizon=6).value  # the bound: 4.82
+    3
+    """
+    b = _beta(beta)
+    if isinstance(best_mistakes, bool) or not isinstance(best_mistakes, (int, np.integer)) \
+            or not 0 <= best_mistakes <= MAX_BEST_MISTAKES:
+        raise ValueError(f"best_mistakes: must be an integer in [0, {MAX_BEST_MISTAKES}], got {best_mistakes!r}")
+    if horizon is None:
+        if b != 0:
+            raise ValueError("horizon: required when beta > 0 (an expert's count can grow without end and its weight "
+                             "still decide exact ties, so only the game of at most horizon rounds is finite); "
+                             f"an integer in [0, {MAX_HORIZON}]")
+    elif isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 0 <= horizon <= MAX_HORIZON:
+        raise ValueError(f"horizon: must be None (beta = 0 only) or an integer in [0, {MAX_HORIZON}], got {horizon!r}")
+    m_star = int(best_mistakes)
+    t, points = _prepare(table)
+    n = t.shape[1]
+    if n > MAX_EXPERTS:
+        raise ValueError(f"table: {n} distinct experts, more than the {MAX_EXPERTS} this exhaustive search accepts")
+
+    # the moves, one per distinct (wrong set, label): the tie rule depends on the label
+    moves: list[tuple[int, int, tuple[int, ...]]] = []
+    seen = set()
+    for x, row in enumerate(t.tolist()):
+        for y in (1, -1):
+            wrong = tuple(int(v != y) for v in row)
+            if any(wrong) and (wrong, y) not in seen:
+                seen.add((wrong, y))
+                moves.append((x, y, wrong))
+
+    cap = m_star + 1 if b == 0 else None
+    top = m_star + 1 if b == 0 else (horizon or 0)
+    power = [b**k for k in range(top + 1)]
+    half = (1 + b) / 2
+    floor_weight = b**m_star
+
+    def weights(c: tuple[int, ...]) -> list[Fraction] | list[int]:
+        if b == 0:
+            lead = min(c)
+            return [int(ci == lead) for ci in c]
+        return [power[ci] for ci in c]
+
+    def ceiling(w: list, r: int | None) -> int:
+        """A proven ceiling on val(c, r): rounds left, and the potential argument for beta > 0."""
+        k = math.inf if r is None else r
+        if b > 0:
+            phi, j = sum(w), 0
+            while j < k and phi * half**(j + 1) >= floor_weight:
+                j += 1
+            k = min(k, j)
+        return k
+
+    memo: dict[tuple, tuple[int, tuple[int, int, tuple] | None]] = {}
+
+    def val(c: tuple[int, ...], r: int | None) -> int:
+        key = (c, r)
+        if key in memo:
+            return memo[key][0]
+        _budget(memo, max_states)
+        best, move = 0, None
+        if r != 0:
+            w = weights(c)
+            total = sum(w)
+            limit = ceiling(w, r)
+            for x, y, wrong in moves:
+                if best >= limit:
+                    break
+                child = tuple(ci + d for ci, d in zip(c, wrong))
+                if cap is not None:
+                    child = tuple(min(ci, cap) for ci in child)
+                if min(child) > m_star:
+                    continue  # illegal: no expert could stay within m*
+                w_wrong = sum(wi for wi, d in zip(w, wrong) if d)
+                w_right = total - w_wrong
+                mistake = w_wrong >= w_right if y < 0 else w_wrong > w_right  # predict +1 iff plus >= minus
+                if child == c:  # only past the beta = 0 cap: all the weight is on the label's side
+                    assert not mistake
+                    continue
+                v = int(mistake) + val(child, None if r is None else r - 1)
+                if v > best:
+                    best, move = v, (x, y, (child, None if r is None else r - 1))
+        memo[key] = (best, move)
+        return best
+
+    start = (tuple([0] * n), None if horizon is None else int(horizon))
+    value = val(*start)
+    sequence, key = [], start
+    while memo[key][1] is not None:
+        x, y, key = memo[key][1]
+        sequence.append((int(points[x]), int(y)))
+    return GameValue(int(value), tuple(sequence), n)
