@@ -830,11 +830,12 @@ def main(argv: list[str] | None = None) -> int:
         _error(str(e))
         return 1
     verdicts = [v for e in loaded for v in e.verdicts]
-    print(f"boundlab report: {len(loaded)} experiments, {len(verdicts)} claims, "
-          f"{sum(v.status == HOLDS for v in verdicts)} hold, {sum(v.status == INCONCLUSIVE for v in verdicts)} inconclusive; "
-          "report/index.html, report/summary.md")
-    for v in verdicts:
-        print(f"  {v.experiment}/{v.bound} ({v.guarantee}): {v.status} ({_counts(v)}): {v.text}")
+    for v in verdicts:  # one short line per claim (the evidence in full is in the report), the summary last
+        print(f"  {v.experiment}/{v.bound} ({v.guarantee}): {v.compact()}")
+    print(f"boundlab report: {len(loaded)} experiment{'s' * (len(loaded) != 1)}, {len(verdicts)} claim"
+          f"{'s' * (len(verdicts) != 1)}: "
+          f"{sum(v.status == HOLDS for v in verdicts)} hold, {sum(v.status == INCONCLUSIVE for v in verdicts)} inconclusive, "
+          f"{sum(v.fails for v in verdicts)} failing; open report/index.html (summary.md beside it)")
     if untracked:
         _error(f"not logged to MLflow: {untracked}; the report is written (report/index.html, report/summary.md): "
                "start the store, or set MLFLOW_TRACKING_URI to one that answers, and run the report again")

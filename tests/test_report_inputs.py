@@ -284,3 +284,15 @@ def test_an_unknown_learner_name_for_the_adapter_is_a_clear_error() -> None:
 def test_an_unknown_scale_names_the_grids(one_line_error) -> None:  # noqa: ANN001
     err = one_line_error(["-m", "experiment=perceptron_tight", "scale=huge"])
     assert "scale=huge: the experiment has no grid 'huge'" in err
+
+
+def test_the_command_ends_with_its_summary_and_where_the_report_is(ws: Path, capsys: pytest.CaptureFixture,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a terminal shows of the main job: a short line per claim, then the counts and the page to open, last
+    (dvc repro prints only its own two lines after it)."""
+    monkeypatch.setattr(report, "_track", lambda *a, **k: None)
+    assert report.main([]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == ("boundlab report: 1 experiment, 1 claim: 1 hold, 0 inconclusive, 0 failing; "
+                         "open report/index.html (summary.md beside it)")
+    assert lines[:-1] == ["  tiny/hinge_all_rounds (D): holds 2/2 informative max 0.375"]
