@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 # The main job's experiments, in the docs' order (docs/experiments.md): dvc.yaml has one stage for each.
-EXPERIMENTS = ("perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "perceptron_orderings",
+EXPERIMENTS = ("perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "worst_case",
                "halving_classes", "pegasos_convergence", "pegasos_high_probability", "pegasos_sampling",
                "pegasos_imbalanced", "pegasos_transfer", "pegasos_full_batch", "kernel_pegasos", "kernel_pegasos_projection",
                "multiclass_sgd_rate", "multiclass_svm_samples", "multiclass_pegasos_projection", "multiclass_cost",
@@ -177,8 +177,8 @@ PLOTS = (
     "results/perceptron_nonseparable/freund_schapire_measured_vs_bound.png",
     "results/perceptron_batch/novikoff_measured_vs_bound.png",
     "results/perceptron_batch/batch_passes_measured_vs_bound.png",
-    "results/perceptron_orderings/mistakes_by_ordering.png",
-    "results/perceptron_orderings/novikoff_measured_vs_bound.png",
+    "results/worst_case/mistakes_by_ordering.png",
+    "results/worst_case/novikoff_measured_vs_bound.png",
     "results/halving_classes/halving_measured_vs_bound.png",
     "results/halving_classes/mistakes_by_cls.png",
     "results/halving_classes/mistakes_by_adversary.png",

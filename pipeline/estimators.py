@@ -20,7 +20,8 @@ w that scores a new x by w.x):
   ``passes`` passes over the data given), on a fresh learner or continuing the last one; with ``passes=1``,
   partial fits over consecutive batches are one fit over their concatenation, bit for bit. ``w_`` is its
   output; a tie w.x = 0 follows its ``tie`` parameter (its ``predict_one``). ``ordering="random"`` or
-  ``"adversarial"`` permutes the sample given to ``fit`` first (drawn from ``random_state``).
+  ``"adversarial"`` permutes the sample given to ``fit`` first (drawn from ``random_state``); ``"adaptive"``
+  presents the adaptive adversary's sequence of its rows instead (docs/bounds.md section 1).
 - ``BatchPerceptron`` (section 1, the batch form): ``fit`` is its ``learn_stream``, passes until a clean one
   (at most ``passes``); only ``fit`` is offered, as a batch learner: it stops on the sample it was given.
 - ``Pegasos`` (sections 4, 6) and its presets (``pegasos_balanced``, ``pegasos_inorder``,

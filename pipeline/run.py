@@ -101,6 +101,7 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
              "dataset": ds.name, "param_names": " ".join(["learner", "dataset", *sorted(job.params())])}
     context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable") if k in stats}
     context |= {k: v for k, v in outcome.stats.items() if isinstance(v, (int, float, str, bool)) and k not in context}
+    context |= {k: v for k, v in getattr(ds, "extra", {}).items() if k not in context}
     context["data_hash"] = ds.data_hash if streamed else content_hash(ds.X, ds.y)
     rows, curves = [], {}
     parts = outcome.parts.items() if outcome.parts else [("", outcome)]

@@ -369,8 +369,12 @@ def _svm_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
 
 def _comparators(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """Rigorous lower bounds of the normalised margins of each comparator direction fixed without looking
-    at the run (:func:`pipeline.solvers.comparators.comparator_margins`)."""
+    at the run (:func:`pipeline.solvers.comparators.comparator_margins`): one per example of the sample, or,
+    when the run says which example each round presented (``iterates["presented"]``), one per round."""
     margins = comparator_margins(ds.X, ds.y, ds.directions)
+    presented = out.iterates.get("presented")
+    if presented is not None:  # rounds that are not passes over the sample (ordering=adaptive): one margin a round
+        margins = {name: m[presented] for name, m in margins.items()}
     return Outcome(quantities={}, curves={}, trace={}, stats={"comparators": margins})
 
 

@@ -731,12 +731,12 @@ class ClaimVerdict:
         return asdict(self)
 
     def compact(self) -> str:
-        """One short line: 'holds 27/36 informative max 0.956' ((E): 'mean' for the worst setting's mean
-        ratio): what ``dvc metrics diff`` compares between two commits (report/claims.json), two of them
-        side by side in a line of at most 160 characters."""
+        """One short line: 'holds 27/36 max 0.956' (27 of 36 runs informative; (E): settings, and 'mean' for the
+        worst setting's mean ratio): what ``dvc metrics diff`` compares between two commits (report/claims.json),
+        two of them side by side in a line of at most 160 characters even with three-digit counts."""
         parts = [self.status]
         if self.informative_of:
-            parts.append(f"{self.informative_of} informative")
+            parts.append(self.informative_of)
         if self.ratio is not None and math.isfinite(self.ratio):
             parts.append(f"{'mean' if self.guarantee == 'E' else 'max'} {self.ratio:.3g}")
         return " ".join(parts)

@@ -38,7 +38,7 @@ def _compose(overrides: list[str]):  # noqa: ANN202
 
 
 def test_the_issue_lists_every_experiment() -> None:
-    asked = {"perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "perceptron_orderings",
+    asked = {"perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "worst_case",
              "halving_classes",
              "pegasos_convergence", "pegasos_sampling", "pegasos_imbalanced", "pegasos_transfer",
              "pegasos_full_batch", "kernel_pegasos", "kernel_pegasos_projection",

@@ -295,4 +295,4 @@ def test_the_command_ends_with_its_summary_and_where_the_report_is(ws: Path, cap
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1] == ("boundlab report: 1 experiment, 1 claim: 1 hold, 0 inconclusive, 0 failing; "
                          "open report/index.html (summary.md beside it)")
-    assert lines[:-1] == ["  tiny/hinge_all_rounds (D): holds 2/2 informative max 0.375"]
+    assert lines[:-1] == ["  tiny/hinge_all_rounds (D): holds 2/2 max 0.375"]

@@ -49,9 +49,11 @@ def _row_sums(rows: np.ndarray, m: np.ndarray, term) -> np.ndarray:  # noqa: ANN
     return np.concatenate([term(rows[k:k + step, None], m[None, :]).sum(axis=1) for k in range(0, rows.size, step)])
 
 
-def _passes(s: Stats) -> float:
-    # the Perceptron presents the m examples once per pass: sums over the stream are passes x sums over S
-    return s["T"] / s["m"]
+def _passes(s: Stats, m: np.ndarray) -> float:
+    # sums over the T rounds are T / len(m) times the sums over the comparator's margins m: one per example of
+    # the sample when the rounds are passes over it (T / m passes), one per round when the run presented
+    # another sequence (ordering=adaptive: pipeline.statistics gives the margins of the rows presented)
+    return s["T"] / m.size
 
 
 def _hinge_all_rounds(s: Stats) -> tuple[float, str]:
@@ -63,7 +65,7 @@ def _hinge_all_rounds(s: Stats) -> tuple[float, str]:
         # u = v / min margin has L_T(u) = 0 and the bound (R/gamma_v)^2: Novikoff's form, for that v
         s_all = np.append(scales, 1.0 / m.min()) if m.size and m.min() > 0 else scales
         hinge = _row_sums(s_all, m, lambda a, b: np.maximum(0.0, 1.0 - a * b))
-        loss = _passes(s) * hinge * (1 + 2 * len(m) * UNIT_ROUNDOFF)
+        loss = _passes(s, m) * hinge * (1 + 2 * len(m) * UNIT_ROUNDOFF)
         value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < best[0]:
@@ -78,7 +80,7 @@ def _freund_schapire(s: Stats) -> tuple[float, str]:
     gammas = GAMMAS * R
     for name, m in s["comparators"].items():
         short = _row_sums(gammas, m, lambda a, b: np.maximum(0.0, a - b) ** 2)
-        D = np.sqrt(_passes(s) * short * (1 + 2 * len(m) * UNIT_ROUNDOFF))
+        D = np.sqrt(_passes(s, m) * short * (1 + 2 * len(m) * UNIT_ROUNDOFF))
         value = ((R + D) / gammas) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < best[0]:

@@ -15,8 +15,9 @@ from pipeline.data.real import Bundled, File
 from pipeline.data.stream import Stream
 from pipeline.data.synthetic import MarginBinary, Shells, SparseMargin
 from pipeline.data.tight import Tight
+from pipeline.data.worst_case import WorstCase
 from pipeline.plugins import DATASETS
 
 __all__ = ["DATASETS", "KINDS", "Bundled", "Dataset", "File", "FiniteClass", "MarginBinary", "MulticlassBundled", "MulticlassDataset", "MulticlassFile",
-           "MulticlassMargin", "MulticlassStats", "Shells", "Source", "SparseMargin", "Stats", "Stream", "Tight", "certify", "check_labels",
+           "MulticlassMargin", "MulticlassStats", "Shells", "Source", "SparseMargin", "Stats", "Stream", "Tight", "WorstCase", "certify", "check_labels",
            "margin_lower", "margin_upper", "radius"]

@@ -29,6 +29,8 @@ class Dataset:
     the bounds that minimise over comparators alongside the ones fitted to the data.
     ``hypotheses`` is an optional finite hypothesis class as its prediction table on the sample: an
     |H| x m array of +1/-1, row i the predictions of hypothesis i on x_1..x_m (Halving, Weighted Majority).
+    ``extra``: scalars the generator knows of the sample (e.g. a worst-case certificate's duality gap), written
+    into each run's row of the results table beside the certified statistics.
     """
 
     name: str
@@ -37,6 +39,7 @@ class Dataset:
     stats: Stats
     directions: dict[str, np.ndarray] = field(default_factory=dict)
     hypotheses: np.ndarray | None = None
+    extra: dict[str, int | float | str | bool] = field(default_factory=dict)  # further columns of the run's row
 
     @property
     def kind(self) -> str:

@@ -12,6 +12,9 @@ from pipeline.params import Param, ParamError
 
 # Tie conventions for w.x = 0 (docs/bounds.md section 1): every update has y w.x <= 0 under each of them,
 # so Novikoff's bound holds for all three.
+PERCEPTRON_ORDERINGS = (*ORDERINGS, "adaptive")  # the online Perceptron's; the batch rule's are ORDERINGS
+ADAPTIVE_BUDGET = 200  # ordering=adaptive: rollouts after greedy (docs/bounds.md section 1, "Orderings")
+
 TIES = {
     "negative": 0,  # [S0]: sgn(z) = +1 iff z > 0, so sgn(0) = -1
     "positive": 1,  # [S2]: sign(0) = +1
@@ -96,7 +99,11 @@ class Perceptron(Learner):
     passes : passes over the stream made by :meth:`learn_stream`.
     ordering : the order :meth:`run` presents the sample in, every pass: "given" (the default), "random"
         (a permutation drawn from the algorithm's stream) or "adversarial" (a search for the order with the
-        most mistakes, :mod:`pipeline.learners.orderings`); the bounds hold for every order.
+        most mistakes, :mod:`pipeline.learners.orderings`); the bounds hold for every order. Or "adaptive":
+        not an order but a sequence of the sample's examples with repetition, each step the one an
+        adversary picks among those the current w gets wrong, until none is left
+        (:func:`pipeline.learners.adaptive.adaptive`), then the sample once as given (no mistake there);
+        Novikoff's bound holds for every such sequence.
 
     Attributes
     ----------
@@ -120,7 +127,8 @@ class Perceptron(Learner):
     params = (
         Param("tie", str, lambda v: v in TIES, f"one of {', '.join(TIES)}", default="negative"),
         Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),
-        Param("ordering", str, lambda v: v in ORDERINGS, f"one of {', '.join(ORDERINGS)}", default="given"),
+        Param("ordering", str, lambda v: v in PERCEPTRON_ORDERINGS, f"one of {', '.join(PERCEPTRON_ORDERINGS)}",
+              default="given"),
     )
 
     def check_data(self, dataset: object) -> None:
@@ -129,11 +137,31 @@ class Perceptron(Learner):
             raise ParamError("algorithm.ordering", self.ordering,
                              "given on dataset=stream (a stream is read in its order, never held whole to reorder)")
 
+    def _adaptive(self, X: object, y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The adaptive adversary's sequence (row indices, with repetition) on the sample: greedy, then
+        :data:`ADAPTIVE_BUDGET` randomised rollouts drawn from ``rng`` (:mod:`pipeline.learners.adaptive`), then
+        the sample once as given."""
+        from scipy import sparse
+
+        from pipeline.learners.adaptive import adaptive
+
+        if sparse.issparse(X):
+            raise ParamError("algorithm.ordering", self.ordering, "given, random or adversarial on sparse data "
+                             "(the adaptive adversary scores dense rows)")
+        sequence = adaptive(X, y, budget=ADAPTIVE_BUDGET, rng=rng, tie=self.tie).sequence
+        # then one pass over the sample as given, where the converged w errs nowhere: the run shows the adversary
+        # done, and its rounds T are more than its mistakes (the trivial value; a learner that never learns
+        # would err on every round the adversary chose to play)
+        return np.concatenate([sequence, np.arange(X.shape[0], dtype=sequence.dtype)])
+
     def order(self, X: object, y: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
         """The permutation of the rows the run presents (every pass), or None for the given order:
         ``random`` a uniform permutation drawn from ``rng``; ``adversarial`` the search of
         :mod:`pipeline.learners.orderings` over this learner's own runs, started from the given order, that
-        same random draw and the greedy order (so it never has fewer mistakes than either)."""
+        same random draw and the greedy order (so it never has fewer mistakes than either); ``adaptive`` the
+        adaptive adversary's sequence, rows with repetition (:meth:`_adaptive`)."""
+        if self.ordering == "adaptive":
+            return self._adaptive(X, y, rng)
         fresh = {k: v for k, v in self.get_params().items() if k != "ordering"}
 
         def mistakes(order: np.ndarray) -> int:
@@ -226,17 +254,21 @@ class Perceptron(Learner):
             parts = [self.learn_chunks(dataset.chunks(), dataset.n) for _ in range(self.passes)]
             trace = parts[0] if len(parts) == 1 else np.concatenate(parts)
         else:
-            trace = self.learn_stream(*self._ordered(dataset, rng))
+            X, y = dataset.X, np.asarray(dataset.y)
+            order = self.order(X, y, rng)
+            trace = self.learn_stream(*((X, y) if order is None else (X[order], y[order])))
+            if self.ordering == "adaptive":  # a sequence with repetition: the rounds are not passes over the sample
+                out = self._outcome(trace)
+                # the row each round presented, for the statistics summed over rounds (the comparators' hinge losses)
+                out.iterates["presented"] = np.tile(order, int(self.passes))
+                return out
+        return self._outcome(trace)
+
+    def _outcome(self, trace: np.ndarray) -> Outcome:
         t = log_grid(trace.size)
         curves = {q: (t, v) for q, v in self.curve(trace, t).items()}
         return Outcome(quantities=self.quantities(trace), curves=curves, trace={"mistake": trace},
                        stats={"T": int(trace.size)})
-
-    def _ordered(self, dataset: object, rng: np.random.Generator) -> tuple[object, np.ndarray]:
-        """The sample in the order the run presents it (:meth:`order`)."""
-        X, y = dataset.X, np.asarray(dataset.y)
-        order = self.order(X, y, rng)
-        return (X, y) if order is None else (X[order], y[order])
 
     @staticmethod
     def quantities(trace: np.ndarray) -> dict[str, float]:
@@ -264,7 +296,9 @@ class BatchPerceptron(Perceptron):
     ----------
     tie : as :class:`Perceptron`.
     passes : the pass limit: it stops there, clean pass or not.
-    ordering : as :class:`Perceptron` (one permutation for every pass).
+    ordering : as :class:`Perceptron` (one permutation for every pass), but for "adaptive": the adaptive
+        adversary's sequence is this rule's worst case (any misclassified example until none is left), run
+        with ``algorithm=perceptron algorithm.ordering=adaptive``.
 
     Attributes
     ----------
@@ -289,7 +323,9 @@ class BatchPerceptron(Perceptron):
     params = (
         Perceptron.params[0],
         Param("passes", int, lambda v: v >= 1, "an integer >= 1 (the pass limit)", default=1000),
-        Perceptron.params[2],
+        Param("ordering", str, lambda v: v in ORDERINGS,
+              f"one of {', '.join(ORDERINGS)} (adaptive is algorithm=perceptron's: its sequence already runs until "
+              "nothing is misclassified, the batch rule's worst case)", default="given"),
     )
 
     def learn_stream(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:

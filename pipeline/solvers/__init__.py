@@ -6,7 +6,12 @@
   certified minimum (docs/bounds.md sections 7-8; the losses and held-out intervals it uses live in
   :mod:`pipeline.risk`, below the learners);
 - :mod:`pipeline.solvers.comparators`: the comparator directions of the perceptron bounds and their
-  certified margins (docs/bounds.md section 2).
+  certified margins (docs/bounds.md section 2);
+- :mod:`pipeline.solvers.perceptron_worst`: the exact worst case of Novikoff's class, a margin SDP with its
+  duality gap and an instance that attains it (docs/bounds.md section 1, "The exact worst case"; the data
+  layer's ``dataset=worst_case`` is that instance);
+- :mod:`pipeline.solvers.games`: the adversary's exact value against Halving and Weighted Majority on small
+  classes, by game search (docs/bounds.md section 3).
 
 Learners never import this package (they report what they did, :class:`pipeline.learners.base.Outcome`;
 the one exception, the multiclass SVM whose training is the certified solve, is listed in tests/test_layers.py);

@@ -1,0 +1,89 @@
+"""The exact worst case and the adaptive adversary inside the pipeline (docs/bounds.md section 1): the certified
+worst instance as a dataset, replayed to its value with its certificate in the row; the adaptive ordering of the
+online Perceptron, its rounds and the statistics summed over them; and the refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+from pipeline.cli import CONF_DIR
+from pipeline.config import build
+from pipeline.data.worst_case import WorstCase
+from pipeline.params import ParamError
+from pipeline.run import run
+from pipeline.schemas import register
+
+
+def _run(*overrides: str):  # noqa: ANN202
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return run(build(compose("config", overrides=list(overrides))))
+
+
+def _row(result, bound: str) -> dict:  # noqa: ANN001
+    rows = result.table[result.table["bound"] == bound]
+    assert len(rows) == 1, bound
+    return rows.iloc[0].to_dict()
+
+
+@pytest.mark.parametrize(("gamma", "exact"), [(0.5, 4), (0.3, 11), (0.2, 24)])
+def test_the_worst_instance_makes_its_certified_value_in_mistakes(gamma: float, exact: int) -> None:
+    """Presented as given, the SDP's instance makes exactly the class's worst case M*; its row carries M* and a
+    duality gap of the order of the solver's tolerance. At gamma = 0.2 (the float just above 1/5) M* = 24 while
+    Novikoff's bound, rounded upwards, is 25: the one place the theorem has slack over its class."""
+    result = _run("dataset=worst_case", f"gamma={gamma}")
+    row = _row(result, "novikoff")
+    assert row["empirical"] == exact == row["worst_case"]
+    assert row["holds"] and row["theoretical"] == (25 if gamma == 0.2 else exact)
+    assert 0 <= row["certificate_gap"] < 1e-8 and row["certificate_upper"] < gamma
+    assert row["certified_by"] == ("closed_form" if gamma == 0.2 else "sdp")
+    assert row["R"] <= 1.0 and row["gamma_lo"] >= gamma
+
+
+def test_a_margin_too_small_for_the_certificate_is_refused_naming_gamma() -> None:
+    with pytest.raises(ParamError, match=r"gamma.*dataset=tight"):
+        WorstCase(gamma=0.1, rho=1.0).check()
+    with pytest.raises(ParamError, match="gamma"):
+        WorstCase(gamma=2.0, rho=1.0).check()
+
+
+def test_the_adaptive_ordering_plays_the_game_then_one_clean_pass() -> None:
+    """ordering=adaptive presents only examples the current w gets wrong, until none is left, then the sample once
+    as given: T is the mistakes plus n, the last n rounds make none, and no bound is vacuous for it."""
+    n = 300
+    adaptive = _run("algorithm.ordering=adaptive", "gamma=0.1", f"n={n}", "d=10")
+    given = _run("algorithm.ordering=given", "gamma=0.1", f"n={n}", "d=10")
+    novikoff = _row(adaptive, "novikoff")
+    assert novikoff["T"] == novikoff["empirical"] + n and novikoff["holds"] and novikoff["informative"]
+    assert novikoff["empirical"] > _row(given, "novikoff")["empirical"]  # the adversary beats the given order here
+    assert novikoff["data_hash"] == _row(given, "novikoff")["data_hash"]  # on the same sample
+    for bound in ("hinge_all_rounds", "freund_schapire"):
+        assert _row(adaptive, bound)["holds"]
+
+
+def test_the_comparators_hinge_is_summed_over_the_rounds_presented() -> None:
+    """With the rows each round presented (ordering=adaptive repeats some), the providers give one margin per
+    round, and the bounds' sums over rounds are the sums over those (T / len = 1), not passes x the sample."""
+    from pipeline.bounds.perceptron import _passes
+    from pipeline.data import MarginBinary
+    from pipeline.learners.base import Outcome
+    from pipeline.statistics import _comparators
+
+    ds = MarginBinary(gamma=0.1, rho=1.0, n=50, d=5).generate(np.random.default_rng(0))
+    presented = np.array([3, 3, 7, 0, 3, *range(50)])
+    plain = _comparators(ds, None, Outcome(quantities={}, curves={}, trace={}, stats={})).stats["comparators"]
+    out = Outcome(quantities={}, curves={}, trace={}, stats={}, iterates={"presented": presented})
+    per_round = _comparators(ds, None, out).stats["comparators"]
+    assert per_round.keys() == plain.keys() and plain
+    for name, m in per_round.items():
+        assert np.array_equal(m, plain[name][presented])
+        assert _passes({"T": presented.size}, m) == 1.0 and _passes({"T": 150}, plain[name]) == 3.0
+
+
+def test_the_batch_rule_refuses_the_adaptive_ordering_and_says_which_learner_has_it() -> None:
+    from pipeline.learners.perceptron import BatchPerceptron
+
+    with pytest.raises(ParamError, match="algorithm=perceptron"):
+        BatchPerceptron(ordering="adaptive").check()
