@@ -45,7 +45,7 @@ from pipeline.verdicts import mean_interval
 Panel = int | Mapping[str, Any] | None  # which panel of a figure of several goes into a given Axes
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
-SWEPT = ("gamma", "rho", "ordering", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
+SWEPT = ("gamma", "rho", "ordering", "dataset", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
          "passes", "tie", "pos_fraction", "source",
          "positive", "negative", "standardize", "unit_ball", "bias", "nnz", "cls", "size", "adversary", "beta", "randomized", "experts")
 SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}

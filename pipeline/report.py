@@ -68,16 +68,29 @@ def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
     from pipeline.plots import _mean_ci
 
     quantity, by = spec["quantity"], spec["by"]
+    bound = None
     if quantity in set(table["quantity"]):
-        rows = table[table["quantity"] == quantity].drop_duplicates("run").assign(value=lambda t: t["empirical"])
+        rows = table[table["quantity"] == quantity]
+        named = rows[rows["applicable"].astype(bool) & (rows["guarantee"] != "P")]
+        bound = named["bound"].iloc[0] if len(named) else None  # the first bound on the quantity, as the figure's
+        per_run = rows[rows["bound"] == bound].set_index("run")["theoretical"] if bound else None
+        rows = rows.drop_duplicates("run").assign(value=lambda t: t["empirical"])
+        if per_run is not None:
+            rows = rows.assign(bound_value=rows["run"].map(per_run))
     else:
         rows = table.drop_duplicates("run").assign(value=lambda t: t[quantity])
-    keys = [by] + ([spec["x"]] if spec.get("x") else [])
+    # one row per dataset too when the sweep has several (e.g. a sample and the certified worst instance)
+    keys = (["dataset"] if "dataset" in rows and rows["dataset"].nunique() > 1 and by != "dataset" else []) + [by] + (
+        [spec["x"]] if spec.get("x") else [])
     out = []
     for key, sel in rows.groupby(keys, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         mean, half = _mean_ci(sel["value"])
-        out.append(dict(zip(keys, key)) | {"quantity": quantity, "mean": mean, "ci": half, "runs": len(sel)})
+        row = dict(zip(keys, key)) | {"quantity": quantity, "mean": mean, "ci": half, "max": float(sel["value"].max()),
+                                      "runs": len(sel)}
+        if bound and "bound_value" in sel and sel["bound_value"].notna().any():
+            row |= {"bound": bound, "bound_mean": float(sel["bound_value"].mean())}
+        out.append(row)
     return out
 
 
@@ -417,11 +430,17 @@ def _comparison_table(e: Experiment) -> list[str]:
     e_ = html.escape
     if not e.comparison:
         return []
-    keys = [k for k in e.comparison[0] if k not in ("quantity", "mean", "ci", "runs")]
-    rows = [f"<table><tr>{''.join(f'<th>{e_(k)}</th>' for k in keys)}<th>mean {e_(e.comparison[0]['quantity'])}"
-            "</th><th>95 % interval</th><th>runs</th></tr>"]
+    first = e.comparison[0]
+    keys = [k for k in first if k not in ("quantity", "mean", "ci", "max", "runs", "bound", "bound_mean")]
+    bounded = any("bound" in row for row in e.comparison)
+    bound_name = next((row["bound"] for row in e.comparison if "bound" in row), "")
+    rows = [f"<table><tr>{''.join(f'<th>{e_(k)}</th>' for k in keys)}<th>mean {e_(first['quantity'])}"
+            "</th><th>95 % interval</th><th>largest</th>"
+            + (f"<th>{e_(bound_name)} bound (mean)</th>" if bounded else "") + "<th>runs</th></tr>"]
     rows += ["<tr>" + "".join(f"<td>{e_(str(row[k]))}</td>" for k in keys)
-             + f"<td>{row['mean']:.4g}</td><td>+/- {row['ci']:.2g}</td><td>{row['runs']}</td></tr>" for row in e.comparison]
+             + f"<td>{row['mean']:.4g}</td><td>+/- {row['ci']:.2g}</td><td>{row['max']:.4g}</td>"
+             + (f"<td>{row['bound_mean']:.4g}</td>" if "bound_mean" in row else ("<td>-</td>" if bounded else ""))
+             + f"<td>{row['runs']}</td></tr>" for row in e.comparison]
     return rows + ["</table>"]
 
 
