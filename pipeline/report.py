@@ -466,7 +466,7 @@ def _experiment_section(e: Experiment, href: Callable[[Path], str]) -> list[str]
         parts += ["<h3>Comparison</h3>", *_comparison_table(e)]
         compared = [p for p in e.figures if p.stem == e.compared]
         if compared:
-            parts.append(f"<div class='figs'>{_figure(compared[0], e.captions.get(e.compared, e.compared), href)}</div>")
+            parts.append(_figure(compared[0], e.captions.get(e.compared, e.compared), href))  # the page's width
     if e.figures:
         parts.append(f"<p class='more'><a href='{PAGES}/{e_(e.name)}.html'>All {len(e.figures)} figures of "
                      f"{e_(e.name)}</a>, with the bounds it measures but does not claim.</p>")

@@ -63,6 +63,10 @@ def test_the_adaptive_ordering_plays_the_game_then_one_clean_pass() -> None:
     assert novikoff["data_hash"] == _row(given, "novikoff")["data_hash"]  # on the same sample
     for bound in ("hinge_all_rounds", "freund_schapire"):
         assert _row(adaptive, bound)["holds"]
+    # the search's convergence is in the row: greedy's count, the budget, and the rollout that found the best
+    assert novikoff["adversary_greedy"] <= novikoff["empirical"] and novikoff["adversary_budget"] == 200
+    assert 0 <= novikoff["adversary_best_at"] <= 200
+    assert (novikoff["adversary_best_at"] == 0) == (novikoff["adversary_greedy"] == novikoff["empirical"])
 
 
 def test_the_comparators_hinge_is_summed_over_the_rounds_presented() -> None:

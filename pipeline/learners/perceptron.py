@@ -148,7 +148,8 @@ class Perceptron(Learner):
         if sparse.issparse(X):
             raise ParamError("algorithm.ordering", self.ordering, "given, random or adversarial on sparse data "
                              "(the adaptive adversary scores dense rows)")
-        sequence = adaptive(X, y, budget=ADAPTIVE_BUDGET, rng=rng, tie=self.tie).sequence
+        self.adversary_ = adaptive(X, y, budget=ADAPTIVE_BUDGET, rng=rng, tie=self.tie)
+        sequence = self.adversary_.sequence
         # then one pass over the sample as given, where the converged w errs nowhere: the run shows the adversary
         # done, and its rounds T are more than its mistakes (the trivial value; a learner that never learns
         # would err on every round the adversary chose to play)
@@ -261,6 +262,10 @@ class Perceptron(Learner):
                 out = self._outcome(trace)
                 # the row each round presented, for the statistics summed over rounds (the comparators' hinge losses)
                 out.iterates["presented"] = np.tile(order, int(self.passes))
+                # the search's convergence: greedy's mistakes, and the rollout that found the best (0: greedy)
+                play = self.adversary_
+                out.stats |= {"adversary_greedy": int(play.greedy), "adversary_budget": ADAPTIVE_BUDGET,
+                              "adversary_best_at": int(np.argmax(play.trace == play.value))}
                 return out
         return self._outcome(trace)
 
