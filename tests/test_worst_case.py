@@ -44,9 +44,19 @@ def test_the_worst_instance_makes_its_certified_value_in_mistakes(gamma: float, 
     assert row["R"] <= 1.0 + 1e-12 and row["gamma_lo"] >= gamma - 1e-12
 
 
-def test_a_margin_too_small_for_the_certificate_is_refused_naming_gamma() -> None:
-    with pytest.raises(ParamError, match=r"gamma.*dataset=tight"):
-        WorstCase(gamma=0.1, rho=1.0).check()
+def test_above_the_solvers_range_the_closed_form_certifies_it() -> None:
+    """Past 63 mistakes the SDP is not solved: the proven closed form gives M* = floor((rho/gamma)^2) in exact
+    arithmetic, and the instance x_t = rho e_t attains it, its row saying so (gap 0: the closed form's dual point
+    is exact). The float 0.1 lies just above 1/10, so M* = 99, not 100."""
+    result = _run("dataset=worst_case", "gamma=0.1")
+    row = _row(result, "novikoff")
+    assert row["empirical"] == row["worst_case"] == row["theoretical"] == 99 and row["holds"]
+    assert row["certified_by"] == "closed_form" and row["certificate_gap"] == 0.0 and row["certificate_upper"] < 0.1
+
+
+def test_an_instance_too_large_or_a_margin_above_the_radius_is_refused_naming_gamma() -> None:
+    with pytest.raises(ParamError, match=r"gamma.*at most 5000"):
+        WorstCase(gamma=0.01, rho=1.0).check()
     with pytest.raises(ParamError, match="gamma"):
         WorstCase(gamma=2.0, rho=1.0).check()
 
@@ -93,3 +103,23 @@ def test_the_batch_rule_refuses_the_adaptive_ordering_and_says_which_learner_has
 
     with pytest.raises(ParamError, match="algorithm=perceptron"):
         BatchPerceptron(ordering="adaptive").check()
+
+
+def test_the_adaptive_ordering_refuses_data_not_certified_separable() -> None:
+    """The game ends only when nothing is misclassified: on noisy data it would never end, so the run is refused
+    in one line naming the option, before any rollout."""
+    with pytest.raises(ParamError, match=r"algorithm\.ordering.*certified separable"):
+        _run("algorithm.ordering=adaptive", "gamma=0.1", "n=200", "d=5", "dataset.flip=0.1")
+
+
+def test_a_rollout_past_its_cap_is_an_error_naming_it() -> None:
+    """Without certified statistics (the scikit-learn adapter's fit) the rollouts stop at 100 updates per example:
+    a sample the game never ends on is an error naming max_updates, not a hang."""
+    from pipeline.learners.perceptron import Perceptron
+
+    X = np.array([[1.0, 0.0], [-1.0, 0.0]])  # the same point with both labels: never separated
+    y = np.array([1.0, 1.0])
+    X[1] = X[0]
+    y[1] = -1.0
+    with pytest.raises(ValueError, match="max_updates=200"):
+        Perceptron(ordering="adaptive").order(X, y, np.random.default_rng(0))

@@ -13,7 +13,9 @@ rho / sqrt(M* + 1) and the closed form decides in exact arithmetic), and the sol
 
 from __future__ import annotations
 
+import math
 import time
+from fractions import Fraction
 
 import numpy as np
 
@@ -21,7 +23,13 @@ from pipeline.data.certify import certify
 from pipeline.data.dataset import Dataset, Source
 from pipeline.params import SCALE_WORDS, Param, ParamError, check_params, in_scale
 
-MAX_MISTAKES = 63  # the SDPs stay small (64 x 64 at most: seconds)
+MAX_MISTAKES = 63  # solved by the SDP up to here (64 x 64 at most: seconds); above, the proven closed form
+MAX_ROWS = 5000  # the closed form's instance is the dense M x M matrix rho I, as dataset=tight's
+
+
+def _closed_form(rho: float, gamma: float) -> int:
+    """floor((rho/gamma)^2) in exact rational arithmetic on the floats given: the largest M with gamma <= rho/sqrt(M)."""
+    return int(Fraction(float(rho)) ** 2 // Fraction(float(gamma)) ** 2)
 
 
 class WorstCase(Source):
@@ -29,7 +37,8 @@ class WorstCase(Source):
 
     Parameters
     ----------
-    gamma : the margin, with (rho/gamma)^2 < 64 (the certificate's SDPs are solved up to 63 mistakes).
+    gamma : the margin, with (rho/gamma)^2 <= 5000 rows; up to 63 mistakes the SDP solves and certifies it, above
+        the proven closed form gives M* and the exact instance x_t = rho e_t (``certified_by`` "closed_form").
     rho : the radius.
     label : the first example's label: the one a tie must get wrong at w_1 = 0 (+1 under the Perceptron's
         tie=negative or tie=mistake, -1 under tie=positive), as in ``dataset=tight``; every later round is a
@@ -55,10 +64,9 @@ class WorstCase(Source):
         check_params(self)
         if self.gamma > self.rho:
             raise ParamError("gamma", self.gamma, f"<= rho = {self.rho} (no point of norm <= rho has a larger margin)")
-        if (float(self.rho) / float(self.gamma)) ** 2 >= MAX_MISTAKES + 1:
-            raise ParamError("gamma", self.gamma, f"> rho / {(MAX_MISTAKES + 1) ** 0.5:g} = "
-                             f"{float(self.rho) / (MAX_MISTAKES + 1) ** 0.5:.4g} (the certificate is solved for at "
-                             f"most {MAX_MISTAKES} mistakes; dataset=tight attains any larger (rho/gamma)^2)")
+        if _closed_form(self.rho, self.gamma) > MAX_ROWS:
+            raise ParamError("gamma", self.gamma, f">= rho / {MAX_ROWS ** 0.5:.4g} = {float(self.rho) / MAX_ROWS ** 0.5:.4g} "
+                             f"(the worst instance has floor((rho/gamma)^2) rows in as many dimensions, at most {MAX_ROWS})")
 
     def shape(self) -> tuple[int | None, int | None]:
         """(M*, M*) at most: M* rows in dimension the rank of the SDP's solution."""
@@ -71,22 +79,28 @@ class WorstCase(Source):
         self.check()
         gamma, rho = float(self.gamma), float(self.rho)
         start = time.perf_counter()
-        # M*: from the closed form's floor, moved to where the exact feasibility test (pw.feasible, monotone in M)
-        # says M* is feasible and M* + 1 is not (two or three SDPs near M*, none far above it)
-        M = max(1, int((rho / gamma) ** 2))
-        while M > 1 and not pw.feasible(M, rho, gamma)[0]:
-            M -= 1
-        while pw.feasible(M + 1, rho, gamma)[0]:
-            M += 1
-        inst = pw.instance(M, rho, gamma, tie="negative" if self.label == 1 else "positive", labels="constant")
-        at_m, above = pw.max_margin(M), pw.max_margin(M + 1)  # radius 1: the problem is homogeneous in rho
-        more, how = pw.feasible(M + 1, rho, gamma)  # "sdp": its dual bound excludes gamma; "closed_form": within
-        if more:  # the solver's tolerance of rho / sqrt(M* + 1), decided in exact arithmetic on the floats
-            raise RuntimeError(f"M* + 1 = {M + 1} mistakes are feasible at gamma = {gamma!r}: M* is not the worst case")
+        label_tie = "negative" if self.label == 1 else "positive"
+        M = _closed_form(rho, gamma)
+        if M > MAX_MISTAKES:  # the proven closed form (pipeline.solvers.perceptron_worst): exact, no solver
+            inst = pw.tie_instance(M, rho, label_tie)
+            how, gap, upper = "closed_form", 0.0, rho / math.sqrt(M + 1)
+        else:
+            # M*: from the closed form, moved to where the exact feasibility test (pw.feasible, monotone in M) says M*
+            # is feasible and M* + 1 is not (two or three SDPs near M*, none far above it)
+            M = max(M, 1)
+            while M > 1 and not pw.feasible(M, rho, gamma)[0]:
+                M -= 1
+            while pw.feasible(M + 1, rho, gamma)[0]:
+                M += 1
+            inst = pw.instance(M, rho, gamma, tie=label_tie, labels="constant")
+            at_m, above = pw.max_margin(M), pw.max_margin(M + 1)  # radius 1: the problem is homogeneous in rho
+            more, how = pw.feasible(M + 1, rho, gamma)  # "sdp": its dual bound excludes gamma; "closed_form":
+            if more:  # within the solver's tolerance of rho / sqrt(M* + 1), decided in exact arithmetic on the floats
+                raise RuntimeError(f"M* + 1 = {M + 1} mistakes are feasible at gamma = {gamma!r}: M* is not the worst case")
+            gap, upper = max(at_m.upper - at_m.primal, above.upper - above.primal), above.upper * rho
         seconds = time.perf_counter() - start
         X, y = np.ascontiguousarray(inst.X), inst.y.astype(np.float64)
         stats = certify(X, y, inst.u, np.ones(M))
-        extra = {"worst_case": int(M), "certificate_gap": float(max(at_m.upper - at_m.primal, above.upper - above.primal)),
-                 "certificate_upper": float(above.upper * rho), "certified_by": how,
+        extra = {"worst_case": int(M), "certificate_gap": float(gap), "certificate_upper": float(upper), "certified_by": how,
                  "certificate_seconds": float(seconds), "instance": inst.source}
         return Dataset(self.name, X, y, stats, directions={"u": inst.u / np.linalg.norm(inst.u)}, extra=extra)

@@ -10,11 +10,12 @@ from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.orderings import ORDERINGS, choose, greedy_order
 from pipeline.params import Param, ParamError
 
-# Tie conventions for w.x = 0 (docs/bounds.md section 1): every update has y w.x <= 0 under each of them,
-# so Novikoff's bound holds for all three.
 PERCEPTRON_ORDERINGS = (*ORDERINGS, "adaptive")  # the online Perceptron's; the batch rule's are ORDERINGS
 ADAPTIVE_BUDGET = 200  # ordering=adaptive: rollouts after greedy (docs/bounds.md section 1, "Orderings")
+ADAPTIVE_UPDATES = 100  # ordering=adaptive without certified statistics (fit): at most this many updates per example
 
+# Tie conventions for w.x = 0 (docs/bounds.md section 1): every update has y w.x <= 0 under each of them,
+# so Novikoff's bound holds for all three.
 TIES = {
     "negative": 0,  # [S0]: sgn(z) = +1 iff z > 0, so sgn(0) = -1
     "positive": 1,  # [S2]: sign(0) = +1
@@ -137,10 +138,11 @@ class Perceptron(Learner):
             raise ParamError("algorithm.ordering", self.ordering,
                              "given on dataset=stream (a stream is read in its order, never held whole to reorder)")
 
-    def _adaptive(self, X: object, y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def _adaptive(self, X: object, y: np.ndarray, rng: np.random.Generator, max_updates: int | None = None) -> np.ndarray:
         """The adaptive adversary's sequence (row indices, with repetition) on the sample: greedy, then
         :data:`ADAPTIVE_BUDGET` randomised rollouts drawn from ``rng`` (:mod:`pipeline.learners.adaptive`), then
-        the sample once as given."""
+        the sample once as given. A rollout longer than ``max_updates`` (default :data:`ADAPTIVE_UPDATES` per
+        example: a sample the game never ends on is not separable) is a ValueError naming it."""
         from scipy import sparse
 
         from pipeline.learners.adaptive import adaptive
@@ -148,7 +150,8 @@ class Perceptron(Learner):
         if sparse.issparse(X):
             raise ParamError("algorithm.ordering", self.ordering, "given, random or adversarial on sparse data "
                              "(the adaptive adversary scores dense rows)")
-        self.adversary_ = adaptive(X, y, budget=ADAPTIVE_BUDGET, rng=rng, tie=self.tie)
+        cap = ADAPTIVE_UPDATES * int(X.shape[0]) if max_updates is None else int(max_updates)
+        self.adversary_ = adaptive(X, y, budget=ADAPTIVE_BUDGET, rng=rng, tie=self.tie, max_updates=cap)
         sequence = self.adversary_.sequence
         # then one pass over the sample as given, where the converged w errs nowhere: the run shows the adversary
         # done, and its rounds T are more than its mistakes (the trivial value; a learner that never learns
@@ -254,19 +257,27 @@ class Perceptron(Learner):
         if dataset.kind == "stream":  # each pass regenerates the stream, chunk by chunk
             parts = [self.learn_chunks(dataset.chunks(), dataset.n) for _ in range(self.passes)]
             trace = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        elif self.ordering == "adaptive":
+            X, y = dataset.X, np.asarray(dataset.y)
+            stats = dataset.stats
+            if not (stats.separable and stats.gamma_lo > 0):  # the game ends only when nothing is misclassified
+                raise ParamError("algorithm.ordering", self.ordering, "given, random or adversarial on data not "
+                                 "certified separable (the adaptive adversary plays until nothing is misclassified)")
+            # Novikoff's bound caps every rollout; twice it, so a learner that broke the bound would show it
+            order = self._adaptive(X, y, rng, max_updates=2 * int((stats.R / stats.gamma_lo) ** 2) + 2)
+            trace = self.learn_stream(X[order], y[order])
+            out = self._outcome(trace)
+            # the row each round presented, for the statistics summed over rounds (the comparators' hinge losses)
+            out.iterates["presented"] = np.tile(order, int(self.passes))
+            # the search's convergence: greedy's mistakes, and the rollout that found the best (0: greedy)
+            play = self.adversary_
+            out.stats |= {"adversary_greedy": int(play.greedy), "adversary_budget": ADAPTIVE_BUDGET,
+                          "adversary_best_at": int(np.argmax(play.trace == play.value))}
+            return out
         else:
             X, y = dataset.X, np.asarray(dataset.y)
             order = self.order(X, y, rng)
             trace = self.learn_stream(*((X, y) if order is None else (X[order], y[order])))
-            if self.ordering == "adaptive":  # a sequence with repetition: the rounds are not passes over the sample
-                out = self._outcome(trace)
-                # the row each round presented, for the statistics summed over rounds (the comparators' hinge losses)
-                out.iterates["presented"] = np.tile(order, int(self.passes))
-                # the search's convergence: greedy's mistakes, and the rollout that found the best (0: greedy)
-                play = self.adversary_
-                out.stats |= {"adversary_greedy": int(play.greedy), "adversary_budget": ADAPTIVE_BUDGET,
-                              "adversary_best_at": int(np.argmax(play.trace == play.value))}
-                return out
         return self._outcome(trace)
 
     def _outcome(self, trace: np.ndarray) -> Outcome:
