@@ -124,3 +124,10 @@ def test_a_rollout_past_its_cap_is_an_error_naming_it() -> None:
     y[1] = -1.0
     with pytest.raises(ValueError, match="max_updates=200"):
         Perceptron(ordering="adaptive").order(X, y, np.random.default_rng(0))
+
+
+def test_the_worst_instance_run_is_the_same_bits_twice() -> None:
+    """Reproducible: the same config gives the same row, every column (no solver time or other circumstance)."""
+    first, second = (_run("dataset=worst_case", "gamma=0.3").table for _ in range(2))
+    assert list(first.columns) == list(second.columns)
+    assert [c for c in first.columns if not first[c].equals(second[c])] == []
