@@ -60,6 +60,7 @@ class Experiment:
     captions: dict[str, str] = field(default_factory=dict)  # figure stem -> what it shows, in a sentence
     bound_of: dict[str, str | None] = field(default_factory=dict)  # figure stem -> its bound (None: a comparison)
     compared: str | None = None  # the stem of the comparison figure the experiment's ``compare`` entry asks for
+    gaps: list[dict[str, Any]] = field(default_factory=list)  # bound / exact / adaptive / random, where exact runs exist
 
 
 def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -91,6 +92,72 @@ def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
         if bound and "bound_value" in sel and sel["bound_value"].notna().any():
             row |= {"bound": bound, "bound_mean": float(sel["bound_value"].mean())}
         out.append(row)
+    return out
+
+
+GAP_ORDERINGS = ("adaptive", "random", "given")  # beside the bound and the exact worst case, in the gaps table
+
+
+def _gaps(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where a sweep has ``ordering=exact`` runs (the certified worst case of the theorem's class at each sample's
+    own statistics, docs/bounds.md section 1): per dataset and the ``compare`` entry's x, the bound, the exact
+    worst case and the adaptive, random and given orders side by side, and the two gaps named: the **theorem's
+    slack** (bound - exact) and the **search's shortfall** (exact - adaptive). Both are taken seed by seed (the
+    orderings of a seed share its sample; the bound is the sample's, read off its other orderings' runs), then
+    averaged; the shortfall's smallest value is kept too."""
+    if "game_value" in table and table["game_value"].notna().any():
+        return _game_gaps(table)
+    if "ordering" not in table or not (table["ordering"] == "exact").any() or "seed" not in table:
+        return []
+    quantity = spec.get("quantity", "mistakes")
+    rows = table[(table["quantity"] == quantity) & table["applicable"].astype(bool) & (table["guarantee"] != "P")]
+    if not len(rows):
+        return []
+    bound = rows["bound"].iloc[0]  # the first bound on the quantity, as the comparison's
+    rows = rows[rows["bound"] == bound]
+    keys = [k for k in ("dataset", spec.get("x")) if k and k in rows]
+    out = []
+    for key, sel in rows.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        measured = sel.pivot_table(index="seed", columns="ordering", values="empirical", aggfunc="max")
+        if "exact" not in measured:
+            continue
+        sample_bound = sel[sel["ordering"] != "exact"].groupby("seed")["theoretical"].max()
+        exact = measured["exact"]
+        row = dict(zip(keys, key)) | {"quantity": quantity, "bound": bound, "bound_value": float(sample_bound.mean()),
+                                      "exact": float(exact.mean()), "seeds": int(exact.notna().sum())}
+        for o in GAP_ORDERINGS:
+            if o in measured:
+                row[o] = float(measured[o].mean())
+        row["slack"] = float((sample_bound - exact).mean())
+        if "adaptive" in measured:
+            row["adaptive_best"] = float(measured["adaptive"].max())
+            short = exact - measured["adaptive"]
+            row["shortfall"], row["shortfall_least"] = float(short.mean()), float(short.min())
+        if "certificate_gap" in sel:
+            row["certificate_gap"] = float(sel.loc[sel["ordering"] == "exact", "certificate_gap"].max())
+        out.append(row)
+    return out
+
+
+def _game_gaps(table: Any) -> list[dict[str, Any]]:
+    """The same table for a finite game searched exactly beside each run (Halving's ``game_value`` and
+    ``littlestone``, docs/bounds.md section 3): per class and size, over the runs the search decided, the bound,
+    the exact value, the Littlestone dimension and the largest measured; the theorem's slack (bound - exact) and
+    the shortfall of the run's orders and adversaries (exact - measured), run by run (each run has its own points)."""
+    rows = table[(table["bound"] == "halving") & table["game_value"].notna()]
+    keys = [k for k in ("cls", "size") if k in rows]
+    out = []
+    for key, sel in rows.groupby(keys, sort=True) if keys else [((), rows)]:
+        key = key if isinstance(key, tuple) else (key,)
+        exact = sel["game_value"].astype(float)
+        short = exact - sel["empirical"]
+        out.append(dict(zip(keys, key)) | {
+            "quantity": "mistakes", "bound": "halving", "bound_value": float(sel["theoretical"].mean()),
+            "exact": float(exact.mean()), "littlestone": float(sel["littlestone"].mean()),
+            "measured_best": float(sel["empirical"].max()), "slack": float((sel["theoretical"] - exact).mean()),
+            "shortfall": float(short.mean()), "shortfall_least": float(short.min()), "seeds": len(sel),
+            "searched_by": "measured"})
     return out
 
 
@@ -194,6 +261,7 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
     captions = {p.stem: caption(plan[p.stem], table) for p in pngs if p.stem in plan}
     bound_of = {p.stem: plan[p.stem].kwargs.get("bound") if p.stem in plan else None for p in pngs}
     comparison: list[dict[str, Any]] = []
+    gaps: list[dict[str, Any]] = []
     compare, compared = spec.get("compare"), None
     if compare and len(table):
         comparison = _comparison(table, compare)
@@ -204,6 +272,8 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
             pngs.append(next(p for p in plots.save(fig, figures, compared) if p.suffix == ".png"))
         drawn = plots.Spec(compared, "compare", {"quantity": compare["quantity"], "by": compare["by"], "x": compare.get("x")})
         captions[compared], bound_of[compared] = caption(drawn, table), None
+    if len(table):
+        gaps = _gaps(table, compare or {})
     from pipeline.dvc_stage import WORK_DIR
     from pipeline.tracking import PARENT_FILE
 
@@ -221,6 +291,7 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
         captions=captions,
         bound_of=bound_of,
         compared=compared,
+        gaps=gaps,
     )
 
 
@@ -444,6 +515,47 @@ def _comparison_table(e: Experiment) -> list[str]:
     return rows + ["</table>"]
 
 
+GAPS_TEXT = ("The worst case beside the bound ({quantity}, means over {seeds} runs; each gap taken run by run, the "
+             "orderings of a seed sharing its sample). The theorem's slack is what no sequence of the theorem's class can "
+             "reach; the search's shortfall is what the adversary's search leaves of the certified worst case (on a "
+             "sample, the sample's own worst case lies between them).")
+
+
+def _gaps_cells(e: Experiment) -> tuple[list[str], list[list[str]]]:
+    """The worst-case table (:func:`_gaps`) as a header and rows of text cells, for the page and the summary."""
+    first = e.gaps[0]
+    keys = [k for k in first if k in ("dataset", "cls", "size", "gamma", "rho", "lam", "n", "d")]
+    searched = first.get("searched_by", "adaptive")
+    cols = [("bound_value", f"{first['bound']} bound"), ("exact", "exact worst case (certified)"),
+            ("littlestone", "Littlestone dimension"), ("measured_best", "largest measured"),
+            ("adaptive", "adaptive (mean)"), ("adaptive_best", "adaptive (best seed)"), ("random", "random"),
+            ("given", "given"), ("slack", "theorem's slack: bound - exact"),
+            ("shortfall", f"search's shortfall: exact - {searched} (mean, least)"), ("certificate_gap", "certificate gap")]
+    cols = [(k, label) for k, label in cols if any(k in row for row in e.gaps)]
+
+    def cell(row: dict[str, Any], k: str) -> str:
+        if k not in row:
+            return "-"
+        if k == "shortfall":
+            return f"{row[k]:.3g} ({row['shortfall_least']:.3g})"
+        return f"{row[k]:.2g}" if k == "certificate_gap" else f"{row[k]:.3g}"
+
+    header = keys + [label for _, label in cols]
+    return header, [[str(row[k]) for k in keys] + [cell(row, k) for k, _ in cols] for row in e.gaps]
+
+
+def _gaps_table(e: Experiment) -> list[str]:
+    """The experiment's worst-case table (:func:`_gaps`): bound, exact, the searches and the orders side by side,
+    the two gaps named."""
+    if not e.gaps:
+        return []
+    e_ = html.escape
+    header, rows = _gaps_cells(e)
+    return ([f"<p>{e_(GAPS_TEXT.format(**e.gaps[0]))}</p>",
+             "<table><tr>" + "".join(f"<th>{e_(h)}</th>" for h in header) + "</tr>"]
+            + ["<tr>" + "".join(f"<td>{e_(c)}</td>" for c in row) + "</tr>" for row in rows] + ["</table>"])
+
+
 def _runs_line(e: Experiment) -> str:
     return (f"<p>{e.runs} runs" + (f", <span class='fails'>{e.failed_jobs} failed jobs</span>" if e.failed_jobs > 0 else "")
             + (", <span class='fails'>no results</span>" if e.failed_jobs < 0 else "") + "</p>")
@@ -462,6 +574,8 @@ def _experiment_section(e: Experiment, href: Callable[[Path], str]) -> list[str]
                      f"<p>{e_(v.claim)}</p><dl><dt>evidence units</dt><dd>{_counts(v)}</dd><dt>evidence</dt>"
                      f"<dd>{e_(v.text)}</dd><dt>could have caught</dt><dd>{e_(v.power or '-')}</dd>"
                      f"<dt>decided by</dt><dd>{e_(v.decided_by or '-')}</dd></dl></div></div>")
+    if e.gaps:
+        parts += ["<h3>The worst case beside the bound</h3>", *_gaps_table(e)]
     if e.comparison:
         parts += ["<h3>Comparison</h3>", *_comparison_table(e)]
         compared = [p for p in e.figures if p.stem == e.compared]
@@ -542,7 +656,7 @@ def render_page(e: Experiment, out_dir: Path, published: Callable[[Path], Path] 
             parts.append(f"<h2>{e_(title)}</h2><div class='figs'>")
             parts += [_figure(p, e.captions.get(p.stem, p.stem), href) for p in figs]
             parts.append("</div>")
-    parts += _comparison_table(e)
+    parts += _gaps_table(e) + _comparison_table(e)
     if e.data_hashes:
         shown = ", ".join(e.data_hashes[:6]) + (f", ... ({len(e.data_hashes)} in all)" if len(e.data_hashes) > 6 else "")
         parts.append(f"<p><small>data content hashes (the same hash, the same vectors bit for bit): "
@@ -579,6 +693,10 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
     for e in experiments:
         lines += ["", f"## {_md(e.name)}", "", _md(e.question), "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
         lines += [f"- **{v.status}** ({v.guarantee}) `{_md(v.bound)}`: {_md(v.claim)} {_md(v.text)}." for v in e.verdicts]
+        if e.gaps:
+            header, rows = _gaps_cells(e)
+            lines += ["", _md(GAPS_TEXT.format(**e.gaps[0])), "", "| " + " | ".join(_md(h) for h in header) + " |",
+                      "|" + " --- |" * len(header)] + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
         lines += [""] + [f"- [{f.stem}]({Path(os.path.relpath(published(f), out_dir)).as_posix()}): "
                          f"{_md(e.captions.get(f.stem, f.stem))}" for f in e.figures]
     lines += ["", "## Provenance", ""]

@@ -61,6 +61,7 @@ def prepare(job: Job) -> Dataset:
     if ds.kind not in job.learner.accepts:
         raise UserError(refusal(job.learner, ds))
     job.learner.check_data(ds)
+    ds = job.learner.present(ds)
     verify_radius(ds)
     return ds
 

@@ -359,12 +359,16 @@ def job(cfg: DictConfig) -> None:
                  first["dual_gap"])
     if not multirun:
         st = result.dataset.stats
+        shown = result.dataset.name
+        extra = getattr(result.dataset, "extra", {})
+        if extra.get("presented"):  # ordering=exact: the class's worst instance, not the sample
+            shown += f" (presented: its class's {extra['presented']}, M* = {extra['worst_case']})"
         if hasattr(st, "gamma_lo"):
             log.info("data %s: m=%d d=%d R=%.6g gamma* in [%.6g, %.6g] (relative gap %.1e), separable=%s, hash %s",
-                     result.dataset.name, st.m, st.d, st.R, st.gamma_lo, st.gamma_hi, st.gap, st.separable,
+                     shown, st.m, st.d, st.R, st.gamma_lo, st.gamma_hi, st.gap, st.separable,
                      result.table["data_hash"].iloc[0])
         else:
-            log.info("data %s: %s, hash %s", result.dataset.name,
+            log.info("data %s: %s, hash %s", shown,
                      " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in st.as_dict().items()),
                      result.table["data_hash"].iloc[0])
     # A sweep: one line per job (thousands of bound lines say less than the verdicts at its end); a single

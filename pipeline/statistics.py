@@ -384,7 +384,60 @@ _PEGASOS_STATS = ("T", "lam", "c", "regret_still", "sampling", "delta", "f_star_
 _HELD_OUT = ("risk_hinge", "risk_hinge_lo", "risk_hinge_hi", "risk_01", "risk_01_lo", "risk_01_hi", "n_test")
 _C_REFERENCE = "P11 Thm 1 (c = G^2); docs/bounds.md sections 4, 5, 8"
 
+# --- The exact worst case of Halving's game, beside its bound -------------------------------------------
+
+# Budget of the exact game search beside each Halving run (:func:`exact_game`): memoised version spaces
+# times distinct points, each search's state budget being GAME_WORK // points (at most pipeline.solvers.games.MAX_STATES).
+# A count, not a time, so that the columns are the same on every machine: about 0.5 s per run at worst
+# (measured on classes that exhaust it; the halving_classes grid needs at most 15 ms a run).
+GAME_WORK = 1_000_000
+
+
+def exact_game(table: np.ndarray) -> dict[str, object]:
+    """The exact worst case of Halving's own game on the class ``table`` (|H| x m, the run's table of
+    distinct functions on the run's points), by :func:`pipeline.solvers.games.halving_value` and
+    :func:`~pipeline.solvers.games.littlestone_dimension` (docs/bounds.md section 3).
+
+    The game is the learner's: ``halving_kernel`` predicts +1 iff 2 |{h in V : h(x) = +1}| >= |V| (a tie to
+    +1), exactly the vote the search plays, and Halving has no other tie rule. Returns the stats
+
+    - ``game_value`` (int): the most mistakes any realisable sequence over these points (any order,
+      repetitions allowed) forces on Halving; so in a realisable run (the only kind
+      :meth:`pipeline.learners.halving.Halving.check_data` lets through) measured mistakes <= game_value <= floor(log2 |H|).
+    - ``littlestone`` (int): Ldim of the class on these points, the optimal learner's worst case
+      (<= game_value).
+    - ``game_status`` (str, always present): ``"exact"`` when both were computed; otherwise
+      ``"too_large: |H| = N > 64"`` (the search's states are subsets of H) or ``"budget: more than S
+      version spaces"`` (the search would exceed its state budget, GAME_WORK // distinct points), and
+      the two integer columns are left out (NaN in a table of runs, never a sentinel value).
+    """
+    from pipeline.data.finite import distinct_rows
+    from pipeline.solvers import games
+
+    H = int(table.shape[0])
+    if H > games.MAX_HYPOTHESES:
+        return {"game_status": f"too_large: |H| = {H} > {games.MAX_HYPOTHESES}"}
+    t = np.ascontiguousarray(table.T)  # games' layout: m points x |H| hypotheses
+    points = max(1, len(distinct_rows(t)))
+    max_states = max(1, min(games.MAX_STATES, GAME_WORK // points))
+    try:
+        value = games.halving_value(t, max_states=max_states).value
+        ldim = games.littlestone_dimension(t, max_states=max_states)
+    except ValueError as e:
+        if not str(e).startswith("max_states"):
+            raise
+        return {"game_status": f"budget: more than {max_states} version spaces"}
+    return {"game_value": int(value), "littlestone": int(ldim), "game_status": "exact"}
+
+
+def _halving_game(ds: Any, learner: Any, out: Outcome) -> Outcome:  # noqa: ARG001 (the run's class is in out)
+    table = out.iterates.get("class_table")
+    return Outcome({}, {}, {}, stats={} if table is None else exact_game(table))
+
+
 PROVIDERS: tuple[Provider, ...] = (
+    Provider("halving_game", "", ("game_value", "littlestone", "game_status"), _halving_game,
+             "docs/bounds.md section 3, 'The exact game' (pipeline.solvers.games)"),
     Provider("comparators", "", ("comparators",), _comparators,
              "docs/bounds.md section 2: the generator's w* and soft-margin SVM directions", needs_sample=True),
     Provider("svm_constant", "svm", ("c",), _constant, _C_REFERENCE, layout={"stats": _PEGASOS_STATS}),
@@ -448,10 +501,11 @@ def provider_for(name: str, objective: str) -> Provider | None:
 
 
 def reads(bounds: Iterable[Any]) -> list[str]:
-    """Every name the bounds read: their statistics (``requires``) and quantities, first-seen order."""
+    """Every name the bounds read: their statistics (``requires``), what their rows show beside them
+    (``beside``) and their quantities, first-seen order."""
     names: dict[str, None] = {}
     for b in bounds:
-        for name in (*b.requires, b.quantity, b.quantity_low):
+        for name in (*b.requires, *b.beside, b.quantity, b.quantity_low):
             if name:
                 names[name] = None
     return list(names)
@@ -478,7 +532,8 @@ def _merge(out: Outcome, new: Outcome, layout: Mapping[str, tuple[str, ...]]) ->
 
 
 def _fill(dataset: Any, learner: Any, out: Outcome, names: list[str]) -> None:
-    have = set(dataset.stats.as_dict()) | set(out.stats) | set(out.quantities)
+    certified = dataset.stats.as_dict() if dataset.stats is not None else {}  # (a sample not certified: none)
+    have = set(certified) | set(out.stats) | set(out.quantities)
     todo: dict[str, Provider] = {}
     for name in names:
         p = provider_for(name, out.objective) if name not in have else None

@@ -131,3 +131,33 @@ def test_the_worst_instance_run_is_the_same_bits_twice() -> None:
     first, second = (_run("dataset=worst_case", "gamma=0.3").table for _ in range(2))
     assert list(first.columns) == list(second.columns)
     assert [c for c in first.columns if not first[c].equals(second[c])] == []
+
+
+@pytest.mark.parametrize("tie", ["negative", "positive", "mistake"])
+def test_the_exact_ordering_presents_the_worst_instance_of_the_samples_class(tie: str) -> None:
+    """ordering=exact replaces the sample by the certified worst instance of Novikoff's class at the sample's own
+    certified R and gamma_lo: the run makes exactly M* mistakes under every tie rule (the first label is the one the
+    tie gets wrong), M* is the bound of the sample's statistics up to the float rounding of M* against
+    (R/gamma_lo)^2, and the rows keep the sample's name and say what was presented, with the certificate."""
+    sample = _run("gamma=0.3", "n=200", "d=5", f"algorithm.tie={tie}")
+    result = _run("algorithm.ordering=exact", "gamma=0.3", "n=200", "d=5", f"algorithm.tie={tie}")
+    row, on_sample = _row(result, "novikoff"), _row(sample, "novikoff")
+    assert row["dataset"] == "margin_binary" and row["presented"] == "worst_case"
+    assert row["empirical"] == row["worst_case"] and row["holds"]
+    assert on_sample["theoretical"] - 1 <= row["worst_case"] <= on_sample["theoretical"]
+    assert on_sample["empirical"] < row["empirical"]  # the sample in its given order is far from the worst case
+    assert 0 <= row["certificate_gap"] < 1e-8 and row["data_hash"] != on_sample["data_hash"]
+    assert row["R"] <= on_sample["R"] * (1 + 1e-12) and row["gamma_lo"] >= on_sample["gamma_lo"] * (1 - 1e-9)
+
+
+def test_the_exact_ordering_refuses_what_it_cannot_certify_in_one_line_naming_the_option() -> None:
+    from pipeline.learners.perceptron import BatchPerceptron, Perceptron
+
+    with pytest.raises(ParamError, match=r"algorithm\.ordering.*certified separable"):
+        _run("algorithm.ordering=exact", "gamma=0.1", "n=200", "d=5", "dataset.flip=0.1")
+    with pytest.raises(ParamError, match=r"algorithm\.ordering.*at most 5000"):
+        _run("algorithm.ordering=exact", "gamma=0.01", "n=50", "d=5")
+    with pytest.raises(ParamError, match="adaptive and exact are algorithm=perceptron's"):
+        BatchPerceptron(ordering="exact").check()
+    with pytest.raises(ValueError, match="ordering='exact'.*to fit a sample"):
+        Perceptron(ordering="exact").order(np.eye(2), np.ones(2), np.random.default_rng(0))

@@ -55,6 +55,9 @@ class Bound:
         against the upper end of a comparator's bracket); "" when ``quantity`` is exact. ``quantity`` is
         the upper estimate a bound must clear to hold; ``quantity_low`` the one that must exceed the
         bound for a violation to be claimed (docs/bounds.md section 9).
+    beside : statistics shown beside the bound in its rows and never read by ``formula`` (the exact worst case
+        of the bound's own game, e.g. Halving's ``game_value``): computed by the providers like ``requires``,
+        but a run where one is missing (a class too large to search) is judged all the same.
     failure : statistics -> the probability with which a (P) bound may fail in a run, when it is not the
         run's ``delta`` (e.g. 1/2 + delta for P11 Lemma 3); the (P) verdict judges the violation rate against it.
     allowance : statistics -> the rounding allowance included in ``value`` (a realised bound that can be
@@ -82,6 +85,7 @@ class Bound:
     quantity_low: str = ""
     allowance: Callable[[Stats], float] | None = None
     failure: Callable[[Stats], float] | None = None
+    beside: tuple[str, ...] = ()
     """``value`` may return (value, comparator): the comparator that attained a minimised bound.
     ``note`` flags an applicable bound (e.g. vacuous); ``curve(stats, t)`` is the bound after step t, for
     bounds that are anytime statements about prefixes of the run."""

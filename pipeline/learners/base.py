@@ -65,6 +65,12 @@ class Learner(Declared):
     def check_data(self, dataset: Any) -> None:
         """Raise :class:`pipeline.params.UserError` if the learner cannot run on ``dataset``."""
 
+    def present(self, dataset: Any) -> Any:
+        """The data the run presents: ``dataset`` itself, unless the learner's adversary plays a sequence of
+        the theorem's whole class rather than of the sample (the Perceptron's ``ordering=exact``). Called once
+        before the run; the statistics and the bounds are then those of the data returned."""
+        return dataset
+
     def run(self, dataset: Any, rng: np.random.Generator) -> Outcome:  # pragma: no cover - interface
         raise NotImplementedError
 

@@ -198,6 +198,10 @@ class Halving(_Experts):
     alive_ : the final version space, a mask over the distinct functions.
     mistakes_ : number of mistakes.
 
+    :meth:`run` hands its class (the table of distinct functions on the run's points) to the statistics in
+    ``iterates["class_table"]``: the exact worst case of this game there is computed beside the bound
+    (:func:`pipeline.statistics.exact_game`: ``game_value``, ``littlestone``, ``game_status``).
+
     Examples
     --------
     >>> from pipeline.data.finite import FiniteClass
@@ -257,7 +261,7 @@ class Halving(_Experts):
         stats = {"T": int(trace.size), "H": int(table.shape[0]), "m_star": int(self.best_expert(table, y).min())}
         return Outcome(quantities={"mistakes": int(trace.sum())},
                        curves={"mistakes": (t, np.cumsum(trace, dtype=np.int64)[t - 1])},
-                       trace={"mistake": trace}, stats=stats)
+                       trace={"mistake": trace}, stats=stats, iterates={"class_table": table})
 
 
 class WeightedMajority(_Experts):

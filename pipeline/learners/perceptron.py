@@ -10,7 +10,7 @@ from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.orderings import ORDERINGS, choose, greedy_order
 from pipeline.params import Param, ParamError
 
-PERCEPTRON_ORDERINGS = (*ORDERINGS, "adaptive")  # the online Perceptron's; the batch rule's are ORDERINGS
+PERCEPTRON_ORDERINGS = (*ORDERINGS, "adaptive", "exact")  # the online Perceptron's; the batch rule's are ORDERINGS
 ADAPTIVE_BUDGET = 200  # ordering=adaptive: rollouts after greedy (docs/bounds.md section 1, "Orderings")
 ADAPTIVE_UPDATES = 100  # ordering=adaptive without certified statistics (fit): at most this many updates per example
 
@@ -104,7 +104,10 @@ class Perceptron(Learner):
         not an order but a sequence of the sample's examples with repetition, each step the one an
         adversary picks among those the current w gets wrong, until none is left
         (:func:`pipeline.learners.adaptive.adaptive`), then the sample once as given (no mistake there);
-        Novikoff's bound holds for every such sequence.
+        Novikoff's bound holds for every such sequence. Or "exact": the certified worst case of Novikoff's
+        whole class at the data's certified radius R and margin gamma_lo, in any dimension
+        (:meth:`present`, docs/bounds.md section 1, "The exact worst case"): the run presents that class's
+        worst instance in its certified order instead of the sample, and makes exactly its M* mistakes.
 
     Attributes
     ----------
@@ -138,6 +141,33 @@ class Perceptron(Learner):
             raise ParamError("algorithm.ordering", self.ordering,
                              "given on dataset=stream (a stream is read in its order, never held whole to reorder)")
 
+    def present(self, dataset: object) -> object:
+        """``ordering=exact``: not the sample but the certified worst instance of Novikoff's class at the sample's
+        certified R and gamma_lo (:class:`pipeline.data.worst_case.WorstCase`, its first label the one this
+        tie rule gets wrong at w = 0), under the sample's name; its rows carry the certificate (``worst_case``,
+        ``certificate_gap``, ...) and ``presented`` = "worst_case". Every other ordering presents the sample."""
+        if self.ordering != "exact":
+            return dataset
+        from dataclasses import replace
+
+        from pipeline.data.worst_case import MAX_ROWS, WorstCase
+
+        stats = dataset.stats
+        if not (stats.separable and stats.gamma_lo > 0):
+            raise ParamError("algorithm.ordering", self.ordering, "given, random, adversarial or adaptive on data not "
+                             "certified separable (exact presents the worst case of the class of radius R and "
+                             "margin gamma_lo, which needs a certified margin gamma_lo > 0)")
+        R, gamma = float(stats.R), float(stats.gamma_lo)
+        worst = WorstCase(gamma=gamma, rho=R, label=-1 if self.tie == "positive" else 1)
+        try:
+            worst.check()
+        except ParamError:
+            raise ParamError("algorithm.ordering", self.ordering,
+                             f"given, random, adversarial or adaptive here: the worst instance at this sample's "
+                             f"(R/gamma_lo)^2 = {(R / gamma) ** 2:.4g} would have as many rows, at most {MAX_ROWS}") from None
+        inst = worst.generate(np.random.default_rng(0))  # deterministic by construction
+        return replace(inst, name=dataset.name, extra=dict(dataset.extra) | inst.extra | {"presented": "worst_case"})
+
     def _adaptive(self, X: object, y: np.ndarray, rng: np.random.Generator, max_updates: int | None = None) -> np.ndarray:
         """The adaptive adversary's sequence (row indices, with repetition) on the sample: greedy, then
         :data:`ADAPTIVE_BUDGET` randomised rollouts drawn from ``rng`` (:mod:`pipeline.learners.adaptive`), then
@@ -163,7 +193,11 @@ class Perceptron(Learner):
         ``random`` a uniform permutation drawn from ``rng``; ``adversarial`` the search of
         :mod:`pipeline.learners.orderings` over this learner's own runs, started from the given order, that
         same random draw and the greedy order (so it never has fewer mistakes than either); ``adaptive`` the
-        adaptive adversary's sequence, rows with repetition (:meth:`_adaptive`)."""
+        adaptive adversary's sequence, rows with repetition (:meth:`_adaptive`). ``exact`` has no order of a
+        sample: it replaces the sample by its class's worst instance (:meth:`present`), a run's only."""
+        if self.ordering == "exact":
+            raise ParamError("ordering", self.ordering, "given, random, adversarial or adaptive to fit a sample (exact "
+                             "presents the worst instance of the sample's class instead of the sample: a boundlab run's)")
         if self.ordering == "adaptive":
             return self._adaptive(X, y, rng)
         fresh = {k: v for k, v in self.get_params().items() if k != "ordering"}
@@ -276,7 +310,8 @@ class Perceptron(Learner):
             return out
         else:
             X, y = dataset.X, np.asarray(dataset.y)
-            order = self.order(X, y, rng)
+            # exact: the data are already the class's worst instance (present), its rows in the certified order
+            order = None if self.ordering == "exact" else self.order(X, y, rng)
             trace = self.learn_stream(*((X, y) if order is None else (X[order], y[order])))
         return self._outcome(trace)
 
@@ -340,8 +375,8 @@ class BatchPerceptron(Perceptron):
         Perceptron.params[0],
         Param("passes", int, lambda v: v >= 1, "an integer >= 1 (the pass limit)", default=1000),
         Param("ordering", str, lambda v: v in ORDERINGS,
-              f"one of {', '.join(ORDERINGS)} (adaptive is algorithm=perceptron's: its sequence already runs until "
-              "nothing is misclassified, the batch rule's worst case)", default="given"),
+              f"one of {', '.join(ORDERINGS)} (adaptive and exact are algorithm=perceptron's: the adaptive sequence "
+              "already runs until nothing is misclassified, the batch rule's worst case)", default="given"),
     )
 
     def learn_stream(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
