@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -165,3 +167,15 @@ def tiny_results(dest: Path, name: str, figures: bool = False) -> None:
     (dest / "metrics.json").write_text(json.dumps(summary(table) | {"failed_jobs": 0}, indent=2) + "\n")
     if figures:
         plots.sweep_figures(table, curves, dest)
+
+
+def small_separable(seed: int, n: int, off: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
+    """n Gaussian points in 2..5 dimensions, labelled by a random unit w*, pushed ``off`` off its boundary: the
+    small separable samples the adversaries' searches are checked on against brute force."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(2, 6))
+    w = rng.normal(size=d)
+    w /= np.linalg.norm(w)
+    X = rng.normal(size=(n, d))
+    y = np.where(X @ w >= 0, 1.0, -1.0)
+    return X + off * y[:, None] * w, y

@@ -22,20 +22,9 @@ from pipeline.learners import BatchPerceptron, Perceptron
 from pipeline.learners.adaptive import adaptive, exhaustive, replay
 from pipeline.learners.orderings import worst_order
 from pipeline.learners.perceptron import TIES
+from helpers import small_separable
 
 TIE_NAMES = sorted(TIES)
-
-
-def _small(seed: int, n: int, off: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
-    """n Gaussian points in 2..5 dimensions, labelled by a random unit w*, pushed ``off`` off its
-    boundary (as tests/test_orderings.py)."""
-    rng = np.random.default_rng(seed)
-    d = int(rng.integers(2, 6))
-    w = rng.normal(size=d)
-    w /= np.linalg.norm(w)
-    X = rng.normal(size=(n, d))
-    y = np.where(X @ w >= 0, 1.0, -1.0)
-    return X + off * y[:, None] * w, y
 
 
 def _brute(X: np.ndarray, y: np.ndarray, tie: str, limit: int = 200_000) -> int:
@@ -73,7 +62,7 @@ def _learner_mistakes(cls: type, tie: str, X: np.ndarray, y: np.ndarray):
 @pytest.mark.parametrize("tie", TIE_NAMES)
 def test_exhaustive_equals_brute_force_over_every_choice_sequence(tie: str) -> None:
     for seed in range(16):
-        X, y = _small(seed, 3 + seed % 3, off=0.1 if seed < 4 else 0.02)
+        X, y = small_separable(seed, 3 + seed % 3, off=0.1 if seed < 4 else 0.02)
         play = exhaustive(X, y, tie=tie)
         assert play.value == _brute(X, y, tie) == play.sequence.size
         assert play.greedy <= play.value
@@ -84,7 +73,7 @@ def test_the_heuristic_never_exceeds_the_exact_value_and_reaches_it_on_most_smal
     reached, total = 0, 0
     for n in range(4, 9):
         for seed in range(6):
-            X, y = _small(seed, n)
+            X, y = small_separable(seed, n)
             exact = exhaustive(X, y).value
             found = adaptive(X, y, budget=200, rng=seed)
             assert found.greedy <= found.value <= exact
@@ -100,7 +89,7 @@ def test_the_adaptive_value_is_at_least_every_permutation_one_pass_or_until_a_cl
     strict = 0
     for seed in range(12):
         n = 5 + seed % 3
-        X, y = _small(seed, n)
+        X, y = small_separable(seed, n)
         value = exhaustive(X, y, tie=tie).value
         one = worst_order(_learner_mistakes(Perceptron, tie, X, y), n)[1]
         batch = worst_order(_learner_mistakes(BatchPerceptron, tie, X, y), n)[1]
@@ -138,7 +127,7 @@ def test_on_the_tight_construction_the_value_is_n(tie: str) -> None:
 def test_the_sequences_replayed_through_the_perceptron_make_exactly_value_mistakes(tie: str) -> None:
     """The project's learner (compiled kernel), one pass over the rows in sequence order, repetition
     included, errs on every step; afterwards no example of the sample is misclassified."""
-    samples = [_small(seed, 4 + seed % 5) for seed in range(6)]
+    samples = [small_separable(seed, 4 + seed % 5) for seed in range(6)]
     ds = MarginBinary(gamma=0.05, rho=1.0, n=200, d=10).generate(np.random.default_rng(1))
     for X, y in samples:
         play = exhaustive(X, y, tie=tie)
@@ -155,7 +144,7 @@ def test_the_sequences_replayed_through_the_perceptron_make_exactly_value_mistak
 
 
 def test_the_greedy_rollout_presents_the_most_wrong_example_each_step() -> None:
-    X, y = _small(11, 30, off=0.05)
+    X, y = small_separable(11, 30, off=0.05)
     play = adaptive(X, y, budget=0)
     assert play.value == play.greedy == play.trace[0] and play.trace.size == 1
     w = np.zeros(X.shape[1])
@@ -176,7 +165,7 @@ def test_the_search_is_deterministic_given_rng_and_its_trace_is_the_running_best
 
 
 def test_limits_name_their_parameter() -> None:
-    X, y = _small(0, 9)
+    X, y = small_separable(0, 9)
     with pytest.raises(ValueError, match="max_n=8"):
         exhaustive(X, y)
     looping = (np.array([[1.0], [-1.0]]), np.array([1.0, 1.0]))  # not separable: the game never ends

@@ -1,46 +1,61 @@
 """The package's layers (lower layers never import higher ones), read from the source with ``ast``:
 every import statement counts, at module level or inside a function.
 
-data < learners < statistics (the providers, over pipeline.solvers) < run; bounds are data beside the learners.
-A learner reports what it did and never computes a bound's statistics: it imports neither the bounds nor the
-certified solvers (the one certified routine a learner needs to run, the PSD Gram matrix, is in
-pipeline.numerics, below it).
+The layers are one list, the table of docs/architecture.md: every module of the package is in exactly one row,
+and a module imports only from its own row, a row with the same number being a peer it must not import, or a
+lower one. Beside the layering, policies: a learner reports what it did and never computes a bound's
+statistics (it imports neither the bounds, the statistics nor the certified solvers; the one certified routine
+a learner needs to run, the PSD Gram matrix, is in pipeline.numerics); a bound imports no learner, solver or
+statistic.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PIPELINE = Path(__file__).resolve().parents[1] / "pipeline"
+ARCHITECTURE = PIPELINE.parent / "docs" / "architecture.md"
 
-# (layer, modules it must never import)
-RULES = {
-    "learners": ("pipeline.bounds", "pipeline.solvers", "pipeline.statistics", "pipeline.run"),
-    "data": ("pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics", "pipeline.run"),
-    "bounds": ("pipeline.learners", "pipeline.solvers", "pipeline.statistics", "pipeline.run"),
-    "solvers": ("pipeline.learners", "pipeline.bounds", "pipeline.statistics", "pipeline.run"),
-    "numerics.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
-                    "pipeline.run"),
-    "progress.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
-                    "pipeline.run"),
-    "interrupts.py": ("pipeline",),
-    "files.py": ("pipeline",),  # how every kept file is written: below everything that keeps one  # the signal handlers' foundation: loaded by the command before anything else
-    "risk.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
-                "pipeline.run"),
+POLICIES = {  # beside the layering: module prefix -> what it never imports
+    "pipeline.learners": ("pipeline.bounds", "pipeline.solvers", "pipeline.statistics", "pipeline.run"),
+    "pipeline.bounds": ("pipeline.learners", "pipeline.solvers", "pipeline.statistics", "pipeline.run"),
 }
 
-# Known exceptions, each with its reason: (file, imported module) -> why.
-ALLOWED = {
-    ("learners/multiclass.py", "pipeline.solvers.multiclass"):
+ALLOWED = {  # (importing module, imported module) -> why; the list only shrinks
+    ("pipeline.learners.multiclass", "pipeline.solvers.multiclass"):
         "MulticlassSVM's training is the certified Crammer-Singer solve itself (regularised loss minimisation, "
         "docs/bounds.md section 7): its comparator and excess come from pipeline.statistics like every learner's",
-    ("data/worst_case.py", "pipeline.solvers.perceptron_worst"):
-        "the sample is the margin SDP's solution itself (docs/bounds.md section 1, 'The exact worst case'); the "
-        "solver imports nothing of the project",
+    ("pipeline.solvers.comparators", "pipeline.data.certify"):
+        "the comparators' margins are rounded outwards by data.certify's margins_lower; it goes when the certified "
+        "arithmetic moves under the solvers (docs/architecture.md)",
 }
+
+
+def layers() -> list[tuple[str, list[str]]]:
+    """The rows of docs/architecture.md's layer table: (layer, its modules as dotted names under pipeline)."""
+    rows = []
+    for line in ARCHITECTURE.read_text().splitlines():
+        m = re.match(r"\| (\d+\. [^|]+?) \| ([^|]+) \|", line)
+        if m:
+            mods = re.findall(r"`([\w.]+)`", m.group(2))
+            rows.append((m.group(1), ["pipeline" if x == "pipeline" else f"pipeline.{x}" for x in mods]))
+    return rows
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PIPELINE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(p): p for p in sorted(PIPELINE.rglob("*.py"))}
+
+
+def _rank() -> dict[str, tuple[int, str]]:
+    return {mod: (int(layer.split(".")[0]), layer) for layer, mods in layers() for mod in mods}
 
 
 def _imports(path: Path) -> set[str]:
@@ -65,27 +80,44 @@ def _within(name: str, module: str) -> bool:
     return name == module or name.startswith(module + ".")
 
 
-def _files(layer: str) -> list[Path]:
-    target = PIPELINE / layer
-    return sorted(target.rglob("*.py")) if target.is_dir() else [target]
+def _target(name: str) -> str | None:
+    """The package module an imported name refers to (the longest module prefix), or None outside the package."""
+    found = [m for m in MODULES if _within(name, m)]
+    return max(found, key=len) if found else None
 
 
-@pytest.mark.parametrize("layer", sorted(RULES))
-def test_lower_layers_never_import_higher_ones(layer: str) -> None:
+def test_every_module_is_in_exactly_one_layer_of_the_table() -> None:
+    listed = [mod for _, mods in layers() for mod in mods]
+    assert len(layers()) >= 9, "docs/architecture.md's layer table was not found"
+    assert sorted(m for m in set(listed) if listed.count(m) > 1) == [], "a module in two rows"
+    assert sorted(set(MODULES) - set(listed)) == [], "modules of the package no row of docs/architecture.md lists"
+    assert sorted(set(listed) - set(MODULES)) == [], "rows of docs/architecture.md list modules that do not exist"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_imports_a_higher_layer_or_a_peer(module: str) -> None:
+    rank = _rank()
+    if module not in rank:
+        pytest.skip("not in the table: test_every_module_is_in_exactly_one_layer_of_the_table fails")
+    level, layer = rank[module]
     bad = []
-    for path in _files(layer):
-        rel = path.relative_to(PIPELINE).as_posix()
-        for name in sorted(_imports(path)):
-            for forbidden in RULES[layer]:
-                if _within(name, forbidden) and not any(r == rel and _within(name, m) for r, m in ALLOWED):
-                    bad.append(f"{rel} imports {name}")
+    for name in sorted(_imports(MODULES[module])):
+        target = _target(name)
+        if target is None or target == module or target not in rank or (module, target) in ALLOWED:
+            continue
+        other, other_layer = rank[target]
+        if other > level or (other == level and other_layer != layer):
+            bad.append(f"{module} ({layer}) imports {target} ({other_layer})")
+        for prefix, forbidden in POLICIES.items():
+            if _within(module, prefix) and any(_within(target, f) for f in forbidden):
+                bad.append(f"{module} imports {target}: {prefix} never imports {', '.join(forbidden)}")
     assert not bad, bad
 
 
 def test_the_allowed_exceptions_still_exist() -> None:
     """An exception that is no longer needed is removed from the list (the list only shrinks)."""
-    for rel, name in ALLOWED:
-        assert name in _imports(PIPELINE / rel), f"{rel} no longer imports {name}: remove it from ALLOWED"
+    for module, name in ALLOWED:
+        assert any(_target(n) == name for n in _imports(MODULES[module])), f"{module} no longer imports {name}"
 
 
 def test_the_run_loop_reaches_the_solvers_through_the_providers() -> None:

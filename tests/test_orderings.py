@@ -19,6 +19,7 @@ from pipeline.learners import BatchPerceptron, Perceptron
 from pipeline.learners.orderings import greedy_order, worst_order
 from pipeline.learners.perceptron import TIES
 from pipeline.params import ParamError
+from helpers import small_separable
 
 LEARNERS = [(Perceptron, {"passes": 3}), (BatchPerceptron, {})]
 
@@ -31,23 +32,12 @@ def _mistakes(cls: type, kw: dict, X: np.ndarray, y: np.ndarray):  # noqa: ANN20
     return evaluate
 
 
-def _small(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """n Gaussian points in 2..5 dimensions, labelled by a random unit w*, pushed 0.02 off its boundary."""
-    rng = np.random.default_rng(seed)
-    d = int(rng.integers(2, 6))
-    w = rng.normal(size=d)
-    w /= np.linalg.norm(w)
-    X = rng.normal(size=(n, d))
-    y = np.where(X @ w >= 0, 1.0, -1.0)
-    return X + 0.02 * y[:, None] * w, y
-
-
 @pytest.mark.parametrize(("cls", "kw"), LEARNERS, ids=["perceptron", "batch"])
 def test_the_search_reaches_the_brute_force_worst_case_on_most_small_samples(cls: type, kw: dict) -> None:
     """Measured when written: 28 of 30 instances (n = 7 and 8) for each learner; 12 instances of 6 and 7 here."""
     reached = 0
     for seed in range(12):
-        X, y = _small(seed, 6 + seed % 2)
+        X, y = small_separable(seed, 6 + seed % 2)
         evaluate = _mistakes(cls, kw, X, y)
         _, truth = worst_order(evaluate, len(y))
         found = cls(ordering="adversarial", **kw).order(X, y, np.random.default_rng(seed))
@@ -100,7 +90,7 @@ def test_on_the_tight_construction_every_order_attains_the_bound(n: int) -> None
 def test_the_greedy_order_presents_the_most_wrong_example_first(tie: str) -> None:
     """Its first example is the lowest y w.x under w = 0 (a tie: the first row), and each next one is the
     lowest under the weights after the examples before it (checked by recomputing every score)."""
-    X, y = _small(11, 30)
+    X, y = small_separable(11, 30)
     order = greedy_order(X, y, tie)
     assert np.array_equal(np.sort(order), np.arange(30))
     w, shown = np.zeros(X.shape[1]), np.zeros(30, dtype=bool)
