@@ -26,8 +26,8 @@ RULES = {
                     "pipeline.run"),
     "progress.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
                     "pipeline.run"),
-    "interrupts.py": ("pipeline",),
-    "files.py": ("pipeline",),  # how every kept file is written: below everything that keeps one  # the signal handlers' foundation: loaded by the command before anything else
+    "interrupts.py": ("pipeline",),  # the signal handlers' foundation: loaded by the command before anything else
+    "files.py": ("pipeline",),  # how every kept file is written: below everything that keeps one
     "risk.py": ("pipeline.data", "pipeline.learners", "pipeline.bounds", "pipeline.solvers", "pipeline.statistics",
                 "pipeline.run"),
 }
