@@ -23,8 +23,6 @@ import argparse
 import json
 import os
 import platform
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -149,6 +147,12 @@ def pegasos_kernel_alone(X: np.ndarray, y: np.ndarray, lam: float) -> Callable[[
 
 
 def bench_kernels(n: int, dims: list[int], reps: int, max_entries: int) -> dict[str, Any]:
+    warnings.filterwarnings("ignore", message=".*max_iter.*")  # one epoch is what we ask for
+    # one function call per width: its data (and every closure over them) are freed before the next width's
+    return {f"d={d}": _kernels_at(min(n, max_entries // d), d, 1e-4, reps) for d in dims}
+
+
+def _kernels_at(rows: int, d: int, lam: float, reps: int) -> dict[str, Any]:
     from sklearn.linear_model import Perceptron as SkPerceptron
     from sklearn.linear_model import SGDClassifier
 
@@ -156,62 +160,56 @@ def bench_kernels(n: int, dims: list[int], reps: int, max_entries: int) -> dict[
     from pipeline.learners.pegasos import margins_kernel
     from pipeline.learners.perceptron import TIES, perceptron_kernel
 
-    warnings.filterwarnings("ignore", message=".*max_iter.*")  # one epoch is what we ask for
-    lam = 1e-4
-    out: dict[str, Any] = {}
-    for d in dims:
-        rows = min(n, max_entries // d)
-        X, y = linear_data(rows, d)
-        ours_p = Perceptron(tie="mistake")  # sklearn's Perceptron updates iff y w.x <= 0
-        sk_p = SkPerceptron(fit_intercept=False, shuffle=False, max_iter=1, tol=None, eta0=1.0)
-        # P11's step eta_t = 1/(lam t) with (1 - eta_t lam) shrink: invscaling with eta0 = 1/lam, power_t = 1
-        sk_s = SGDClassifier(loss="hinge", penalty="l2", alpha=lam, fit_intercept=False, shuffle=False, max_iter=1,
-                             tol=None, learning_rate="invscaling", eta0=1.0 / lam, power_t=1.0)
+    X, y = linear_data(rows, d)
+    ours_p = Perceptron(tie="mistake")  # sklearn's Perceptron updates iff y w.x <= 0
+    sk_p = SkPerceptron(fit_intercept=False, shuffle=False, max_iter=1, tol=None, eta0=1.0)
+    # P11's step eta_t = 1/(lam t) with (1 - eta_t lam) shrink: invscaling with eta0 = 1/lam, power_t = 1
+    sk_s = SGDClassifier(loss="hinge", penalty="l2", alpha=lam, fit_intercept=False, shuffle=False, max_iter=1,
+                         tol=None, learning_rate="invscaling", eta0=1.0 / lam, power_t=1.0)
 
-        def perceptron() -> None:
-            for attr in ("w_", "t_", "mistakes_"):  # a fresh start, as sklearn's fit
-                ours_p.__dict__.pop(attr, None)
-            ours_p.learn_stream(X, y)
+    def perceptron() -> None:
+        for attr in ("w_", "t_", "mistakes_"):  # a fresh start, as sklearn's fit
+            ours_p.__dict__.pop(attr, None)
+        ours_p.learn_stream(X, y)
 
-        result: dict[str, Any] = {}
-        w_margin = np.random.default_rng(1).standard_normal(d)
-        times = round_robin({"floor": lambda: stream_floor(X), "perceptron": perceptron, "sklearn_perceptron": lambda: sk_p.fit(X, y),
-                             "pegasos": lambda: pegasos_pass(X, y, lam), "sklearn_sgd": lambda: sk_s.fit(X, y),
-                             "pegasos_kernel_alone": pegasos_kernel_alone(X, y, lam),
-                             "margins": lambda: margins_kernel(X, y, w_margin)}, reps)
-        result["n"], result["d"], result["GB"] = rows, d, X.nbytes / 1e9
-        result["seconds_min"] = {k: min(v) for k, v in times.items()}
-        result["perceptron_vs_sklearn"] = ratios(times, "sklearn_perceptron", "perceptron")
-        result["perceptron_share_of_floor"] = ratios(times, "floor", "perceptron")
-        result["pegasos_vs_sklearn"] = ratios(times, "sklearn_sgd", "pegasos")
-        result["pegasos_share_of_floor"] = ratios(times, "floor", "pegasos")
-        # where Pegasos' time goes: its kernel without the run's fresh memory, and the least any pass that
-        # computes one margin per row and stores it (in the kernels' fixed summation order) costs
-        result["pegasos_kernel_alone_share_of_floor"] = ratios(times, "floor", "pegasos_kernel_alone")
-        result["margins_share_of_floor"] = ratios(times, "floor", "margins")
-        result["sklearn_perceptron_share_of_floor"] = ratios(times, "floor", "sklearn_perceptron")
-        result["best_possible_vs_sklearn_perceptron"] = ratios(times, "sklearn_perceptron", "floor")
-        result["best_possible_vs_sklearn_sgd"] = ratios(times, "sklearn_sgd", "floor")
-        # the same semantics: the same weights up to sklearn's own summation order
-        w_peg = pegasos_pass(X, y, lam)
-        scale = max(1.0, float(np.abs(ours_p.w_).max()))
-        result["max_weight_difference_vs_sklearn"] = {
-            "perceptron": float(np.abs(ours_p.w_ - sk_p.coef_.ravel()).max()) / scale,
-            "pegasos": float(np.abs(w_peg - sk_s.coef_.ravel()).max()) / max(1.0, float(np.abs(w_peg).max())),
-        }
-        # bit-identical run to run, and against the plain reference on a prefix
-        again = Perceptron(tie="mistake")
-        again.learn_stream(X, y)
-        head = min(rows, 3000)
-        w_ref, tr = np.zeros(d), np.zeros(head, dtype=np.int8)
-        perceptron_kernel.py(X[:head], y[:head], w_ref, TIES["mistake"], 1, tr)
-        w_fast, tr_fast = np.zeros(d), np.zeros(head, dtype=np.int8)
-        perceptron_kernel(X[:head], y[:head], w_fast, TIES["mistake"], 1, tr_fast)
-        result["bit_identical"] = {"run_to_run": bool(np.array_equal(again.w_, ours_p.w_)),
-                                   "compiled_vs_reference": bool(np.array_equal(w_ref, w_fast) and np.array_equal(tr, tr_fast))}
-        out[f"d={d}"] = result
-        del X, y
-    return out
+    result: dict[str, Any] = {}
+    w_margin = np.random.default_rng(1).standard_normal(d)
+    times = round_robin({"floor": lambda: stream_floor(X), "perceptron": perceptron,
+                         "sklearn_perceptron": lambda: sk_p.fit(X, y),
+                         "pegasos": lambda: pegasos_pass(X, y, lam), "sklearn_sgd": lambda: sk_s.fit(X, y),
+                         "pegasos_kernel_alone": pegasos_kernel_alone(X, y, lam),
+                         "margins": lambda: margins_kernel(X, y, w_margin)}, reps)
+    result["n"], result["d"], result["GB"] = rows, d, X.nbytes / 1e9
+    result["seconds_min"] = {k: min(v) for k, v in times.items()}
+    result["perceptron_vs_sklearn"] = ratios(times, "sklearn_perceptron", "perceptron")
+    result["perceptron_share_of_floor"] = ratios(times, "floor", "perceptron")
+    result["pegasos_vs_sklearn"] = ratios(times, "sklearn_sgd", "pegasos")
+    result["pegasos_share_of_floor"] = ratios(times, "floor", "pegasos")
+    # where Pegasos' time goes: its kernel without the run's fresh memory, and the least any pass that
+    # computes one margin per row and stores it (in the kernels' fixed summation order) costs
+    result["pegasos_kernel_alone_share_of_floor"] = ratios(times, "floor", "pegasos_kernel_alone")
+    result["margins_share_of_floor"] = ratios(times, "floor", "margins")
+    result["sklearn_perceptron_share_of_floor"] = ratios(times, "floor", "sklearn_perceptron")
+    result["best_possible_vs_sklearn_perceptron"] = ratios(times, "sklearn_perceptron", "floor")
+    result["best_possible_vs_sklearn_sgd"] = ratios(times, "sklearn_sgd", "floor")
+    # the same semantics: the same weights up to sklearn's own summation order
+    w_peg = pegasos_pass(X, y, lam)
+    scale = max(1.0, float(np.abs(ours_p.w_).max()))
+    result["max_weight_difference_vs_sklearn"] = {
+        "perceptron": float(np.abs(ours_p.w_ - sk_p.coef_.ravel()).max()) / scale,
+        "pegasos": float(np.abs(w_peg - sk_s.coef_.ravel()).max()) / max(1.0, float(np.abs(w_peg).max())),
+    }
+    # bit-identical run to run, and against the plain reference on a prefix
+    again = Perceptron(tie="mistake")
+    again.learn_stream(X, y)
+    head = min(rows, 3000)
+    w_ref, tr = np.zeros(d), np.zeros(head, dtype=np.int8)
+    perceptron_kernel.py(X[:head], y[:head], w_ref, TIES["mistake"], 1, tr)
+    w_fast, tr_fast = np.zeros(d), np.zeros(head, dtype=np.int8)
+    perceptron_kernel(X[:head], y[:head], w_fast, TIES["mistake"], 1, tr_fast)
+    result["bit_identical"] = {"run_to_run": bool(np.array_equal(again.w_, ours_p.w_)),
+                               "compiled_vs_reference": bool(np.array_equal(w_ref, w_fast) and np.array_equal(tr, tr_fast))}
+    return result
 
 
 # --- kernel Pegasos ---------------------------------------------------------------------------------
@@ -309,12 +307,13 @@ def bench_single(reps: int) -> dict[str, Any]:
     Hydra app's single run, alternating, each in a new process with its own output directory."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
-        env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}", "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+        env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+                            "BOUNDLAB_CACHE": str(tmp_path / "cache")}
         (tmp_path / "bare.py").write_text(BARE_APP)
         count = iter(range(10**6))
         contenders = {
-            "bare_hydra": lambda: _timed([sys.executable, str(tmp_path / "bare.py"), f"hydra.run.dir={tmp_path / f'b{next(count)}'}"],
-                                         tmp_path, env),
+            "bare_hydra": lambda: _timed([sys.executable, str(tmp_path / "bare.py"),
+                                          f"hydra.run.dir={tmp_path / f'b{next(count)}'}"], tmp_path, env),
             "boundlab": lambda: _timed([*boundlab_cmd(), f"hydra.run.dir={tmp_path / f'o{next(count)}'}"], tmp_path, env),
         }
         for f in contenders.values():  # warm-up: the store's tables, compiled kernels, the file cache
@@ -409,7 +408,8 @@ def bench_sweep(jobs: int, job_args: list[str], parallel: bool, breakdown_too: b
     parent run and its figures are paid once and left out; both commands are measured the same way."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
-        env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}", "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+        env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+                            "BOUNDLAB_CACHE": str(tmp_path / "cache")}
         (tmp_path / "bare.py").write_text(BARE_APP)
         bare = [sys.executable, str(tmp_path / "bare.py"), "-m"]
         ours = [*boundlab_cmd(), "-m", *job_args]
@@ -434,8 +434,9 @@ def bench_sweep(jobs: int, job_args: list[str], parallel: bool, breakdown_too: b
             t_par = sweep(ours, jobs, "oursP", ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2"))
             t_par_1 = sweep(ours, 1, "oursP1", ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2"))
             par_job = (t_par - t_par_1) / (jobs - 1)
-            out["parallel"] = {"launcher": "joblib, n_jobs=2", "seconds_N": t_par, "seconds_1": t_par_1, "per_job_seconds": par_job,
-                               "speedup_per_job_vs_basic": ours_job / par_job, "speedup_wall_vs_basic": t_ours_n / t_par}
+            out["parallel"] = {"launcher": "joblib, n_jobs=2", "seconds_N": t_par, "seconds_1": t_par_1,
+                               "per_job_seconds": par_job, "speedup_per_job_vs_basic": ours_job / par_job,
+                               "speedup_wall_vs_basic": t_ours_n / t_par}
         return out
 
 
@@ -563,7 +564,8 @@ def table(report: dict[str, Any]) -> str:
             lines += [
                 f"| Pegasos {key}: its kernel alone, arrays allocated beforehand: share of the floor | "
                 f"{_r(r['pegasos_kernel_alone_share_of_floor'])} | |",
-                f"| one margin per row, stored (`margins_kernel`) {key}: share of the floor | {_r(r['margins_share_of_floor'])} | |",
+                f"| one margin per row, stored (`margins_kernel`) {key}: share of the floor | "
+                f"{_r(r['margins_share_of_floor'])} | |",
             ]
     if "kernel_pegasos" in report:
         r = report["kernel_pegasos"]
@@ -588,7 +590,8 @@ def table(report: dict[str, Any]) -> str:
         if isinstance(r, dict) and "seconds" in r:
             limit = r.get("target_seconds")
             lines.append(f"| `boundlab dataset=file` on {name}: wall s, peak RSS / data bytes | {r['seconds']:.1f} s, "
-                         f"{r.get('peak_rss_bytes', 0) / 2**30:.2f} GiB = {r.get('rss_per_data_byte', float('nan')):.1f}x the data | "
+                         f"{r.get('peak_rss_bytes', 0) / 2**30:.2f} GiB = "
+                         f"{r.get('rss_per_data_byte', float('nan')):.1f}x the data | "
                          f"{_target(r['seconds'], limit, unit=' s') if limit else ''} |")
     for name, r in report.get("sweep", {}).items():
         if not isinstance(r, dict) or "per_job_over_bare_hydra" not in r:
@@ -598,7 +601,8 @@ def table(report: dict[str, Any]) -> str:
                      f"{_target(r['per_job_over_bare_hydra'], 1.5)} |")
         if "parallel" in r:
             lines.append(f"| the same, joblib n_jobs=2: wall-time speed-up over the basic launcher | "
-                         f"{r['parallel']['speedup_wall_vs_basic']:.2f}x | {_target(r['parallel']['speedup_wall_vs_basic'], 1.7, above=True)} |")
+                         f"{r['parallel']['speedup_wall_vs_basic']:.2f}x | "
+                         f"{_target(r['parallel']['speedup_wall_vs_basic'], 1.7, above=True)} |")
     return "\n".join(lines)
 
 

@@ -110,7 +110,8 @@ def _rss(pid: int, field: str = "VmRSS") -> int:
 def run_command(path: Path, work: Path, rss_limit: float = RSS_LIMIT, timeout: float = 3600.0) -> dict:
     """The whole ``boundlab dataset=file dataset.path=PATH`` in its own process: wall seconds, peak RSS
     bytes (the largest VmHWM of the process and its children seen while polling: the rusage's ru_maxrss
-    would not do, since Linux carries the parent's resident size at the fork across the exec), its exit code, the certificate's relative gap (from its log), and whether
+    would not do, since Linux carries the parent's resident size at the fork across the exec), its exit code, the
+    certificate's relative gap (from its log), and whether
     the watchdog killed it (above ``rss_limit`` bytes, or after ``timeout`` seconds)."""
     exe = shutil.which("boundlab") or str(Path(sys.executable).with_name("boundlab"))
     env = {**os.environ, "BOUNDLAB_CACHE": str(work / "cache"), "MLFLOW_TRACKING_URI": f"sqlite:///{work / 'mlflow.db'}"}

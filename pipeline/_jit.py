@@ -18,7 +18,7 @@ import types
 from typing import Any, Callable
 
 
-class kernel:
+class kernel:  # noqa: N801 - a decorator, spelt as one (@kernel, @helper)
     """Decorator: ``f`` stays callable as ``f.py`` (pure Python) and compiles on first ``f(...)``.
     ``helper(f)`` marks a small kernel that other kernels call: numba inlines it into its callers."""
 
@@ -66,7 +66,7 @@ def helper(func: Callable[..., Any]) -> kernel:
 
 
 @helper
-def dot_row(w, X, i):  # noqa: ANN001, ANN201
+def dot_row(w, X, i):  # noqa: ANN001, ANN202
     """w.X[i] in a fixed order: four accumulators over j = 0, 1, 2, 3 (mod 4), the tail added to the
     first, combined as (s0 + s1) + (s2 + s3).
 
@@ -92,7 +92,7 @@ def dot_row(w, X, i):  # noqa: ANN001, ANN201
 
 
 @helper
-def dot(a, b):  # noqa: ANN001, ANN201
+def dot(a, b):  # noqa: ANN001, ANN202
     """a.b for vectors, in the order of :func:`dot_row` (the same bits as ``dot_row(a, b[None, :], 0)``)."""
     d = a.shape[0]
     quads = d >> 2

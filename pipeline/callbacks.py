@@ -168,7 +168,7 @@ class SweepCallback(Callback):
                   "already running); wait for it to finish or stop it, then run the command again to resume",
                   file=sys.stderr)
             raise SystemExit(1) from None
-        except Exception as e:  # a directory that cannot be created or locked (read-only, no flock on the mount)
+        except Exception as e:  # noqa: BLE001 - a directory that cannot be created or locked (read-only, no flock)
             _stop(f"start (cannot take the sweep directory {sweep_dir})", e)
         try:
             self._start(config)
@@ -176,7 +176,7 @@ class SweepCallback(Callback):
             _end_parent(self.uri, self.parent_id, "KILLED")
             release_sweep()
             raise
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - _stop ends the command, naming the error
             _end_parent(self.uri, self.parent_id, "FAILED")
             release_sweep()
             _stop("start (tracking store, parent run or sweep directory)", e)
@@ -225,7 +225,7 @@ class SweepCallback(Callback):
         except KeyboardInterrupt:
             _end_parent(self.uri, self.parent_id, "KILLED")
             raise
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - _stop ends the command, naming the error
             _end_parent(self.uri, self.parent_id, "FAILED")
             _stop(f"aggregation in {sweep_dir}", e)
         finally:

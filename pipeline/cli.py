@@ -192,7 +192,8 @@ def _check_experiment(name: object, checked: set[str]) -> None:
         return
     options = experiment_names()
     if name not in options:
-        path = " (an experiment is chosen by name, not by path)" if any(c in str(name) for c in "/\\~") or ".." in str(name) else ""
+        path = (" (an experiment is chosen by name, not by path)" if any(c in str(name) for c in "/\\~") or ".." in str(name)
+                else "")
         raise UserError(f"experiment={name}: unknown experiment{path}; {_choose('' if path else name, options)}")
     cfg = hydra.compose("config", overrides=[f"experiment={name}"], return_hydra_config=True)
     callbacks = OmegaConf.to_container(cfg.hydra.callbacks, resolve=False) if cfg.hydra.get("callbacks") else {}
@@ -727,8 +728,8 @@ def _interrupted(plan: Plan | None) -> None:
             tracking.end_children(uri, parent, "KeyboardInterrupt: the sweep was interrupted while this job ran")
             tracking.end_run(uri, parent, "KILLED")
         except Exception as e:  # noqa: BLE001 - the store may be the fault; the rerun marks them KILLED
-            print(f"boundlab: could not end the sweep's runs KILLED ({tracking.redact(f'{type(e).__name__}: {e}')}); the next run of "
-                  "the same command marks them", file=sys.stderr)
+            print(f"boundlab: could not end the sweep's runs KILLED ({tracking.redact(f'{type(e).__name__}: {e}')}); "
+                  "the next run of the same command marks them", file=sys.stderr)
     print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
     raise SystemExit(130) from None
 

@@ -93,9 +93,9 @@ except ImportError:  # pragma: no cover - scikit-learn < 1.6
     def _validate_data(est: BaseEstimator, *args: Any, **kwargs: Any) -> Any:
         return est._validate_data(*args, **kwargs)
 
-__all__ = ["ADAPTER_DEFAULTS", "FITTINGS", "REFUSED", "BatchPerceptronClassifier", "Fitting", "LearnerClassifier", "MulticlassPegasosClassifier", "MulticlassSGDClassifier",
-           "MulticlassSVMClassifier", "OneVsAllClassifier", "PegasosClassifier", "PerceptronClassifier", "adapted",
-           "estimator", "fitting_for"]
+__all__ = ["ADAPTER_DEFAULTS", "FITTINGS", "REFUSED", "BatchPerceptronClassifier", "Fitting", "LearnerClassifier",
+           "MulticlassPegasosClassifier", "MulticlassSGDClassifier", "MulticlassSVMClassifier", "OneVsAllClassifier",
+           "PegasosClassifier", "PerceptronClassifier", "adapted", "estimator", "fitting_for"]
 
 
 # --- How each learner trains on a sample -----------------------------------------------------------------
@@ -529,7 +529,7 @@ def estimator(learner: type | str) -> type:
     "(*, lam=0.01, T=10000, batch=1, sampling='iid', projection=False, objective='hinge', intercept=False, ref_noise=0.5, ref_scale=1.0, delta=0.05, random_state=None)"
     >>> estimator(Pegasos) is PegasosClassifier
     True
-    """
+    """  # noqa: E501 - a doctest's output line
     if isinstance(learner, str):
         if learner not in LEARNERS:
             raise ParamError("learner", learner, f"one of {', '.join(sorted(LEARNERS))}")
@@ -546,7 +546,7 @@ def estimator(learner: type | str) -> type:
                              default=inspect.Parameter.empty if default is REQUIRED else default)
            for name, default in defaults.items()])
 
-    def __init__(self: LearnerClassifier, **kwargs: Any) -> None:
+    def __init__(self: LearnerClassifier, **kwargs: Any) -> None:  # noqa: N807 - becomes the class's __init__
         # only store, as scikit-learn requires: the learner validates its parameters in fit (Learner.check)
         try:
             bound = signature.bind(self, **kwargs)

@@ -159,7 +159,7 @@ def _store(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
 def _generated_init(cls: type) -> Callable[..., None]:
     params = cls.params
 
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807 - becomes the class's __init__
         _store(self, args, kwargs)
 
     __init__.__signature__ = _signature(params)  # type: ignore[attr-defined]

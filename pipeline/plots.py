@@ -45,9 +45,11 @@ from pipeline.verdicts import mean_interval
 Panel = int | Mapping[str, Any] | None  # which panel of a figure of several goes into a given Axes
 
 # Columns a sweep may vary, in the order they are used for colour, marker and facets.
-SWEPT = ("gamma", "rho", "ordering", "dataset", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch", "sampling", "projection", "objective", "n", "d",
+SWEPT = ("gamma", "rho", "ordering", "dataset", "flip", "kernel", "ref_noise", "violators", "depth", "lam", "T", "batch",
+         "sampling", "projection", "objective", "n", "d",
          "passes", "tie", "pos_fraction", "source",
-         "positive", "negative", "standardize", "unit_ball", "bias", "nnz", "cls", "size", "adversary", "beta", "randomized", "experts")
+         "positive", "negative", "standardize", "unit_ball", "bias", "nnz", "cls", "size", "adversary", "beta", "randomized",
+         "experts")
 SYMBOL = {"gamma": "γ", "rho": "ρ", "lam": "λ"}
 STYLE = {
     "figure.dpi": 110,
@@ -646,7 +648,8 @@ def _compare_panel(ax: Axes, rows: pd.DataFrame, bounded: pd.DataFrame, quantity
         if x is not None:
             stats_ = [(v, *_mean_ci(g["value"])) for v, g in sel.groupby(x, sort=True)]
             xs, means, halves = (np.array(a, dtype=float) for a in zip(*stats_))
-            ax.plot(xs, means, marker="o", ms=4, color=cmap(i), label=f"{by} = {cat.lower() if cat in ('True', 'False') else cat}")
+            ax.plot(xs, means, marker="o", ms=4, color=cmap(i),
+                    label=f"{by} = {cat.lower() if cat in ('True', 'False') else cat}")
             ax.fill_between(xs, means - halves, means + halves, color=cmap(i), alpha=0.2, lw=0)
             if cat in curves and not shared:
                 bx = curves[cat]
@@ -808,7 +811,7 @@ def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path,
     for spec in figure_plan(table, curves):
         try:
             paths += save(draw(spec.kind, table, curves, **spec.kwargs), directory, spec.stem)
-        except Exception as e:  # noqa: BLE001 - one figure never costs the sweep its results
+        except Exception as e:  # one figure never costs the sweep its results
             if failed is None:
                 raise
             failed.append(f"{spec.stem}: {type(e).__name__}: {e}")

@@ -269,7 +269,7 @@ class BoundRegistry:
     def all(self) -> tuple[Any, ...]:
         """Every loaded bound, built-ins first; a bound entry point that fails to load is warned about."""
         bounds = self._load()
-        for entry, e in self._broken:
+        for _entry, e in self._broken:
             warn(f"{e} (its bounds are not evaluated)")
         return tuple(b for _, b in bounds)
 

@@ -6,7 +6,7 @@ none at all for a phase that ends sooner (a small run's log stays as it was).
 >>> p = Progress("the stream", total=100, unit="examples", every=5.0, clock=clock)
 >>> [p.update(done) for done in (10, 50, 60, 90)]
 [None, '[progress] the stream: 50% (50 of 100 examples), 6 s, ~6 s left', None, '[progress] the stream: 90% (90 of 100 examples), 12 s, ~1 s left']
-"""
+"""  # noqa: E501 - a doctest's output line
 
 from __future__ import annotations
 

@@ -23,7 +23,6 @@ that cannot be reached leaves the report written, unlogged, with one line and ex
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import html
 import json
@@ -790,7 +789,8 @@ CLAIMS = "claims.json"  # the main job's one DVC metrics file (dvc.yaml): kept i
 
 def claims_metrics(loaded: list[Experiment]) -> dict[str, str]:
     """claims.json: per claim ('EXPERIMENT/BOUND'), its verdict, informative share and largest ratio in one
-    short line ('holds 27/36 max 0.956': 27 of 36 informative) (:meth:`ClaimVerdict.compact`). One leaf per claim keeps ``dvc exp show`` narrow and makes
+    short line ('holds 27/36 max 0.956': 27 of 36 informative) (:meth:`ClaimVerdict.compact`). One leaf per claim
+    keeps ``dvc exp show`` narrow and makes
     ``dvc metrics diff`` answer "which verdicts or ratios changed" in one line each; the full numbers are in
     results/NAME/metrics.json and verdicts.json."""
     return {f"{v.experiment}/{v.bound}": v.compact() for e in loaded for v in e.verdicts}

@@ -90,7 +90,7 @@ def zero_loss(y: np.ndarray, cost: np.ndarray | None, k: int) -> np.ndarray:
 
 
 @kernel
-def _scores(X, W):  # noqa: ANN001, ANN201
+def _scores(X, W):  # noqa: ANN001, ANN202
     """S[i, j] = W_j . x_i, summed left to right over the features."""
     n, d = X.shape
     k = W.shape[0]
@@ -98,8 +98,8 @@ def _scores(X, W):  # noqa: ANN001, ANN201
     for i in range(n):
         for j in range(k):
             acc = 0.0
-            for l in range(d):
-                acc += W[j, l] * X[i, l]
+            for f in range(d):
+                acc += W[j, f] * X[i, f]
             S[i, j] = acc
     return S
 

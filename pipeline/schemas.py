@@ -67,7 +67,7 @@ class LazyConfigNode(ConfigNode):
     """A ConfigStore entry whose node is built on first load (Hydra reads ``.node`` only then): listing
     a group's options (``--help``) imports nothing. Picklable (launchers ship the store to workers)."""
 
-    def __init__(self, name: str, group: str, make: str, option: tuple[str, str]) -> None:  # noqa: D107
+    def __init__(self, name: str, group: str, make: str, option: tuple[str, str]) -> None:
         self.name, self.group, self.package, self.provider = name, group, None, "boundlab.plugins"
         self._make, self._option, self._node = make, option, None
 

@@ -311,8 +311,9 @@ def job(cfg: DictConfig) -> None:
         resume.record(out, spec.key(), data_hash, streamed=streamed, sources=sources, code=code)
         try:  # the store is a cache: a job whose result cannot be kept there is still finished
             if ident is not None:
-                store.put(ident, out, {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri), "experiment": spec.experiment,
-                                       "output_dir": str(out), "data_hash": data_hash, "streamed": streamed})
+                store.put(ident, out, {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri),
+                                       "experiment": spec.experiment, "output_dir": str(out), "data_hash": data_hash,
+                                       "streamed": streamed})
         except OSError as e:
             log.warning("%s%s: not kept in the job store (%s); later sweeps rerun it", step, name, _name_of_error(e))
     except Exception as e:
@@ -334,7 +335,7 @@ def job(cfg: DictConfig) -> None:
         try:
             if not down:
                 (tracker or open_run()).fail(e)
-        except Exception as tracking_error:  # the store itself may be the fault: error.txt still tells
+        except Exception as tracking_error:  # noqa: BLE001 - the store itself may be the fault: error.txt still tells
             log.error("%s%s: cannot record its failure in MLflow: %s", step, name,
                       tracking.redact(_name_of_error(tracking_error)))
         if not multirun:

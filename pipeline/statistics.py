@@ -430,7 +430,7 @@ def exact_game(table: np.ndarray) -> dict[str, object]:
     return {"game_value": int(value), "littlestone": int(ldim), "game_status": "exact"}
 
 
-def _halving_game(ds: Any, learner: Any, out: Outcome) -> Outcome:  # noqa: ARG001 (the run's class is in out)
+def _halving_game(ds: Any, learner: Any, out: Outcome) -> Outcome:  # ds unused: the run's class is in out
     table = out.iterates.get("class_table")
     return Outcome({}, {}, {}, stats={} if table is None else exact_game(table))
 

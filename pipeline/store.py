@@ -245,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("status", help="the store's place, entries and size")
     p = sub.add_parser("prune", help="remove entries by age and size, unheld locks and dead processes' temporary files")
     p.add_argument("--older-than", type=_days, metavar="DAYS", help="remove entries not used for more than DAYS days")
-    p.add_argument("--max-size", type=_size, metavar="SIZE", help="then remove the least recently used until at most SIZE (e.g. 2G)")
+    p.add_argument("--max-size", type=_size, metavar="SIZE",
+                   help="then remove the least recently used until at most SIZE (e.g. 2G)")
     p.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     args = parser.parse_args(argv)
     root = store_dir()

@@ -13,7 +13,8 @@ What is checked (small samples, a few seeds: each call takes seconds):
 
 - ``check_learner(Class)``: it declares ``name``, ``params`` (each a constructor keyword) and ``accepts`` (kinds
   of :data:`pipeline.data.dataset.KINDS`); parameter validation (a value of the wrong type, and values outside
-  each declared :class:`pipeline.params.Param`'s predicate, raise :class:`pipeline.params.UserError` with a one-line message naming the parameter);
+  each declared :class:`pipeline.params.Param`'s predicate, raise :class:`pipeline.params.UserError` with a one-line
+  message naming the parameter);
   pickling (a fresh learner round-trips and then runs to the same outcome; a learner after its run pickles);
   determinism (the same seed gives a bit-identical :class:`Outcome`); no mutation of the dataset's arrays;
   ``learn_one`` fed row by row equals the whole-stream ``run`` (its ``mistake`` trace, and ``w_``), where the
@@ -26,7 +27,8 @@ What is checked (small samples, a few seeds: each call takes seconds):
   by ``Outcome.quantities`` or such a provider (per step in
   ``Outcome.steps`` for ``anytime="trace"``); its value is deterministic; a (D) bound is never violated.
 - ``check_dataset(Class, **params)``: it declares ``name``, ``params`` and ``kind``, and ``generate`` makes a sample
-  of that kind; parameter validation; pickling (the generator and the sample); determinism (the same seed gives bit-identical arrays and statistics); the
+  of that kind; parameter validation; pickling (the generator and the sample); determinism (the same seed gives
+  bit-identical arrays and statistics); the
   certified statistics agree with the arrays (``m``, ``d``, ``R`` >= every row's norm, ``gamma_lo <= gamma_hi``,
   no known direction beats ``gamma_hi``, labels +1/-1 for binary data); some built-in learner runs on it with
   no (D) bound violated.

@@ -690,7 +690,7 @@ def _set_kind(client: Any, exp_id: str) -> None:
 
     try:
         client.set_experiment_tag(exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         if is_connection_error(e):
             raise
         logging.getLogger("boundlab").debug("experiment %s: %s not set (%s: %s)", exp_id, EXPERIMENT_KIND_TAG,
@@ -723,7 +723,8 @@ def _tags(tags: Mapping[str, Any]) -> dict[str, str]:
     return {k: redact(str(v)) for k, v in tags.items()}
 
 
-def _log(client: Any, run_id: str, params: Mapping[str, Any] = {}, metrics: Iterable[tuple[str, float, int]] = (), tags: Mapping[str, str] = {}) -> None:
+def _log(client: Any, run_id: str, params: Mapping[str, Any] = {}, metrics: Iterable[tuple[str, float, int]] = (),
+         tags: Mapping[str, str] = {}) -> None:
     """Log ``params``, ``metrics`` and ``tags`` in as few calls as MLflow allows; params and tags redacted."""
     from mlflow.entities import Metric, Param, RunTag
 
@@ -774,7 +775,7 @@ def resume_parent(uri: str, sweep_dir: Path, params: Mapping[str, str] | None = 
     client = _client(uri)
     try:
         parent = client.get_run(parent_id)
-    except Exception:  # another store, or the run was purged
+    except Exception:  # noqa: BLE001 - another store, or the run was purged
         return None
     if parent.info.lifecycle_stage != "active":
         return None
@@ -897,7 +898,7 @@ def link_reused(uri: str, parent_id: str, run_ids: Iterable[str]) -> dict[str, s
             continue
         try:
             run = client.get_run(source)
-        except Exception as e:  # noqa: BLE001 - purged meanwhile: nothing to link
+        except Exception as e:  # purged meanwhile: nothing to link
             if is_connection_error(e):
                 raise
             continue
@@ -1004,7 +1005,8 @@ class JobRun:
         applicable = table[table["applicable"].astype(bool)]
         tags = {"boundlab.holds": str(bool(holds.all())) if len(holds) else "n/a",
                 "boundlab.data_hash": str(first["data_hash"]),
-                "boundlab.vacuous": ",".join(sorted(set(applicable.loc[~applicable["informative"].astype(bool), "bound"]))) or "none"}
+                "boundlab.vacuous": ",".join(sorted(set(applicable.loc[~applicable["informative"].astype(bool), "bound"])))
+                or "none"}
         with _watch(self.uri):
             _log(self.client, self.run_id, params=params, metrics=metrics, tags=tags)
             for path in artifacts:
@@ -1026,7 +1028,7 @@ class JobRun:
         OPEN_RUNS.pop(self.run_id, None)
 
 
-class _watch:
+class _watch:  # noqa: N801 - a context manager read as a verb (with _watch(...))
     """Around a job's calls to the store: a connection failure marks the store down for this process
     (:func:`mark_down` without a sweep directory), so that the process's next job fails at once."""
 

@@ -353,7 +353,7 @@ def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str
             else:
                 x, have = s["sample"], s["seeds"]
                 reps = lambda n, x=x: x.take(np.arange(n) % len(x.up))  # noqa: E731 - the observed values, repeated
-                s["seeds_needed"] = _needed(lambda n: reps(n).holds_at(1.0, planned or n).reject, have)
+                s["seeds_needed"] = _needed(lambda n: reps(n).holds_at(1.0, planned or n).reject, have)  # noqa: B023 - called here
                 s["blocked_by"] = "seed noise" if s["seeds_needed"] else "the mean is not below the bound"
     return out
 

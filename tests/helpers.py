@@ -52,7 +52,8 @@ _TEMPLATE: list[Path] = []  # an empty MLflow SQLite store with every migration 
 
 def migrated_store(db: Path) -> str:
     """The URI of an MLflow store at ``db``: if there is none yet, a new, empty one, copied from one made
-    (and migrated) once per test process. Creating a SQLite store runs MLflow's ~30 schema migrations (seconds); a sweep's test is about
+    (and migrated) once per test process. Creating a SQLite store runs MLflow's ~30 schema migrations (seconds); a
+    sweep's test is about
     what the sweep records, not about the store's creation, which the tests that open a store afresh (the
     autouse ``_private_stores`` and the concurrency tests that race to create one) keep covering."""
     import atexit

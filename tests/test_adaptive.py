@@ -10,6 +10,7 @@ heuristic must never exceed the exhaustive value and reach it on most small samp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -51,7 +52,7 @@ def _brute(X: np.ndarray, y: np.ndarray, tie: str, limit: int = 200_000) -> int:
     return value([Fraction(0)] * X.shape[1])
 
 
-def _learner_mistakes(cls: type, tie: str, X: np.ndarray, y: np.ndarray):
+def _learner_mistakes(cls: type, tie: str, X: np.ndarray, y: np.ndarray) -> Callable[[np.ndarray], int]:
     def evaluate(order: np.ndarray) -> int:
         learner = cls(tie=tie)
         learner.learn_stream(X[order], y[order])

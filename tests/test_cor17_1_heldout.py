@@ -46,7 +46,7 @@ def _rows(X: np.ndarray, y: np.ndarray) -> set[tuple[bytes, int]]:
 
 
 @pytest.mark.parametrize("source", ["iris", "wine"])
-def test_svm_trains_on_a_draw_from_S_and_is_judged_on_all_of_S(source: str) -> None:
+def test_svm_trains_on_a_draw_from_S_and_is_judged_on_all_of_S(source: str) -> None:  # noqa: N802 - the sample S
     spec = dict(source=source, standardize=True, unit_ball=True)
     S = MulticlassBundled(**spec).generate(np.random.default_rng(0))
     ds = MulticlassBundled(**spec, sample=100).generate(np.random.default_rng(0))

@@ -24,8 +24,8 @@ from pipeline.solvers.multiclass import ball_comparator, multiclass_svm
 from pipeline.statistics import measure, population_comparator
 
 
-def _data(seed: int, k: int = 4, d: int = 5, gamma: float = 0.1, noise: float = 0.0, n: int = 120,
-          n_test: int = 1000):  # noqa: ANN202
+def _data(seed: int, k: int = 4, d: int = 5, gamma: float = 0.1, noise: float = 0.0, n: int = 120,  # noqa: ANN202
+          n_test: int = 1000):
     return MulticlassMargin(k=k, gamma=gamma, rho=1.0, d=d, n=n, n_test=n_test, noise=noise).generate(
         np.random.default_rng(seed))
 

@@ -332,7 +332,7 @@ class Page:
         :data:`RUN_PAGE_TIMEOUT` is reloaded once; then the wait fails with a screenshot and the page
         source saved, their paths in the message."""
         from selenium.common.exceptions import TimeoutException
-        from selenium.webdriver.support import expected_conditions as EC
+        from selenium.webdriver.support import expected_conditions as EC  # noqa: N812 - Selenium's own spelling
         from selenium.webdriver.support.ui import WebDriverWait
 
         text = _literal(" ".join(name.split()))
@@ -360,7 +360,8 @@ class Page:
 
         for _ in range(20):  # a panel that opens by itself on the first page is still sliding in for a moment
             try:
-                for button in self.driver.find_elements(self.By.CSS_SELECTOR, "[data-component-id='mlflow.assistant.chat_panel.close']"):
+                for button in self.driver.find_elements(self.By.CSS_SELECTOR,
+                                                        "[data-component-id='mlflow.assistant.chat_panel.close']"):
                     if button.is_displayed():
                         button.click()
                 return
@@ -427,7 +428,7 @@ def _runs_table(page: Page, eid: str, parent: dict, children: list[dict]) -> Non
             cell = (f"//div[@role='row'][@row-id={_literal(child['id'])}]"
                     f"//div[@col-id={_literal(f'metrics.`{metric}`')}]")
             want = _fmt(child["metrics"][metric])
-            page.until(lambda _: any(e.text.strip() == want for e in d.find_elements(By.XPATH, cell)),
+            page.until(lambda _: any(e.text.strip() == want for e in d.find_elements(By.XPATH, cell)),  # noqa: B023 - waited on here
                        f"{metric} = {want} in the row of {child['name']!r}")
     # widen the name column so the children can be told apart in the screenshot (cosmetic)
     handles = d.find_elements(By.CSS_SELECTOR, ".ag-header-cell[col-id*='Run Name'] .ag-header-cell-resize")

@@ -82,7 +82,8 @@ def test_every_block_is_run_or_marked_with_a_known_reason() -> None:
         text = page.read_text()
         for n, line in enumerate(text.splitlines(), 1):
             if line.startswith("<!-- not run"):
-                assert MARK.match(line) and MARK.match(line)[1] in REASONS, f"{page.name}:{n}: {line} (reasons: {sorted(REASONS)})"
+                assert MARK.match(line) and MARK.match(line)[1] in REASONS, \
+                    f"{page.name}:{n}: {line} (reasons: {sorted(REASONS)})"
         for b in blocks(page):
             assert b.lang, f"{b.name}: a fence without a language (bash, output, python, toml, text, ...)"
             if b.reason:

@@ -60,7 +60,7 @@ def assert_agrees(cert: Certificate, optimum: float) -> None:
 PROBLEMS = [(120, 5, 1e-1), (150, 8, 1e-2), (200, 10, 1e-3)]
 
 
-@pytest.mark.parametrize("m, d, lam", PROBLEMS)
+@pytest.mark.parametrize(("m", "d", "lam"), PROBLEMS)
 def test_plain_matches_cvxpy(m: int, d: int, lam: float) -> None:
     X, y = noisy(m, d, seed=m)
     cert = sdca(X, y, lam)
@@ -69,7 +69,7 @@ def test_plain_matches_cvxpy(m: int, d: int, lam: float) -> None:
     assert cert.dual <= objective(X, y, lam, w_cvx)  # weak duality against the other solver's point
 
 
-@pytest.mark.parametrize("m, d, lam", PROBLEMS)
+@pytest.mark.parametrize(("m", "d", "lam"), PROBLEMS)
 def test_weighted_matches_cvxpy(m: int, d: int, lam: float) -> None:
     """The imbalanced objective of section 6: s_j = N / (2 N_{y_j}) on a 1:4 sample."""
     X, _ = noisy(m, d, seed=m + 1)
@@ -83,7 +83,7 @@ def test_weighted_matches_cvxpy(m: int, d: int, lam: float) -> None:
     assert_agrees(cert, cvxpy_optimum(X, y, lam, s=s)[0])
 
 
-@pytest.mark.parametrize("m, d, lam", PROBLEMS)
+@pytest.mark.parametrize(("m", "d", "lam"), PROBLEMS)
 def test_transfer_matches_cvxpy(m: int, d: int, lam: float) -> None:
     X, y = noisy(m, d, seed=m + 2)
     w_ref = np.random.default_rng(m).normal(size=d)

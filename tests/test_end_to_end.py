@@ -84,7 +84,8 @@ def test_single_run_failure_is_recorded(tmp_path: Path, boundlab_in_process,  # 
         raise RuntimeError("injected failure")
 
     monkeypatch.setattr(pipeline.run, "run", boom)  # the jobs run in this process (basic launcher)
-    proc = boundlab_in_process("-m", "seed=0,1", "n=50", f"hydra.sweep.dir={tmp_path / 'sweep'}", "name=crash", cwd=tmp_path, env=env)
+    proc = boundlab_in_process("-m", "seed=0,1", "n=50", f"hydra.sweep.dir={tmp_path / 'sweep'}", "name=crash", cwd=tmp_path,
+                               env=env)
     assert proc.returncode == 1 and "2 job(s) failed" in proc.stderr, proc.stderr[-2000:]
     _, runs = _runs(uri, "crash")
     statuses = sorted(r.info.status for r in runs)

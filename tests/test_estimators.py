@@ -16,8 +16,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from pipeline.estimators import (ADAPTER_DEFAULTS, FITTINGS, REFUSED, BatchPerceptronClassifier, MulticlassPegasosClassifier, MulticlassSGDClassifier, MulticlassSVMClassifier,
-                                 OneVsAllClassifier, PegasosClassifier, PerceptronClassifier, adapted, estimator)
+from pipeline.estimators import (ADAPTER_DEFAULTS, FITTINGS, REFUSED, BatchPerceptronClassifier, MulticlassPegasosClassifier,
+                                 MulticlassSGDClassifier, MulticlassSVMClassifier, OneVsAllClassifier, PegasosClassifier,
+                                 PerceptronClassifier, adapted, estimator)
 from pipeline.learners import LEARNERS, MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos, Perceptron
 from pipeline.learners.base import Learner
 from pipeline.learners.perceptron import dot_kernel

@@ -53,6 +53,6 @@ def test_the_preflight_counts_distinct_jobs(capsys: pytest.CaptureFixture) -> No
     (["-m", "experiment=perceptron_tight,perceptron_margin"], "a sweep runs one experiment"),
     (["-m", "name=a,b", "seed=0,1"], "name=a,b: a sweep runs one name"),
 ])
-def test_sweeping_the_experiment_or_the_name_is_refused_in_one_line(argv: list[str], named: str,  # noqa: ANN001
-                                                                      one_line_error) -> None:
+def test_sweeping_the_experiment_or_the_name_is_refused_in_one_line(argv: list[str], named: str,
+                                                                      one_line_error) -> None:  # noqa: ANN001
     assert named in one_line_error(argv)

@@ -245,7 +245,8 @@ def test_a_broken_learner_fails_the_report_stage_and_shows_in_the_report(tmp_pat
 
     monkeypatch.setattr(Perceptron, "learn_stream", broken)
     sweep = in_process(lambda: run_sweep("perceptron_tight"), cwd=ws, env=env)
-    assert sweep.returncode == 1 and "bound(s) violated: " in sweep.stderr and "novikoff (D)" in sweep.stderr, sweep.stderr[-2000:]
+    assert sweep.returncode == 1 and "bound(s) violated: " in sweep.stderr and "novikoff (D)" in sweep.stderr, \
+        sweep.stderr[-2000:]
     assert "a bug until proven otherwise" in sweep.stderr
     stage = _stage(in_process, "perceptron_tight", cwd=ws, env=env)
     assert stage.returncode == 0 and "BOUND(S) VIOLATED: " in stage.stderr and "novikoff" in stage.stderr, stage.stderr[-2000:]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -224,7 +225,8 @@ BETAS = [Fraction(0), Fraction(1, 2), Fraction(1, 3), Fraction(3, 4)]
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 2), H=st.integers(1, 4), beta=st.sampled_from(BETAS),
        m_star=st.integers(0, 2), horizon=st.integers(0, 4))
-def test_weighted_majority_value_equals_brute_force(seed, m, H, beta, m_star, horizon) -> None:
+def test_weighted_majority_value_equals_brute_force(seed: int, m: int, H: int, beta: Fraction, m_star: int,
+                                                    horizon: int) -> None:
     """Every sequence of at most ``horizon`` moves over every point and label, each simulated from scratch in
     exact arithmetic and kept if its best expert ends within m*: the maximum is the value, and the returned
     sequence attains it within the rules."""
@@ -256,7 +258,8 @@ def wm_bound(H: int, m_star: int, beta: Fraction, T: int) -> float | None:
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 5), H=st.integers(1, 5), beta=st.sampled_from(BETAS),
        m_star=st.integers(0, 2), horizon=st.integers(0, 7))
-def test_weighted_majority_value_within_the_bound(seed, m, H, beta, m_star, horizon) -> None:
+def test_weighted_majority_value_within_the_bound(seed: int, m: int, H: int, beta: Fraction, m_star: int,
+                                                  horizon: int) -> None:
     """The value is at most the [LW94] bound the project evaluates, at most the horizon, and grows with the
     horizon; the optimal sequence, replayed exactly, attains it."""
     table = random_table(np.random.default_rng(seed), m, H)
@@ -312,7 +315,7 @@ def test_weighted_majority_values_at_fixed_instances() -> None:
     (lambda: halving_value(np.zeros(3)), "table"),
     (lambda: littlestone_dimension(thresholds(20), max_states=3), "max_states"),
 ])
-def test_refusals_name_the_parameter(call, name: str) -> None:
+def test_refusals_name_the_parameter(call: Callable[[], object], name: str) -> None:
     """An instance too large for exhaustive search, or a parameter out of range, is refused naming it."""
     with pytest.raises(ValueError, match=f"^{name}:"):
         call()

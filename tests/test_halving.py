@@ -28,7 +28,7 @@ SMALL = {"thresholds": st.integers(1, 60), "intervals": st.integers(1, 25), "con
 
 
 @st.composite
-def finite_streams(draw, adversary=st.sampled_from(["random", "bisect"]), flip=st.just(0.0)):  # noqa: ANN001, ANN201
+def finite_streams(draw, adversary=st.sampled_from(["random", "bisect"]), flip=st.just(0.0)):  # noqa: ANN001, ANN201, B008
     cls = draw(st.sampled_from(CLASSES))
     gen = FiniteClass(cls=cls, size=draw(SMALL[cls]), n=draw(st.integers(1, 150)), adversary=draw(adversary),
                       flip=draw(flip))

@@ -86,7 +86,7 @@ def test_raised_where_it_lands_the_same_signal_breaks_omegaconf(monkeypatch: pyt
     # and flag_override's exit trips over it; Hydra printed that AttributeError and exited 1.
     cfg = OmegaConf.create({"task": []})
     signal_inside_list_assignment(monkeypatch)
-    with handler_on_sigterm(signal.default_int_handler), pytest.raises(BaseException) as raised:
+    with handler_on_sigterm(signal.default_int_handler), pytest.raises(BaseException) as raised:  # noqa: PT011 - its type and message are checked below
         cfg.task = ["seed=0", "seed=1", "seed=2"]
     assert raised.type is not KeyboardInterrupt, "omegaconf now takes an interrupt here: it may leave FRAGILE"
     assert "_invalidate_flags_cache" in str(raised.value)
@@ -213,7 +213,7 @@ def test_a_stop_that_surfaced_as_another_error_exits_130(tmp_path, monkeypatch: 
             if signalled:
                 send_sigterm_and_wait()
             raise RuntimeError("a job's error")
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - as Hydra's run: any failure, an interrupt included, exits 1
             raise SystemExit(1) from None
 
     monkeypatch.setattr(cli, "_app", app)

@@ -211,5 +211,6 @@ def test_the_parsed_imports_are_cached_by_the_source_they_were_read_from(tmp_pat
 def test_identity_is_the_config_the_code_and_the_input_files() -> None:
     base = store.identity("key", "code", {"data.svm": "10:abc"})
     assert base == store.identity("key", "code", {"data.svm": "10:abc"})
-    assert len({base, store.identity("key2", "code", {"data.svm": "10:abc"}), store.identity("key", "code2", {"data.svm": "10:abc"}),
+    assert len({base, store.identity("key2", "code", {"data.svm": "10:abc"}),
+                store.identity("key", "code2", {"data.svm": "10:abc"}),
                 store.identity("key", "code", {"data.svm": "10:abd"}), store.identity("key", "code", {})}) == 5

@@ -125,8 +125,8 @@ def test_compiled_kernel_matches_reference(radius: float) -> None:
     grid = log_grid(200, 10)
     outs = []
     for fn in (kernel_pegasos_kernel, kernel_pegasos_kernel.py):
-        arrays = [np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(40), np.zeros(40), np.zeros(40), np.empty(200), np.empty(200, dtype=np.int32),
-                  np.empty((grid.size, 40))]
+        arrays = [np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(40), np.zeros(40), np.zeros(40), np.empty(200),
+                  np.empty(200, dtype=np.int32), np.empty((grid.size, 40))]
         fn(K, ds.y, idx, 0.1, radius, 0, grid, *arrays)
         outs.append(arrays)
     for a, b in zip(*outs):

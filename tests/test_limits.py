@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -209,7 +209,8 @@ def _reused_and_source(uri: str, tmp_path: Path) -> tuple[str, str, object]:
                                "boundlab.holds": "True", "boundlab.sweep_id": "first-sweep", "mlflow.user": "someone"})
     sid = source.info.run_id
     client.log_batch(sid, params=[Param("seed", "0"), Param("n", "50")],
-                     metrics=[Metric("novikoff/ratio", 0.25, 1, 0)] + [Metric("mistakes", float(k), 2, t) for k, t in enumerate((1, 10, 50))],
+                     metrics=[Metric("novikoff/ratio", 0.25, 1, 0)]
+                     + [Metric("mistakes", float(k), 2, t) for k, t in enumerate((1, 10, 50))],
                      tags=[RunTag("boundlab.data_hash", "d1")])
     (tmp_path / "results.parquet").write_bytes(b"a job's table")
     client.log_artifact(sid, str(tmp_path / "results.parquet"))

@@ -19,8 +19,8 @@ from pipeline.learners.multiclass import multiclass_step_kernel
 from pipeline.statistics import measure, population_comparator
 
 
-def _data(seed: int, k: int = 3, d: int = 5, gamma: float = 0.1, noise: float = 0.0, n: int = 200,
-          n_test: int = 2000):  # noqa: ANN202
+def _data(seed: int, k: int = 3, d: int = 5, gamma: float = 0.1, noise: float = 0.0, n: int = 200,  # noqa: ANN202
+          n_test: int = 2000):
     return MulticlassMargin(k=k, gamma=gamma, rho=1.0, d=d, n=n, n_test=n_test, noise=noise).generate(
         np.random.default_rng(seed))
 
@@ -248,7 +248,7 @@ def _biased_reference(X, y, idx, k, lam, radius, cost):  # noqa: ANN001, ANN202
     return (np.array(W), np.array(b), np.array(Wsum) / T, np.array(bsum) / T, np.array(loss))
 
 
-@pytest.mark.parametrize("projection,cost", [(False, "zero_one"), (True, "absolute")])
+@pytest.mark.parametrize(("projection", "cost"), [(False, "zero_one"), (True, "absolute")])
 def test_multiclass_pegasos_with_biases_is_the_written_out_rule_bit_for_bit(projection: bool, cost: str) -> None:
     from pipeline.learners.pegasos import index_stream
     from pipeline.risk import cost_matrix

@@ -53,7 +53,8 @@ def test_the_search_reaches_the_brute_force_worst_case_on_most_small_samples(cls
 def test_the_adversary_reorders_and_never_does_worse_than_the_given_or_random_order(seed, n, gamma, tie, batch) -> None:  # noqa: ANN001
     ds = MarginBinary(gamma=gamma, rho=1.0, n=n, d=5).generate(np.random.default_rng(seed))
     cls, kw = (BatchPerceptron, {}) if batch else (Perceptron, {"passes": 2})
-    runs = {o: cls(ordering=o, tie=tie, **kw).run(ds, np.random.default_rng(seed + 1)) for o in ("given", "random", "adversarial")}
+    runs = {o: cls(ordering=o, tie=tie, **kw).run(ds, np.random.default_rng(seed + 1))
+            for o in ("given", "random", "adversarial")}
     order = cls(ordering="adversarial", tie=tie, **kw).order(ds.X, ds.y, np.random.default_rng(seed + 1))
     assert np.array_equal(np.sort(order), np.arange(n))  # a permutation of the sample: what the theorem allows
     mistakes = {o: r.quantities["mistakes"] for o, r in runs.items()}

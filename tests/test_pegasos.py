@@ -39,7 +39,7 @@ def textbook(X, y, idx, lam, s, w_ref, radius):  # noqa: ANN001, ANN201
     return w, total / T, np.array(active)
 
 
-def _run_kernel(X, y, idx, lam, s, w_ref, radius, fn=pegasos_kernel):  # noqa: ANN001, ANN201
+def _run_kernel(X, y, idx, lam, s, w_ref, radius, fn=pegasos_kernel):  # noqa: ANN001, ANN202
     m, d = X.shape
     T = idx.shape[0]
     grid = log_grid(T, 10)
@@ -108,7 +108,7 @@ def test_inorder_stream_is_the_sample_order_mod_m(T: int, k: int, m: int) -> Non
        t0=st.sampled_from([0, 0, 1, 17, 10**6]), log_lam=st.floats(-6, 3), log_scale=st.sampled_from([-150, -3, 0, 2, 150]),
        weighted=st.booleans(), transfer=st.booleans(), sampling=st.sampled_from(["iid", "perm", "inorder"]))
 def test_single_kernel_is_the_general_kernel_bit_for_bit(seed, m, d, T, t0, log_lam, log_scale, weighted, transfer,  # noqa: ANN001
-                                                         sampling) -> None:
+                                                         sampling: str) -> None:
     """Batch 1 without projection, pegasos_kernel runs pegasos_single_kernel: every output (state, v, z, buf, the
     per-step loss and active flags, the snapshots) has the bits of the general compiled kernel, also when a run is
     continued (t0 > 0, a state with A != 0 and z != 0) and at tiny and huge row norms."""
@@ -390,7 +390,7 @@ def _biased_reference(X, y, ref_margin, s, idx, lam, radius):  # noqa: ANN001, A
 
 
 @pytest.mark.parametrize("objective", ["hinge", "balanced", "transfer"])
-@pytest.mark.parametrize("batch,projection", [(1, False), (3, True)])
+@pytest.mark.parametrize(("batch", "projection"), [(1, False), (3, True)])
 def test_the_intercept_rule_is_the_written_out_one_bit_for_bit(objective: str, batch: int, projection: bool) -> None:
     ds = MarginBinary(gamma=0.1, rho=2.0, n=60, d=4, flip=0.1).generate(np.random.default_rng(3))
     learner = Pegasos(lam=0.05, T=300, batch=batch, objective=objective, projection=projection, intercept=True)
@@ -477,7 +477,8 @@ def test_the_estimators_refuse_an_intercept() -> None:
 # --- The realised form of Lemma 1 ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("batch,projection,objective", [(1, False, "hinge"), (3, True, "balanced"), (2, False, "transfer")])
+@pytest.mark.parametrize(("batch", "projection", "objective"),
+                         [(1, False, "hinge"), (3, True, "balanced"), (2, False, "transfer")])
 def test_the_kernel_gives_the_norm_of_each_sub_gradient(batch: int, projection: bool, objective: str) -> None:
     """grad2[t] = ||lam u_t - (1/k) sum_(A+) s_i y_i x_i||^2, u_t = w_t - w_r, from a loop written out in numpy."""
     ds = MarginBinary(gamma=0.1, rho=2.0, n=50, d=4, flip=0.1).generate(np.random.default_rng(5))

@@ -68,7 +68,7 @@ def test_one_dimensional_attainer() -> None:
 
 
 @pytest.mark.parametrize(("lam", "G", "radius"), SETTINGS)
-def test_T1_hand_value(lam: float, G: float, radius: float | None) -> None:
+def test_T1_hand_value(lam: float, G: float, radius: float | None) -> None:  # noqa: N802 - the horizon T = 1
     """T = 1: w_1 = 0, regret = -<g, u> - lam/2 ||u||^2, maximised at u = -a g/||g||, ||g|| = G, a = min(r, G/lam):
     G a - lam a^2/2 (G^2/(2 lam) = bound(1) without projection)."""
     a = G / lam if radius is None else min(radius, G / lam)

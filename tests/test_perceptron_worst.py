@@ -64,7 +64,7 @@ def test_max_margin_closed_form_and_gap() -> None:
 
 
 @pytest.mark.parametrize("R", [0.5, 3.0])
-def test_max_margin_scales_with_R(R: float) -> None:
+def test_max_margin_scales_with_R(R: float) -> None:  # noqa: N802 - the radius R
     """The SDP at radius R solved as such (not rescaled) has optimum R/sqrt(M): the homogeneity that
     worst_case_mistakes relies on when it probes at R = 1."""
     for M in (1, 3, 7):
@@ -149,9 +149,9 @@ def test_edges() -> None:
     with pytest.raises(ValueError, match="limit"):
         worst_case_mistakes(1.0, 0.3, limit=10)
     for bad in (0.0, -1.0, math.nan, math.inf):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="gamma: a finite number > 0"):
             worst_case_mistakes(1.0, bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="M: an integer in"):
         max_margin(0)
 
 

@@ -141,7 +141,7 @@ def _figures(table: pd.DataFrame, curves: pd.DataFrame) -> list[tuple[str, Figur
     return [(spec.stem, plots.draw(spec.kind, table, curves, **spec.kwargs)) for spec in plots.figure_plan(table, curves)]
 
 
-def _legends(fig: Figure) -> list:  # noqa: ANN001
+def _legends(fig: Figure) -> list:
     return list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
 
 

@@ -150,7 +150,7 @@ def test_the_generated_constructor_behaves_like_a_written_one() -> None:
 
     assert param_defaults(Written) == {"passes": 2} and Written().get_params() == {"passes": 2}
     with pytest.raises(TypeError, match="declare it once"):
-        class Twice(Learner):  # noqa: F841 - two defaults for one parameter
+        class Twice(Learner):  # two defaults for one parameter
             name = "twice"
             params = (Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),)
 
@@ -273,7 +273,8 @@ def _docs_estimator_block() -> str:
     import re
 
     text = (ROOT / "docs" / "plugins.md").read_text()
-    (block,) = [b for b in re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE) if "import boundlab_pa" in b]
+    (block,) = [b for b in re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+                if "import boundlab_pa" in b]
     return block
 
 

@@ -403,7 +403,8 @@ def _sweep_files(sweep: Path) -> dict[str, bytes]:
 
 @slow
 @pytest.mark.parametrize("earlier", [False, True], ids=["first_run", "rerun"])
-def test_sigterm_during_aggregation_ends_the_parent_killed_and_leaves_whole_files(tmp_path: Path, boundlab, earlier: bool) -> None:  # noqa: ANN001
+def test_sigterm_during_aggregation_ends_the_parent_killed_and_leaves_whole_files(tmp_path: Path, boundlab,  # noqa: ANN001
+                                                                                  earlier: bool) -> None:
     uri, env = _env(tmp_path)
     sweep = tmp_path / "sweep"
     cmd = ["-m", "seed=0,1", "n=50", "name=aggterm", f"hydra.sweep.dir={sweep}"]

@@ -243,14 +243,19 @@ BAD_FILES = [
     ("path-socket", "s.svm", _socket, "is a socket, not a regular file", None),
     ("path-dangling-link", "f.csv", _dangling, "is a symbolic link to", None),
     ("path-missing", "f.csv", _nothing, "no such file", None),
-    ("path-under-a-file", "f.csv/x.csv", _under_a_file, "no such file: a part of the path before the file's name is a file", None),
+    ("path-under-a-file", "f.csv/x.csv", _under_a_file,
+     "no such file: a part of the path before the file's name is a file", None),
     # CSV: quotes and the csv module's limits (once tracebacks), comments
     ("csv-quote-to-the-end", "f.csv", _bytes('1,"2,1\n-1,-2,-1\n'), 'a quote (") opens a field that runs on to line 2', 1),
-    ("csv-quote-in-the-middle", "f.csv", _bytes('1,2,1\n-1,"-2,-1\n1,3",1\n-1,-1,-1\n'), "runs on to line 3: an unbalanced quote?", 2),
+    ("csv-quote-in-the-middle", "f.csv", _bytes('1,2,1\n-1,"-2,-1\n1,3",1\n-1,-1,-1\n'),
+     "runs on to line 3: an unbalanced quote?", 2),
     ("csv-quote-to-the-end-ragged", "f.csv", _bytes('1,2,1\n-1,"-2,-1\n1,3,1\n'), "an unbalanced quote?", 2),
-    ("csv-quote-over-the-field-limit", "f.csv", _bytes('1,2,1\n-1,"2,1\n' + "-1,-2,-1\n" * 20000), "runs on to the end of the file", 2),
-    ("csv-field-over-the-limit", "f.csv", _bytes('1,"' + "7" * 200000 + '",1\n-1,2,-1\n'), "a field is longer than 131072 characters", 1),
-    ("csv-comment-first", "f.csv", _bytes("# comment\n1,2,1\n-1,-2,-1\n"), "comment lines are not supported in CSV; remove them", 1),
+    ("csv-quote-over-the-field-limit", "f.csv", _bytes('1,2,1\n-1,"2,1\n' + "-1,-2,-1\n" * 20000),
+     "runs on to the end of the file", 2),
+    ("csv-field-over-the-limit", "f.csv", _bytes('1,"' + "7" * 200000 + '",1\n-1,2,-1\n'),
+     "a field is longer than 131072 characters", 1),
+    ("csv-comment-first", "f.csv", _bytes("# comment\n1,2,1\n-1,-2,-1\n"),
+     "comment lines are not supported in CSV; remove them", 1),
     ("csv-comment-middle", "f.csv", _bytes("1,2,1\n# note\n-1,-2,-1\n"), "comment lines are not supported", 2),
     ("csv-comment-with-commas", "f.csv", _bytes("1,2,1\n# a,b,c\n-1,-2,-1\n"), "comment lines are not supported", 2),
     ("csv-comment-numeric-first", "f.csv", _bytes("# 1,2,1\n1,2,1\n-1,-2,-1\n"), "comment lines are not supported", 1),
@@ -258,12 +263,16 @@ BAD_FILES = [
     ("csv-semicolons", "f.csv", _bytes("a;b;y\n1;2;1\n-1;-2;-1\n"), "fields are separated by commas, and this one holds ';'", 2),
     ("csv-tabs", "f.csv", _bytes("1\t2\t1\n-1\t-2\t-1\n"), "this one holds '\\t'", 2),
     # CSV and svmlight: encodings other than UTF-8, binary files
-    ("csv-utf16", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-16"), "is UTF-16 encoded (it starts with a UTF-16 byte-order mark); save it as UTF-8", None),
+    ("csv-utf16", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-16"),
+     "is UTF-16 encoded (it starts with a UTF-16 byte-order mark); save it as UTF-8", None),
     ("csv-utf16-be", "f.csv", _text("\ufeffa,b,y\n1,2,1\n", "utf-16-be"), "is UTF-16 encoded (it starts", None),
-    ("csv-utf16-no-bom", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-16-le"), "is UTF-16 encoded (a NUL byte beside each character)", None),
-    ("csv-utf32", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-32"), "is UTF-32 encoded (it starts with a UTF-32 byte-order mark)", None),
+    ("csv-utf16-no-bom", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-16-le"),
+     "is UTF-16 encoded (a NUL byte beside each character)", None),
+    ("csv-utf32", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-32"),
+     "is UTF-32 encoded (it starts with a UTF-32 byte-order mark)", None),
     ("csv-utf32-no-bom", "f.csv", _text("1,2,1\n-1,-2,-1\n", "utf-32-be"), "is UTF-32 encoded (a NUL byte", None),
-    ("csv-latin1-header", "f.csv", _text("café,b,y\n1,2,1\n-1,-2,-1\n", "latin-1"), "byte 0xe9 is not UTF-8: the file is in another encoding", 1),
+    ("csv-latin1-header", "f.csv", _text("café,b,y\n1,2,1\n-1,-2,-1\n", "latin-1"),
+     "byte 0xe9 is not UTF-8: the file is in another encoding", 1),
     ("csv-latin1-late", "f.csv", _text("1,2,1\n" * 3000 + "-1,2é,-1\n", "latin-1"), "byte 0xe9 is not UTF-8", 3001),
     ("csv-cp1252-quotes", "f.csv", _text("1,2,1\n-1,“2”,-1\n", "cp1252"), "byte 0x93 is not UTF-8", 2),
     ("csv-nul", "f.csv", _bytes("1,2,1\n-1,\x00-2,-1\n"), "has NUL bytes: it is a binary file, not text", 2),
@@ -283,7 +292,8 @@ BAD_FILES = [
      "a name ending .gz or .bz2 is decompressed", None),
     # svmlight lines scikit-learn refuses: the token, in words, and the form of a line
     ("svm-qid-after-features", "f.svm", _bytes("1 1:1\n-1 2:1 qid:3\n"), "'qid' is not a feature index", 2),
-    ("svm-qid-before-label", "f.svm", _bytes("qid:1 1:1\n-1 2:1\n"), "'qid:1' is not a number; a line is LABEL [qid:N] INDEX:VALUE", 1),
+    ("svm-qid-before-label", "f.svm", _bytes("qid:1 1:1\n-1 2:1\n"),
+     "'qid:1' is not a number; a line is LABEL [qid:N] INDEX:VALUE", 1),
     ("svm-negative-index", "f.svm", _bytes("1 1:1\n-1 -2:1\n"), "Invalid index -2", 2),
     ("svm-word-label", "f.svm", _bytes("1 1:1\n\nspam 2:1\n"), "'spam' is not a number", 3),
     ("svm-word-value", "f.svm", _bytes("1 1:abc\n-1 2:1\n"), "'abc' is not a number", 1),
@@ -293,7 +303,8 @@ BAD_FILES = [
     ("svm-empty-value", "f.svm", _bytes("1 1:\n-1 2:1\n"), "'' is not a number", 1),
     ("svm-space-after-colon", "f.svm", _bytes("1 1: 1\n-1 2:1\n"), "'' is not a number", 1),
     ("svm-csv", "f.svm", _bytes("1,2,1\n-1,-2,-1\n"), "'1,2,1' is not a number: a CSV file? name it .csv", 1),
-    ("svm-long-token", "f.svm", _bytes("1 1:" + "9x" * 5000 + "\n"), "'9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x...' is not a number", 1),
+    ("svm-long-token", "f.svm", _bytes("1 1:" + "9x" * 5000 + "\n"),
+     "'9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x9x...' is not a number", 1),
     # NPZ: archives zipfile cannot read
     ("npz-encrypted", "f.npz", _encrypted_zip, "is an encrypted (password-protected) zip archive", None),
     ("npz-encrypted-flag", "f.npz", _patched_zip(flags=0x1), "is an encrypted (password-protected) zip archive", None),
@@ -361,7 +372,8 @@ def test_a_typo_in_any_field_of_the_first_row_is_named_not_taken_for_a_header(ro
     fields = [repr(v) for v in row]
     fields[at] = fields[at] + junk if junk not in ("1", ",") else fields[at][:-1] + "q"
     path = tmp_path_factory.mktemp("typo") / "t.csv"
-    body = "\n".join(",".join(repr(float(v)) for v in r) for r in ([0.5] * (len(row) - 1) + [1.0], [0.2] * (len(row) - 1) + [-1.0]))
+    body = "\n".join(",".join(repr(float(v)) for v in r)
+                     for r in ([0.5] * (len(row) - 1) + [1.0], [0.2] * (len(row) - 1) + [-1.0]))
     path.write_text(",".join(fields) + "\n" + body + "\n")
     with pytest.raises(DataError) as error:
         File(path=str(path)).check()
@@ -466,7 +478,8 @@ def test_any_other_csv_error_is_one_line_with_its_line(tmp_path: Path) -> None:
     assert str(error) == f"dataset.path='{path}', line 2: is not valid CSV (some new complaint)"
 
 
-@pytest.mark.parametrize("write", [_fifo, _text("0,1,0\n1,0,1\n", "utf-16"), _bytes('0,1,0\n1,"0,1\n')], ids=["fifo", "utf16", "quote"])
+@pytest.mark.parametrize("write", [_fifo, _text("0,1,0\n1,0,1\n", "utf-16"), _bytes('0,1,0\n1,"0,1\n')],
+                         ids=["fifo", "utf16", "quote"])
 def test_the_multiclass_command_says_the_same(write: Callable[[Path], None], tmp_path: Path, one_line_error) -> None:  # noqa: ANN001
     path = tmp_path / "f.csv"
     write(path)

@@ -154,7 +154,8 @@ def test_gram_errors_name_the_key_the_user_set(overrides: list[str], named: str)
 # --- Files: subnormal entries, a scale outside float64's comfortable range, one-class labels --------
 
 def _svmlight(path: Path, X: np.ndarray, y: np.ndarray) -> Path:
-    lines = [" ".join([f"{label:g}", *(f"{j + 1}:{float(v)!r}" for j, v in enumerate(row) if v != 0)]) for row, label in zip(X, y)]
+    lines = [" ".join([f"{label:g}", *(f"{j + 1}:{float(v)!r}" for j, v in enumerate(row) if v != 0)])
+             for row, label in zip(X, y)]
     path.write_text("\n".join(lines) + "\n")
     return path
 

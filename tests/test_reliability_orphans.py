@@ -304,7 +304,8 @@ def test_stopping_a_joblib_sweep_whose_workers_are_in_native_calls(tmp_path: Pat
     import mlflow
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = with_sitecustomize(tmp_path, NATIVE_HANG, {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_NATIVE_AT": "pipeline.run:run",
+    env = with_sitecustomize(tmp_path, NATIVE_HANG, {**os.environ, "MLFLOW_TRACKING_URI": uri,
+                                                     "BOUNDLAB_NATIVE_AT": "pipeline.run:run",
                                                      "BOUNDLAB_NATIVE_FLAG": str(tmp_path / "in-native-call")})
     argv = [*_command(), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1,2", "n=100", "d=5"]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

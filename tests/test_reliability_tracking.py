@@ -73,7 +73,8 @@ REDACT_CASES = [
     ("mysql+pymysql://u:s3cr3t-Pw@db/mlflow", "mysql+pymysql://u:***@db/mlflow"),
     ("http://user:s3cr3t%40Pw@host:5000/api", "http://user:***@host:5000/api"),  # '@' percent-encoded
     ("http://user:s3cr3t@Pw@host:5000/api", "http://user:***@host:5000/api"),  # '@' not encoded: the last one ends it
-    ("the store postgresql://u:s3cr3t-Pw@h/db, reached at 5 s, failed", "the store postgresql://u:***@h/db, reached at 5 s, failed"),
+    ("the store postgresql://u:s3cr3t-Pw@h/db, reached at 5 s, failed",
+     "the store postgresql://u:***@h/db, reached at 5 s, failed"),
     ("tracking store 'http://a:s3cr3t-Pw@h:1': no", "tracking store 'http://a:***@h:1': no"),
     ("a=http://u:s3cr3t-Pw@h,b=https://v:s3cr3t-Pw@k", "a=http://u:***@h,b=https://v:***@k"),  # two, no space between
     ("http://h:5000/x?token=s3cr3t-Pw&n=1", "http://h:5000/x?token=***&n=1"),
@@ -189,7 +190,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     """/health open (as MLflow's auth leaves it), /api/ guarded by basic auth ann:SECRET; records every
     request's path and Authorization header."""
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         server: _Server = self.server  # type: ignore[assignment]
         auth = self.headers.get("Authorization")
         server.seen.append((self.path, auth))
@@ -335,7 +336,7 @@ def _mlflow_error_from(port: int) -> BaseException:
 
     os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
     os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "2"
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(Exception) as caught:  # noqa: PT011 - whatever MLflow raises is the subject
         mlflow.MlflowClient(tracking_uri=f"http://{HOST}:{port}").get_experiment_by_name("x")
     return caught.value
 
@@ -464,7 +465,7 @@ def test_a_jobs_connection_failure_fails_the_next_job_at_once(monkeypatch: pytes
     failure record of the first, raises StoreDown without a request."""
     uri = f"http://{HOST}:{_closed_port()}"
     os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"  # the bounded defaults are tested against a real server
-    with pytest.raises(Exception) as first:
+    with pytest.raises(Exception) as first:  # noqa: PT011 - classified by is_connection_error below
         tracking.JobRun(uri, experiment="e", name="n", parent_id=None, tags={})
     assert is_connection_error(first.value)
     monkeypatch.setattr(tracking, "_open_client", lambda uri: pytest.fail("a request to a store known down"))
@@ -534,7 +535,8 @@ SQLITE_REFUSED = [
      "other tables (alembic_version, users), not an MLflow store"),
     ("many tables", lambda p: _sqlite(p, *(f"CREATE TABLE t{i} (x)" for i in range(9))),
      "other tables (t0, t1, t2, t3, t4, t5, ... (9 tables)), not an MLflow store"),
-    ("half MLflow, half not", lambda p: _sqlite(p, "CREATE TABLE experiments (x)", "CREATE TABLE runs (x)", "CREATE TABLE users (x)"),
+    ("half MLflow, half not",
+     lambda p: _sqlite(p, "CREATE TABLE experiments (x)", "CREATE TABLE runs (x)", "CREATE TABLE users (x)"),
      "other tables (experiments, runs, users)"),
     ("random bytes", lambda p: (p.write_bytes(bytes(range(256)) * 16), p)[1],
      ("app.db is not a SQLite database (its 4096 bytes do not start with SQLite's header): point tracking.uri at a new "
@@ -636,7 +638,7 @@ def test_a_server_killed_mid_sweep_fails_the_next_jobs_within_seconds(tmp_path: 
     finally:
         _kill(proc)
     started = time.perf_counter()
-    with pytest.raises(Exception) as dead:
+    with pytest.raises(Exception) as dead:  # noqa: PT011 - classified by is_connection_error below
         second.finish({"seed": 1}, table, curve, [])
     took = time.perf_counter() - started
     assert is_connection_error(dead.value) and took < 10, (took, dead.value)  # MLflow's defaults: ~4 min a call

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import http.server
-import json
 import os
 import shutil
 import socket
@@ -181,11 +180,11 @@ def _closed_port() -> int:
 class _Unavailable(http.server.BaseHTTPRequestHandler):
     """A server whose health check answers and whose API does not (503): MLflow retries such answers."""
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.send_response(200 if self.path == "/health" else 503)
         self.end_headers()
 
-    do_POST = do_GET
+    do_POST = do_GET  # noqa: N815 - the name http.server dispatches to
 
     def log_message(self, *args: object) -> None:
         pass

@@ -167,7 +167,7 @@ def _in_process_sweep(argv: list[str], tmp_path: Path, monkeypatch: pytest.Monke
                         or load(self, master_config, sweep_overrides))
     compose = ConfigLoaderImpl.load_configuration
 
-    def composing(self, config_name, overrides, run_mode, *args, **kwargs):  # noqa: ANN001, ANN202
+    def composing(self, config_name, overrides, run_mode, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         if sys._getframe(1).f_code.co_name == "load_sweep_config":  # the launcher's loader (ComposeOnce)
             seen["launcher_composed"].append([o for o in overrides if not o.lstrip("~+").startswith("hydra")])
         return compose(self, config_name, overrides, run_mode, *args, **kwargs)

@@ -37,7 +37,7 @@ def _spread(n: int) -> np.ndarray:
     return (z - z.mean()) / z.std(ddof=1)
 
 
-def _rows(guarantee: str, measured, bound, trivial=None, setting=None, holds=None, **extra) -> pd.DataFrame:  # noqa: ANN001
+def _rows(guarantee: str, measured, bound, trivial=None, setting=None, holds=None, **extra: object) -> pd.DataFrame:  # noqa: ANN001
     measured = np.asarray(measured, dtype=float)
     bound = np.broadcast_to(np.asarray(bound, dtype=float), measured.shape)
     trivial = np.broadcast_to(np.asarray(10 * bound.max() if trivial is None else trivial, dtype=float), measured.shape)

@@ -22,14 +22,14 @@ KERNEL_PEGASOS_BOUNDS: tuple[Bound, ...] = pegasos_bounds("kernel_pegasos", "ker
 def bounds_for(learner: str) -> tuple[Bound, ...]:
     """Every bound that speaks about ``learner``: the built-ins' and the plug-ins' (a plug-in bound names
     its learner in ``Bound.learner``)."""
-    from pipeline.plugins import BOUNDS as registry
+    from pipeline.plugins import BOUNDS as registry  # noqa: N811 - the registry object, not a constant
 
     return registry.for_learner(learner)
 
 
 def __getattr__(name: str) -> Any:
     if name == "BOUNDS":  # every registered bound (imports the bound plug-ins: on first use, not at import)
-        from pipeline.plugins import BOUNDS as registry
+        from pipeline.plugins import BOUNDS as registry  # noqa: N811 - the registry object, not a constant
 
         return registry.all()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,6 +18,6 @@ from pipeline.data.tight import Tight
 from pipeline.data.worst_case import WorstCase
 from pipeline.plugins import DATASETS
 
-__all__ = ["DATASETS", "KINDS", "Bundled", "Dataset", "File", "FiniteClass", "MarginBinary", "MulticlassBundled", "MulticlassDataset", "MulticlassFile",
-           "MulticlassMargin", "MulticlassStats", "Shells", "Source", "SparseMargin", "Stats", "Stream", "Tight", "WorstCase", "certify", "check_labels",
-           "margin_lower", "margin_upper", "radius"]
+__all__ = ["DATASETS", "KINDS", "Bundled", "Dataset", "File", "FiniteClass", "MarginBinary", "MulticlassBundled",
+           "MulticlassDataset", "MulticlassFile", "MulticlassMargin", "MulticlassStats", "Shells", "Source", "SparseMargin",
+           "Stats", "Stream", "Tight", "WorstCase", "certify", "check_labels", "margin_lower", "margin_upper", "radius"]

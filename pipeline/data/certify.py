@@ -285,7 +285,8 @@ def certify(X: Matrix, y: np.ndarray, w: np.ndarray, alpha: np.ndarray) -> Stats
 
 # --- Certification of an arbitrary sample (docs/bounds.md section 1, "Real data") ------------------
 
-CERTIFICATE_VERSION = "working-set-nnls-3"  # 2: gamma_hi charges the rounding of p; solvers see unit-scale data; 3: working set (HiGHS LP, NNLS), other witnesses
+# 2: gamma_hi charges the rounding of p; solvers see unit-scale data; 3: working set (HiGHS LP, NNLS), other witnesses
+CERTIFICATE_VERSION = "working-set-nnls-3"
 TARGET_GAP = 1e-6
 _SOLVER_WINDOW = 20  # the LP and QP tolerances are absolute: data beyond 2^+-20 reach the solvers at unit scale
 

@@ -122,7 +122,8 @@ class FiniteClass(Source):
         size, n = self._size(), int(self.n)
         if class_size(self.cls, size) * n > MAX_ENTRIES:
             if 2 * n > MAX_ENTRIES:
-                raise ParamError("n", n, f"at most {MAX_ENTRIES // 2} (the table |H| x n holds at most {MAX_ENTRIES:.0e} entries)")
+                raise ParamError("n", n,
+                                 f"at most {MAX_ENTRIES // 2} (the table |H| x n holds at most {MAX_ENTRIES:.0e} entries)")
             most = 1
             while class_size(self.cls, most + 1) * n <= MAX_ENTRIES:
                 most += 1

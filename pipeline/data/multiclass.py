@@ -30,7 +30,7 @@ from pipeline.data.real import PREPROCESS, preprocess
 from pipeline.params import (SCALE_WORDS, Param, ParamError, UserError, check_margin_scale, check_params, check_sizes,
                              in_scale)
 
-from pipeline.numerics import UNIT_ROUNDOFF, err_factor  # noqa: E402
+from pipeline.numerics import UNIT_ROUNDOFF, err_factor
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from pipeline._lazy import LazyModule
 
 sparse = LazyModule("scipy.sparse")
 
-from pipeline.data.certify import certify_sample
-from pipeline.data.dataset import SOLVER_BYTES_PER_FEATURE, Dataset, Source, sample_bytes
-from pipeline.params import DataError, Param, ParamError, check_params, in_scale, memory_shortfall
+from pipeline.data.certify import certify_sample  # noqa: E402 - below the lazy scipy.sparse, as it stood
+from pipeline.data.dataset import SOLVER_BYTES_PER_FEATURE, Dataset, Source, sample_bytes  # noqa: E402
+from pipeline.params import DataError, Param, ParamError, check_params, in_scale, memory_shortfall  # noqa: E402
 
 PREPROCESS = (
     Param("standardize", bool, lambda v: True, "true or false (centre and scale each feature; dense data)", default=False),
@@ -48,7 +48,8 @@ def preprocess(X: np.ndarray | sparse.csr_matrix, standardize: bool, unit_ball: 
     return sparse.csr_matrix(X) if sparse.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
 
 
-def binary_labels(labels: np.ndarray, positive: float | None, negative: float | None, where: str) -> tuple[np.ndarray, np.ndarray]:
+def binary_labels(labels: np.ndarray, positive: float | None, negative: float | None,
+                  where: str) -> tuple[np.ndarray, np.ndarray]:
     """Rows to keep and +/-1 labels: ``positive`` against ``negative`` (or the rest); with neither,
     the data must have exactly two classes and the larger is +1."""
     classes = np.unique(labels)
@@ -59,7 +60,8 @@ def binary_labels(labels: np.ndarray, positive: float | None, negative: float | 
         return np.ones(len(labels), bool), labels.astype(np.float64)
     if positive is None:
         if len(classes) != 2:
-            raise DataError(where, f"has {len(classes)} class{'es' if len(classes) != 1 else ''} ({', '.join(f'{c:g}' for c in classes[:6])}); "
+            raise DataError(where, f"has {len(classes)} class{'es' if len(classes) != 1 else ''} "
+                            f"({', '.join(f'{c:g}' for c in classes[:6])}); "
                             "a binary learner needs two: choose one with dataset.positive=LABEL")
         positive = classes[1]
     found = ", ".join(f"{c:g}" for c in classes[:10])
@@ -445,7 +447,8 @@ def _svmlight_problem(error: Exception) -> str:
         return "a NUL byte: the file is binary, not text"
     if "," in token and ":" not in token:
         return f"{_clip(token)!r} is not a number: a CSV file? name it .csv or set dataset.format=csv"
-    return f"{_clip(token)!r} is not {'a number' if 'float' in found[1] else 'a feature index (an integer >= 0)'}; {SVMLIGHT_LINE}"
+    return (f"{_clip(token)!r} is not {'a number' if 'float' in found[1] else 'a feature index (an integer >= 0)'}; "
+            f"{SVMLIGHT_LINE}")
 
 
 def _largest_index_line(path: str) -> tuple[int | None, int | None]:
@@ -519,7 +522,8 @@ def _read_csv(path: str, d: int | None, label_column: str | None, shown: str):  
                     raise _comment_line(shown, number) from None
                 at, bad = next((i, v) for i, v in enumerate(row) if not _is_number(v))
                 named = f"column {_clip(header[at])!r}" if header else f"field {at + 1}"
-                why = _why_not_a_number(bad) or (" (a header row must have no numeric field)" if count == 0 and header is None else "")
+                why = _why_not_a_number(bad) or (" (a header row must have no numeric field)" if count == 0 and header is None
+                                                 else "")
                 raise DataError(shown, f"{_clip(bad)!r} is not a number ({named}){why}", line=number) from None
             count += 1
     if width is None:
@@ -529,7 +533,8 @@ def _read_csv(path: str, d: int | None, label_column: str | None, shown: str):  
     if label_column is None:
         label_at = width - 1
     elif header is None or label_column not in header:
-        raise DataError(shown, f"has no column {label_column!r}" + (f"; columns: {', '.join(header)}" if header else " (no header)"))
+        raise DataError(shown, f"has no column {label_column!r}"
+                        + (f"; columns: {', '.join(header)}" if header else " (no header)"))
     else:
         label_at = header.index(label_column)
     table = np.frombuffer(values, dtype=np.float64).reshape(count, width)

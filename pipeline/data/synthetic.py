@@ -234,7 +234,8 @@ class SparseMargin(Source):
 class Shells(Source):
     """Two concentric shells in R^d: label +1 at radius in (1 - width, 1] * inner * rho, label -1 at
     radius in (1 - width, 1] * rho (docs/bounds.md section 5: data a Gaussian kernel separates and no linear
-    classifier can). Directions are uniform on the sphere; ||x|| <= rho. A homogeneous linear classifier cannot separate them: the classes are symmetric under x -> -x,
+    classifier can). Directions are uniform on the sphere; ||x|| <= rho. A homogeneous linear classifier
+    cannot separate them: the classes are symmetric under x -> -x,
     so w.x and w.(-x) have opposite signs within a class (the LP certificate reports it).
 
     Examples

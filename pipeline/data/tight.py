@@ -45,7 +45,7 @@ class Tight(Source):
         n = super().shape()[0]
         return n, n
 
-    def generate(self, rng: np.random.Generator) -> Dataset:  # noqa: ARG002 (deterministic by construction)
+    def generate(self, rng: np.random.Generator) -> Dataset:  # rng unused: deterministic by construction
         self.check()
         n = int(self.n)
         X = float(self.rho) * np.eye(n)

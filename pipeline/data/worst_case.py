@@ -72,7 +72,7 @@ class WorstCase(Source):
         m = int((float(self.rho) / float(self.gamma)) ** 2)
         return m, m
 
-    def generate(self, rng: np.random.Generator) -> Dataset:  # noqa: ARG002 (deterministic by construction)
+    def generate(self, rng: np.random.Generator) -> Dataset:  # rng unused: deterministic by construction
         import pipeline.solvers.perceptron_worst as pw
 
         self.check()

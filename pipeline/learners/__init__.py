@@ -13,5 +13,5 @@ from pipeline.learners.pegasos import Pegasos
 from pipeline.learners.perceptron import BatchPerceptron, Perceptron
 from pipeline.plugins import LEARNERS
 
-__all__ = ["LEARNERS", "BatchPerceptron", "Halving", "KernelPegasos", "MulticlassPegasos", "MulticlassSGD", "MulticlassSVM", "OneVsAll",
-           "Pegasos", "Perceptron", "WeightedMajority"]
+__all__ = ["LEARNERS", "BatchPerceptron", "Halving", "KernelPegasos", "MulticlassPegasos", "MulticlassSGD", "MulticlassSVM",
+           "OneVsAll", "Pegasos", "Perceptron", "WeightedMajority"]

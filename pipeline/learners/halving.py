@@ -146,7 +146,8 @@ class _Experts(Learner):
 
     def check_data(self, dataset: object) -> None:
         m = len(dataset.y)
-        H = len(dataset.hypotheses) if getattr(dataset, "hypotheses", None) is not None else self.experts + len(dataset.directions)
+        H = (len(dataset.hypotheses) if getattr(dataset, "hypotheses", None) is not None
+             else self.experts + len(dataset.directions))
         if H == 0:
             raise UserError(f"algorithm={self.name}: the class is empty (no hypothesis table, no known directions, "
                             f"algorithm.experts=0); set algorithm.experts >= 1")

@@ -139,7 +139,8 @@ class KernelPegasos(Learner):
 
     This is linear Pegasos without projection in the feature space, exactly: w_t =
     (lam (t-1))^-1 sum_i beta_i y_i phi(x_i) (docs/bounds.md section 5), so the bounds of section 4 hold with
-    R^2 = max_i K(x_i, x_i) and c = 4 R^2 (c = (sqrt(lam) + R)^2 with ``projection``). P11 Fig. 3 tests with 1/(lam t) instead, a slightly different
+    R^2 = max_i K(x_i, x_i) and c = 4 R^2 (c = (sqrt(lam) + R)^2 with ``projection``). P11 Fig. 3 tests with
+    1/(lam t) instead, a slightly different
     algorithm; this is [S4]'s. The comparator is kernel SDCA on the box [0, 1] (no intercept).
 
     A feature space exists only if the Gram matrix is positive semi-definite, and in floating point a

@@ -72,7 +72,8 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
 
     Each step: f_t(w_t) = lam/2 ||u_t||^2 + (1/k) sum_(i in A_t) s_i max(0, 1 - y_i w_t.x_i) goes to
     ``loss``, and the squared norm of its sub-gradient grad_t = lam u_t - (1/k) sum_(A+) s_i y_i x_i to ``grad2``
-    (lam^2 a^2 ||v||^2 - 2 lam a v.buf / k + ||buf||^2 / k^2, from the products the update needs anyway); with A+ the examples of margin < 1 (strict), u <- (1 - 1/t) u + (1/(lam t k)) sum_(A+) s_i y_i x_i;
+    (lam^2 a^2 ||v||^2 - 2 lam a v.buf / k + ||buf||^2 / k^2, from the products the update needs anyway); with A+
+    the examples of margin < 1 (strict), u <- (1 - 1/t) u + (1/(lam t k)) sum_(A+) s_i y_i x_i;
     then the projection onto ||u|| <= radius if radius > 0. The shrink is the scale a (O(1) per step):
     without projection a = 1/t exactly, so v = (1/(lam k)) sum s y x is a plain sum.
     ``state`` = [a, ||v||^2, A_t = sum_(s<=t) a_s, q]; z = sum_r A_r delta_r, so that

@@ -11,7 +11,8 @@ The SVM of each C, min 1/2 ||w||^2 + C sum_i max(0, 1 - y_i w.x_i), is the objec
 LinearSVC's dual solver), compiled, seeded, each C started from the previous one's dual point (the box
 [0, 1] is the same for every C). Small samples are solved to a certified duality gap; larger ones get a
 budget of passes that shrinks with the sample's size (at least one) and no certificate
-(:func:`pipeline.solvers.dual.sdca_direction`), so a large file costs a few passes over its data per C. Whatever direction comes out is a valid
+(:func:`pipeline.solvers.dual.sdca_direction`), so a large file costs a few passes over its data per C. Whatever
+direction comes out is a valid
 comparator: it is fixed without looking at the run, and the bounds read only its certified margins.
 """
 

@@ -86,7 +86,7 @@ class Certificate:
 
 
 @kernel
-def _dense_epochs(X, y, b, s, sqn, lm, alpha, v, perms):  # noqa: ANN001, ANN201
+def _dense_epochs(X, y, b, s, sqn, lm, alpha, v, perms):  # noqa: ANN001, ANN202
     """SDCA epochs over the rows of a dense X, in the orders ``perms[e]``; ``alpha`` and
     ``v = sum_i alpha_i y_i x_i / lm`` are updated in place. ``b_i = 1 - y_i <w_ref, x_i>``, so
     ``b_i - y_i <v, x_i> = 1 - y_i <w, x_i>``. Rows with ``sqn[i] == 0`` are skipped. Returns the
@@ -114,7 +114,7 @@ def _dense_epochs(X, y, b, s, sqn, lm, alpha, v, perms):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _sparse_epochs(indptr, indices, data, y, b, s, sqn, lm, alpha, v, perms):  # noqa: ANN001, ANN201
+def _sparse_epochs(indptr, indices, data, y, b, s, sqn, lm, alpha, v, perms):  # noqa: ANN001, ANN202
     """:func:`_dense_epochs` over CSR rows: cost per step proportional to the row's non-zeros. Sums
     run over the stored entries in index order, so every float equals the dense kernel's."""
     changed = 0
@@ -139,7 +139,7 @@ def _sparse_epochs(indptr, indices, data, y, b, s, sqn, lm, alpha, v, perms):  #
 
 
 @kernel
-def _gram_epochs(K, y, s, lm, alpha, g, perms):  # noqa: ANN001, ANN201
+def _gram_epochs(K, y, s, lm, alpha, g, perms):  # noqa: ANN001, ANN202
     """SDCA epochs on a symmetric Gram matrix: ``g = K (alpha * y)`` is updated in place, so
     y_i <v, phi(x_i)> = y_i g_i / lm and the step is (lm - y_i g_i) / K_ii. Rows with K_ii == 0 are
     skipped."""
@@ -163,7 +163,7 @@ def _gram_epochs(K, y, s, lm, alpha, g, perms):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _dense_margins(X, w, z, za):  # noqa: ANN001, ANN201
+def _dense_margins(X, w, z, za):  # noqa: ANN001, ANN202
     """z_i = <w, x_i> and za_i = sum_j |w_j x_ij| (its rounding-error scale), rows of a dense X."""
     for i in range(X.shape[0]):
         t = 0.0
@@ -177,7 +177,7 @@ def _dense_margins(X, w, z, za):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _sparse_margins(indptr, indices, data, w, z, za):  # noqa: ANN001, ANN201
+def _sparse_margins(indptr, indices, data, w, z, za):  # noqa: ANN001, ANN202
     """:func:`_dense_margins` over CSR rows."""
     for i in range(indptr.shape[0] - 1):
         t = 0.0
@@ -191,7 +191,7 @@ def _sparse_margins(indptr, indices, data, w, z, za):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _dense_squared_norms(X, out):  # noqa: ANN001, ANN201
+def _dense_squared_norms(X, out):  # noqa: ANN001, ANN202
     """out_i = ||x_i||^2, rows of a dense X."""
     for i in range(X.shape[0]):
         t = 0.0
@@ -201,7 +201,7 @@ def _dense_squared_norms(X, out):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _sparse_squared_norms(indptr, data, out):  # noqa: ANN001, ANN201
+def _sparse_squared_norms(indptr, data, out):  # noqa: ANN001, ANN202
     """:func:`_dense_squared_norms` over CSR rows."""
     for i in range(indptr.shape[0] - 1):
         t = 0.0
@@ -211,7 +211,7 @@ def _sparse_squared_norms(indptr, data, out):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _dense_combination(X, y, alpha, lm, v, c):  # noqa: ANN001, ANN201
+def _dense_combination(X, y, alpha, lm, v, c):  # noqa: ANN001, ANN202
     """v = sum_i alpha_i y_i x_i / lm by compensated summation over i in order, c = sum_i alpha_i |x_i| / lm.
 
     Each sum is Dot2 (Ogita, Rump & Oishi 2005, section 5): the products are split exactly
@@ -247,7 +247,7 @@ def _dense_combination(X, y, alpha, lm, v, c):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _sparse_combination(indptr, indices, data, y, alpha, lm, v, c):  # noqa: ANN001, ANN201
+def _sparse_combination(indptr, indices, data, y, alpha, lm, v, c):  # noqa: ANN001, ANN202
     """:func:`_dense_combination` over CSR rows."""
     d = v.shape[0]
     hi = np.zeros(d)
@@ -278,7 +278,7 @@ def _sparse_combination(indptr, indices, data, y, alpha, lm, v, c):  # noqa: ANN
 
 
 @kernel
-def _gram_products(K, coef, u, ua):  # noqa: ANN001, ANN201
+def _gram_products(K, coef, u, ua):  # noqa: ANN001, ANN202
     """u = K coef by Dot2 along each row (see :func:`_dense_combination`), ua_i = sum_j |K_ij coef_j|."""
     m = K.shape[0]
     for i in range(m):
@@ -306,7 +306,7 @@ def _gram_products(K, coef, u, ua):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _loss_sums(y, s, z, ze):  # noqa: ANN001, ANN201
+def _loss_sums(y, s, z, ze):  # noqa: ANN001, ANN202
     """L = sum_i s_i max(0, 1 - y_i z_i), with sum_i s_i ze_i (the margins' errors ze) and
     sum_i s_i (1 + |z_i|) (the scale of the rounding in 1 - y_i z_i and in the sum)."""
     loss = 0.0
@@ -322,7 +322,7 @@ def _loss_sums(y, s, z, ze):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _pair_sums(a, b, eb):  # noqa: ANN001, ANN201
+def _pair_sums(a, b, eb):  # noqa: ANN001, ANN202
     """sum_i a_i b_i, sum_i |a_i b_i| and sum_i |a_i| eb_i (eb: the errors of b)."""
     t = 0.0
     ta = 0.0
@@ -335,7 +335,7 @@ def _pair_sums(a, b, eb):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _square_sums(v, r):  # noqa: ANN001, ANN201
+def _square_sums(v, r):  # noqa: ANN001, ANN202
     """sum_j (v_j - r_j)^2."""
     t = 0.0
     for j in range(v.shape[0]):
@@ -345,7 +345,7 @@ def _square_sums(v, r):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _dense_gram_rows(X, idx, G):  # noqa: ANN001, ANN201
+def _dense_gram_rows(X, idx, G):  # noqa: ANN001, ANN202
     """G_ab = <x_idx[a], x_idx[b]> for the selected rows of a dense X."""
     n = idx.shape[0]
     for a in range(n):
@@ -358,7 +358,7 @@ def _dense_gram_rows(X, idx, G):  # noqa: ANN001, ANN201
 
 
 @kernel
-def _sparse_gram_rows(indptr, indices, data, idx, G):  # noqa: ANN001, ANN201
+def _sparse_gram_rows(indptr, indices, data, idx, G):  # noqa: ANN001, ANN202
     """:func:`_dense_gram_rows` over CSR rows (sorted indices): a merge of the two rows, summing the
     common entries in index order, so every entry equals the dense kernel's."""
     n = idx.shape[0]

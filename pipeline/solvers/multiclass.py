@@ -46,8 +46,8 @@ import numpy as np
 from pipeline._jit import kernel
 from pipeline.params import ParamError, UserError
 
-from pipeline.numerics import UNIT_ROUNDOFF, err_factor, frobenius_upper, mean_upper  # noqa: E402
-from pipeline.risk import _cost_or_none, _inputs, _margins, _scores  # noqa: E402
+from pipeline.numerics import UNIT_ROUNDOFF, err_factor, frobenius_upper, mean_upper
+from pipeline.risk import _cost_or_none, _inputs, _margins, _scores
 
 
 # --- Rigorous evaluation of both ends ---------------------------------------------------------------
@@ -269,7 +269,7 @@ class SVMCertificate:
 
 
 @kernel
-def _cs_epochs(X, y, sqn, lm2, beta, W, perms, cost, plain):  # noqa: ANN001, ANN201
+def _cs_epochs(X, y, sqn, lm2, beta, W, perms, cost, plain):  # noqa: ANN001, ANN202
     """Crammer-Singer block coordinate ascent epochs in the orders ``perms[e]``.
 
     beta_i = e_{y_i} - alpha_i (alpha_i on the simplex: beta_i <= e_{y_i}, sum_j beta_{i,j} = 0) and
@@ -298,8 +298,8 @@ def _cs_epochs(X, y, sqn, lm2, beta, W, perms, cost, plain):  # noqa: ANN001, AN
             yi = y[i]
             for j in range(k):
                 acc = 0.0
-                for l in range(d):
-                    acc += W[j, l] * X[i, l]
+                for f in range(d):
+                    acc += W[j, f] * X[i, f]
                 s[j] = acc
             for j in range(k):
                 u = 1.0 if j == yi else 0.0
@@ -329,12 +329,12 @@ def _cs_epochs(X, y, sqn, lm2, beta, W, perms, cost, plain):  # noqa: ANN001, AN
                 if delta != 0.0:
                     beta[i, j] = new
                     c = delta / lm2
-                    for l in range(d):
-                        W[j, l] += c * X[i, l]
+                    for f in range(d):
+                        W[j, f] += c * X[i, f]
 
 
 @kernel
-def _weights_of(X, C, scale):  # noqa: ANN001, ANN201
+def _weights_of(X, C, scale):  # noqa: ANN001, ANN202
     """W = scale * C^T X, summed over the examples in order (fixed order: bit-reproducible)."""
     m, d = X.shape
     k = C.shape[1]
@@ -343,11 +343,11 @@ def _weights_of(X, C, scale):  # noqa: ANN001, ANN201
         for j in range(k):
             c = C[i, j]
             if c != 0.0:
-                for l in range(d):
-                    W[j, l] += c * X[i, l]
+                for f in range(d):
+                    W[j, f] += c * X[i, f]
     for j in range(k):
-        for l in range(d):
-            W[j, l] *= scale
+        for f in range(d):
+            W[j, f] *= scale
     return W
 
 

@@ -136,7 +136,7 @@ def _check_positive(name: str, v: object) -> float:
     return f
 
 
-def _check_T(T: object) -> int:
+def _check_T(T: object) -> int:  # noqa: N802 - the horizon T
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 1 <= int(T) <= MAX_T:
         raise ValueError(f"T: an integer in [1, {MAX_T}] (a 2T x 2T SDP), got {T!r}")
     return int(T)
@@ -280,7 +280,8 @@ def _polish(inst: Instance, lam: float, G: float, radius: float | None, maxiter:
     from scipy.optimize import minimize
 
     T, d = inst.g.shape[0], inst.g.shape[1] + 1
-    regret = lambda x: -replay(_centers(x.reshape(T, d), lam, radius), lam, radius).regret
+    def regret(x: np.ndarray) -> float:
+        return -replay(_centers(x.reshape(T, d), lam, radius), lam, radius).regret
 
     def jac(x: np.ndarray) -> np.ndarray:
         J = np.zeros((T, T * d))

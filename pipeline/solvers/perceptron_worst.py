@@ -187,7 +187,7 @@ class Instance:
 # --- the SDP ---------------------------------------------------------------------------------------------
 
 
-def _check_M(M: object) -> int:
+def _check_M(M: object) -> int:  # noqa: N802 - the mistake count M
     if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or not 1 <= int(M) <= MAX_M:
         raise ValueError(f"M: an integer in [1, {MAX_M}] (an (M+1) x (M+1) SDP), got {M!r}")
     return int(M)
@@ -500,7 +500,8 @@ def instance(M: int, R: float = 1.0, gamma: float | None = None, tie: str = "neg
              labels: str = "alternating") -> Instance:
     """A sequence in the class (radius R, margin gamma) on which the Perceptron makes exactly M mistakes.
 
-    gamma None: R/sqrt(M) (the tie instance); M = 1: the tie instance too (margin R). If gamma is above the SDP's worst-case margin g*(M), no such
+    gamma None: R/sqrt(M) (the tie instance); M = 1: the tie instance too (margin R). If gamma is above the SDP's
+    worst-case margin g*(M), no such
     sequence exists: ValueError. Within BOUNDARY * R below it, :func:`tie_instance` (every worst instance
     is all ties there, and only an exact construction replays ties correctly). Otherwise the SDP of
     :func:`_robust_sdp` at the margin half-way between gamma and g*(M), factored: G = Q diag(e) Q^T,
