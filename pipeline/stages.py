@@ -199,129 +199,170 @@ def _name_of_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def job(cfg: DictConfig) -> None:
-    """One Hydra job: build, run, write, track, mark done.
+class JobLife:
+    """One Hydra job's lifecycle as a context manager: hold its directory -> check whether it is done ->
+    its identity in the job store -> reuse a stored result or run -> record -> release.
 
-    In a sweep, a job whose directory already holds an intact finished run of the same config, code and
-    input files is skipped (``force=true`` reruns it). Any fault of the job, wherever it arises (resume
-    check, data, cache, tracking, the learner, writing), is recorded (a FAILED run when one can be
-    opened, ``error.txt``, no ``done.json``) without stopping the sweep; the sweep's end reports it and
-    exits non-zero. Outside a sweep the fault is recorded the same way, then raised.
+    Constructed from the job's config (the run's name, directory, tracking URI; credentials hidden in the
+    configs Hydra saved); ``with`` marks the process as inside a job and releases the directory's lock and
+    the job store's hold on the way out, whatever happens. Inside, :meth:`done`, :meth:`reused` and
+    :meth:`run` are the steps. A fault anywhere inside is recorded once, by :meth:`_failed` (a FAILED run when
+    one can be opened, ``error.txt``, no ``done.json``): in a sweep it is swallowed so the sweep goes on (its
+    end reports it and exits non-zero); outside a sweep it is raised after being recorded, and data the
+    learner cannot take (a :class:`pipeline.params.UserError` before any run opened) is raised unrecorded.
     """
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
 
-    from pipeline import files, resume, store, tracking
-    from pipeline.config import build
-    from pipeline.params import UserError
-    from pipeline.run import prepare, run
-    from pipeline.verdicts import row_phrase
+    def __init__(self, cfg: DictConfig) -> None:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
 
-    hc = HydraConfig.get()
-    out = Path(hc.runtime.output_dir)
-    multirun = hc.mode == RunMode.MULTIRUN
-    spec = build(cfg)
-    name = run_name(spec.learner.name, hc.overrides.task)
-    step = progress(hc.job.num) if multirun else ""
-    why: str | None = "unknown (its resume check failed)"
-    tracker: tracking.JobRun | None = None
-    uri = tracking.tracking_uri(cfg.tracking.uri)
-    sweep_dir = Path(hc.sweep.dir) if multirun else None
+        from pipeline import tracking
+        from pipeline.config import build
 
-    def open_run() -> tracking.JobRun:
-        parent_id, sweep_id = tracking.sweep_context(Path(hc.sweep.dir)) if multirun else (None, "")
+        hc = HydraConfig.get()
+        self.cfg, self.hydra = cfg, hc
+        self.out = Path(hc.runtime.output_dir)
+        self.multirun = hc.mode == RunMode.MULTIRUN
+        self.spec = build(cfg)
+        self.name = run_name(self.spec.learner.name, hc.overrides.task)
+        self.step = progress(hc.job.num) if self.multirun else ""
+        self.why: str | None = "unknown (its resume check failed)"
+        self.tracker: tracking.JobRun | None = None
+        self.uri = tracking.tracking_uri(cfg.tracking.uri)
+        self.sweep_dir = Path(hc.sweep.dir) if self.multirun else None
+        self.lock = self.held = self.ident = None
+        self.sources = self.code = None
+        if tracking.redact(self.uri) != self.uri:  # a database password in the URI: not in the configs Hydra saved
+            redact_saved(self.out / ".hydra")
+            if self.sweep_dir is not None:
+                redact_saved(self.sweep_dir)  # multirun.yaml, saved after the sweep's start hook ran
+
+    def _open_run(self) -> Any:
+        from pipeline import tracking
+
+        spec = self.spec
+        parent_id, sweep_id = tracking.sweep_context(Path(self.hydra.sweep.dir)) if self.multirun else (None, "")
         return tracking.JobRun(
-            uri,
+            self.uri,
             experiment=spec.experiment,
-            name=name,
+            name=self.name,
             parent_id=parent_id,
-            tags={"boundlab.config_hash": spec.key(), "boundlab.sweep_id": sweep_id, "boundlab.output_dir": str(out),
-                  "mlflow.note.content": f"{name}: one run of the sweep {spec.experiment!r}. "
-                                         + str(cfg.question or "Its measured quantities against every bound that applies.")},
-            supersede=why != "not run yet",
+            tags={"boundlab.config_hash": spec.key(), "boundlab.sweep_id": sweep_id, "boundlab.output_dir": str(self.out),
+                  "mlflow.note.content": f"{self.name}: one run of the sweep {spec.experiment!r}. "
+                                         + str(self.cfg.question or "Its measured quantities against every bound that applies.")},
+            supersede=self.why != "not run yet",
         )
 
-    if tracking.redact(uri) != uri:  # a database password in the URI: not in the configs Hydra saved either
-        redact_saved(out / ".hydra")
-        if sweep_dir is not None:
-            redact_saved(sweep_dir)  # multirun.yaml, saved after the sweep's start hook ran
-    global _in_job
-    if multirun:
-        watch_driver()
-    lock = held = None
-    _in_job = True
-    try:
+    def __enter__(self) -> JobLife:
+        global _in_job
+        if self.multirun:
+            watch_driver()
+        _in_job = True
+        return self
+
+    def done(self) -> bool:
+        """Hold the job's directory (a twin process is waited for) and say whether it already holds an intact
+        finished run of the same config, code and input files (then the job is skipped, unless force=true)."""
+        from pipeline import resume, tracking
+
+        step, name, out = self.step, self.name, self.out
         # one process per job directory: a twin (an orphaned worker, the same directory named twice) is waited for
-        lock = resume.hold(out, wait=True, waiting=lambda pid: log.warning(
+        self.lock = resume.hold(out, wait=True, waiting=lambda pid: log.warning(
             "%s%s: waiting for process %s, which holds %s", step, name, pid, out))
-        sources = resume.inputs(spec.dataset)  # before the data are read: an edit during the run reruns it next time
-        code = resume.job_code(spec)
-        why = resume.check(out, spec.key(), sources, code)
-        if why is None and not spec.force:
+        self.sources = resume.inputs(self.spec.dataset)  # before the data are read: an edit during the run reruns it
+        self.code = resume.job_code(self.spec)
+        self.why = resume.check(out, self.spec.key(), self.sources, self.code)
+        if self.why is None and not self.spec.force:
             log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
-            return
-        if why not in ("not run yet", None):
-            log.warning("%s%s: not done in %s because %s", step, name, out, why)
-        tracking.ensure_up(uri, sweep_dir)  # a server found down by an earlier job: fail now, not after its retries
-        # the same job reached by another command or sweep: wait while another process runs it, then reuse it
-        ident = store.identity(spec.key(), code, sources)
-        try:  # the store is a cache: one that cannot be used costs the reuse, never the job
-            held = store.hold_identity(ident, waiting=lambda pid: log.warning(
+            return True
+        if self.why not in ("not run yet", None):
+            log.warning("%s%s: not done in %s because %s", step, name, out, self.why)
+        tracking.ensure_up(self.uri, self.sweep_dir)  # a server found down by an earlier job: fail now, not after retries
+        return False
+
+    def reused(self) -> bool:
+        """The same job reached by another command or sweep: wait while another process runs it, then reuse its
+        stored result (a sweep's job only; the store is a cache: one that cannot be used costs the reuse)."""
+        from pipeline import resume, store, tracking
+
+        step, name, spec = self.step, self.name, self.spec
+        self.ident = store.identity(spec.key(), self.code, self.sources)
+        try:
+            self.held = store.hold_identity(self.ident, waiting=lambda pid: log.warning(
                 "%s%s: waiting for process %s, which runs the same job", step, name, pid))
         except OSError as e:  # said once per process (the command's pre-flight said it too)
             (log.debug if _store_said else log.warning)(
                 "%s%s: the job store cannot be used (%s): jobs run without it", step, name, _name_of_error(e))
             _store_said.append(True)
-            ident = None
-        entry = None
-        if multirun and not spec.force and ident is not None:
-            entry = store.stored(ident, tracking.redact(uri), finished=lambda run_id: tracking.is_finished(uri, run_id))
-        if entry is not None:
-            try:
-                resume.invalidate(out)
-                store.reuse(entry, out, spec.experiment)
-            except (OSError, ValueError) as e:  # a damaged entry: the job runs and stores it again
-                log.warning("%s%s: its stored result is damaged (%s): it runs again", step, name, _name_of_error(e))
-                store.forget(ident)
-            else:
-                resume.record(out, spec.key(), str(entry["data_hash"]), streamed=bool(entry.get("streamed")),
-                              sources=sources, code=code)
-                log.info("%s%s: the same job finished in run %s (%s): reused, not rerun (force=true reruns it)",
-                         step, name, entry["run_id"], entry.get("output_dir"))
-                return
+            self.ident = None
+        if not (self.multirun and not spec.force and self.ident is not None):
+            return False
+        uri = self.uri
+        entry = store.stored(self.ident, tracking.redact(uri), finished=lambda run_id: tracking.is_finished(uri, run_id))
+        if entry is None:
+            return False
+        try:
+            resume.invalidate(self.out)
+            store.reuse(entry, self.out, spec.experiment)
+        except (OSError, ValueError) as e:  # a damaged entry: the job runs and stores it again
+            log.warning("%s%s: its stored result is damaged (%s): it runs again", step, name, _name_of_error(e))
+            store.forget(self.ident)
+            return False
+        resume.record(self.out, spec.key(), str(entry["data_hash"]), streamed=bool(entry.get("streamed")),
+                      sources=self.sources, code=self.code)
+        log.info("%s%s: the same job finished in run %s (%s): reused, not rerun (force=true reruns it)",
+                 step, name, entry["run_id"], entry.get("output_dir"))
+        return True
+
+    def run(self) -> Any:
+        """Prepare the data, run, write, track, mark done and keep the result in the job store; None when a
+        sweep's learner cannot take the data (one line in ``error.txt``, no run recorded)."""
+        from pipeline import files, resume, store, tracking
+        from pipeline.params import UserError
+        from pipeline.run import prepare, run
+
+        spec, out = self.spec, self.out
         try:
             dataset = prepare(spec)
         except UserError as e:  # the learner cannot take these data: one line, no run recorded
-            if not multirun:
+            if not self.multirun:
                 raise
             resume.invalidate(out)
             out.mkdir(parents=True, exist_ok=True)
             files.write_text(out / "error.txt", f"{e}\n")
-            log.error("%s%s: %s", step, name, e)
-            return
+            log.error("%s%s: %s", self.step, self.name, e)
+            return None
         resume.invalidate(out)
-        tracker = open_run()
+        self.tracker = self._open_run()
         result = run(spec, dataset)
         written = write(result, out)
-        resolved = OmegaConf.to_container(cfg, resolve=True)
+        resolved = OmegaConf.to_container(self.cfg, resolve=True)
         params = flatten(resolved) | flatten({"algorithm": spec.learner.get_params(), "dataset": spec.dataset.get_params()})
-        tracker.finish(params, result.table, result.curve, written)
+        self.tracker.finish(params, result.table, result.curve, written)
         streamed = result.dataset.kind == "stream"
         data_hash = str(result.table["data_hash"].iloc[0])
-        resume.record(out, spec.key(), data_hash, streamed=streamed, sources=sources, code=code)
+        resume.record(out, spec.key(), data_hash, streamed=streamed, sources=self.sources, code=self.code)
         try:  # the store is a cache: a job whose result cannot be kept there is still finished
-            if ident is not None:
-                store.put(ident, out, {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri),
-                                       "experiment": spec.experiment, "output_dir": str(out), "data_hash": data_hash,
-                                       "streamed": streamed})
+            if self.ident is not None:
+                store.put(self.ident, out, {"run_id": self.tracker.run_id, "tracking_uri": tracking.redact(self.uri),
+                                            "experiment": spec.experiment, "output_dir": str(out),
+                                            "data_hash": data_hash, "streamed": streamed})
         except OSError as e:
-            log.warning("%s%s: not kept in the job store (%s); later sweeps rerun it", step, name, _name_of_error(e))
-    except Exception as e:
-        if isinstance(e, UserError) and tracker is None and not multirun:
-            raise  # data this learner cannot take, outside a sweep: the command's one-line error, no run
+            log.warning("%s%s: not kept in the job store (%s); later sweeps rerun it", self.step, self.name,
+                        _name_of_error(e))
+        return result
+
+    def _failed(self, e: Exception) -> bool:
+        """Record a fault of the job; True (swallow it) in a sweep, False (raise it) outside one."""
+        from pipeline import files, resume, tracking
+        from pipeline.params import UserError
+
+        step, name, out = self.step, self.name, self.out
+        if isinstance(e, UserError) and self.tracker is None and not self.multirun:
+            return False  # data this learner cannot take, outside a sweep: the command's one-line error, no run
         down = isinstance(e, tracking.StoreDown)
         if not down and tracking.is_connection_error(e):  # the next jobs fail at once (sibling workers too)
-            tracking.mark_down(uri, sweep_dir, e)
+            tracking.mark_down(self.uri, self.sweep_dir, e)
             down = True
         # Recorded before anything else can fail: the directory must not keep an earlier done.json
         # (the sweep would count the job as finished), and error.txt is what the sweep's end points to.
@@ -334,26 +375,61 @@ def job(cfg: DictConfig) -> None:
             log.error("%s%s: cannot record its failure in %s: %s", step, name, out, _name_of_error(disk))
         try:
             if not down:
-                (tracker or open_run()).fail(e)
+                (self.tracker or self._open_run()).fail(e)
         except Exception as tracking_error:  # noqa: BLE001 - the store itself may be the fault: error.txt still tells
             log.error("%s%s: cannot record its failure in MLflow: %s", step, name,
                       tracking.redact(_name_of_error(tracking_error)))
-        if not multirun:
-            raise
+        if not self.multirun:
+            return False
         if isinstance(e, tracking.StoreDown):
             log.error("%s%s: not run: %s", step, name, e)
         else:
             log.error("%s%s: FAILED: %s (see %s)", step, name, tracking.redact(_name_of_error(e)), out / "error.txt")
-        return
-    except KeyboardInterrupt as e:
-        # a run already ended FINISHED stays so: its marker may be written, and the rerun then skips the job
-        if tracker is not None and tracker.run_id in tracking.OPEN_RUNS:
-            tracker.fail(e)
-        raise
-    finally:
-        _in_job = False
-        resume.release(held)
-        resume.release(lock)
+        return True
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: Any) -> bool:
+        global _in_job
+        from pipeline import resume, tracking
+
+        try:
+            if isinstance(e, Exception):
+                return self._failed(e)
+            if isinstance(e, KeyboardInterrupt):
+                # a run already ended FINISHED stays so: its marker may be written, and the rerun then skips the job
+                if self.tracker is not None and self.tracker.run_id in tracking.OPEN_RUNS:
+                    self.tracker.fail(e)
+            return False
+        finally:
+            _in_job = False
+            resume.release(self.held)
+            resume.release(self.lock)
+
+
+def job(cfg: DictConfig) -> None:
+    """One Hydra job: build, run, write, track, mark done (:class:`JobLife`), then its lines in the log.
+
+    In a sweep, a job whose directory already holds an intact finished run of the same config, code and
+    input files is skipped (``force=true`` reruns it). Any fault of the job, wherever it arises (resume
+    check, data, cache, tracking, the learner, writing), is recorded (a FAILED run when one can be
+    opened, ``error.txt``, no ``done.json``) without stopping the sweep; the sweep's end reports it and
+    exits non-zero. Outside a sweep the fault is recorded the same way, then raised.
+    """
+    life = JobLife(cfg)
+    result = None
+    with life:
+        if life.done() or life.reused():
+            return
+        result = life.run()
+    if result is not None:
+        _said(cfg, life, result)
+
+
+def _said(cfg: DictConfig, life: JobLife, result: Any) -> None:
+    """A finished job's lines: one per bound outside a sweep (with the data's certificate), one per job in a
+    sweep; outside a sweep a violated (D) bound exits 1."""
+    from pipeline.verdicts import row_phrase
+
+    multirun, step, name, out = life.multirun, life.step, life.name, life.out
     if not multirun and {"dual_gap", "f_star_lo"} <= set(result.table):
         first = result.table.iloc[0]
         log.info("comparator: f* in [%.10g, %.10g] (certified duality gap %.2g)", first["f_star_lo"], first["f_star_hi"],
