@@ -7,7 +7,7 @@ ignores underflow: a product or quotient that underflows errs by up to ETA / 2 i
 (Higham section 2.1; sums and differences are exact there), which rigorous bounds add explicitly.
 Scalar steps are rounded outwards with :func:`round_up` and :func:`round_down`: round-to-nearest followed
 by one step to the next float bounds the exact result on that side, in the normal and subnormal ranges
-alike. :func:`two_product` splits a product exactly (for the exact sums of :mod:`pipeline.data.certify`).
+alike. :func:`two_product` splits a product exactly (for the exact sums of :mod:`pipeline.solvers.certified`).
 
 The one certified routine a learner needs in order to run, :func:`psd_gram` (kernel Pegasos and its
 comparator must share the certified, possibly shifted, Gram matrix), lives here too, below the

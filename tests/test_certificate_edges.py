@@ -24,13 +24,11 @@ from pipeline.data.certify import (
     Stats,
     certify,
     certify_sample,
-    margin_lower,
-    margin_upper,
-    radius,
 )
 from pipeline.learners import KernelPegasos
 from pipeline.numerics import psd_gram
 from pipeline.params import ParamError, UserError
+from pipeline.solvers.certified import margin_lower, margin_upper, radius
 from pipeline.statistics import measure
 
 # --- Exact arithmetic -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The working-set certificate of large samples (pipeline.data.certify._max_margin) against the exact
+"""The working-set certificate of large samples (pipeline.solvers.max_margin._max_margin) against the exact
 whole-sample path it replaced (HiGHS LP, Clarabel QP and polish on every row).
 
 Each test is small: the working set's thresholds are lowered (monkeypatched) so that a few hundred rows
@@ -18,9 +18,13 @@ import pytest
 import scipy.sparse as sp
 
 from pipeline.data import MarginBinary
-from pipeline.data.certify import TARGET_GAP, SolverError, certify_sample, margins_lower
+from pipeline.data.certify import TARGET_GAP, certify_sample
+from pipeline.solvers.certified import margins_lower
+from pipeline.solvers.max_margin import SolverError
 
 certify_module = importlib.import_module("pipeline.data.certify")
+certified_module = importlib.import_module("pipeline.solvers.certified")
+max_margin_module = importlib.import_module("pipeline.solvers.max_margin")  # where the max-margin search looks its names up
 
 
 def shifted_gaussian(n: int, d: int, seed: int, shift: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -36,15 +40,15 @@ def shifted_gaussian(n: int, d: int, seed: int, shift: float = 0.05) -> tuple[np
 
 def exact_path(X: np.ndarray | sp.csr_matrix, y: np.ndarray) -> certify_module.Stats | None:
     Z = sp.diags(y) @ sp.csr_matrix(X) if sp.issparse(X) else y[:, None] * X
-    found = certify_module._exact_witnesses(Z)
+    found = max_margin_module._exact_witnesses(Z)
     return None if found is None else certify_module._certify_candidates(X, y, found)
 
 
 @pytest.fixture
 def small_working_set(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rounds on small samples: the whole-sample start only up to 40 rows, few violators per round."""
-    monkeypatch.setattr(certify_module, "_SEED_ROWS", 40)
-    monkeypatch.setattr(certify_module, "_ADD_ROWS", 16)
+    monkeypatch.setattr(max_margin_module, "_SEED_ROWS", 40)
+    monkeypatch.setattr(max_margin_module, "_ADD_ROWS", 16)
 
 
 def agree(new: certify_module.Stats, old: certify_module.Stats) -> None:
@@ -78,7 +82,7 @@ def test_sparse_rows_match_dense_rows(small_working_set: None, tmp_path: Path) -
 
 def test_many_features_use_the_gram_form(small_working_set: None, monkeypatch: pytest.MonkeyPatch,
                                          tmp_path: Path) -> None:
-    monkeypatch.setattr(certify_module, "_DENSE_NNLS", 4)  # the sparse/high-d path on dense rows
+    monkeypatch.setattr(max_margin_module, "_DENSE_NNLS", 4)  # the sparse/high-d path on dense rows
     X, y = shifted_gaussian(200, 30, 6)
     agree(certify_sample(X, y, tmp_path), exact_path(X, y))
 
@@ -134,7 +138,7 @@ def test_margins_in_blocks_equal_margins_at_once(monkeypatch: pytest.MonkeyPatch
     X, y = shifted_gaussian(500, 7, 12)
     w = np.random.default_rng(12).normal(size=7)
     whole = margins_lower(X, y, w)
-    monkeypatch.setattr(certify_module, "_CHUNK_ENTRIES", 50)  # 7 rows a block
+    monkeypatch.setattr(certified_module, "_CHUNK_ENTRIES", 50)  # 7 rows a block
     blocks = margins_lower(X, y, w)
     exact = y * (X @ w) / np.linalg.norm(w)
     assert np.all(blocks <= exact) and np.allclose(blocks, whole, rtol=1e-14, atol=0)
@@ -145,17 +149,17 @@ def test_the_largest_entry_needs_no_copy_and_refuses_nan() -> None:
     from pipeline.params import UserError
 
     X = np.array([[1.0, -3.0], [2.0, 0.5]])
-    assert certify_module._largest(X) == 3.0
+    assert certified_module._largest(X) == 3.0
     X[1, 1] = np.nan
     with pytest.raises(UserError, match="NaN or infinite"):
-        certify_module._largest(X)
+        certified_module._largest(X)
 
 
 def test_nnls_in_gram_form_solves_the_least_distance_problem() -> None:
     rng = np.random.default_rng(13)
     Z = rng.normal(size=(60, 8)) + 2.0  # all z_i in a half-space: the origin outside their hull
     H = Z @ Z.T + 1.0
-    u = certify_module._nnls_gram(H, np.ones(60))
+    u = max_margin_module._nnls_gram(H, np.ones(60))
     from scipy.optimize import nnls
 
     E = np.vstack([Z.T, np.ones(60)])
@@ -183,13 +187,13 @@ def test_sparse_rows_in_many_dimensions_are_certified_by_the_active_set(
     """m <= d sparse rows: the active set alone gives the certificate (the working set is never called), its
     rounds both drop rows from the guessed support and add rows back, and the interval agrees with the
     whole-sample solvers'."""
-    monkeypatch.setattr(certify_module, "_SEED_ROWS", 40)  # its rounds are logged
+    monkeypatch.setattr(max_margin_module, "_SEED_ROWS", 40)  # its rounds are logged
     X, y = sparse_many_features(400, 500, 8, seed=13, shift=0.3)
 
     def refuse(*args: object) -> None:
         raise AssertionError("the working set was used")
 
-    monkeypatch.setattr(certify_module, "_max_margin", refuse)
+    monkeypatch.setattr(max_margin_module, "_max_margin", refuse)
     with caplog.at_level(logging.INFO, logger="boundlab"):
         s = certify_sample(X, y, tmp_path)
     agree(s, exact_path(X, y))
@@ -203,8 +207,8 @@ def test_a_sparse_sample_that_is_not_separable_leaves_the_active_set_to_highs(
     X, y = sparse_many_features(200, 600, 6, seed=14)
     X, y = sp.vstack([X, X[:1]]).tocsr(), np.append(y, -y[0])  # one row twice, with both labels
     calls: list[object] = []
-    active_set = certify_module._active_set
-    monkeypatch.setattr(certify_module, "_active_set", lambda *a: calls.append(active_set(*a)) or calls[-1])
+    active_set = max_margin_module._active_set
+    monkeypatch.setattr(max_margin_module, "_active_set", lambda *a: calls.append(active_set(*a)) or calls[-1])
     s = certify_sample(X, y, tmp_path)
     assert calls == [None]  # it gave up, and HiGHS proved the sample not separable
     assert not s.separable and exact_path(X, y) is None
@@ -214,8 +218,8 @@ def test_a_working_set_too_large_for_the_memory_is_refused_before_it_is_built(
         small_working_set: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from pipeline.params import UserError
 
-    monkeypatch.setattr(certify_module, "_DENSE_NNLS", 4)  # the Gram form on dense rows
-    monkeypatch.setattr(certify_module, "memory_shortfall",
+    monkeypatch.setattr(max_margin_module, "_DENSE_NNLS", 4)  # the Gram form on dense rows
+    monkeypatch.setattr(max_margin_module, "memory_shortfall",
                         lambda nbytes, what: f"{what} need ~{nbytes / 2**30:.3g} GiB, more than the 0 GiB available")
     X, y = shifted_gaussian(3000, 30, 15)  # beyond the seed of 512 rows: the working set grows
     with pytest.raises(UserError, match=r"certifying the margin of 3000 x 30: a working set of \d+ rows need .*"

@@ -22,7 +22,7 @@ from pipeline.learners.perceptron import TIES, perceptron_sparse_kernel
 from pipeline.schemas import register
 
 ROOT = Path(__file__).resolve().parents[1]
-certify_module = importlib.import_module("pipeline.data.certify")
+max_margin_module = importlib.import_module("pipeline.solvers.max_margin")
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -73,8 +73,8 @@ def test_statistics_are_cached_by_content(tmp_path: Path, monkeypatch: pytest.Mo
     def no_solver(*args: object) -> None:
         raise AssertionError("recomputed")
 
-    monkeypatch.setattr(certify_module, "_hard_margin", no_solver)
-    monkeypatch.setattr(certify_module, "_separating_direction", no_solver)
+    monkeypatch.setattr(max_margin_module, "_hard_margin", no_solver)
+    monkeypatch.setattr(max_margin_module, "_separating_direction", no_solver)
     assert certify_sample(X.copy(), y.copy(), tmp_path) == first
     with pytest.raises(AssertionError, match="recomputed"):
         certify_sample(X * 2, y, tmp_path)  # other content, other key

@@ -29,9 +29,6 @@ ALLOWED = {  # (importing module, imported module) -> why; the list only shrinks
     ("pipeline.learners.multiclass", "pipeline.solvers.multiclass"):
         "MulticlassSVM's training is the certified Crammer-Singer solve itself (regularised loss minimisation, "
         "docs/bounds.md section 7): its comparator and excess come from pipeline.statistics like every learner's",
-    ("pipeline.solvers.comparators", "pipeline.data.certify"):
-        "the comparators' margins are rounded outwards by data.certify's margins_lower; it goes when the certified "
-        "arithmetic moves under the solvers (docs/architecture.md)",
 }
 
 

@@ -19,11 +19,12 @@ from hydra import compose, initialize_config_dir
 from scipy.optimize import OptimizeResult
 
 from pipeline.config import build
-from pipeline.data.certify import SolverError, certify_sample
+from pipeline.data.certify import certify_sample
 from pipeline.params import UserError
 from pipeline.paths import CONF_DIR
 from pipeline.run import run
 from pipeline.schemas import register
+from pipeline.solvers.max_margin import SolverError
 
 TINY = ["n=40", "d=3", "T=200"]
 

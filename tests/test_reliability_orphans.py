@@ -254,8 +254,8 @@ if where:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("where", "sig", "sweep"), [
-    ("pipeline.data.certify:_separating_direction", signal.SIGTERM, True),  # the LP, before the job's run opens
-    ("pipeline.data.certify:_separating_direction", signal.SIGINT, False),
+    ("pipeline.solvers.max_margin:_separating_direction", signal.SIGTERM, True),  # the LP, before the job's run opens
+    ("pipeline.solvers.max_margin:_separating_direction", signal.SIGINT, False),
     ("pipeline.run:run", signal.SIGINT, True),  # inside the job's open run
     ("pipeline.run:run", signal.SIGTERM, False),
 ])

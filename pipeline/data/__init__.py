@@ -6,7 +6,7 @@ built-ins (declared in pyproject.toml) and installed plug-ins alike (:mod:`pipel
 
 from __future__ import annotations
 
-from pipeline.data.certify import Stats, certify, margin_lower, margin_upper, radius
+from pipeline.data.certify import Stats, certify
 from pipeline.data.dataset import KINDS, Dataset, Source
 from pipeline.data.finite import FiniteClass
 from pipeline.data.multiclass import MulticlassBundled, MulticlassDataset, MulticlassMargin, MulticlassStats, check_labels
@@ -17,6 +17,7 @@ from pipeline.data.synthetic import MarginBinary, Shells, SparseMargin
 from pipeline.data.tight import Tight
 from pipeline.data.worst_case import WorstCase
 from pipeline.plugins import DATASETS
+from pipeline.solvers.certified import margin_lower, margin_upper, radius
 
 __all__ = ["DATASETS", "KINDS", "Bundled", "Dataset", "File", "FiniteClass", "MarginBinary", "MulticlassBundled",
            "MulticlassDataset", "MulticlassFile", "MulticlassMargin", "MulticlassStats", "Shells", "Source", "SparseMargin",

@@ -24,11 +24,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from pipeline.data.certify import radius
 from pipeline.data.dataset import Source
 from pipeline.data.real import PREPROCESS, preprocess
 from pipeline.params import (SCALE_WORDS, Param, ParamError, UserError, check_margin_scale, check_params, check_sizes,
                              in_scale)
+from pipeline.solvers.certified import radius
 
 from pipeline.numerics import UNIT_ROUNDOFF, err_factor
 
@@ -42,7 +42,7 @@ class MulticlassStats:
     m, d, k : training sample size, dimension, number of classes.
     R : rigorous upper bound of max ||x|| over every vector the learners can see: the training sample,
         the test sample and every :meth:`MulticlassDataset.draw` (generator: rho, by construction; finite
-        set: :func:`pipeline.data.certify.radius` over S).
+        set: :func:`pipeline.solvers.certified.radius` over S).
     margin : rigorous lower bound of the realised min_i W*_{y_i}.x_i - max_{j != y_i} W*_j.x_i over the
         training sample, on the clean labels (>= gamma by construction); NaN without a W*.
     acceptance : fraction of the candidates x, uniform in the rho-ball, that the generator's rejection
@@ -387,7 +387,7 @@ class MulticlassBundled(Source):
 
     S is the population D: X_test is S itself and :meth:`MulticlassDataset.draw` samples S with
     replacement, so a risk measured on X_test is exactly L_D = L_S (the risk the SGD guarantee then
-    bounds). R is :func:`pipeline.data.certify.radius` over S after preprocessing (the vectors the
+    bounds). R is :func:`pipeline.solvers.certified.radius` over S after preprocessing (the vectors the
     learner sees): it bounds every row of S, hence every example drawn from it.
 
     Training sample. Without ``sample``, X, y is S itself and the rng is not used (multiclass_sgd draws

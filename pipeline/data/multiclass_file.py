@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 
-from pipeline.data.certify import radius
 from pipeline.data.dataset import Source
 from pipeline.data.multiclass import MulticlassDataset, MulticlassStats, check_labels
 from pipeline.data.real import FORMATS, File, check_radius_scale, preprocess
 from pipeline.params import DataError, Param, UserError, check_params, memory_shortfall
+from pipeline.solvers.certified import radius
 
 
 class MulticlassFile(Source):

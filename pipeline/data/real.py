@@ -208,7 +208,7 @@ def check_file_memory(shown: str, X: np.ndarray | sparse.csr_matrix, dense: bool
     """Refuse a file whose preprocessing and certificate would exceed the available memory (before any of it)."""
     n, d = X.shape[0], X.shape[1] + extra
     entries = float(n) * d if dense or not sparse.issparse(X) else float(X.nnz + n * extra)
-    # the certificate's solvers work on a working set of rows (pipeline.data.certify._max_margin), not on
+    # the certificate's solvers work on a working set of rows (pipeline.solvers.max_margin._max_margin), not on
     # the whole sample: a few hundred thousand entries and, for sparse rows, its Gram matrix
     workset = 8.0 * WORKSET_ROWS * (d + 1 + (WORKSET_ROWS if sparse.issparse(X) else 0))
     shortfall = memory_shortfall(sample_bytes(n, d, entries=entries, copies=4 if dense or not sparse.issparse(X) else 6,

@@ -18,11 +18,12 @@ from typing import Iterator
 import numpy as np
 
 from pipeline._jit import kernel
-from pipeline.data.certify import Stats, margin_lower, margin_upper, radius
+from pipeline.data.certify import Stats
 from pipeline.data.dataset import Source
 from pipeline.data.synthetic import householder_direction, reflect_rows
 from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, in_scale
 from pipeline.progress import Progress
+from pipeline.solvers.certified import margin_lower, margin_upper, radius
 
 
 @kernel

@@ -11,11 +11,16 @@
   duality gap and an instance that attains it (docs/bounds.md section 1, "The exact worst case"; the data
   layer's ``dataset=worst_case`` is that instance);
 - :mod:`pipeline.solvers.games`: the adversary's exact value against Halving and Weighted Majority on small
-  classes, by game search (docs/bounds.md section 3).
+  classes, by game search (docs/bounds.md section 3);
+- :mod:`pipeline.solvers.certified`: the certified arithmetic of a sample's statistics, the radius R and
+  rigorous bounds of the margins from explicit witnesses (docs/bounds.md section 1);
+- :mod:`pipeline.solvers.max_margin`: the max-margin search that proposes those witnesses and decides
+  separability (HiGHS's LP, the hard-margin QP, the working set and the sparse active set).
 
 Learners never import this package (they report what they did, :class:`pipeline.learners.base.Outcome`;
 the one exception, the multiclass SVM whose training is the certified solve, is listed in tests/test_layers.py);
 :mod:`pipeline.statistics` asks it for exactly the statistics the evaluated bounds require. The data
-layer's own certificates (R, the margin interval, LP separability) stay in :mod:`pipeline.data.certify`:
-they describe the sample before any learner runs, and the data layer imports nothing above it.
+layer's certificates (R, the margin interval, LP separability) are assembled in :mod:`pipeline.data.certify`
+from the two modules above: they describe the sample before any learner runs, and the data layer imports
+nothing above it.
 """

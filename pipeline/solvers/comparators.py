@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from pipeline.data.certify import margins_lower
+from pipeline.solvers.certified import margins_lower
 
 C_GRID = (1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 WORK = 2e7  # larger samples: entries visited per C (passes x stored entries), at least one pass

@@ -26,7 +26,7 @@ Floating point. Both ends are evaluated afresh from the returned vectors (never 
 tracked during the iterations), with left-to-right sums in compiled kernels (:mod:`pipeline._jit`),
 so a certificate is bit-identical run to run and the same for dense and CSR input. Each end is then
 rounded outwards by an a-priori bound of its rounding error, in the manner of
-:mod:`pipeline.data.certify` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
+:mod:`pipeline.solvers.certified` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
 eq. 3.5: a recursive sum of n terms errs by at most gamma_n times the sum of their moduli; gamma
 doubled to cover the evaluation of the bound itself). The one sum with heavy cancellation,
 v(alpha) = (lam m)^{-1} sum_i alpha_i y_i x_i (for a Gram matrix, K (alpha y)), whose terms are
