@@ -3,11 +3,12 @@
 ``main`` checks the whole sweep first (each job's composed config through the learners' and datasets'
 parameter specs); a bad value stops it with one line on stderr and exit code 2, before an output
 directory or an MLflow run exists. Heavy libraries (numba, mlflow, pandas) are imported only by jobs.
+What it needs of Hydra's private internals (its argument parser, the basic sweeper's split of a sweep, the
+compose-once cache, the ``--help`` listing) it reaches through ``pipeline.hydra_seam``.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import signal
@@ -15,38 +16,16 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Callable, Iterable, Sequence
+from typing import Sequence
 
 import hydra
 from omegaconf import DictConfig
 
-from pipeline import interrupts, sweep  # sweep also registers the config's ${boundlab:...} resolver
+from pipeline import hydra_seam, interrupts, sweep  # sweep also registers the config's ${boundlab:...} resolver
+from pipeline.hydra_seam import parse_overrides
 from pipeline.paths import CONF_DIR
 
 USAGE_EXIT = 2
-
-
-@functools.lru_cache(maxsize=None)
-def _parser():  # noqa: ANN202
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    return OverridesParser.create()
-
-
-@functools.lru_cache(maxsize=65536)
-def _override(line: str):  # noqa: ANN202
-    return _parser().parse_overrides([line])[0]
-
-
-def parse_overrides(lines: Iterable[str]) -> list:
-    """Hydra's parse of each override line, each distinct line parsed once per process.
-
-    A sweep's jobs repeat the same few ``key=value`` lines (a 1,620-job paper grid: 11,577 lines, a few
-    dozen distinct), and Hydra's ANTLR parser costs about 0.5 ms a line: parsed job by job, the pre-flight
-    of such a grid spent 6 s in the parser alone. The parsed ``Override`` records are only read, never
-    changed, so one record serves every job that has its line; errors are Hydra's own.
-    """
-    return [_override(line) for line in lines]
 
 
 def _fail(message: str) -> None:
@@ -280,15 +259,12 @@ class Plan:
 
 def plan_of(argv: Sequence[str]) -> Plan:
     """The jobs that ``boundlab argv`` would run (each as its override list)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra._internal.utils import get_args_parser
-
     from pipeline.params import UserError
 
-    args = get_args_parser().parse_args(list(argv))
+    args = hydra_seam.parse_command_line(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
         return Plan()
-    overrides = _parser().parse_overrides(args.overrides)  # sweep values included: parsed as a whole
+    overrides = hydra_seam.parser().parse_overrides(args.overrides)  # sweep values included: parsed as a whole
     checked: set[str] = set()
     check_names(overrides, checked)  # before Hydra reads an experiment file or makes a directory
     if not args.multirun:
@@ -310,8 +286,7 @@ def plan_of(argv: Sequence[str]) -> Plan:
     if base.hydra.job.get("chdir"):  # set by an experiment file
         raise UserError(f"hydra.job.chdir=true: {NO_CHDIR}")
     params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
-    jobs = [job for batch in BasicSweeper.split_arguments(_parser().parse_overrides(params + list(args.overrides)), None)
-            for job in batch]
+    jobs = hydra_seam.split_sweep(hydra_seam.parser().parse_overrides(params + list(args.overrides)))
     if any(o.is_sweep_override() and o.key_or_group in ("name", "experiment") for o in overrides):
         for job in jobs:  # swept names are checked one by one (the pre-flight then refuses more than one)
             check_names(parse_overrides(job), checked)
@@ -341,7 +316,6 @@ def _check_launcher(launcher: DictConfig) -> None:
 def _check_sweeper(sweeper: DictConfig) -> None:
     """The sweep's jobs must be known before it starts (the pre-flight checks each): Hydra's basic sweeper
     or boundlab's (hydra_plugins/boundlab_sweeper), not a sweeper that chooses its jobs as it goes."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.utils import get_class
 
     from pipeline.params import UserError
@@ -351,48 +325,9 @@ def _check_sweeper(sweeper: DictConfig) -> None:
         cls = get_class(target)
     except Exception:  # noqa: BLE001 - Hydra reports a sweeper it cannot load when it instantiates it
         return
-    if not (isinstance(cls, type) and issubclass(cls, BasicSweeper)):
+    if not hydra_seam.knows_its_jobs(cls):
         raise UserError(f"hydra/sweeper: {target} chooses its jobs as the sweep goes, and boundlab checks every job "
                         "before any starts; use hydra/sweeper=boundlab (the default) or hydra/sweeper=basic")
-
-
-class _Composer:
-    """Job configs for the pre-flight check, composed once per choice of config groups.
-
-    Composing a config costs ~0.1 s; a sweep's jobs mostly differ in values only. Those share one
-    composition of their group choices (and other structural overrides), copied, with each value set
-    the way Hydra sets a plain ``key=value`` override (``OmegaConf.update(cfg, key, value, merge=True)``).
-    Anything that fails that way is composed by Hydra itself, so errors read as Hydra's.
-    """
-
-    def __init__(self) -> None:
-        from hydra.core.global_hydra import GlobalHydra
-
-        self.repository = GlobalHydra.instance().config_loader().repository
-        self.composed: dict[tuple[str, ...], DictConfig] = {}
-
-    def _plain(self, o) -> bool:  # noqa: ANN001
-        return (not (o.is_delete() or o.is_add() or o.is_force_add()) and o.package is None
-                and not o.key_or_group.startswith("hydra") and not self.repository.group_exists(o.key_or_group))
-
-    def __call__(self, job: list[str]) -> DictConfig:
-        import copy
-
-        from omegaconf import OmegaConf
-        from omegaconf.errors import OmegaConfBaseException
-
-        parsed = parse_overrides(job)
-        plain = [o for o in parsed if self._plain(o)]
-        structural = tuple(o.input_line for o in parsed if not self._plain(o))
-        if structural not in self.composed:
-            self.composed[structural] = hydra.compose("config", overrides=list(structural))
-        cfg = copy.deepcopy(self.composed[structural])
-        try:
-            for o in plain:
-                OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
-        except OmegaConfBaseException:
-            return hydra.compose("config", overrides=job)
-        return cfg
 
 
 def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
@@ -414,7 +349,7 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
         if plan.multirun and not plan.jobs and not any(a.startswith("--") for a in argv):
             _fail("the sweep has no jobs (an empty list or range among its values, e.g. seed='range(0,0)'): give each "
                   "swept key at least one value")
-        compose = _Composer()
+        compose = hydra_seam.Composer()
         keys: set[str] = set()
         progress = _CheckProgress(len(plan.jobs))
         for i, job in enumerate(plan.jobs):
@@ -496,9 +431,7 @@ class _CheckProgress:
 
 def argv_overrides(argv: Sequence[str]) -> list[str]:
     """The override arguments of a command line (Hydra's own flags left out)."""
-    from hydra._internal.utils import get_args_parser
-
-    return list(get_args_parser().parse_args(list(argv)).overrides)
+    return list(hydra_seam.parse_command_line(argv).overrides)
 
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
@@ -627,7 +560,7 @@ def _once(argv: list[str], in_round: bool = False) -> None:
                 keep_on_loopback(plan.ray_init)
             context = context.with_(size=len(plan.jobs), key=plan.sweep_key())
         context.publish()
-        listing = _list_groups_once() if not plan.jobs else None  # --help, --cfg, --info, completion
+        listing = hydra_seam.list_groups_once() if not plan.jobs else None  # --help, --cfg, --info, completion
         sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
         try:
             _app()
@@ -732,36 +665,6 @@ def _interrupted(plan: Plan | None) -> None:
                   "the next run of the same command marks them", file=sys.stderr)
     print("boundlab: interrupted; finished jobs are kept: run the same command to resume", file=sys.stderr)
     raise SystemExit(130) from None
-
-
-def _list_groups_once() -> Callable[[], None]:
-    """Make Hydra's listing of config-group options read one copy of the config repository.
-
-    ``boundlab --help`` lists every group and its options. Hydra answers each of those ~80 questions
-    with a fresh deep copy of its whole config repository (``ConfigLoaderImpl.get_group_options``:
-    ~15 ms each, most of the command's time); the files do not change while the command runs, so
-    one copy per (config name, overrides) answers them all. Only for the commands that run no job.
-    tests/test_compose_once.py fails if a Hydra release changes the method this replaces.
-    """
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra.core.object_type import ObjectType
-
-    repos: dict[tuple, object] = {}
-
-    def get_group_options(self, group_name: str, results_filter: ObjectType | None = ObjectType.CONFIG,  # noqa: ANN001
-                          config_name: str | None = None, overrides: list[str] | None = None) -> list[str]:
-        key = (id(self), config_name, tuple(overrides or ()))
-        if key not in repos:
-            repos[key] = self._parse_overrides_and_create_caching_repo(config_name, list(overrides or ()))[1]
-        return repos[key].get_group_options(group_name, results_filter)
-
-    hydras = ConfigLoaderImpl.get_group_options
-    ConfigLoaderImpl.get_group_options = get_group_options
-
-    def restore() -> None:
-        ConfigLoaderImpl.get_group_options = hydras
-
-    return restore
 
 
 class StopGuard:

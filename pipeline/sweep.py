@@ -135,12 +135,6 @@ def forget() -> None:
     _validated.clear()
 
 
-# The launcher's compositions of the running sweep's configs, in this process (hydra_plugins/boundlab_sweeper:
-# ComposeOnce): {"sweep": id, "configs": {key: config}}. Kept here because Hydra's plugin scan may import the
-# plugin's module again (a joblib worker does, per job), which would empty a cache kept there.
-COMPOSED: dict = {}
-
-
 def _resolve(field: str) -> str:
     return current().resolve(field)
 

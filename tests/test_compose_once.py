@@ -34,6 +34,8 @@ JOBS = [
     ["hydra.job.name=other", "seed=6"],  # a hydra override: composed by Hydra
     ["tracking.uri=sqlite:///x.db", "seed=7"],
     ["algorithm=perceptron", "algorithm.tie=mistake", "gamma=0.05"],
+    ["seed=1", "~seed"],  # a plain override before a deletion of its key: in Hydra's order
+    ["seed=8", "+extra=1", "extra=2", "gamma=0.3"],  # plain ones after the addition: from the cache
 ]
 
 
@@ -90,7 +92,7 @@ def test_value_only_jobs_compose_once_per_group_choice(loader, master, monkeypat
 
 def test_a_bad_value_fails_as_hydras_does(loader, master) -> None:  # noqa: ANN001
     once = ComposeOnce(loader)
-    for job in (["nosuchkey=1"], ["algorithm.nosuch=2"], ["seed=1", "dataset=nosuch"]):
+    for job in (["nosuchkey=1"], ["algorithm.nosuch=2"], ["seed=1", "dataset=nosuch"], ["extra=2", "+extra=1"]):
         with pytest.raises(Exception) as theirs:  # noqa: PT011 - whatever Hydra raises, compared below
             loader.load_sweep_config(master, job)
         with pytest.raises(Exception) as ours:  # noqa: PT011 - the same type and message as Hydra's
@@ -184,7 +186,7 @@ def test_help_lists_the_same_groups_from_one_repository_copy() -> None:
     assert list(inspect.signature(ConfigLoaderImpl.get_group_options).parameters) == [
         "self", "group_name", "results_filter", "config_name", "overrides"]
     code = ("import sys\nfrom pipeline import cli\n"
-            "if sys.argv[1] == 'hydra': cli._list_groups_once = lambda: None\n"
+            "if sys.argv[1] == 'hydra': cli.hydra_seam.list_groups_once = lambda: None\n"
             "sys.argv = ['boundlab', '--help']\ncli.main(['--help'])\n")
     texts = [subprocess.run([sys.executable, "-c", code, which], capture_output=True, text=True, check=True).stdout
              for which in ("hydra", "ours")]
@@ -194,10 +196,10 @@ def test_help_lists_the_same_groups_from_one_repository_copy() -> None:
 def test_the_listing_is_hydras_again_once_the_command_ends() -> None:
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
-    from pipeline import cli
+    from pipeline import hydra_seam
 
     hydras = ConfigLoaderImpl.get_group_options
-    restore = cli._list_groups_once()
+    restore = hydra_seam.list_groups_once()
     assert ConfigLoaderImpl.get_group_options is not hydras
     restore()
     assert ConfigLoaderImpl.get_group_options is hydras

@@ -138,17 +138,19 @@ def test_bad_input_is_one_line_naming_the_key(argv: list[str], named: str, one_l
     ["experiment=multiclass_sgd_rate", "T=1000", "seed=1", "B=5"],
     ["dataset=finite_class", "algorithm=halving", "dataset.cls=intervals", "n=50"],
     ["+algorithm.unknown=1", "seed=1"],
+    ["seed=1", "~seed"],  # a plain override before a deletion of its key: applied in Hydra's order
+    ["seed=8", "+extra=1", "extra=2", "gamma=0.3"],
 ])
 def test_preflight_composes_each_job_as_hydra_does(job: list[str]) -> None:
     """The pre-flight check's shortcut (one composition per choice of groups, values set as Hydra sets
     them) gives exactly the config Hydra composes for the job."""
     from omegaconf import OmegaConf
 
-    from pipeline.cli import _Composer
+    from pipeline.hydra_seam import Composer
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        composer = _Composer()
+        composer = Composer()
         composer(["n=7", "d=3"])  # values set on a shared composition must not leak into other jobs
         ours = composer(job)
         try:

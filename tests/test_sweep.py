@@ -100,7 +100,7 @@ def test_the_job_entry_point_does_not_import_the_command() -> None:
 def test_what_the_sweeper_relies_on_in_hydra() -> None:
     """Fails when a Hydra release changes the basic sweeper the plugin subclasses: its private module
     path, the hook it overrides, where its sweep calls that hook, its constructor and config fields, and
-    the splitting of a sweep into jobs that the pre-flight repeats (pipeline.cli.plan_of)."""
+    the splitting of a sweep into jobs that the pre-flight repeats (pipeline.hydra_seam.split_sweep)."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper, BasicSweeperConf
     from hydra.core.override_parser.types import Override
 
@@ -168,7 +168,7 @@ def _in_process_sweep(argv: list[str], tmp_path: Path, monkeypatch: pytest.Monke
     compose = ConfigLoaderImpl.load_configuration
 
     def composing(self, config_name, overrides, run_mode, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        if sys._getframe(1).f_code.co_name == "load_sweep_config":  # the launcher's loader (ComposeOnce)
+        if sys._getframe(1).f_code.co_name in ("load_sweep_config", "_compose"):  # the launcher's loader (ComposeOnce)
             seen["launcher_composed"].append([o for o in overrides if not o.lstrip("~+").startswith("hydra")])
         return compose(self, config_name, overrides, run_mode, *args, **kwargs)
 

@@ -1,0 +1,100 @@
+"""One seam to Hydra's private internals: pipeline/hydra_seam.py is the only module of the package or of the
+sweeper plug-in that imports ``hydra._internal`` or the joblib launcher's private ``_core`` module (read from
+the source with ``ast``, every import statement, at module level or inside a function), and its compose-once
+cache has one definition of a plain override, for the pre-flight and the launcher alike."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+
+from pipeline.paths import CONF_DIR
+from pipeline.schemas import register
+
+ROOT = Path(__file__).resolve().parents[1]
+SEAM = Path("pipeline") / "hydra_seam.py"
+PRIVATE = ("hydra._internal", "hydra_plugins.hydra_joblib_launcher._core")
+
+
+def _private_imports(source: str, filename: str) -> list[str]:
+    """The private Hydra modules an ``import``/``from ... import`` of ``source`` names."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        found += [n for n in names if any(n == p or n.startswith(p + ".") for p in PRIVATE)]
+    return sorted(set(found))
+
+
+def _offenders() -> dict[str, list[str]]:
+    files = sorted([*(ROOT / "pipeline").rglob("*.py"), *(ROOT / "hydra_plugins").rglob("*.py")])
+    assert any(f.relative_to(ROOT) == SEAM for f in files)
+    out = {}
+    for f in files:
+        rel = f.relative_to(ROOT)
+        if rel != SEAM and (bad := _private_imports(f.read_text(), str(rel))):
+            out[str(rel)] = bad
+    return out
+
+
+def test_only_the_seam_imports_hydras_private_modules() -> None:
+    assert _offenders() == {}, "import these through pipeline.hydra_seam"
+
+
+def test_the_seam_binds_no_private_name_when_imported() -> None:
+    """Hydra's plugin scan executes hydra._internal.core_plugins again: a private class bound at import time
+    would not be the one Hydra's code refers to afterwards (the seam looks each up when it is used)."""
+    tree = ast.parse((ROOT / SEAM).read_text())
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert _private_imports(ast.unparse(ast.Module(body=top, type_ignores=[])), str(SEAM)) == []
+
+
+def test_the_check_sees_every_form_of_import() -> None:
+    for line in ("from hydra._internal.utils import get_args_parser",
+                 "import hydra._internal.config_loader_impl",
+                 "def f():\n    from hydra._internal import utils",
+                 "from hydra_plugins.hydra_joblib_launcher import _core",
+                 "from hydra_plugins.hydra_joblib_launcher._core import execute_job"):
+        assert _private_imports(line, "x.py"), line
+    assert _private_imports("from hydra.core.plugins import Plugins\nimport hydra", "x.py") == []
+    assert _private_imports((ROOT / SEAM).read_text(), str(SEAM))  # the seam itself does import them
+
+
+@pytest.fixture(scope="module")
+def composer():  # noqa: ANN201
+    from pipeline.hydra_seam import Composer
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        yield Composer()
+
+
+@pytest.mark.parametrize(("job", "plain"), [
+    (["seed=1", "gamma=0.2"], ["seed=1", "gamma=0.2"]),
+    (["algorithm=pegasos", "T=50", "+extra=1", "seed=2"], ["seed=2"]),  # after the addition only
+    (["seed=1", "~seed"], []),  # a plain override before a deletion: Hydra's order kept
+    (["hydra.job.name=x", "seed=3", "algorithm.lam=0.5", "x={a: 1}"], []),  # a dict value is a config override
+    (["seed=4", "hydra.job.name=x", "+hydra.foo=1"], ["seed=4"]),  # hydra.* never touches a plain key
+])
+def test_one_definition_of_a_plain_override(composer, job: list[str], plain: list[str]) -> None:  # noqa: ANN001
+    from pipeline.hydra_seam import parse_overrides
+
+    ours, structural = composer.cache.split(parse_overrides(job))
+    assert [o.input_line for o in ours] == plain
+    assert sorted(structural + plain) == sorted(job)
+
+
+def test_the_preflight_refuses_what_hydra_refuses(composer) -> None:  # noqa: ANN001
+    with pytest.raises(ConfigCompositionException) as theirs:
+        compose("config", overrides=["extra=2", "+extra=1"])
+    with pytest.raises(ConfigCompositionException) as ours:
+        composer(["extra=2", "+extra=1"])
+    assert str(ours.value) == str(theirs.value)
