@@ -160,11 +160,24 @@ def test_preflight_composes_each_job_as_hydra_does(job: list[str]) -> None:
     assert OmegaConf.to_container(ours, resolve=True) == OmegaConf.to_container(theirs, resolve=True)
 
 
+def _settings(plan, *keys: str) -> set[tuple[str, ...]]:  # noqa: ANN001
+    """The distinct values of ``keys`` over a plan's jobs, each job's overrides read as key=value."""
+    return {tuple(dict(o.split("=", 1) for o in job if "=" in o).get(k, "") for k in keys) for job in plan.task_jobs()}
+
+
 def test_good_sweep_passes_preflight() -> None:
+    """The pre-flight lists exactly the sweep's jobs: the product of the swept values, each job once; an
+    experiment's grid, with a value on the command line replacing the grid's (the command line wins)."""
     register()
-    assert len(preflight(["-m", "gamma=0.05,0.1", "rho=0.5,1", "seed=0,1,2"]).jobs) == 12
-    assert len(preflight(["-m", "experiment=perceptron_margin"]).jobs) == 27
-    assert len(preflight(["-m", "experiment=perceptron_margin", "gamma=0.2"]).jobs) == 9  # the command line wins
+    plan = preflight(["-m", "gamma=0.05,0.1", "rho=0.5,1", "seed=0,1,2"])
+    assert len(plan.jobs) == 12 and _settings(plan, "gamma", "rho", "seed") == {
+        (g, r, s) for g in ("0.05", "0.1") for r in ("0.5", "1") for s in ("0", "1", "2")}
+    grid = preflight(["-m", "experiment=perceptron_margin"])
+    assert len(grid.jobs) == 27 and len(_settings(grid, "gamma", "d", "seed")) == 27
+    assert {g for g, in _settings(grid, "gamma")} == {"0.05", "0.1", "0.2"}
+    pinned = preflight(["-m", "experiment=perceptron_margin", "gamma=0.2"])
+    assert len(pinned.jobs) == 9 and {g for g, in _settings(pinned, "gamma")} == {"0.2"}
+    assert _settings(pinned, "d", "seed") == _settings(grid, "d", "seed")  # the rest of the grid unchanged
 
 
 @pytest.mark.slow

@@ -324,7 +324,10 @@ def test_experiment_setting_hydra_callbacks_is_refused(argv: list[str], conf_wit
 
 def test_own_experiments_keep_the_package_callbacks(conf_with_evil_experiment: Path) -> None:
     register()
-    assert len(preflight(["-m", "experiment=perceptron_margin"]).jobs) == 27
+    plan = preflight(["-m", "experiment=perceptron_margin"])
+    # the package's own experiment, its grid whole: 3 gammas x 3 dimensions x 3 seeds, each job once
+    jobs = {tuple(sorted(job)) for job in plan.task_jobs()}
+    assert len(plan.jobs) == 27 == len(jobs) and all("experiment=perceptron_margin" in job for job in jobs)
 
 
 # --- class 3: Ray on loopback unless told otherwise ---------------------------------------------------
