@@ -62,6 +62,12 @@ class Experiment:
     gaps: list[dict[str, Any]] = field(default_factory=list)  # bound / exact / adaptive / random, where exact runs exist
 
 
+def _first_bound(table: Any, quantity: str) -> str | None:
+    """The first applicable (D) or (E) bound on ``quantity`` in the table, the one the comparison figure draws."""
+    named = table[(table["quantity"] == quantity) & table["applicable"].astype(bool) & (table["guarantee"] != "P")]
+    return named["bound"].iloc[0] if len(named) else None
+
+
 def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Mean over seeds (95 % t interval) of the compared quantity for each value of ``spec['by']``,
     read from the results table (a bound's measured quantity, or a column such as f_star_hi)."""
@@ -71,8 +77,7 @@ def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
     bound = None
     if quantity in set(table["quantity"]):
         rows = table[table["quantity"] == quantity]
-        named = rows[rows["applicable"].astype(bool) & (rows["guarantee"] != "P")]
-        bound = named["bound"].iloc[0] if len(named) else None  # the first bound on the quantity, as the figure's
+        bound = _first_bound(table, quantity)
         per_run = rows[rows["bound"] == bound].set_index("run")["theoretical"] if bound else None
         rows = rows.drop_duplicates("run").assign(value=lambda t: t["empirical"])
         if per_run is not None:
@@ -109,11 +114,10 @@ def _gaps(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
     if "ordering" not in table or not (table["ordering"] == "exact").any() or "seed" not in table:
         return []
     quantity = spec.get("quantity", "mistakes")
-    rows = table[(table["quantity"] == quantity) & table["applicable"].astype(bool) & (table["guarantee"] != "P")]
-    if not len(rows):
+    bound = _first_bound(table, quantity)
+    if bound is None:
         return []
-    bound = rows["bound"].iloc[0]  # the first bound on the quantity, as the comparison's
-    rows = rows[rows["bound"] == bound]
+    rows = table[(table["bound"] == bound) & (table["quantity"] == quantity) & table["applicable"].astype(bool)]
     keys = [k for k in ("dataset", spec.get("x")) if k and k in rows]
     out = []
     for key, sel in rows.groupby(keys, sort=True):

@@ -24,3 +24,27 @@ layer's certificates (R, the margin interval, LP separability) are assembled in 
 from the two modules above: they describe the sample before any learner runs, and the data layer imports
 nothing above it.
 """
+
+ATTEMPTS = tuple({"tol_gap_abs": t, "tol_gap_rel": t, "tol_feas": t, "max_iter": 400} for t in (1e-10, 1e-9)) + ({},)
+
+
+def solve_sdp(problem: object) -> str:
+    """Solve a cvxpy problem with Clarabel: tight tolerances first, then looser, then Clarabel's defaults; the
+    last attempt's result stands if none is "optimal". Returns the status. The callers certify the answer
+    themselves (a dual bound, a replayed instance), so an inaccurate solve only widens what they report."""
+    import warnings
+
+    import cvxpy as cp
+
+    status = "solver_error"
+    for options in ATTEMPTS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                problem.solve(solver=cp.CLARABEL, **options)
+            except cp.error.SolverError:
+                continue
+        status = problem.status
+        if status == "optimal":
+            break
+    return status

@@ -79,10 +79,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.solvers import solve_sdp
+
 MAX_T = 30  # the largest horizon accepted: a 2T x 2T SDP with ~T^2 constraints
 SHRINK = 1e-9  # relative: extracted gradients are scaled to ||g_t|| <= G (1 - SHRINK), leaving room for rounding
 # Clarabel's attempts, in order, until one reports "optimal" (the house style of perceptron_worst).
-_ATTEMPTS = tuple({"tol_gap_abs": t, "tol_gap_rel": t, "tol_feas": t, "max_iter": 400} for t in (1e-10, 1e-9)) + ({},)
 
 
 class Instance(NamedTuple):
@@ -222,17 +223,7 @@ def _solve(C: np.ndarray, A: np.ndarray, b: np.ndarray) -> tuple[str, np.ndarray
     vec = cp.vec(K, order="C")
     lin = sp.csr_matrix(A.reshape(m, n * n)) @ vec <= b
     problem = cp.Problem(cp.Maximize(C.reshape(-1) @ vec), [lin, K >> 0])
-    status = "solver_error"
-    for options in _ATTEMPTS:  # the last attempt's result stands if none is "optimal"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                problem.solve(solver=cp.CLARABEL, **options)
-            except cp.error.SolverError:
-                continue
-        status = problem.status
-        if status == "optimal":
-            break
+    status = solve_sdp(problem)
     if K.value is None or lin.dual_value is None:
         return status, None, None, math.nan
     Kv = np.asarray(K.value, dtype=np.float64)

@@ -101,11 +101,12 @@ from __future__ import annotations
 import functools
 import math
 import time
-import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+
+from pipeline.solvers import solve_sdp
 
 TIES = ("negative", "positive", "mistake")  # pipeline.learners.perceptron.TIES (not imported: solvers stay below)
 MAX_M = 200  # the largest M a probe accepts: a 201 x 201 SDP already takes minutes
@@ -113,7 +114,6 @@ BAND = 1e-8  # relative to R: |gamma - g_sdp(M)| within this is decided by the p
 BOUNDARY = 1e-6  # relative to R: below this room under R/sqrt(M), instance() returns the exact tie instance
 # Clarabel's attempts, in order, until one reports "optimal": 1e-10 (at M = 21 it stops "almost solved",
 # reported as optimal_inaccurate, though within ~3e-12), then 1e-9, then its defaults (1e-8).
-_ATTEMPTS = tuple({"tol_gap_abs": t, "tol_gap_rel": t, "tol_feas": t, "max_iter": 400} for t in (1e-10, 1e-9)) + ({},)
 
 
 @dataclass(frozen=True)
@@ -250,23 +250,6 @@ def _problem(M: int, R: float, tau: float, gamma: float | None) -> tuple:
     return cp.Problem(cp.Maximize(t_var), cons), G, t_var, (unit, radius, margin, scores, psd)
 
 
-def _run(problem: object) -> str:
-    import cvxpy as cp
-
-    status = "solver_error"
-    for options in _ATTEMPTS:  # the last attempt's result stands if none is "optimal"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                problem.solve(solver=cp.CLARABEL, **options)
-            except cp.error.SolverError:
-                continue
-        status = problem.status
-        if status == "optimal":
-            break
-    return status
-
-
 def _violation(G: np.ndarray, M: int, R: float, tau: float, margin_lo: float) -> float:
     """Largest violation of the primal constraints by G (margin_lo: the margin it must reach)."""
     v = [abs(G[0, 0] - 1.0), float(np.max(np.diag(G)[1:] - R**2)), float(np.max(margin_lo - G[0, 1:])),
@@ -314,7 +297,7 @@ def max_margin(M: int, R: float = 1.0, tau: float = 0.0) -> MarginSDP:
         raise ValueError(f"tau: a finite number >= 0, got {tau!r}")
     problem, G, g, (unit, radius, margin, scores, _) = _problem(M, R, tau, None)
     start = time.perf_counter()
-    status = _run(problem)
+    status = solve_sdp(problem)
     seconds = time.perf_counter() - start
     closed = R / math.sqrt(M) if tau == 0 else math.nan
     solve_seconds = float(getattr(problem.solver_stats, "solve_time", None) or math.nan)
@@ -482,7 +465,7 @@ def _robust_sdp(M: int, R: float, gamma: float) -> MarginSDP:
     """maximise the score slack s: G_0t >= gamma, score_t <= -s (t >= 2), G_tt <= R^2, G_00 = 1, G PSD."""
     problem, G, s, _ = _problem(M, R, 0.0, gamma)
     start = time.perf_counter()
-    status = _run(problem)
+    status = solve_sdp(problem)
     seconds = time.perf_counter() - start
     solve_seconds = float(getattr(problem.solver_stats, "solve_time", None) or math.nan)
     if G.value is None or s.value is None:
