@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.params import Param, ParamError
+from pipeline.params import LAM, Param, ParamError, at_least
 
 # A name becomes a directory (multirun/NAME) and an MLflow experiment: a plain name, never a path.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
@@ -34,8 +34,8 @@ NAME = Param("name", str, is_name, NAME_ALLOWED)
 # ${lam}``): it reaches a run only through the learners that declare a ``lam`` parameter, so it is checked
 # here (a bad value fails in one line whatever the learner) but is no part of a job (Job.params).
 TOP_LEVEL = (
-    Param("seed", int, lambda v: v >= 0, "an integer >= 0"),
-    Param("lam", float, lambda v: v > 0, "a number > 0"),
+    Param("seed", int, at_least(0)),
+    LAM,  # the one rule of every learner that declares lam (pipeline.params.LAM)
     Param("force", bool, lambda v: True, "true or false (true reruns jobs already done)"),
     Param("seeds", str, lambda v: v in ("fixed", "auto"),
           "fixed (the seeds seed= names) or auto (a sweep adds seeds in rounds until its claims are decided)",

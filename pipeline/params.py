@@ -10,7 +10,7 @@ import inspect
 import math
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, ClassVar, Optional
 
 # Where float64 stops representing the statistics the bounds are computed from (the one place this is
@@ -77,17 +77,86 @@ REQUIRED: Any = _Required()
 
 
 @dataclass(frozen=True)
+class Rule:
+    """A validity rule that says itself: the predicate and the allowed values in words, declared once and
+    shared by every parameter that obeys it (the role of scikit-learn's ``_parameter_constraints``).
+    :meth:`because` adds the reason a declaration narrows or explains it, in the one format the messages use.
+
+    >>> STEPS.words == STEPS_WORDS, at_least(2).because("the pinned pair").words
+    (True, 'an integer >= 2 (the pinned pair)')
+    >>> POSITIVE.check("lam", 0.0)
+    Traceback (most recent call last):
+    ...
+    pipeline.params.ParamError: lam=0.0: must be a finite number >= 2.2e-308 (the smallest normal double: 1/lam must be finite)
+    """
+
+    test: Callable[[Any], bool]
+    words: str
+
+    def __call__(self, value: Any) -> bool:
+        return bool(self.test(value))
+
+    def because(self, why: str) -> Rule:
+        """The same rule, its words followed by ``(why)``."""
+        return Rule(self.test, f"{self.words} ({why})")
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise :class:`ParamError` naming ``name`` unless ``value`` obeys the rule (for code that takes the
+        parameter as an argument, e.g. a solver called from Python, rather than as a declared attribute)."""
+        if not self(value):
+            raise ParamError(name, value, self.words)
+
+
+def at_least(low: int, kind: str = "an integer") -> Rule:
+    """``value >= low``."""
+    return Rule(lambda v: v >= low, f"{kind} >= {low}")
+
+
+def above(low: float, kind: str = "a number") -> Rule:
+    """``value > low``."""
+    return Rule(lambda v: v > low, f"{kind} > {low:g}")
+
+
+def one_of(*values: str) -> Rule:
+    """``value`` is one of ``values``."""
+    return Rule(lambda v: v in values, f"one of {', '.join(values)}")
+
+
+POSITIVE = Rule(reciprocal_finite, POSITIVE_WORDS)  # a step size's lam: 1/lam is finite
+STEPS = Rule(lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS)
+IN_SCALE = Rule(in_scale, SCALE_WORDS)
+PROBABILITY = Rule(lambda v: 0 < v < 1, "a probability in (0, 1)")
+NOISE = Rule(lambda v: 0 <= v < 0.5, "a probability in [0, 0.5)")  # a label-flip rate below 1/2
+ANY = Rule(lambda v: True, "true or false")  # a switch
+
+
+@dataclass(frozen=True)
 class Param:
-    """One parameter: its name, type (int, float, str or bool), validity predicate, allowed values in words
-    and default (:data:`REQUIRED` when the caller must give it). The declaration is the single source of the
-    constructor's keyword, its default, the config key and its validation (:class:`Declared`)."""
+    """One parameter: its name, type (int, float, str or bool), validity rule (a :class:`Rule`, or a predicate
+    with the allowed values in words) and default (:data:`REQUIRED` when the caller must give it). The
+    declaration is the single source of the constructor's keyword, its default, the config key and its
+    validation (:class:`Declared`). :meth:`but` restates a shared declaration with another default.
+
+    >>> Param("passes", int, at_least(1), default=1).allowed
+    'an integer >= 1'
+    """
 
     name: str
     type: type
     valid: Callable[[Any], bool]
-    allowed: str
+    allowed: str = ""
     nullable: bool = False
     default: Any = REQUIRED
+
+    def __post_init__(self) -> None:
+        if isinstance(self.valid, Rule) and not self.allowed:
+            object.__setattr__(self, "allowed", self.valid.words)
+        if not self.allowed:
+            raise TypeError(f"Param({self.name!r}): say the allowed values (a Rule, or the words after the predicate)")
+
+    def but(self, **changes: Any) -> Param:
+        """This declaration with some fields changed (e.g. another ``default``)."""
+        return replace(self, **changes)
 
     def coerce(self, value: Any) -> Any:
         """Return ``value`` converted to ``type``, or raise :class:`ParamError`."""
@@ -107,6 +176,17 @@ class Param:
         if not self.valid(value):
             raise ParamError(self.name, value, self.allowed)
         return value
+
+
+# The parameters several learners declare, declared once (docs/bounds.md section 4: lam, T, delta of the
+# Pegasos family); a learner restates one with :meth:`Param.but` when its default differs.
+LAM = Param("lam", float, POSITIVE)
+T_STEPS = Param("T", int, STEPS, default=10_000)
+DELTA = Param("delta", float, PROBABILITY, default=0.05)
+PROJECTION = Param("projection", bool, ANY, default=False)
+INTERCEPT = Param("intercept", bool, ANY, default=False)
+BATCH = Param("batch", int, at_least(1).because("and at most the sample size"), default=1)
+RHO = Param("rho", float, IN_SCALE)
 
 
 def check_params(obj: Any) -> None:

@@ -4,6 +4,7 @@ independent solvers; interval estimates."""
 
 from __future__ import annotations
 
+import re
 import math
 from fractions import Fraction
 
@@ -13,7 +14,7 @@ from scipy import stats
 
 from pipeline.data import DATASETS, MulticlassBundled, MulticlassMargin, check_labels
 from pipeline.data.multiclass import largest_margin
-from pipeline.params import ParamError, UserError
+from pipeline.params import POSITIVE, ParamError, UserError
 from pipeline.risk import _scores, clopper_pearson, ghinge_losses, mean_ci, zero_one_losses
 from pipeline.solvers.multiclass import ball_comparator, multiclass_svm
 
@@ -282,7 +283,7 @@ def test_svm_fallback_solver_is_certified_too() -> None:
     fallback = multiclass_svm(X, y, 4, 1e-3, max_epochs=0)  # no coordinate ascent: Clarabel only
     assert fallback.dual <= fallback.primal and fallback.gap <= 1e-6
     assert max(direct.dual, fallback.dual) <= min(direct.primal, fallback.primal)
-    with pytest.raises(ParamError, match=r"^lam=0\.0: must be a finite number > 0$"):
+    with pytest.raises(ParamError, match=rf"^lam=0\.0: must be {re.escape(POSITIVE.words)}$"):
         multiclass_svm(X, y, 4, 0.0)
 
 

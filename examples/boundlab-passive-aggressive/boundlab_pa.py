@@ -14,7 +14,7 @@ import numpy as np
 
 from pipeline.bounds.base import Bound
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.params import Param
+from pipeline.params import Param, at_least
 
 U = 2.0**-53  # unit roundoff: bound values are rounded up by (1 + 8U), as boundlab's own bounds are
 
@@ -26,7 +26,7 @@ class PassiveAggressive(Learner):
     """
 
     name = "passive_aggressive"
-    params = (Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),)  # PassiveAggressive(*, passes=1)
+    params = (Param("passes", int, at_least(1), default=1),)  # PassiveAggressive(*, passes=1)
 
     def learn_one(self, x: np.ndarray, y: float) -> bool:
         """One step; True when it was a mistake. Keeps ``w_`` and the last step's loss ``loss_``."""

@@ -14,7 +14,7 @@ import numpy as np
 
 from pipeline.data.certify import certify_sample
 from pipeline.data.dataset import Dataset, Source, sample_bytes
-from pipeline.params import Param, ParamError, check_memory, check_params
+from pipeline.params import NOISE, Param, ParamError, at_least, check_memory, check_params
 
 CLASSES = ("thresholds", "intervals", "conjunctions", "linear")
 ADVERSARIES = ("random", "bisect")
@@ -111,9 +111,9 @@ class FiniteClass(Source):
         Param("cls", str, lambda v: v in CLASSES, f"one of {', '.join(CLASSES)}", default="thresholds"),
         Param("size", int, lambda v: v >= 1, "an integer >= 1 (or null for the class's default)", nullable=True,
               default=None),
-        Param("n", int, lambda v: v >= 1, "an integer >= 1", default=1000),
+        Param("n", int, at_least(1), default=1000),
         Param("adversary", str, lambda v: v in ADVERSARIES, f"one of {', '.join(ADVERSARIES)}", default="random"),
-        Param("flip", float, lambda v: 0 <= v < 0.5, "a probability in [0, 0.5)", default=0.0),
+        Param("flip", float, NOISE, default=0.0),
     )
 
     def check(self) -> None:

@@ -26,8 +26,8 @@ import numpy as np
 
 from pipeline.data.dataset import Source
 from pipeline.data.real import PREPROCESS, preprocess
-from pipeline.params import (SCALE_WORDS, Param, ParamError, UserError, check_margin_scale, check_params, check_sizes,
-                             in_scale)
+from pipeline.params import (RHO, Param, ParamError, UserError, above, at_least, check_margin_scale, check_params,
+                             check_sizes)
 from pipeline.solvers.certified import radius
 
 from pipeline.numerics import UNIT_ROUNDOFF, err_factor
@@ -331,11 +331,11 @@ class MulticlassMargin(Source):
     name = "multiclass_margin"
     kind = "multiclass"
     params = (
-        Param("k", int, lambda v: v >= 2, "an integer >= 2", default=5),
-        Param("gamma", float, lambda v: v > 0, "a number > 0 (and below the largest margin in the rho-ball)"),
-        Param("rho", float, in_scale, SCALE_WORDS),
-        Param("d", int, lambda v: v >= 2, "an integer >= 2", default=10),
-        Param("n", int, lambda v: v >= 1, "an integer >= 1", default=1000),
+        Param("k", int, at_least(2), default=5),
+        Param("gamma", float, above(0).because("and below the largest margin in the rho-ball")),
+        RHO,
+        Param("d", int, at_least(2), default=10),
+        Param("n", int, at_least(1), default=1000),
         Param("n_test", int, lambda v: v >= 1000, "an integer >= 1000", default=100_000),
         Param("noise", float, lambda v: 0 <= v < 1, "a probability in [0, 1)", default=0.0),
         Param("prior_decay", float, lambda v: 0 < v <= 1, "a number in (0, 1] (1: uniform class priors)", default=1.0),

@@ -10,7 +10,7 @@ import numpy as np
 from pipeline.data.dataset import Source
 from pipeline.data.multiclass import MulticlassDataset, MulticlassStats, check_labels
 from pipeline.data.real import FORMATS, File, check_radius_scale, preprocess
-from pipeline.params import DataError, Param, UserError, check_params, memory_shortfall
+from pipeline.params import ANY, DataError, Param, UserError, at_least, check_params, memory_shortfall
 from pipeline.solvers.certified import radius
 
 
@@ -34,9 +34,9 @@ class MulticlassFile(Source):
         Param("d", int, lambda v: v >= 1, "an integer >= 1 or null", nullable=True, default=None),
         Param("label_column", str, lambda v: True, "a column name or null (the last column)", nullable=True,
               default=None),
-        Param("k", int, lambda v: v >= 2, "an integer >= 2"),
-        Param("standardize", bool, lambda v: True, "true or false", default=False),
-        Param("unit_ball", bool, lambda v: True, "true or false", default=False),
+        Param("k", int, at_least(2)),
+        Param("standardize", bool, ANY, default=False),
+        Param("unit_ball", bool, ANY, default=False),
     )
 
     # dense float64 m x d copies while densifying and preprocessing (toarray, centring, scaling, the

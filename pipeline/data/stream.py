@@ -21,7 +21,7 @@ from pipeline._jit import kernel
 from pipeline.data.certify import Stats
 from pipeline.data.dataset import Source
 from pipeline.data.synthetic import householder_direction, reflect_rows
-from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, in_scale
+from pipeline.params import RHO, Param, ParamError, above, at_least, check_margin_scale, check_memory, check_params
 from pipeline.progress import Progress
 from pipeline.solvers.certified import margin_lower, margin_upper, radius
 
@@ -169,10 +169,10 @@ class Stream(Source):
     name = "stream"
     kind = "stream"
     params = (
-        Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho)"),
-        Param("rho", float, in_scale, SCALE_WORDS),
-        Param("n", int, lambda v: v >= 2, "an integer >= 2 (examples in the stream)", default=1000),
-        Param("d", int, lambda v: v >= 2, "an integer >= 2", default=20),
+        Param("gamma", float, above(0).because("and <= rho")),
+        RHO,
+        Param("n", int, at_least(2).because("examples in the stream"), default=1000),
+        Param("d", int, at_least(2), default=20),
         Param("chunk", int, lambda v: v >= 2, "an integer >= 2 (rows generated at a time)", default=250_000),
     )
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from pipeline.data.certify import certify, certify_sample
 from pipeline.data.dataset import Dataset, Source, sample_bytes, size_param
-from pipeline.params import SCALE_WORDS, Param, ParamError, check_margin_scale, check_memory, check_params, in_scale
+from pipeline.params import (IN_SCALE, NOISE, RHO, Param, ParamError, above, at_least, check_margin_scale,
+                             check_memory, check_params)
 
 BLOCK_FLOATS = 1 << 20  # rows are moved into w*'s complement in blocks of about this many floats (8 MB)
 
@@ -73,12 +74,12 @@ class MarginBinary(Source):
     name = "margin_binary"
     kind = "binary"
     params = (
-        Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho)"),
-        Param("rho", float, in_scale, SCALE_WORDS),
-        Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)", default=1000),
-        Param("d", int, lambda v: v >= 2, "an integer >= 2", default=20),
+        Param("gamma", float, above(0).because("and <= rho")),
+        RHO,
+        Param("n", int, at_least(2).because("the stream includes the pinned pair"), default=1000),
+        Param("d", int, at_least(2), default=20),
         Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)", default=0.5),
-        Param("flip", float, lambda v: 0 <= v < 0.5, "a probability in [0, 0.5)", default=0.0),
+        Param("flip", float, NOISE, default=0.0),
         Param("violators", float, lambda v: 0 <= v <= 1, "a fraction in [0, 1]", default=0.0),
         Param("depth", float, lambda v: v >= 0, "a number >= 0", default=0.0),
     )
@@ -163,10 +164,10 @@ class SparseMargin(Source):
     name = "sparse_margin"
     kind = "binary"
     params = (
-        Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho / sqrt(2))"),
-        Param("rho", float, in_scale, SCALE_WORDS),
-        Param("n", int, lambda v: v >= 2, "an integer >= 2 (the stream includes the pinned pair)", default=10_000),
-        Param("d", int, lambda v: v >= 3, "an integer >= 3", default=100_000),
+        Param("gamma", float, above(0).because("and <= rho / sqrt(2)")),
+        RHO,
+        Param("n", int, at_least(2).because("the stream includes the pinned pair"), default=10_000),
+        Param("d", int, at_least(3), default=100_000),
         Param("nnz", int, lambda v: v >= 2, "an integer >= 2 (non-zeros per row)", default=30),
         Param("zipf", float, lambda v: v > 1, "a number > 1 (word frequency exponent)", default=1.5),
     )
@@ -248,9 +249,9 @@ class Shells(Source):
     name = "shells"
     kind = "binary"
     params = (
-        Param("rho", float, in_scale, f"{SCALE_WORDS[:-1]}; the outer radius)"),
-        Param("n", int, lambda v: v >= 2, "an integer >= 2", default=1000),
-        Param("d", int, lambda v: v >= 2, "an integer >= 2", default=20),
+        Param("rho", float, IN_SCALE.because("the outer radius")),
+        Param("n", int, at_least(2), default=1000),
+        Param("d", int, at_least(2), default=20),
         Param("inner", float, lambda v: 0 < v < 1, "a number in (0, 1) (inner radius / outer radius)", default=0.5),
         Param("width", float, lambda v: 0 <= v < 1, "a number in [0, 1) (band width relative to the radius)", default=0.2),
         Param("pos_fraction", float, lambda v: 0 < v < 1, "a number in (0, 1)", default=0.5),

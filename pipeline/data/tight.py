@@ -6,7 +6,7 @@ import numpy as np
 
 from pipeline.data.certify import certify
 from pipeline.data.dataset import Dataset, Source, sample_bytes
-from pipeline.params import SCALE_WORDS, Param, check_memory, check_params, in_scale
+from pipeline.params import RHO, Param, check_memory, check_params
 
 MAX_N = 5000  # the sample is the dense n x n matrix rho I
 
@@ -29,7 +29,7 @@ class Tight(Source):
     name = "tight"
     kind = "binary"
     params = (
-        Param("rho", float, in_scale, SCALE_WORDS),
+        RHO,
         Param("n", int, lambda v: 1 <= v <= MAX_N, f"an integer in [1, {MAX_N}] (the sample is n x n)", default=100),
         Param("label", int, lambda v: v in (-1, 1), "+1 or -1 (the label a tie must get wrong)", default=1),
     )

@@ -20,7 +20,7 @@ import numpy as np
 
 from pipeline.data.certify import certify
 from pipeline.data.dataset import Dataset, Source
-from pipeline.params import SCALE_WORDS, Param, ParamError, check_params, in_scale
+from pipeline.params import RHO, Param, ParamError, above, check_params
 
 MAX_MISTAKES = 63  # solved by the SDP up to here (64 x 64 at most: seconds); above, the proven closed form
 MAX_ROWS = 5000  # the closed form's instance is the dense M x M matrix rho I, as dataset=tight's
@@ -53,8 +53,8 @@ class WorstCase(Source):
     name = "worst_case"
     kind = "binary"
     params = (
-        Param("gamma", float, lambda v: v > 0, "a number > 0 (and <= rho)"),
-        Param("rho", float, in_scale, SCALE_WORDS),
+        Param("gamma", float, above(0).because("and <= rho")),
+        RHO,
         Param("label", int, lambda v: v in (-1, 1), "+1 or -1 (the label a tie must get wrong)", default=1),
     )
 

@@ -13,8 +13,8 @@ from pipeline._jit import kernel
 from pipeline.numerics import ETA, err_factor, psd_gram, round_up
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.pegasos import RESTART, SNAPSHOTS, index_stream
-from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, SCALE_WORDS, STATE_LIMIT, STEPS_WORDS, Param, ParamError, in_scale,
-                             reciprocal_finite)
+from pipeline.params import (BATCH, DELTA, LAM, PROJECTION, SCALE_WORDS, STATE_LIMIT, T_STEPS, Param, ParamError,
+                             in_scale, one_of)
 
 if TYPE_CHECKING:
     from pipeline.numerics import PsdGram
@@ -178,16 +178,16 @@ class KernelPegasos(Learner):
 
     name = "kernel_pegasos"
     params = (
-        Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
-        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
-        Param("batch", int, lambda v: v >= 1, "an integer >= 1 (and at most the sample size)", default=1),
-        Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder", default="iid"),
-        Param("projection", bool, lambda v: True, "true or false", default=False),
+        LAM,
+        T_STEPS,
+        BATCH,
+        Param("sampling", str, one_of("iid", "perm", "inorder"), default="iid"),
+        PROJECTION,
         Param("kernel", str, lambda v: v in KERNELS, f"one of {', '.join(KERNELS)}", default="gaussian"),
         Param("degree", int, lambda v: 1 <= v <= 10, "an integer in 1..10", default=2),
         Param("coef0", float, lambda v: v >= 0, "a number >= 0", default=1.0),
         Param("sigma", float, in_scale, f"{SCALE_WORDS[:-1]}; the Gaussian kernel's bandwidth)", default=1.0),
-        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)", default=0.05),
+        DELTA,
     )
 
     def check_with(self, dataset: object) -> None:

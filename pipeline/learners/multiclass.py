@@ -15,8 +15,8 @@ import numpy as np
 
 from pipeline._jit import kernel
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, SCALE_WORDS, STEPS_WORDS, Param, ParamError, UserError, in_scale,
-                             reciprocal_finite)
+from pipeline.params import (DELTA, INTERCEPT, IN_SCALE, LAM, PROJECTION, T_STEPS, Param, ParamError, UserError,
+                             in_scale, one_of)
 from pipeline.risk import COST_WORDS, COSTS
 
 
@@ -321,8 +321,8 @@ class MulticlassSGD(_Multiclass):
 
     name = "multiclass_sgd"
     params = (
-        Param("B", float, in_scale, SCALE_WORDS),
-        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
+        Param("B", float, IN_SCALE),
+        T_STEPS,
         COST_PARAM,
     )
 
@@ -380,7 +380,7 @@ class MulticlassSVM(_Multiclass):
     """
 
     name = "multiclass_svm"
-    params = (Param("B", float, in_scale, SCALE_WORDS), COST_PARAM)
+    params = (Param("B", float, IN_SCALE), COST_PARAM)
     NEEDS_SAMPLE = ("algorithm=multiclass_svm on dataset=multiclass_bundled needs dataset.sample=M (training examples "
                     "drawn from the set; the risk is then measured on the whole set as the population)")
 
@@ -447,13 +447,13 @@ class MulticlassPegasos(_Multiclass):
 
     name = "multiclass_pegasos"
     params = (
-        Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
-        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
-        Param("sampling", str, lambda v: v in ("iid", "perm", "inorder"), "one of iid, perm, inorder", default="iid"),
-        Param("projection", bool, lambda v: True, "true or false", default=False),
-        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)", default=0.05),
+        LAM,
+        T_STEPS,
+        Param("sampling", str, one_of("iid", "perm", "inorder"), default="iid"),
+        PROJECTION,
+        DELTA,
         COST_PARAM,
-        Param("intercept", bool, lambda v: True, "true or false", default=False),
+        INTERCEPT,
     )
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
@@ -536,9 +536,9 @@ class OneVsAll(_Multiclass):
 
     name = "ova"
     params = (
-        Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
-        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
-        Param("intercept", bool, lambda v: True, "true or false", default=False),
+        LAM,
+        T_STEPS,
+        INTERCEPT,
     )
 
     def check_data(self, dataset: object) -> None:

@@ -13,8 +13,8 @@ import numpy as np
 from pipeline._jit import dot, dot_row, kernel
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.base import planned_shape
-from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, STATE_LIMIT, STEPS_WORDS, Param, ParamError, UserError, check_sizes,
-                             reciprocal_finite)
+from pipeline.params import (BATCH, DELTA, INTERCEPT, LAM, PROJECTION, STATE_LIMIT, T_STEPS, Param, ParamError,
+                             UserError, check_sizes, one_of)
 
 SAMPLINGS = {
     "iid": "i.i.d. with replacement (P11 Fig. 1-2; the expectation bounds need this)",
@@ -381,16 +381,16 @@ class Pegasos(Learner):
 
     name = "pegasos"
     params = (
-        Param("lam", float, reciprocal_finite, POSITIVE_WORDS),
-        Param("T", int, lambda v: 1 <= v <= MAX_STEPS, STEPS_WORDS, default=10_000),
-        Param("batch", int, lambda v: v >= 1, "an integer >= 1 (and at most the sample size)", default=1),
-        Param("sampling", str, lambda v: v in SAMPLINGS, f"one of {', '.join(SAMPLINGS)}", default="iid"),
-        Param("projection", bool, lambda v: True, "true or false", default=False),
+        LAM,
+        T_STEPS,
+        BATCH,
+        Param("sampling", str, one_of(*SAMPLINGS), default="iid"),
+        PROJECTION,
         Param("objective", str, lambda v: v in OBJECTIVES, f"one of {', '.join(OBJECTIVES)}", default="hinge"),
-        Param("intercept", bool, lambda v: True, "true or false", default=False),
+        INTERCEPT,
         Param("ref_noise", float, lambda v: v >= 0, "a number >= 0", default=0.5),
         Param("ref_scale", float, lambda v: v >= 0, "a number >= 0", default=1.0),
-        Param("delta", float, lambda v: 0 < v < 1, "a probability in (0, 1)", default=0.05),
+        DELTA,
     )
 
     def check(self) -> None:

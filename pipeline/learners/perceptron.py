@@ -8,7 +8,7 @@ from pipeline._jit import dot, dot_row, kernel
 from pipeline.data.dataset import BINARY
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.orderings import ORDERINGS, choose, greedy_order
-from pipeline.params import Param, ParamError
+from pipeline.params import Param, ParamError, at_least
 
 PERCEPTRON_ORDERINGS = (*ORDERINGS, "adaptive", "exact")  # the online Perceptron's; the batch rule's are ORDERINGS
 ADAPTIVE_BUDGET = 200  # ordering=adaptive: rollouts after greedy (docs/bounds.md section 1, "Orderings")
@@ -130,7 +130,7 @@ class Perceptron(Learner):
     accepts = BINARY | {"stream"}  # streamed data too: read chunk by chunk (dataset.chunks()), never materialised
     params = (
         Param("tie", str, lambda v: v in TIES, f"one of {', '.join(TIES)}", default="negative"),
-        Param("passes", int, lambda v: v >= 1, "an integer >= 1", default=1),
+        Param("passes", int, at_least(1), default=1),
         Param("ordering", str, lambda v: v in PERCEPTRON_ORDERINGS, f"one of {', '.join(PERCEPTRON_ORDERINGS)}",
               default="given"),
     )
@@ -373,7 +373,7 @@ class BatchPerceptron(Perceptron):
     judged_as = ("perceptron",)  # the Perceptron's bounds speak about its updates too (pipeline.plugins)
     params = (
         Perceptron.params[0],
-        Param("passes", int, lambda v: v >= 1, "an integer >= 1 (the pass limit)", default=1000),
+        Param("passes", int, at_least(1).because("the pass limit"), default=1000),
         Param("ordering", str, lambda v: v in ORDERINGS,
               f"one of {', '.join(ORDERINGS)} (adaptive and exact are algorithm=perceptron's: the adaptive sequence "
               "already runs until nothing is misclassified, the batch rule's worst case)", default="given"),

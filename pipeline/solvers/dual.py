@@ -52,7 +52,7 @@ import numpy as np
 
 from pipeline._jit import kernel
 from pipeline._lazy import LazyModule
-from pipeline.params import ParamError
+from pipeline.params import POSITIVE, ParamError
 
 sparse = LazyModule("scipy.sparse")
 
@@ -473,8 +473,7 @@ def _labels(y: Any, m: int) -> np.ndarray:
 
 def _lam(lam: float) -> float:
     lam = float(lam)
-    if not (lam > 0 and math.isfinite(lam)):
-        raise ParamError("lam", lam, "a finite number > 0")
+    POSITIVE.check("lam", lam)  # the learners' one rule for lam (pipeline.params.LAM)
     return lam
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline._jit import kernel
-from pipeline.params import ParamError, UserError
+from pipeline.params import POSITIVE, ParamError, UserError
 
 from pipeline.numerics import UNIT_ROUNDOFF, err_factor, frobenius_upper, mean_upper
 from pipeline.risk import _cost_or_none, _inputs, _margins, _scores
@@ -430,8 +430,7 @@ def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: flo
     (True, (3, 4))
     """
     X, y, _, k = _inputs(X, y, k=k)
-    if not (lam > 0 and math.isfinite(lam)):
-        raise ParamError("lam", lam, "a finite number > 0")
+    POSITIVE.check("lam", float(lam))  # the learners' one rule for lam (pipeline.params.LAM)
     if not tol >= 0:
         raise ParamError("tol", tol, "a number >= 0")
     cost = _cost_or_none(cost, k)
