@@ -242,9 +242,39 @@ def _choose(panels: list[tuple[tuple[Any, ...], pd.DataFrame]], keys: list[str],
 
 # --- The figures -----------------------------------------------------------------------------------------
 
+POINTS = 200  # runs of one colour and marker drawn one point each; beyond, their quantiles (10^4 runs stay readable)
+DODGE = 1.12  # the quantile glyphs of one colour stand this factor apart on the log bound axis
+
+
+def _points(ax: Axes, runs: pd.DataFrame, color: Any, marker: str, hollow: bool) -> None:
+    """One marker per run at (bound, measured); hollow: the runs' bound is vacuous."""
+    if hollow:
+        ax.scatter(runs["theoretical"], runs["empirical"], facecolor="none", edgecolor=color, marker=marker, s=28,
+                   linewidth=0.9, zorder=3)
+    else:
+        ax.scatter(runs["theoretical"], runs["empirical"], color=color, marker=marker, s=28, alpha=0.85,
+                   edgecolor="white", linewidth=0.5, zorder=3)
+
+
+def _quantiles(ax: Axes, runs: pd.DataFrame, color: Any, marker: str, hollow: bool, dodge: float = 1.0) -> None:
+    """Many runs of one setting as one glyph: the median run (marker), the measured quantity's 5-95 %
+    range (thick) and min..max (thin) at the bound's median, and the bound's own min..max (thin, across).
+    ``dodge`` multiplies the glyph's x, so that the markers of one colour at the same bound stand side by side."""
+    if runs.empty:
+        return
+    x, y = runs["theoretical"].to_numpy(dtype=float) * dodge, runs["empirical"].to_numpy(dtype=float)
+    xm, (y0, y5, ym, y95, y1) = float(np.median(x)), np.quantile(y, [0.0, 0.05, 0.5, 0.95, 1.0])
+    ax.plot([xm, xm], [y0, y1], color=color, lw=0.8, zorder=3)
+    ax.plot([xm, xm], [y5, y95], color=color, lw=3.0, alpha=0.6 if hollow else 0.9, solid_capstyle="butt", zorder=3)
+    ax.plot([x.min(), x.max()], [ym, ym], color=color, lw=0.8, zorder=3)
+    _points(ax, pd.DataFrame({"theoretical": [xm], "empirical": [ym]}), color, marker, hollow)
+
+
 def measured_vs_bound(table: pd.DataFrame, bound: str, *, ax: Axes | None = None) -> Figure:
     """One point per run: the measured quantity against the bound's value, log-log, with y = x
-    (drawn into ``ax`` when given)."""
+    (drawn into ``ax`` when given). A colour and marker with more than :data:`POINTS` runs is drawn as
+    their quantiles instead (:func:`_quantiles`), so that a sweep of 10^4 runs stays readable; the title
+    still counts every run and every run above the bound."""
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
     # a point needs a finite positive measurement and a finite bound (an infinite bound says nothing: vacuous)
     shown = rows[(rows["empirical"] > 0) & np.isfinite(rows["empirical"]) & np.isfinite(rows["theoretical"])]
@@ -258,6 +288,7 @@ def measured_vs_bound(table: pd.DataFrame, bound: str, *, ax: Axes | None = None
         hues = sorted(shown[hue].unique()) if hue else [None]
         marks = sorted(shown[mark].unique()) if mark else [None]
         cmap = _cmap("viridis", max(len(hues), 2))
+        summarised = False
         for i, h in enumerate(hues):
             for j, m in enumerate(marks):
                 sel = shown
@@ -266,11 +297,12 @@ def measured_vs_bound(table: pd.DataFrame, bound: str, *, ax: Axes | None = None
                 if mark:
                     sel = sel[sel[mark] == m]
                 info = sel["informative"].astype(bool) if "informative" in sel else pd.Series(True, index=sel.index)
-                ax.scatter(sel.loc[info, "theoretical"], sel.loc[info, "empirical"], color=cmap(i),
-                           marker=MARKERS[j % len(MARKERS)], s=28, alpha=0.85, edgecolor="white", linewidth=0.5, zorder=3)
+                many = len(sel) > POINTS
+                summarised |= many
+                draw = functools.partial(_quantiles, dodge=DODGE ** (j - (len(marks) - 1) / 2)) if many else _points
+                draw(ax, sel.loc[info], cmap(i), MARKERS[j % len(MARKERS)], hollow=False)
                 # a vacuous run (bound >= the trivial value) is drawn hollow: its bound says nothing
-                ax.scatter(sel.loc[~info, "theoretical"], sel.loc[~info, "empirical"], facecolor="none",
-                           edgecolor=cmap(i), marker=MARKERS[j % len(MARKERS)], s=28, linewidth=0.9, zorder=3)
+                draw(ax, sel.loc[~info], cmap(i), MARKERS[j % len(MARKERS)], hollow=True)
         lo = min(shown["empirical"].min(), shown["theoretical"].min()) / 2 if len(shown) else 1
         hi = max(shown["empirical"].max(), shown["theoretical"].max()) * 2 if len(shown) else 10
         ax.plot([lo, hi], [lo, hi], color=BOUND_COLOR, lw=1.2, label="measured = bound")
@@ -293,6 +325,9 @@ def measured_vs_bound(table: pd.DataFrame, bound: str, *, ax: Axes | None = None
         if mark:
             handles += [Line2D([], [], ls="", marker=MARKERS[j % len(MARKERS)], color="grey") for j in range(len(marks))]
             labels += [_fmt(mark, m) for m in marks]
+        if summarised:
+            handles.append(Line2D([], [], color="grey", marker="o", lw=2.5))
+            labels.append(f"> {POINTS} runs: median, 5-95 % (thick), range")
         if len(shown) < len(rows):
             handles.append(Line2D([], [], ls=""))
             labels.append(f"({len(rows) - len(shown)} runs with 0 not shown)")

@@ -281,3 +281,38 @@ def test_figures_stay_deterministic(tmp_path) -> None:  # noqa: ANN001
     first = plots.save(plots.curves_vs_bound(table, curves, "novikoff"), tmp_path, "a")
     second = plots.save(plots.curves_vs_bound(table, curves, "novikoff"), tmp_path, "b")
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+def _many_runs(seeds: int) -> pd.DataFrame:
+    """``seeds`` runs at each of two margins: the measured value is the seed's rank, so its quantiles are known."""
+    rows = []
+    for gamma, seed in itertools.product([0.1, 0.2], range(seeds)):
+        bound = 1 / gamma**2
+        rows.append({"run": f"{gamma}-{seed}", "learner": "perceptron", "bound": "novikoff", "title": "Novikoff",
+                     "guarantee": "D", "quantity": "mistakes", "applicable": True, "informative": True, "holds": True,
+                     "gamma": gamma, "seed": seed, "setting": str(gamma), "param_names": "gamma seed",
+                     "empirical": 1.0 + seed * (bound - 2) / (seeds - 1), "theoretical": bound, "trivial": np.nan,
+                     "formula": "(R/gamma)^2", "ratio": (1.0 + seed * (bound - 2) / (seeds - 1)) / bound})
+    return pd.DataFrame(rows)
+
+
+def _markers(fig: Figure) -> int:
+    from matplotlib.collections import PathCollection  # what scatter draws
+
+    return sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections if isinstance(c, PathCollection))
+
+
+def test_a_setting_of_many_runs_is_drawn_as_its_quantiles_and_still_counted_in_the_title() -> None:
+    few, many = _many_runs(plots.POINTS), _many_runs(10 * plots.POINTS)
+    assert _markers(plots.measured_vs_bound(few, "novikoff")) == len(few)  # one marker per run up to POINTS
+    fig = plots.measured_vs_bound(many, "novikoff")
+    assert _markers(fig) == 2  # one glyph per margin: the median run
+    ax = fig.axes[0]
+    assert f"{len(many)} runs ({len(many)} informative), 0 above the bound" in ax.get_title()
+    # each glyph's thin line spans the measured min..max, its thick one the 5-95 % quantiles
+    spans = {tuple(np.round(line.get_ydata(), 9)) for line in ax.get_lines() if len(set(line.get_xdata())) == 1}
+    for gamma in (0.1, 0.2):
+        y = many.loc[many["gamma"] == gamma, "empirical"].to_numpy()
+        assert tuple(np.round([y.min(), y.max()], 9)) in spans
+        assert tuple(np.round(np.quantile(y, [0.05, 0.95]), 9)) in spans
+    assert any("runs: median, 5-95 %" in t.get_text() for t in ax.get_legend().get_texts())
