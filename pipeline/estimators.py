@@ -84,7 +84,7 @@ from pipeline.learners.halving import Halving, WeightedMajority
 from pipeline.learners.kernel_pegasos import KernelPegasos
 from pipeline.learners.base import Learner
 from pipeline.learners.multiclass import _steps
-from pipeline.learners.pegasos import class_weights, index_stream, margins_kernel, pegasos_kernel
+from pipeline.learners.pegasos import PegasosCore, class_weights, index_stream, margins_kernel
 from pipeline.params import REQUIRED, ParamError, UserError
 
 try:  # scikit-learn >= 1.6; older releases validate through the estimator's own method
@@ -144,23 +144,13 @@ def _learn_one(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: Any, sta
             learner.learn_one(x, label)
 
 
-@dataclass
-class _PegasosState:
-    """What continues a Pegasos run: the kernel's [a, ||v||^2, A_t] and its vectors v, z (pegasos_kernel)."""
-
-    t: int
-    scalars: np.ndarray
-    v: np.ndarray
-    z: np.ndarray
-
-
 def _radius(X: np.ndarray) -> float:
     return float(np.sqrt(np.einsum("ij,ij->i", X, X).max(initial=0.0)))
 
 
 def _learn_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator,
-                   state: _PegasosState | None) -> _PegasosState:
-    """``T`` more steps of Pegasos.run's training (same draws, same kernel), from step ``state.t`` + 1."""
+                   state: PegasosCore | None) -> PegasosCore:
+    """``T`` more steps of Pegasos.run's training (its draws, its :class:`PegasosCore`), from step ``state.t`` + 1."""
     learner.check()
     m, d = X.shape
     if learner.intercept:
@@ -178,13 +168,10 @@ def _learn_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.r
     s_step = weights if weights is not None and learner.sampling != "class_balanced" else np.ones(m)
     radius = 1.0 / math.sqrt(lam) if learner.projection else 0.0
     if state is None:
-        state = _PegasosState(0, np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d))
+        state = PegasosCore.start(d, lam, radius)
     grid = np.array([state.t + T], dtype=np.int64)  # one snapshot: the average after the last step
-    avg, last = np.empty((1, d)), np.empty((1, d))
-    pegasos_kernel(X, y, np.zeros(m), s_step, idx, lam, radius, state.t, grid, state.scalars, state.v, state.z,
-                   np.zeros(d), np.empty(T), np.empty(T, dtype=np.int32), avg, last, np.empty(T))
-    state.t += T
-    learner.w_, learner.w_bar_, learner.t_ = state.scalars[0] * state.v, avg[0], state.t
+    done = state.advance(X, y, idx, grid, s_step, np.zeros(m))
+    learner.w_, learner.w_bar_, learner.t_ = state.u, done.avg[0], state.t
     return state
 
 
