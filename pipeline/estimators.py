@@ -33,8 +33,9 @@ w that scores a new x by w.x):
   generator's known direction w*, which a plain (X, y) sample does not have.
 - ``MulticlassPegasos`` and ``MulticlassSGD`` (sections 7-8): the average W_bar (``W_bar_``);
   ``OneVsAll`` (section 8): the k binary Pegasos averages (``W_``); ``MulticlassSVM`` (section 7, Cor. 17.1):
-  the certified solution (``W_``). Only ``fit`` is offered: the multiclass step kernel restarts t at 1 and
-  the other two are batch solves. ``MulticlassSGD`` draws its T examples i.i.d. from the training sample (the
+  the certified solution (``W_``). Only ``fit`` is offered: each fit starts a fresh multiclass training core
+  (SGD's step size is fixed by its horizon T; continuing multiclass Pegasos is not offered), one-vs-all trains
+  its k binary runs anew and the SVM is a batch solve. ``MulticlassSGD`` draws its T examples i.i.d. from the training sample (the
   population is the sample). Its eta and the SVM's lam use R = the largest row norm of the sample as
   measured here, not the data layer's certified (rounded-up) R, so they may differ from a pipeline run's in
   the last bits.
@@ -48,8 +49,9 @@ scikit-learn estimator") over +1/-1 labels with a weight vector ``w_`` is adapte
 through its ``learn_stream(X, y)``, or else its ``learn_one(x, y)`` fed the rows in order (``passes``
 passes if it declares ``passes``, else one).
 
-The training of Pegasos and the multiclass learners is restated here from their ``run`` with the same
-kernels and the same random draws, so that ``partial_fit`` can continue a run where ``run`` always starts one
+Pegasos and the multiclass learners train here through their ``run``'s own training core
+(:class:`pipeline.learners.pegasos.PegasosCore`, :class:`pipeline.learners.multiclass.MulticlassCore`) with
+``run``'s random draws, so that ``partial_fit`` can continue a run where ``run`` always starts one
 (tests/test_estimators.py pins ``fit`` to ``run`` bit for bit for Pegasos, MulticlassPegasos and OneVsAll).
 
 Examples
@@ -181,22 +183,17 @@ def _learn_multiclass_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int
     if learner.intercept:
         raise ParamError("intercept", learner.intercept, "false for the estimator (its decision function has no "
                          "intercept); the biased form runs as boundlab algorithm=multiclass_pegasos algorithm.intercept=true")
-    from pipeline.learners.multiclass import cost_stats
-
-    idx = index_stream(learner.sampling, np.ones(y.size), int(learner.T), 1, rng)[:, 0]
-    lam = float(learner.lam)  # the radius as MulticlassPegasos.run computes it (the same bits)
-    radius = math.sqrt(cost_stats(learner.cost, k)["cost_max"]) / math.sqrt(lam) if learner.projection else 0.0
-    W, _, avg, *_ = _steps(X, y, idx, k, 0.0, lam, radius=radius, cost=learner.cost)
+    # MulticlassPegasos.run's draws, radius and core (the same bits)
+    W, _, avg, *_ = _steps(X, y, learner.stream(y.size, rng), k, 0.0, float(learner.lam), radius=learner.ball(k),
+                           cost=learner.cost)
     learner.W_, learner.W_bar_ = W, avg[-1]
 
 
 def _learn_multiclass_sgd(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator,
                           state: Any) -> None:
     learner.check()
-    B, T = float(learner.B), int(learner.T)
-    rho = 2.0 * _radius(X)  # the literal rho = 2R of [S3], R over the sample (the population here)
-    eta = math.sqrt(B * B / (rho * rho * T)) if rho > 0 else 0.0  # all x = 0: no step moves W
-    idx = rng.integers(0, y.size, size=T)
+    eta = learner.step_size(_radius(X))  # the literal rho = 2R of [S3], R over the sample (the population here)
+    idx = rng.integers(0, y.size, size=int(learner.T))
     W, _, avg, *_ = _steps(X, y, idx, k, eta, 0.0, cost=learner.cost)
     learner.W_, learner.W_bar_ = W, avg[-1]
 
