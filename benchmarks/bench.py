@@ -231,16 +231,14 @@ def kernel_pegasos_numpy(X: np.ndarray, y: np.ndarray, idx: np.ndarray, lam: flo
 
 
 def kernel_pegasos_ours(X: np.ndarray, y: np.ndarray, idx: np.ndarray, lam: float, sigma: float) -> tuple[np.ndarray, int]:
+    """KernelPegasos.run's training: the Gram matrix, then its core (:class:`~pipeline.learners.kernel_pegasos.
+    KernelPegasosCore`) over the steps; the average's coefficients and the number of active steps."""
     from pipeline.learners.base import log_grid
-    from pipeline.learners.kernel_pegasos import gram_kernel, kernel_pegasos_kernel
+    from pipeline.learners.kernel_pegasos import KernelPegasosCore, gram_kernel
 
     K = gram_kernel(X, 2, 2, 1.0, sigma)
-    m, T = y.shape[0], idx.shape[0]
-    grid = log_grid(T, 40)
-    state, beta, g, z = np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(m), np.zeros(m), np.zeros(m)
-    loss, active, avg = np.empty(T), np.empty(T, dtype=np.int32), np.empty((grid.size, m))
-    kernel_pegasos_kernel(K, y, idx, lam, 0.0, 0, grid, state, beta, g, z, loss, active, avg)
-    return avg[-1], int(active.sum())
+    done = KernelPegasosCore.start(y.shape[0], lam).advance(K, y, idx, log_grid(idx.shape[0], 40))
+    return done.avg[-1], int(done.active.sum())
 
 
 def bench_kernel_pegasos(m: int, d: int, T: int, reps: int) -> dict[str, Any]:
