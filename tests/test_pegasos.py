@@ -348,22 +348,18 @@ def test_the_random_iterate_is_the_iterate_at_step_r_and_changes_nothing_else(T:
     assert 1 <= r <= T
     X, y, grid, d = it["X"], it["y"], it["grid"], ds.X.shape[1]
 
-    def kernel(steps: np.ndarray) -> tuple:
-        state, v, z, buf = np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d), np.zeros(d)
-        loss, active = np.empty(T), np.empty(T, dtype=np.int32)
-        avg, last = np.empty((steps.size, d)), np.empty((steps.size, d))
-        pegasos_kernel(X, y, it["ref_margin"], it["s_step"], it["idx"], 0.05, 0.0, 0, steps, state, v, z, buf, loss,
-                       active, avg, last, np.empty(T))
-        return state, v, loss, active, avg, last
+    def kernel(steps: np.ndarray) -> tuple[PegasosCore, PegasosSteps]:
+        core = PegasosCore.start(d, 0.05)
+        return core, core.advance(X, y, it["idx"], steps, it["s_step"], it["ref_margin"])
 
-    state, v, loss, active, avg, last = kernel(grid)  # the run without the extra snapshot: the same bytes
-    assert loss.tobytes() == it["loss"].tobytes() and active.tobytes() == out.trace["active"].tobytes()
-    assert avg.tobytes() == it["avg"].tobytes() and last.tobytes() == it["last"].tobytes()
-    assert (state[0] * v).tobytes() == learner.w_.tobytes()
+    core, done = kernel(grid)  # the run without the extra snapshot: the same bytes
+    assert done.loss.tobytes() == it["loss"].tobytes() and done.active.tobytes() == out.trace["active"].tobytes()
+    assert done.avg.tobytes() == it["avg"].tobytes() and done.last.tobytes() == it["last"].tobytes()
+    assert core.u.tobytes() == learner.w_.tobytes()
     if r == 1:
         assert not it["random"].any()  # w_1 = 0
     else:  # u_r is the "last" snapshot after step r - 1
-        assert kernel(np.array([r - 1], dtype=grid.dtype))[5][0].tobytes() == it["random"].tobytes()
+        assert kernel(np.array([r - 1], dtype=grid.dtype))[1].last[0].tobytes() == it["random"].tobytes()
 
 
 def test_the_random_iterate_bounds_need_sampling_with_replacement() -> None:
