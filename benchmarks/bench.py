@@ -106,32 +106,30 @@ def boundlab_cmd() -> list[str]:
 
 # --- kernels ----------------------------------------------------------------------------------------
 
-def _pegasos_arrays(X: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
-    """The arrays of one in-order pass of Pegasos (k = 1, no projection), allocated as
-    :meth:`pipeline.learners.pegasos.Pegasos.run` allocates them (per-step loss, active flags, averaged iterate)."""
+def _pegasos_arrays(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """The inputs of one in-order pass of Pegasos (k = 1, no projection) and its outputs' arrays, allocated as
+    :meth:`pipeline.learners.pegasos.Pegasos.run` allocates them (:class:`~pipeline.learners.pegasos.PegasosSteps`:
+    per-step loss, active flags, sub-gradient norms, averaged and last iterates)."""
     from pipeline.learners.base import log_grid
-    from pipeline.learners.pegasos import SNAPSHOTS, index_stream
+    from pipeline.learners.pegasos import SNAPSHOTS, PegasosSteps, index_stream
 
     m, d = X.shape
     grid = log_grid(m, SNAPSHOTS)
     return {"idx": index_stream("inorder", y, m, 1, np.random.default_rng(0)), "grid": grid, "ref": np.zeros(m),
-            "s": np.ones(m), "loss": np.empty(m), "active": np.empty(m, dtype=np.int32), "grad2": np.empty(m),
-            "avg": np.empty((grid.size, d)), "last": np.empty((grid.size, d))}
+            "s": np.ones(m), "out": PegasosSteps.empty(m, grid.size, d)}
 
 
-def _pegasos_call(X: np.ndarray, y: np.ndarray, lam: float, a: dict[str, np.ndarray]) -> np.ndarray:
-    from pipeline.learners.pegasos import pegasos_kernel
+def _pegasos_call(X: np.ndarray, y: np.ndarray, lam: float, a: dict[str, Any]) -> np.ndarray:
+    """The pass through :class:`~pipeline.learners.pegasos.PegasosCore`, the training core the runs use."""
+    from pipeline.learners.pegasos import PegasosCore
 
-    d = X.shape[1]
-    state = np.array([1.0, 0.0, 0.0, 1.0])  # a, ||v||^2, A, q: as Pegasos.run starts it
-    v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
-    pegasos_kernel(X, y, a["ref"], a["s"], a["idx"], lam, 0.0, 0, a["grid"], state, v, z, buf, a["loss"], a["active"],
-                   a["avg"], a["last"], a["grad2"])
-    return state[0] * v
+    core = PegasosCore.start(X.shape[1], lam)  # as Pegasos.run starts it
+    core.advance(X, y, a["idx"], a["grid"], a["s"], a["ref"], out=a["out"])
+    return core.u
 
 
 def pegasos_pass(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
-    """One in-order pass of Pegasos (k = 1, no projection) through the kernel, its arrays allocated as
+    """One in-order pass of Pegasos (k = 1, no projection) through its training core, its arrays allocated as
     :meth:`pipeline.learners.pegasos.Pegasos.run` does; the final iterate."""
     return _pegasos_call(X, y, lam, _pegasos_arrays(X, y))
 
@@ -141,8 +139,9 @@ def pegasos_kernel_alone(X: np.ndarray, y: np.ndarray, lam: float) -> Callable[[
     costs without the fresh memory a run allocates (the index stream, the per-step loss, sub-gradient norm
     and active flag: 28 bytes a step)."""
     arrays = _pegasos_arrays(X, y)
-    for name in ("ref", "loss", "active", "grad2", "avg", "last"):
-        arrays[name][...] = 0  # touch every page; the reference margins stay zero
+    arrays["ref"][...] = 0  # touch every page; the reference margins stay zero
+    for name in ("loss", "active", "grad2", "avg", "last"):
+        getattr(arrays["out"], name)[...] = 0
     return lambda: _pegasos_call(X, y, lam, arrays)
 
 
@@ -232,16 +231,14 @@ def kernel_pegasos_numpy(X: np.ndarray, y: np.ndarray, idx: np.ndarray, lam: flo
 
 
 def kernel_pegasos_ours(X: np.ndarray, y: np.ndarray, idx: np.ndarray, lam: float, sigma: float) -> tuple[np.ndarray, int]:
+    """KernelPegasos.run's training: the Gram matrix, then its core (:class:`~pipeline.learners.kernel_pegasos.
+    KernelPegasosCore`) over the steps; the average's coefficients and the number of active steps."""
     from pipeline.learners.base import log_grid
-    from pipeline.learners.kernel_pegasos import gram_kernel, kernel_pegasos_kernel
+    from pipeline.learners.kernel_pegasos import KernelPegasosCore, gram_kernel
 
     K = gram_kernel(X, 2, 2, 1.0, sigma)
-    m, T = y.shape[0], idx.shape[0]
-    grid = log_grid(T, 40)
-    state, beta, g, z = np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(m), np.zeros(m), np.zeros(m)
-    loss, active, avg = np.empty(T), np.empty(T, dtype=np.int32), np.empty((grid.size, m))
-    kernel_pegasos_kernel(K, y, idx, lam, 0.0, 0, grid, state, beta, g, z, loss, active, avg)
-    return avg[-1], int(active.sum())
+    done = KernelPegasosCore.start(y.shape[0], lam).advance(K, y, idx, log_grid(idx.shape[0], 40))
+    return done.avg[-1], int(done.active.sum())
 
 
 def bench_kernel_pegasos(m: int, d: int, T: int, reps: int) -> dict[str, Any]:

@@ -56,8 +56,9 @@ class kernel:  # noqa: N801 - a decorator, spelt as one (@kernel, @helper)
             self._compiled = numba.njit(cache=True, nogil=True, **options)(func)
         return self._compiled
 
-    def __call__(self, *args: Any) -> Any:
-        return (self._compiled or self.compiled())(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # keyword arguments are numba's too: it folds them into the positional signature before dispatch
+        return (self._compiled or self.compiled())(*args, **kwargs)
 
 
 def helper(func: Callable[..., Any]) -> kernel:

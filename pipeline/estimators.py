@@ -33,8 +33,9 @@ w that scores a new x by w.x):
   generator's known direction w*, which a plain (X, y) sample does not have.
 - ``MulticlassPegasos`` and ``MulticlassSGD`` (sections 7-8): the average W_bar (``W_bar_``);
   ``OneVsAll`` (section 8): the k binary Pegasos averages (``W_``); ``MulticlassSVM`` (section 7, Cor. 17.1):
-  the certified solution (``W_``). Only ``fit`` is offered: the multiclass step kernel restarts t at 1 and
-  the other two are batch solves. ``MulticlassSGD`` draws its T examples i.i.d. from the training sample (the
+  the certified solution (``W_``). Only ``fit`` is offered: each fit starts a fresh multiclass training core
+  (SGD's step size is fixed by its horizon T; continuing multiclass Pegasos is not offered), one-vs-all trains
+  its k binary runs anew and the SVM is a batch solve. ``MulticlassSGD`` draws its T examples i.i.d. from the training sample (the
   population is the sample). Its eta and the SVM's lam use R = the largest row norm of the sample as
   measured here, not the data layer's certified (rounded-up) R, so they may differ from a pipeline run's in
   the last bits.
@@ -48,8 +49,9 @@ scikit-learn estimator") over +1/-1 labels with a weight vector ``w_`` is adapte
 through its ``learn_stream(X, y)``, or else its ``learn_one(x, y)`` fed the rows in order (``passes``
 passes if it declares ``passes``, else one).
 
-The training of Pegasos and the multiclass learners is restated here from their ``run`` with the same
-kernels and the same random draws, so that ``partial_fit`` can continue a run where ``run`` always starts one
+Pegasos and the multiclass learners train here through their ``run``'s own training core
+(:class:`pipeline.learners.pegasos.PegasosCore`, :class:`pipeline.learners.multiclass.MulticlassCore`) with
+``run``'s random draws, so that ``partial_fit`` can continue a run where ``run`` always starts one
 (tests/test_estimators.py pins ``fit`` to ``run`` bit for bit for Pegasos, MulticlassPegasos and OneVsAll).
 
 Examples
@@ -84,7 +86,7 @@ from pipeline.learners.halving import Halving, WeightedMajority
 from pipeline.learners.kernel_pegasos import KernelPegasos
 from pipeline.learners.base import Learner
 from pipeline.learners.multiclass import _steps
-from pipeline.learners.pegasos import class_weights, index_stream, margins_kernel, pegasos_kernel
+from pipeline.learners.pegasos import PegasosCore, class_weights, index_stream, margins_kernel
 from pipeline.params import REQUIRED, ParamError, UserError
 
 try:  # scikit-learn >= 1.6; older releases validate through the estimator's own method
@@ -144,23 +146,13 @@ def _learn_one(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: Any, sta
             learner.learn_one(x, label)
 
 
-@dataclass
-class _PegasosState:
-    """What continues a Pegasos run: the kernel's [a, ||v||^2, A_t] and its vectors v, z (pegasos_kernel)."""
-
-    t: int
-    scalars: np.ndarray
-    v: np.ndarray
-    z: np.ndarray
-
-
 def _radius(X: np.ndarray) -> float:
     return float(np.sqrt(np.einsum("ij,ij->i", X, X).max(initial=0.0)))
 
 
 def _learn_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator,
-                   state: _PegasosState | None) -> _PegasosState:
-    """``T`` more steps of Pegasos.run's training (same draws, same kernel), from step ``state.t`` + 1."""
+                   state: PegasosCore | None) -> PegasosCore:
+    """``T`` more steps of Pegasos.run's training (its draws, its :class:`PegasosCore`), from step ``state.t`` + 1."""
     learner.check()
     m, d = X.shape
     if learner.intercept:
@@ -178,13 +170,10 @@ def _learn_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.r
     s_step = weights if weights is not None and learner.sampling != "class_balanced" else np.ones(m)
     radius = 1.0 / math.sqrt(lam) if learner.projection else 0.0
     if state is None:
-        state = _PegasosState(0, np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d))
+        state = PegasosCore.start(d, lam, radius)
     grid = np.array([state.t + T], dtype=np.int64)  # one snapshot: the average after the last step
-    avg, last = np.empty((1, d)), np.empty((1, d))
-    pegasos_kernel(X, y, np.zeros(m), s_step, idx, lam, radius, state.t, grid, state.scalars, state.v, state.z,
-                   np.zeros(d), np.empty(T), np.empty(T, dtype=np.int32), avg, last, np.empty(T))
-    state.t += T
-    learner.w_, learner.w_bar_, learner.t_ = state.scalars[0] * state.v, avg[0], state.t
+    done = state.advance(X, y, idx, grid, s_step, np.zeros(m))
+    learner.w_, learner.w_bar_, learner.t_ = state.u, done.avg[0], state.t
     return state
 
 
@@ -194,22 +183,17 @@ def _learn_multiclass_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int
     if learner.intercept:
         raise ParamError("intercept", learner.intercept, "false for the estimator (its decision function has no "
                          "intercept); the biased form runs as boundlab algorithm=multiclass_pegasos algorithm.intercept=true")
-    from pipeline.learners.multiclass import cost_stats
-
-    idx = index_stream(learner.sampling, np.ones(y.size), int(learner.T), 1, rng)[:, 0]
-    lam = float(learner.lam)  # the radius as MulticlassPegasos.run computes it (the same bits)
-    radius = math.sqrt(cost_stats(learner.cost, k)["cost_max"]) / math.sqrt(lam) if learner.projection else 0.0
-    W, _, avg, *_ = _steps(X, y, idx, k, 0.0, lam, radius=radius, cost=learner.cost)
+    # MulticlassPegasos.run's draws, radius and core (the same bits)
+    W, _, avg, *_ = _steps(X, y, learner.stream(y.size, rng), k, 0.0, float(learner.lam), radius=learner.ball(k),
+                           cost=learner.cost)
     learner.W_, learner.W_bar_ = W, avg[-1]
 
 
 def _learn_multiclass_sgd(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator,
                           state: Any) -> None:
     learner.check()
-    B, T = float(learner.B), int(learner.T)
-    rho = 2.0 * _radius(X)  # the literal rho = 2R of [S3], R over the sample (the population here)
-    eta = math.sqrt(B * B / (rho * rho * T)) if rho > 0 else 0.0  # all x = 0: no step moves W
-    idx = rng.integers(0, y.size, size=T)
+    eta = learner.step_size(_radius(X))  # the literal rho = 2R of [S3], R over the sample (the population here)
+    idx = rng.integers(0, y.size, size=int(learner.T))
     W, _, avg, *_ = _steps(X, y, idx, k, eta, 0.0, cost=learner.cost)
     learner.W_, learner.W_bar_ = W, avg[-1]
 

@@ -92,7 +92,7 @@ def test_step_kernel_matches_a_plain_reference_for_every_cost(cost: str, lam: fl
     for fn in (multiclass_step_kernel, multiclass_step_kernel.py):  # compiled and pure Python
         W, Wsum = np.zeros((4, 5)), np.zeros((4, 5))
         loss = np.empty(T)
-        fn(ds.X, ds.y, idx, W, Wsum, 0.05, lam, radius, np.ascontiguousarray(D), grid, np.empty((grid.size, 4, 5)),
+        fn(ds.X, ds.y, idx, W, Wsum, 0.05, lam, radius, np.ascontiguousarray(D), 0, grid, np.empty((grid.size, 4, 5)),
            loss, np.empty(T), np.empty(T, dtype=np.int8))
         np.testing.assert_array_equal(W, W_ref)
         np.testing.assert_array_equal(loss, loss_ref)

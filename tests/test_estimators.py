@@ -233,7 +233,7 @@ def test_partial_fit_needs_classes_first_and_refuses_unknown_labels() -> None:
         est.partial_fit(X, np.where(y > 0, 2, -1))
     with pytest.raises(ValueError, match="first call"):
         est.partial_fit(X, y, classes=[-1, 0, 1])
-    assert not hasattr(MulticlassPegasosClassifier(lam=0.1), "partial_fit")  # its kernel restarts t at 1
+    assert not hasattr(MulticlassPegasosClassifier(lam=0.1), "partial_fit")  # fit only: a fresh core per fit
 
 
 @pytest.mark.parametrize("est", INSTANCES, ids=lambda e: repr(e))
@@ -284,7 +284,7 @@ def test_pickled_estimator_predicts_the_same() -> None:
     np.testing.assert_array_equal(again.decision_function(X), est.decision_function(X))
 
 
-# --- fit is the learner's own training, bit for bit (the adapter restates run's training without the comparators) --
+# --- fit is the learner's own training, bit for bit (the adapter advances run's training core, no comparators) --
 
 @pytest.mark.parametrize("params", [
     {},

@@ -131,3 +131,32 @@ def test_compiled_kernel_matches_reference(radius: float) -> None:
         outs.append(arrays)
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("k", "radius"), [(1, 0.0), (2, 0.0), (1, 0.5), (3, 0.5)])
+@pytest.mark.parametrize("cut", [1, 77])
+def test_the_core_advanced_in_two_blocks_is_one_block_bit_for_bit(k: int, radius: float, cut: int) -> None:
+    """KernelPegasosCore continues exactly: steps 1..cut then cut+1..T (the snapshots into the same array) give
+    every byte of one advance over 1..T, with and without projection (radius 0.5 restarts the scale)."""
+    from pipeline.learners.base import log_grid
+    from pipeline.learners.kernel_pegasos import KernelPegasosCore, KernelPegasosSteps
+    from pipeline.learners.pegasos import index_stream
+
+    ds = Shells(rho=1.0, n=40, d=3).generate(np.random.default_rng(0))
+    K = KernelPegasos(lam=0.1, kernel="gaussian").gram(ds.X)
+    y = np.ascontiguousarray(ds.y, dtype=np.float64)
+    T = 200
+    idx = index_stream("iid", y, T, k, np.random.default_rng(3))
+    grid = log_grid(T, 10)
+    one = KernelPegasosCore.start(40, 0.1, radius)
+    whole = one.advance(K, y, idx, grid)
+    two = KernelPegasosCore.start(40, 0.1, radius)
+    parts = KernelPegasosSteps.empty(T, grid.size, 40)
+    two.advance(K, y, idx[:cut], grid, KernelPegasosSteps(parts.loss[:cut], parts.active[:cut], parts.avg))
+    two.advance(K, y, idx[cut:], grid, KernelPegasosSteps(parts.loss[cut:], parts.active[cut:], parts.avg))
+    assert one.t == two.t == T
+    for name in ("loss", "active", "avg"):
+        assert getattr(whole, name).tobytes() == getattr(parts, name).tobytes(), name
+    for a, b in ((one.scalars, two.scalars), (one.beta, two.beta), (one.g, two.g), (one.z, two.z)):
+        assert a.tobytes() == b.tobytes()
+    assert one.alpha.tobytes() == two.alpha.tobytes()

@@ -15,7 +15,7 @@ from pipeline.bounds.multiclass import COR17_1, COR17_2, COR17_2_SHARP, LEMMA14_
 from pipeline.data.multiclass import MulticlassMargin, largest_margin
 from pipeline.learners import MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos
 from pipeline.learners.base import log_grid
-from pipeline.learners.multiclass import multiclass_step_kernel
+from pipeline.learners.multiclass import MulticlassCore, MulticlassSteps, multiclass_step_kernel
 from pipeline.statistics import measure, population_comparator
 
 
@@ -37,12 +37,34 @@ def test_step_kernel_matches_reference(lam: float, radius: float) -> None:
     grid = log_grid(T, 8)
     outs = []
     for fn in (multiclass_step_kernel, multiclass_step_kernel.py):
-        arrays = [np.zeros((3, 5)), np.zeros((3, 5)), 0.05, lam, radius, 1.0 - np.eye(3), grid, np.empty((grid.size, 3, 5)),
+        arrays = [np.zeros((3, 5)), np.zeros((3, 5)), 0.05, lam, radius, 1.0 - np.eye(3), 0, grid, np.empty((grid.size, 3, 5)),
                   np.empty(T), np.empty(T), np.empty(T, dtype=np.int8)]
         fn(ds.X, ds.y, idx, *arrays)
         outs.append(arrays)
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("eta", "lam", "radius"), [(0.05, 0.0, 0.0), (0.0, 0.1, 0.0), (0.0, 0.1, 1.5)])
+@pytest.mark.parametrize("cut", [1, 120])
+def test_the_core_advanced_in_two_blocks_is_one_block_bit_for_bit(eta: float, lam: float, radius: float, cut: int) -> None:
+    """MulticlassCore continues exactly: steps 1..cut then cut+1..T (t counted on, the snapshots into the same
+    array) give every byte of one advance over 1..T, for SGD (lam = 0) and Pegasos with and without projection."""
+    ds = _data(0)
+    T = 300
+    X, y = np.ascontiguousarray(ds.X, dtype=np.float64), np.ascontiguousarray(ds.y, dtype=np.int64)
+    idx = np.random.default_rng(1).integers(0, y.size, T)
+    grid = log_grid(T, 8)
+    one = MulticlassCore.start(3, 5, eta=eta, lam=lam, radius=radius, cost="ordinal")
+    whole = one.advance(X, y, idx, grid)
+    two = MulticlassCore.start(3, 5, eta=eta, lam=lam, radius=radius, cost="ordinal")
+    parts = MulticlassSteps.empty(T, grid.size, 3, 5)
+    two.advance(X, y, idx[:cut], grid, MulticlassSteps(parts.avg, parts.loss[:cut], parts.vnorm2[:cut], parts.wrong[:cut]))
+    two.advance(X, y, idx[cut:], grid, MulticlassSteps(parts.avg, parts.loss[cut:], parts.vnorm2[cut:], parts.wrong[cut:]))
+    assert one.t == two.t == T
+    for name in ("avg", "loss", "vnorm2", "wrong"):
+        assert getattr(whole, name).tobytes() == getattr(parts, name).tobytes(), name
+    assert one.W.tobytes() == two.W.tobytes() and one.Wsum.tobytes() == two.Wsum.tobytes()
 
 
 def test_realisable_comparator_is_exactly_zero() -> None:

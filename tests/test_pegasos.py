@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from pipeline.bounds.pegasos import PEGASOS_BOUNDS
 from pipeline.data import MarginBinary
 from pipeline.learners.base import log_grid
-from pipeline.learners.pegasos import SAMPLINGS, Pegasos, class_weights, index_stream, pegasos_kernel, pegasos_single_kernel
+from pipeline.learners.pegasos import (SAMPLINGS, Pegasos, PegasosCore, PegasosSteps, class_weights, index_stream, pegasos_kernel,
+                                       pegasos_single_kernel)
 from pipeline.statistics import measure
 
 (REGRET, EXPECTATION, HIGH_PROBABILITY, LAST, FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV, MARKOV_AVERAGE, LEMMA3, TELESCOPED,
@@ -109,9 +110,9 @@ def test_inorder_stream_is_the_sample_order_mod_m(T: int, k: int, m: int) -> Non
        weighted=st.booleans(), transfer=st.booleans(), sampling=st.sampled_from(["iid", "perm", "inorder"]))
 def test_single_kernel_is_the_general_kernel_bit_for_bit(seed, m, d, T, t0, log_lam, log_scale, weighted, transfer,  # noqa: ANN001
                                                          sampling: str) -> None:
-    """Batch 1 without projection, pegasos_kernel runs pegasos_single_kernel: every output (state, v, z, buf, the
-    per-step loss and active flags, the snapshots) has the bits of the general compiled kernel, also when a run is
-    continued (t0 > 0, a state with A != 0 and z != 0) and at tiny and huge row norms."""
+    """Batch 1 without projection, PegasosCore.advance runs pegasos_single_kernel: every output (state, v, z, buf,
+    the per-step loss and active flags, the snapshots) has the bits of the general compiled kernel, also when a run
+    is continued (t0 > 0, a state with A != 0 and z != 0) and at tiny and huge row norms."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(m, d)) * 10.0**log_scale
     y = np.where(rng.random(m) < 0.5, -1.0, 1.0)
@@ -123,16 +124,57 @@ def test_single_kernel_is_the_general_kernel_bit_for_bit(seed, m, d, T, t0, log_
     start = [np.array([1.0 / max(t0, 1), rng.random(), rng.random() * t0, 1.0]), rng.normal(size=d), rng.normal(size=d)]
     if t0 == 0:
         start = [np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d)]
+    def fresh() -> PegasosSteps:
+        return PegasosSteps(np.full(T, np.nan), np.full(T, -1, dtype=np.int32), np.full(T, np.nan),
+                            np.full((grid.size, d), np.nan), np.full((grid.size, d), np.nan))
+
     outs = []
-    for fn in (pegasos_kernel.compiled(), pegasos_single_kernel, pegasos_kernel):
+    for fn in (pegasos_kernel, pegasos_single_kernel):
         state, v, z = (a.copy() for a in start)
         buf = np.zeros(d)
-        loss, active, grad2 = np.full(T, np.nan), np.full(T, -1, dtype=np.int32), np.full(T, np.nan)
-        avg, last = np.full((grid.size, d), np.nan), np.full((grid.size, d), np.nan)
-        fn(X, y, ref_margin, s, idx, lam, 0.0, t0, grid, state, v, z, buf, loss, active, avg, last, grad2)
-        outs.append([state, v, z, buf, loss, active, avg, last, grad2])
-    for general, single, dispatched in zip(*outs):
-        assert general.tobytes() == single.tobytes() == dispatched.tobytes()
+        o = fresh()
+        fn(X, y, ref_margin, s, idx, lam, 0.0, t0, grid, state, v, z, buf, o.loss, o.active, o.avg, o.last, o.grad2)
+        outs.append([state, v, z, buf, o.loss, o.active, o.avg, o.last, o.grad2])
+    state, v, z = (a.copy() for a in start)
+    core = PegasosCore(lam, 0.0, v, z, np.zeros(d), state, t0)
+    o = core.advance(X, y, idx, grid, s, ref_margin, out=fresh())
+    assert core.t == t0 + T
+    outs.append([core.scalars, core.v, core.z, core.buf, o.loss, o.active, o.avg, o.last, o.grad2])
+    for general, single, core_out in zip(*outs):
+        assert general.tobytes() == single.tobytes() == core_out.tobytes()
+
+
+@pytest.mark.parametrize(("k", "projection", "transfer"), [(1, False, False), (1, False, True), (3, False, False),
+                                                           (1, True, False), (2, True, True)])
+@pytest.mark.parametrize("cut", [1, 137, 399])
+def test_the_core_advanced_in_two_blocks_is_one_block_bit_for_bit(k: int, projection: bool, transfer: bool,
+                                                                   cut: int) -> None:
+    """PegasosCore continues exactly (what partial_fit relies on): steps 1..cut then cut+1..T, writing into the
+    same snapshot arrays and the two halves of the per-step ones, give every byte of one advance over 1..T,
+    whichever kernel the core chooses (batch 1 without projection: the single-step kernel)."""
+    ds = _data(3, m=50, d=5)
+    X, y = np.ascontiguousarray(ds.X), np.ascontiguousarray(ds.y)
+    lam, T = 0.02, 400
+    idx = index_stream("iid", y, T, k, np.random.default_rng(11))
+    s = np.where(y > 0, 1.25, 0.8)
+    ref_margin = y * (X @ ds.directions["w*"]) * 0.5 if transfer else np.zeros(y.size)
+    radius = 1.0 / math.sqrt(lam) if projection else 0.0
+    grid = log_grid(T, 12)
+    one = PegasosCore.start(5, lam, radius)
+    whole = one.advance(X, y, idx, grid, s, ref_margin)
+    two = PegasosCore.start(5, lam, radius)
+    parts = PegasosSteps.empty(T, grid.size, 5)
+    first = PegasosSteps(parts.loss[:cut], parts.active[:cut], parts.grad2[:cut], parts.avg, parts.last)
+    second = PegasosSteps(parts.loss[cut:], parts.active[cut:], parts.grad2[cut:], parts.avg, parts.last)
+    two.advance(X, y, idx[:cut], grid, s, ref_margin, out=first)
+    assert two.t == cut
+    two.advance(X, y, idx[cut:], grid, s, ref_margin, out=second)
+    assert one.t == two.t == T
+    for name in ("loss", "active", "grad2", "avg", "last"):
+        assert getattr(whole, name).tobytes() == getattr(parts, name).tobytes(), name
+    for a, b in ((one.scalars, two.scalars), (one.v, two.v), (one.z, two.z), (one.buf, two.buf)):
+        assert a.tobytes() == b.tobytes()
+    assert one.u.tobytes() == two.u.tobytes()
 
 
 def test_class_weights_have_mean_one() -> None:
@@ -306,22 +348,18 @@ def test_the_random_iterate_is_the_iterate_at_step_r_and_changes_nothing_else(T:
     assert 1 <= r <= T
     X, y, grid, d = it["X"], it["y"], it["grid"], ds.X.shape[1]
 
-    def kernel(steps: np.ndarray) -> tuple:
-        state, v, z, buf = np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(d), np.zeros(d), np.zeros(d)
-        loss, active = np.empty(T), np.empty(T, dtype=np.int32)
-        avg, last = np.empty((steps.size, d)), np.empty((steps.size, d))
-        pegasos_kernel(X, y, it["ref_margin"], it["s_step"], it["idx"], 0.05, 0.0, 0, steps, state, v, z, buf, loss,
-                       active, avg, last, np.empty(T))
-        return state, v, loss, active, avg, last
+    def kernel(steps: np.ndarray) -> tuple[PegasosCore, PegasosSteps]:
+        core = PegasosCore.start(d, 0.05)
+        return core, core.advance(X, y, it["idx"], steps, it["s_step"], it["ref_margin"])
 
-    state, v, loss, active, avg, last = kernel(grid)  # the run without the extra snapshot: the same bytes
-    assert loss.tobytes() == it["loss"].tobytes() and active.tobytes() == out.trace["active"].tobytes()
-    assert avg.tobytes() == it["avg"].tobytes() and last.tobytes() == it["last"].tobytes()
-    assert (state[0] * v).tobytes() == learner.w_.tobytes()
+    core, done = kernel(grid)  # the run without the extra snapshot: the same bytes
+    assert done.loss.tobytes() == it["loss"].tobytes() and done.active.tobytes() == out.trace["active"].tobytes()
+    assert done.avg.tobytes() == it["avg"].tobytes() and done.last.tobytes() == it["last"].tobytes()
+    assert core.u.tobytes() == learner.w_.tobytes()
     if r == 1:
         assert not it["random"].any()  # w_1 = 0
     else:  # u_r is the "last" snapshot after step r - 1
-        assert kernel(np.array([r - 1], dtype=grid.dtype))[5][0].tobytes() == it["random"].tobytes()
+        assert kernel(np.array([r - 1], dtype=grid.dtype))[1].last[0].tobytes() == it["random"].tobytes()
 
 
 def test_the_random_iterate_bounds_need_sampling_with_replacement() -> None:

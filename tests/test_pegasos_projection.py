@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.learners.pegasos import SNAPSHOTS, index_stream, pegasos_kernel
+from pipeline.learners.pegasos import SNAPSHOTS, PegasosCore, index_stream, pegasos_kernel
 from pipeline.learners.base import log_grid
 
 
@@ -75,10 +75,15 @@ def test_unprojected_runs_are_unchanged_by_the_restart() -> None:
     idx = index_stream("iid", y, 5000, 1, rng)
     T = idx.shape[0]
     grid = log_grid(T, SNAPSHOTS)
-    state = np.array([1.0, 0.0, 0.0, 1.0])
-    v, z, buf = np.zeros(5), np.zeros(5), np.zeros(5)
-    loss, active = np.empty(T), np.empty(T, dtype=np.int32)
-    avg, last = np.empty((grid.size, 5)), np.empty((grid.size, 5))
-    pegasos_kernel(X, y, np.zeros(40), np.ones(40), idx, 0.1, 0.0, 0, grid, state, v, z, buf, loss, active, avg, last,
-                   np.empty(idx.shape[0]))
-    assert state[0] == 1.0 / T and state[3] == 1.0
+    for core in (PegasosCore.start(5, 0.1), None):  # the runs' core (the single-step kernel), the general kernel
+        state = np.array([1.0, 0.0, 0.0, 1.0])
+        if core is not None:
+            core.advance(X, y, idx, grid, np.ones(40), np.zeros(40))
+            state = core.scalars
+        else:
+            v, z, buf = np.zeros(5), np.zeros(5), np.zeros(5)
+            loss, active = np.empty(T), np.empty(T, dtype=np.int32)
+            avg, last = np.empty((grid.size, 5)), np.empty((grid.size, 5))
+            pegasos_kernel(X, y, np.zeros(40), np.ones(40), idx, 0.1, 0.0, 0, grid, state, v, z, buf, loss, active, avg,
+                           last, np.empty(T))
+        assert state[0] == 1.0 / T and state[3] == 1.0

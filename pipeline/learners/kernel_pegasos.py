@@ -5,6 +5,7 @@ kernels. docs/bounds.md section 5.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -130,6 +131,65 @@ def kernel_pegasos_kernel(K, y, idx, lam, radius, t0, grid, state, beta, g, z, l
                     q = lam * t
     state[0], state[1], state[2], state[3] = nb, H, a, q
     return 0
+
+
+@dataclass
+class KernelPegasosSteps:
+    """What a block of T steps of :class:`KernelPegasosCore` records: per step f_t(w_t) (``loss``) and |A+|
+    (``active``); at the snapshot steps of the grid the average's coefficients (``avg``, one row per grid entry;
+    rows of grid steps outside the block are left as they were)."""
+
+    loss: np.ndarray
+    active: np.ndarray
+    avg: np.ndarray
+
+    @classmethod
+    def empty(cls, T: int, snapshots: int, m: int) -> KernelPegasosSteps:
+        """Fresh (uninitialised) arrays for T steps and ``snapshots`` grid entries over m training points."""
+        return cls(np.empty(T), np.empty(T, dtype=np.int32), np.empty((snapshots, m)))
+
+
+@dataclass
+class KernelPegasosCore:
+    """Kernel Pegasos' training state, and the one way to advance it (docs/bounds.md section 5): what
+    :meth:`KernelPegasos.run` and the benchmark run.
+
+    ``scalars`` = [||sum beta y phi||^2, H_t, the scale h, the restart mark q], the coefficients ``beta``,
+    g = K (beta y) and the average's ``z`` of :func:`kernel_pegasos_kernel`, after ``t`` steps, for ``lam``
+    and the projection's ``radius`` (0: none). :meth:`advance` continues exactly: advancing over idx[:n] and
+    then idx[n:] gives the bits of one advance over idx (tests/test_kernel_pegasos.py).
+    """
+
+    lam: float
+    radius: float
+    beta: np.ndarray
+    g: np.ndarray
+    z: np.ndarray
+    scalars: np.ndarray
+    t: int = 0
+
+    @classmethod
+    def start(cls, m: int, lam: float, radius: float = 0.0) -> KernelPegasosCore:
+        """w_1 = 0 over m training points (h = 0, q = 1: the kernel's starting state)."""
+        return cls(float(lam), float(radius), np.zeros(m), np.zeros(m), np.zeros(m), np.array([0.0, 0.0, 0.0, 1.0]))
+
+    @property
+    def alpha(self) -> np.ndarray:
+        """The coefficients of w_(t+1) = sum_i alpha_i y_i phi(x_i): h beta with projection, else beta / (lam t)."""
+        return self.scalars[2] * self.beta if self.radius > 0.0 else self.beta / (self.lam * self.t)
+
+    def advance(self, K: np.ndarray, y: np.ndarray, idx: np.ndarray, grid: np.ndarray,
+                out: KernelPegasosSteps | None = None) -> KernelPegasosSteps:
+        """Steps t+1 .. t+T over the (T, k) batches ``idx`` with the Gram matrix K and labels y (float64),
+        the average's coefficients at the steps of ``grid`` (ascending) into ``out`` (fresh arrays by default)."""
+        T = idx.shape[0]
+        if out is None:
+            out = KernelPegasosSteps.empty(T, grid.shape[0], K.shape[0])
+        kernel_pegasos_kernel(K=K, y=y, idx=idx, lam=self.lam, radius=self.radius, t0=self.t, grid=grid,
+                              state=self.scalars, beta=self.beta, g=self.g, z=self.z, loss=out.loss, active=out.active,
+                              avg=out.avg)
+        self.t += T
+        return out
 
 
 class KernelPegasos(Learner):
@@ -300,14 +360,11 @@ class KernelPegasos(Learner):
         idx = index_stream(self.sampling, y, T, k, rng)
         grid = log_grid(T, SNAPSHOTS)
         radius = 1.0 / math.sqrt(lam) if self.projection else 0.0
-        state = np.array([0.0, 0.0, 0.0, 1.0])  # ||sum beta y phi||^2, H, the scale h, the restart mark q
-        beta, g, z = np.zeros(m), np.zeros(m), np.zeros(m)
-        loss, active = np.empty(T), np.empty(T, dtype=np.int32)
-        avg = np.empty((grid.size, m))
-        kernel_pegasos_kernel(K, y, idx, lam, radius, 0, grid, state, beta, g, z, loss, active, avg)
-        self.beta_ = beta
-        # w_(T+1) = sum_i alpha_i y_i phi(x_i)
-        self.alpha_ = state[2] * beta if self.projection else beta / (lam * T)
+        core = KernelPegasosCore.start(m, lam, radius)
+        done = core.advance(K, y, idx, grid)
+        loss, active, avg = done.loss, done.active, done.avg
+        self.beta_ = core.beta
+        self.alpha_ = core.alpha  # w_(T+1) = sum_i alpha_i y_i phi(x_i)
         self.alpha_bar_ = avg[-1]
         self.t_ = T
         R = self.radius(float(dataset.stats.R))

@@ -10,6 +10,7 @@ learners' ``cost`` parameter (:data:`pipeline.risk.COSTS`; the 0-1 loss by defau
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,10 +22,11 @@ from pipeline.risk import COST_WORDS, COSTS
 
 
 @kernel
-def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, cost, grid, avg, loss, vnorm2, wrong):  # noqa: ANN001, ANN201
-    """Sub-gradient steps on the generalized hinge loss over the rows ``idx`` of (X, y).
+def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, cost, t0, grid, avg, loss, vnorm2, wrong):  # noqa: ANN001, ANN201
+    """Sub-gradient steps t0+1 .. t0+len(idx) on the generalized hinge loss over the rows ``idx`` of (X, y).
 
-    At step t (1-based), with scores s_j = W_j.x: the loss-augmented label yhat = argmax_y'
+    At step t (1-based, counted from the run's start: t0 steps came before), with scores s_j = W_j.x: the
+    loss-augmented label yhat = argmax_y'
     (Delta(y', y) + s_y' - s_y), Delta(y', y) = ``cost[y', y]`` (a k x k matrix with a zero diagonal; ties
     keep y, then the first label: no update on a tie with y), loss[t] = lam/2 ||W||^2 + that maximum,
     vnorm2[t] = ||Psi(x, yhat) - Psi(x, y)||^2, wrong[t] = 1 if some y' != y scores >= s_y (0-1 loss,
@@ -39,8 +41,10 @@ def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, cost, grid, avg
     k, d = W.shape
     scores = np.empty(k)
     g = 0
+    while g < grid.shape[0] and grid[g] <= t0:
+        g += 1
     for r in range(T):
-        t = r + 1
+        t = t0 + r + 1
         i = idx[r]
         yi = y[i]
         norm2 = 0.0
@@ -162,20 +166,75 @@ def multiclass_bias_kernel(X, y, idx, W, b, Wbar, bbar, lam, radius, cost, loss,
     return 0
 
 
+@dataclass
+class MulticlassSteps:
+    """What a block of T steps of :class:`MulticlassCore` records: per step the loss (``loss``), ||v_t||^2
+    (``vnorm2``) and the 0-1 mistake (``wrong``); at the snapshot steps of the grid the average W (``avg``, one
+    k x d slice per grid entry; slices of grid steps outside the block are left as they were)."""
+
+    avg: np.ndarray
+    loss: np.ndarray
+    vnorm2: np.ndarray
+    wrong: np.ndarray
+
+    @classmethod
+    def empty(cls, T: int, snapshots: int, k: int, d: int) -> MulticlassSteps:
+        """Fresh (uninitialised) arrays for T steps and ``snapshots`` grid entries."""
+        return cls(np.empty((snapshots, k, d)), np.empty(T), np.empty(T), np.empty(T, dtype=np.int8))
+
+
+@dataclass
+class MulticlassCore:
+    """The multiclass learners' training state, and the one way to advance it (docs/bounds.md sections 7-8): what
+    :class:`MulticlassSGD` (``lam`` = 0, step ``eta``), :class:`MulticlassPegasos` (``lam`` > 0, optional
+    projection onto ||W|| <= ``radius``) and their scikit-learn adapters run.
+
+    W after ``t`` steps and the running sum ``Wsum`` of W_1..W_t (:func:`multiclass_step_kernel`), the label
+    cost Delta as the k x k matrix ``cost``. :meth:`advance` continues exactly: advancing over idx[:n] and
+    then idx[n:] gives the bits of one advance over idx (tests/test_multiclass.py).
+    """
+
+    eta: float
+    lam: float
+    radius: float
+    cost: np.ndarray
+    W: np.ndarray
+    Wsum: np.ndarray
+    t: int = 0
+
+    @classmethod
+    def start(cls, k: int, d: int, eta: float = 0.0, lam: float = 0.0, radius: float = 0.0,
+              cost: str | np.ndarray | tuple | None = None) -> MulticlassCore:
+        """W_1 = 0 for k classes in dimension d; ``cost`` a name of :data:`pipeline.risk.COSTS` or a matrix."""
+        from pipeline.risk import cost_matrix
+
+        D = np.ascontiguousarray(cost_matrix(cost, k))
+        return cls(float(eta), float(lam), float(radius), D, np.zeros((k, d)), np.zeros((k, d)))
+
+    def advance(self, X: np.ndarray, y: np.ndarray, idx: np.ndarray, grid: np.ndarray,
+                out: MulticlassSteps | None = None) -> MulticlassSteps:
+        """Steps t+1 .. t+T over the rows ``idx`` (shape (T,)) of (X, y) (X as float64 and y as int64
+        class indices, C-contiguous), the averages at the steps of ``grid`` (ascending) into ``out`` (fresh
+        arrays by default)."""
+        T = idx.shape[0]
+        k, d = self.W.shape
+        if out is None:
+            out = MulticlassSteps.empty(T, grid.shape[0], k, d)
+        multiclass_step_kernel(X=X, y=y, idx=idx, W=self.W, Wsum=self.Wsum, eta=self.eta, lam=self.lam,
+                               radius=self.radius, cost=self.cost, t0=self.t, grid=grid, avg=out.avg, loss=out.loss,
+                               vnorm2=out.vnorm2, wrong=out.wrong)
+        self.t += T
+        return out
+
+
 def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, lam: float, points: int = 40,  # noqa: ANN202
            radius: float = 0.0, cost: str | np.ndarray | None = None):
-    from pipeline.risk import cost_matrix
-
-    D = np.ascontiguousarray(cost_matrix(cost, k))
-    T = idx.shape[0]
-    d = X.shape[1]
-    grid = log_grid(T, points)
-    W, Wsum = np.zeros((k, d)), np.zeros((k, d))
-    avg = np.empty((grid.size, k, d))
-    loss, vnorm2, wrong = np.empty(T), np.empty(T), np.empty(T, dtype=np.int8)
-    multiclass_step_kernel(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(y, dtype=np.int64),
-                           idx, W, Wsum, float(eta), float(lam), float(radius), D, grid, avg, loss, vnorm2, wrong)
-    return W, grid, avg, loss, vnorm2, wrong
+    """A whole run of the core from W_1 = 0 over ``idx``, with ``points`` log-spaced snapshots: W_(T+1), the
+    grid, the snapshots' averages and the per-step loss, ||v_t||^2 and mistakes."""
+    grid = log_grid(idx.shape[0], points)
+    core = MulticlassCore.start(k, X.shape[1], eta=eta, lam=lam, radius=radius, cost=cost)
+    done = core.advance(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(y, dtype=np.int64), idx, grid)
+    return core.W, grid, done.avg, done.loss, done.vnorm2, done.wrong
 
 
 def held_out(dataset: object, W: np.ndarray, cost: str = "zero_one") -> dict[str, float]:
@@ -333,6 +392,12 @@ class MulticlassSGD(_Multiclass):
         terms["T"] = (self.T, terms["T"][1] + 8.0 * 3 * T * (d or 0))
         return terms
 
+    def step_size(self, R: float) -> float:
+        """eta = sqrt(B^2 / (rho^2 T)) with rho = 2R ([S3]); 0 when every x is 0 (no step moves W)."""
+        B, T = float(self.B), int(self.T)
+        rho = 2.0 * R
+        return math.sqrt(B * B / (rho * rho * T)) if rho > 0 else 0.0
+
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         """The run on T fresh draws, and what it did: per-step losses and ||v_t||^2, the held-out risks of
         the snapshots' averages. The comparator U (min over the ball), the regret against it and the excess
@@ -340,7 +405,7 @@ class MulticlassSGD(_Multiclass):
         B, T, k = float(self.B), int(self.T), int(dataset.k)
         R = float(dataset.stats.R)
         rho = 2.0 * R
-        eta = math.sqrt(B * B / (rho * rho * T))
+        eta = self.step_size(R)
         X, y = dataset.draw(T, rng)
         W, grid, avg, loss, vnorm2, wrong = _steps(X, y, np.arange(T), k, eta, 0.0, cost=self.cost)
         self.W_, self.W_bar_ = W, avg[-1]
@@ -456,18 +521,26 @@ class MulticlassPegasos(_Multiclass):
         INTERCEPT,
     )
 
+    def stream(self, m: int, rng: np.random.Generator) -> np.ndarray:
+        """The T example indices of a run on m examples, drawn from ``rng`` by :func:`pipeline.learners.pegasos.index_stream`."""
+        from pipeline.learners.pegasos import index_stream
+
+        return index_stream(self.sampling, np.ones(m), int(self.T), 1, rng)[:, 0]
+
+    def ball(self, k: int) -> float:
+        """The projection's radius sqrt(max Delta) / sqrt(lam) (0: no projection); for the 0-1 cost
+        sqrt(1.0) = 1.0, the bits of 1/sqrt(lam)."""
+        return math.sqrt(cost_stats(self.cost, k)["cost_max"]) / math.sqrt(float(self.lam)) if self.projection else 0.0
+
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         """The run, and what it did: the per-step losses, the index stream, the snapshots' averages, the
         held-out risks of the last average. f* (the multiclass SVM's certified optimum), the regret and c
         come from :mod:`pipeline.statistics` (objective ``"crammer_singer"``)."""
-        from pipeline.learners.pegasos import index_stream
-
         lam, T, k = float(self.lam), int(self.T), int(dataset.k)
         X, y = dataset.X, dataset.y
-        idx = index_stream(self.sampling, np.ones(y.size), T, 1, rng)[:, 0]
+        idx = self.stream(y.size, rng)
         constants = cost_stats(self.cost, k)
-        # sqrt(max Delta) / sqrt(lam): for the 0-1 cost sqrt(1.0) = 1.0, the bits of 1/sqrt(lam)
-        radius = math.sqrt(constants["cost_max"]) / math.sqrt(lam) if self.projection else 0.0
+        radius = self.ball(k)
         if self.intercept:
             return self._run_biased(dataset, idx, radius, constants)
         W, grid, avg, loss, vnorm2, wrong = _steps(X, y, idx, k, 0.0, lam, radius=radius, cost=self.cost)

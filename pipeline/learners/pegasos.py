@@ -7,6 +7,7 @@ docs/bounds.md sections 4 and 6.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,19 +55,7 @@ def index_stream(sampling: str, y: np.ndarray, T: int, k: int, rng: np.random.Ge
     raise ValueError(f"unknown sampling {sampling!r}")
 
 
-class _Dispatched(kernel):
-    """:func:`pegasos_kernel`: ``.py`` and ``.compiled()`` are the general kernel; a call with batch 1 and no
-    projection (``idx.shape[1] == 1``, not ``radius > 0``), the common case, runs :func:`pegasos_single_kernel`,
-    the same operations in the same order (the same bits, tests/test_pegasos.py) with less work per step."""
-
-    def __call__(self, *args: object) -> object:
-        idx, radius = args[4], args[6]
-        if idx.shape[1] == 1 and not radius > 0.0:
-            return pegasos_single_kernel(*args)
-        return super().__call__(*args)
-
-
-@_Dispatched
+@kernel
 def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last, grad2):  # noqa: ANN001, ANN201
     """Steps t0+1 .. t0+len(idx) of Pegasos on u = w - w_r, with w_t = a v (P11 Fig. 1-2; [S4] 2.1-2.2).
 
@@ -153,7 +142,8 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
 
 @kernel
 def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last, grad2):  # noqa: ANN001, ANN201
-    """:func:`pegasos_kernel` for k = 1 without projection (``radius`` is not read): the same arithmetic in the
+    """:func:`pegasos_kernel` for k = 1 without projection (``radius`` is not read; :meth:`PegasosCore.advance`
+    chooses it): the same arithmetic in the
     same order, so the same bits, with less work per step. 1/k, the batch loop and the projection are gone;
     the snapshot test is one comparison; the update reads the row once, computing buf = s y x, v.buf,
     buf.buf (the accumulators and order of :func:`pipeline._jit.dot`, v before its update) and the updates
@@ -247,6 +237,73 @@ def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state
             snap_t = grid[g] if g < n_grid else -1
     state[0], state[1], state[2] = a, vv, A
     return 0
+
+
+@dataclass
+class PegasosSteps:
+    """What a block of T steps of :class:`PegasosCore` records: per step, f_t(w_t) (``loss``), |A+| (``active``)
+    and ||grad_t||^2 (``grad2``); at the snapshot steps of the block's grid, the average (``avg``) and the next
+    iterate (``last``), one row per grid entry (rows of grid steps outside the block are left as they were)."""
+
+    loss: np.ndarray
+    active: np.ndarray
+    grad2: np.ndarray
+    avg: np.ndarray
+    last: np.ndarray
+
+    @classmethod
+    def empty(cls, T: int, snapshots: int, d: int) -> PegasosSteps:
+        """Fresh (uninitialised) arrays for T steps and ``snapshots`` grid entries in dimension d."""
+        return cls(np.empty(T), np.empty(T, dtype=np.int32), np.empty(T), np.empty((snapshots, d)), np.empty((snapshots, d)))
+
+
+@dataclass
+class PegasosCore:
+    """Linear Pegasos' training state, and the one way to advance it (docs/bounds.md section 4): what
+    :meth:`Pegasos.run`, the scikit-learn adapter (:mod:`pipeline.estimators`, ``fit`` and ``partial_fit``)
+    and the benchmark all run.
+
+    u_t = w_t - w_r = a v (``scalars`` = [a, ||v||^2, A_t, q] and the vectors v, z of :func:`pegasos_kernel`;
+    ``buf`` its zeroed work row), after ``t`` steps, for the objective's ``lam`` and the projection's
+    ``radius`` (0: none). :meth:`advance` runs steps t+1 .. t+len(idx) and continues exactly: advancing
+    over idx[:n] and then idx[n:] gives the bits of one advance over idx (tests/test_pegasos.py).
+    """
+
+    lam: float
+    radius: float
+    v: np.ndarray
+    z: np.ndarray
+    buf: np.ndarray
+    scalars: np.ndarray
+    t: int = 0
+
+    @classmethod
+    def start(cls, d: int, lam: float, radius: float = 0.0) -> PegasosCore:
+        """u_1 = 0 (a = 1, q = 1: the kernel's starting state)."""
+        return cls(float(lam), float(radius), np.zeros(d), np.zeros(d), np.zeros(d), np.array([1.0, 0.0, 0.0, 1.0]))
+
+    @property
+    def u(self) -> np.ndarray:
+        """u_(t+1) = a v, the iterate after the last step (w minus the reference)."""
+        return self.scalars[0] * self.v
+
+    def advance(self, X: np.ndarray, y: np.ndarray, idx: np.ndarray, grid: np.ndarray, s: np.ndarray,
+                ref_margin: np.ndarray, out: PegasosSteps | None = None) -> PegasosSteps:
+        """Steps t+1 .. t+T over the (T, k) batches ``idx`` of (X, y) (C-contiguous float64), with per-example
+        weights ``s`` and margins of the reference ``ref_margin`` = y w_r.x; the snapshots at the steps of
+        ``grid`` (ascending). The kernel is chosen here: batch 1 without projection, the common case, runs
+        :func:`pegasos_single_kernel` (the bits of :func:`pegasos_kernel`, tests/test_pegasos.py), anything
+        else the general kernel. ``out`` (for len(idx) steps and grid.size snapshots): arrays to write into
+        (the benchmark's, allocated beforehand); fresh ones otherwise."""
+        T = idx.shape[0]
+        if out is None:
+            out = PegasosSteps.empty(T, grid.shape[0], X.shape[1])
+        step = pegasos_single_kernel if idx.shape[1] == 1 and not self.radius > 0.0 else pegasos_kernel
+        step(X=X, y=y, ref_margin=ref_margin, s=s, idx=idx, lam=self.lam, radius=self.radius, t0=self.t, grid=grid,
+             state=self.scalars, v=self.v, z=self.z, buf=self.buf, loss=out.loss, active=out.active, avg=out.avg,
+             last=out.last, grad2=out.grad2)
+        self.t += T
+        return out
 
 
 @kernel
@@ -484,17 +541,14 @@ class Pegasos(Learner):
         r = int(rng.integers(1, T + 1))
         extra = r > 1 and not np.any(grid == r - 1)
         steps = np.union1d(grid, np.array([r - 1], dtype=grid.dtype)) if extra else grid
-        state = np.array([1.0, 0.0, 0.0, 1.0])  # a, ||v||^2, A, q (pegasos_kernel)
-        v, z, buf = np.zeros(d), np.zeros(d), np.zeros(d)
-        loss, active, grad2 = np.empty(T), np.empty(T, dtype=np.int32), np.empty(T)
-        avg, last = np.empty((steps.size, d)), np.empty((steps.size, d))
-        pegasos_kernel(X, y, ref_margin, s_step, idx, lam, radius, 0, steps, state, v, z, buf, loss, active, avg, last,
-                       grad2)
+        core = PegasosCore.start(d, lam, radius)
+        done = core.advance(X, y, idx, steps, s_step, ref_margin)
+        loss, active, grad2, avg, last = done.loss, done.active, done.grad2, done.avg, done.last
         u_r = last[int(np.flatnonzero(steps == r - 1)[0])].copy() if r > 1 else np.zeros(d)
         if extra:  # the snapshots of the grid only
             keep = steps != r - 1
             avg, last = avg[keep], last[keep]
-        self.w_ = state[0] * v + (0.0 if w_ref is None else w_ref)
+        self.w_ = core.u + (0.0 if w_ref is None else w_ref)
         self.w_bar_ = avg[-1] + (0.0 if w_ref is None else w_ref)
         self.w_random_ = u_r + (0.0 if w_ref is None else w_ref)
         self.t_ = T

@@ -256,7 +256,9 @@ class Perceptron(Learner):
 
     def _passes_over(self, X: object, y: np.ndarray):  # noqa: ANN202
         """``run(passes, trace) -> updates``: that many passes of the compiled kernel over (X, y) from the
-        current w, dense rows or CSR (read as such, never densified)."""
+        current w, dense rows or CSR (read as such, never densified): the Perceptron's training core, which
+        :meth:`learn_stream` and :meth:`learn_chunks` advance (:meth:`learn_one` calls the dense kernel on its
+        one row directly: a closure per example would cost more than the step)."""
         from scipy import sparse
 
         y = np.ascontiguousarray(y, dtype=np.float64)
@@ -273,13 +275,12 @@ class Perceptron(Learner):
         """One pass over a stream of ``n`` examples given as (X, y) chunks, the state carried across
         chunks: the same trace and weights as :meth:`learn_stream` on the concatenated chunks."""
         trace = np.zeros(n, dtype=np.int8)
-        tie, t = TIES[self.tie], 0
+        t = 0
         for X, y in chunks:
             X = np.ascontiguousarray(X, dtype=np.float64)
             self._start(X.shape[1])
             rows = X.shape[0]
-            self.mistakes_ += perceptron_kernel(X, np.ascontiguousarray(y, dtype=np.float64), self.w_, tie, 1,
-                                                trace[t:t + rows])
+            self.mistakes_ += self._passes_over(X, y)(1, trace[t:t + rows])
             t += rows
         if t != n:
             raise ValueError(f"the stream had {t} examples, {n} were announced")
