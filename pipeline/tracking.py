@@ -629,12 +629,47 @@ def _open_client(uri: str):  # noqa: ANN202
     # processes doing so at once fail ("table experiments already exists", an alembic version mismatch):
     # two runs started together on a fresh store. The first to open it does it alone, under flock on the
     # database file (SQLite's own locks are fcntl byte ranges, independent of flock).
+    _write_ahead()
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return mlflow.MlflowClient(tracking_uri=uri)
     finally:
         os.close(fd)
+
+
+_WAL: list[bool] = []  # the listener below is installed once per process
+
+
+def _write_ahead() -> None:
+    """Every SQLite connection MLflow opens in this process uses SQLite's write-ahead log with
+    ``synchronous=NORMAL``: a commit appends to the log instead of syncing the database file, so a job's
+    eight commits cost ~1 ms instead of ~12 ms each (docs/performance.md; the store's share of a job of a
+    sweep of 10^4). A committed run survives the process's crash, a kill or Ctrl-C, as before; only a
+    power loss or an OS crash may lose the last commits (SQLite's documented trade-off for this mode; the
+    jobs' results tables on disk are not affected). The log mode is kept in the database file, so
+    ``mlflow ui`` and other processes read it alike; a database on a network file system, where SQLite's
+    write-ahead log is unsupported, is opened as before (the pragma fails and is ignored)."""
+    if _WAL:
+        return
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    def pragmas(dbapi_connection: Any, _record: Any) -> None:
+        if not isinstance(dbapi_connection, sqlite3.Connection):
+            return
+        try:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute("PRAGMA synchronous=NORMAL")
+            finally:
+                cursor.close()
+        except sqlite3.Error:  # read-only, or a file system without shared memory: the default journal
+            pass
+
+    event.listen(Engine, "connect", pragmas)
+    _WAL.append(True)
 
 
 def _sqlite_path(uri: str) -> str | None:
