@@ -147,7 +147,7 @@ def two_product(a, b):  # noqa: ANN001, ANN202
 @helper
 def two_sum(a, b):  # noqa: ANN001, ANN202
     """(s, e) with s = fl(a + b) and a + b = s + e exactly (Knuth's TwoSum: Ogita, Rump & Oishi 2005,
-    Alg. 2.1), for any finite a, b whose sum does not overflow."""
+    Alg. 2.1), for |a|, |b| <= 2^1020: then no intermediate result overflows."""
     s = a + b
     z = s - a
     return s, (a - (s - z)) + (b - z)
