@@ -8,7 +8,9 @@ Compiled without ``fastmath``: sums are never reassociated, so results are bit-i
 A kernel may call another kernel (a helper such as :func:`dot_row`): the plain reference calls the
 plain helper, the compiled kernel the compiled one, so both run the same arithmetic in the same order.
 numba's disk cache only notices edits to the caller's own file, so the helpers' bytecode is hashed into
-the cached name: editing a helper recompiles every kernel that calls it.
+the cached name: editing a helper recompiles every kernel that calls it. Beside the dot products, the
+helpers are the error-free transformations of compensated sums (:func:`two_sum`, :func:`two_product`),
+written once for every kernel.
 """
 
 from __future__ import annotations
@@ -110,3 +112,43 @@ def dot(a, b):  # noqa: ANN001, ANN202
     for j in range(4 * quads, d):
         s0 += a[j] * b[j]
     return (s0 + s1) + (s2 + s3)
+
+
+# --- Error-free transformations (Ogita, Rump & Oishi, "Accurate sum and dot product", SIAM J. Sci. Comput.
+# 26(6), 2005, section 2), written once for every compiled kernel that needs them (Dot2 in
+# pipeline.solvers.dual). Inlined, they compile to the same operations in the same order as written out
+# in the caller; pipeline.numerics.two_product is the numpy form of two_product for arrays.
+
+@helper
+def split(a):  # noqa: ANN001, ANN202
+    """a = hi + lo exactly with hi and lo of at most 26 significant bits each (Dekker's splitting, Ogita,
+    Rump & Oishi 2005, Alg. 2.4), for |a| < 2^996: the halves' products are then exact."""
+    t = 134217729.0 * a  # 2^27 + 1 (a literal: the kernels' disk cache hashes constants, not globals)
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+@helper
+def two_product_split(a, ah, al, b):  # noqa: ANN001, ANN202
+    """:func:`two_product` with a's halves ``split(a)`` given: a kernel that multiplies one a by many b
+    splits it once, outside its loop."""
+    p = a * b
+    bh, bl = split(b)
+    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+
+
+@helper
+def two_product(a, b):  # noqa: ANN001, ANN202
+    """(p, e) with p = fl(a b) and a b = p + e exactly (Dekker's TwoProduct, no FMA needed: Ogita, Rump &
+    Oishi 2005, Alg. 2.5), for |a|, |b| < 2^995 and |p| >= 2^-968 (below, e itself may underflow)."""
+    ah, al = split(a)
+    return two_product_split(a, ah, al, b)
+
+
+@helper
+def two_sum(a, b):  # noqa: ANN001, ANN202
+    """(s, e) with s = fl(a + b) and a + b = s + e exactly (Knuth's TwoSum: Ogita, Rump & Oishi 2005,
+    Alg. 2.1), for |a|, |b| <= 2^1020: then no intermediate result overflows."""
+    s = a + b
+    z = s - a
+    return s, (a - (s - z)) + (b - z)

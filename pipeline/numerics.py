@@ -13,9 +13,10 @@ The one certified routine a learner needs in order to run, :func:`psd_gram` (ker
 comparator must share the certified, possibly shifted, Gram matrix), lives here too, below the
 learners: learners never import the solvers (:mod:`pipeline.solvers`).
 
-The compiled kernels' own error-free transformations (Dot2 in :mod:`pipeline.solvers.dual`) and the
-fixed-order dot products of :mod:`pipeline._jit` stay inside the kernels: they are compiled code whose
-operation order is part of the results' bits.
+The compiled kernels' error-free transformations (:func:`pipeline._jit.two_sum`,
+:func:`pipeline._jit.two_product`, for Dot2 in :mod:`pipeline.solvers.dual`) and fixed-order dot products
+live in :mod:`pipeline._jit`, inlined into the kernels: they are compiled code whose operation order is part
+of the results' bits; :func:`two_product` here is the same TwoProduct on numpy arrays.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
         for b in bounds:  # anytime bounds as curves beside the measured ones (plots never recompute a bound)
             if b.quantity in out.curves:
                 t = out.curves[b.quantity][0]
-                values = b.curve_of(part_stats, t)
+                values = b.curve_of(part_stats, t, out.steps)
                 if values is not None:
                     curves[f"{prefix}bound/{b.name}"] = (t, values)
     if outcome.parts:

@@ -330,14 +330,13 @@ def _sgd_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """Lemma 14.1's regret against the ball's comparator U on the run's own stream, and the excess risk
     of the snapshots' averages over the comparator's lower value (Cor. 17.2)."""
     it = out.iterates
-    X, y, eta, T = it["X"], it["y"], it["eta"], int(out.stats["T"])
+    X, y, T = it["X"], it["y"], int(out.stats["T"])
     cost = cost_matrix(it.get("cost"), ds.k)
     comp = population_comparator(ds, it["B"], cost, extra={"Pi_B(W_bar)": it["W_bar"]} if "W_bar" in it else None)
     U = comp["U"]
     u_loss = ghinge_losses(X, y, U, cost)
     regret = np.cumsum(it["loss"] - u_loss)
     u2 = float(np.sum(U * U))
-    realised = u2 / (2 * eta) + eta / 2 * np.cumsum(it["vnorm2"])
     # W = 0 throughout: its generalised hinge loss is max_y' Delta(y', y_t) (1 for the 0-1 cost)
     regret_still = float(np.sum(zero_loss(y, cost, ds.k) - u_loss))
     excess = np.array(it["risks"]) - comp["lower"]
@@ -345,7 +344,7 @@ def _sgd_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
     return Outcome(
         quantities={"regret": float(regret[-1]), "excess": float(excess[-1]),
                     "excess_upper_comparator": out.stats["risk_hinge_lo"] - comp["upper"]},
-        curves={"regret": (t, regret[t - 1]), "bound/lemma14_1": (t, realised[t - 1]), "excess": (it["grid"], excess)},
+        curves={"regret": (t, regret[t - 1]), "excess": (it["grid"], excess)},  # the bound's curve: Bound.curve_of
         trace={"comparator_loss": u_loss},
         steps={"regret": regret},
         stats={"u_norm2": u2, "regret_still": regret_still, **_comparator_stats(comp)},

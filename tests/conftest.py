@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # written by `pytest ... --store-durations` (docs/testing.md). A file it does not know is estimated from its
 # tests' tiers. Stale figures only make the balance worse, never a result.
 DURATIONS = ROOT / "tests" / "durations.json"
-TIERS = ("slow", "e2e")  # a test's tier: the first of these marks it has, else "fast"
-ESTIMATE = {"slow": 15.0, "e2e": 5.0, "fast": 0.1}  # seconds per test, for files not in DURATIONS
+TIERS = ("slow", "long", "e2e")  # a test's tier: the first of these marks it has, else "fast" (docs/testing.md)
+ESTIMATE = {"slow": 15.0, "long": 7.0, "e2e": 5.0, "fast": 0.1}  # seconds per test, for files not in DURATIONS
 _measured: dict[str, dict[str, float]] = {}
 
 

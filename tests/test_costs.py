@@ -216,7 +216,8 @@ def test_the_deterministic_bounds_hold_in_every_run_for_any_cost(seed, k, T, noi
         row = _evaluate(ds, out, bound)
         assert row["applicable"] and row["holds"], row
     t, regret = out.curves["regret"]
-    assert np.all(regret <= out.curves["bound/lemma14_1"][1] * (1 + 1e-12))  # every prefix
+    curve = LEMMA14_1.curve_of(ds.stats.as_dict() | out.stats, t, out.steps)  # the curve the plots draw
+    assert np.all(regret <= curve)  # every prefix, against the bound with its own rounding allowance
     mc = MulticlassPegasos(lam=lam, T=T, projection=projection, cost=c)
     out = measure(mc, ds, np.random.default_rng(seed))
     regret_bound = next(b for b in bounds_for("multiclass_pegasos") if b.name == "mc_regret")

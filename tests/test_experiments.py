@@ -114,7 +114,7 @@ def _reduced_small_grid(name: str) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True)
 
 
-@pytest.mark.slow
+@pytest.mark.long  # every experiment's small grid, in the test process: minutes, no other process
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_claims_are_true_and_informative_on_the_small_grid(name: str) -> None:
     """Each claim's sentence, checked on its own runs: nothing violated, every claimed bound informative

@@ -90,12 +90,17 @@ class Bound:
     ``note`` flags an applicable bound (e.g. vacuous); ``curve(stats, t)`` is the bound after step t, for
     bounds that are anytime statements about prefixes of the run."""
 
-    def curve_of(self, stats: Stats, t: Any) -> Any:
-        """The bound after each step of ``t``, or None (no curve, or the bound does not apply)."""
+    def curve_of(self, stats: Stats, t: Any, steps: Mapping[str, Any] | None = None) -> Any:
+        """The bound after each step of ``t``, or None (no curve, or the bound does not apply): the curve
+        :meth:`evaluate` judges, drawn at the steps ``t`` (1-based). A statistic the run gives per step
+        (``steps``, entry t-1 after step t, e.g. Lemma 14.1's running sum of ||v_t||^2) is read at each t,
+        never its final value: the one writer of a bound's curve (the plots draw it as it is)."""
         declared = {k: stats[k] for k in self.requires}
         if self.curve is None or self.applies(declared) is not None:
             return None
-        return self.curve(declared, t)
+        t = np.asarray(t)
+        at_t = {k: np.asarray(steps[k])[t - 1] for k in declared if steps is not None and k in steps}
+        return self.curve(declared | at_t | {"T": t}, t)
 
     @property
     def judged_at(self) -> str:

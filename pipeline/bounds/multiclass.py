@@ -49,7 +49,7 @@ LEMMA14_1 = Bound(
     formula="sum_t [l(w_t, z_t) - l(u, z_t)] <= ||u||^2/(2 eta) + (eta/2) sum_t ||v_t||^2",
     value=_realised,
     applies=_comparator_in_ball,
-    curve=lambda s, t: _realised(s),  # with the per-step sum of ||v_t||^2 (Outcome.steps)
+    curve=lambda s, t: _realised(s),  # s['vnorm2_sum'] read at each step t (Outcome.steps, Bound.curve_of)
     trivial=lambda s: float(s["regret_still"]),
     trivial_text=("the regret of w = 0 throughout, sum_t [l(0, z_t) - l(u, z_t)] (the generalised hinge loss of 0 is "
                   "max_y' Delta(y', y_t): 1 for the 0-1 cost)"),
