@@ -470,7 +470,7 @@ for j, cfg in enumerate(cfgs):
     if j:  # the first job pays imports and compilation
         for (_, a), (name, b) in zip(marks, marks[1:]):
             parts[name] = parts.get(name, 0.0) + (b - a) / reps
-from pipeline.cli import preflight
+from pipeline.preflight import preflight
 t = time.perf_counter()
 preflight(["-m", f"seed=range(0,{reps})", *args])
 parts["preflight (every job composed and validated before the first)"] = (time.perf_counter() - t) / reps

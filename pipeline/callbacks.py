@@ -125,7 +125,7 @@ def _description(config: DictConfig) -> str:
 def _swept(config: DictConfig) -> dict[str, str]:
     """What the sweep varies and fixes (an experiment's grid, then the command's overrides): the parent
     run's parameters, so a reviewer sees the grid without reading code. ``force`` and the launcher say
-    how the sweep runs, not what it ran (the same directory, pipeline.cli's sweep key): left out, so that
+    how the sweep runs, not what it ran (the same directory, pipeline.preflight's sweep key): left out, so that
     ``force=true`` reruns under the same parent; so is ``log.*`` (what the terminal shows)."""
     grid = config.hydra.sweeper.get("params") or {}
     swept = {str(k): str(v) for k, v in grid.items()}
