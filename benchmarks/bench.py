@@ -441,7 +441,7 @@ BREAKDOWN_CODE = """
 import json, sys, time
 from pathlib import Path
 from hydra import compose, initialize_config_dir
-from pipeline import resume, tracking
+from pipeline import markers, tracking
 from pipeline.config import build
 from pipeline.paths import CONF_DIR
 from pipeline.run import prepare, run
@@ -463,11 +463,11 @@ for j, cfg in enumerate(cfgs):
     files = write(res, out_dir / str(j)); mark("write outputs")
     tr = tracking.JobRun(uri, experiment="breakdown", name="x", parent_id=None, tags={"boundlab.config_hash": spec.key()})
     tr.finish({"seed": j}, res.table, res.curve, files); mark("mlflow")
-    resume.record(out_dir / str(j), spec.key(), res.table["data_hash"].iloc[0]); mark("resume marker")
+    markers.record(out_dir / str(j), spec.key(), res.table["data_hash"].iloc[0]); mark("resume marker")
     if j:  # the first job pays imports and compilation
         for (_, a), (name, b) in zip(marks, marks[1:]):
             parts[name] = parts.get(name, 0.0) + (b - a) / reps
-from pipeline.cli import preflight
+from pipeline.preflight import preflight
 t = time.perf_counter()
 preflight(["-m", f"seed=range(0,{reps})", *args])
 parts["preflight (every job composed and validated before the first)"] = (time.perf_counter() - t) / reps

@@ -43,7 +43,7 @@ def collect(sweep_dir: Path, size: int | None = None) -> tuple[Any, Any, list[Pa
     in job order; list the jobs that failed or left no readable results."""
     import pandas as pd
 
-    from pipeline.resume import finished
+    from pipeline.markers import finished
 
     tables, curves, failed = [], [], []
     for j in _job_dirs(sweep_dir, size):
@@ -125,7 +125,7 @@ def _description(config: DictConfig) -> str:
 def _swept(config: DictConfig) -> dict[str, str]:
     """What the sweep varies and fixes (an experiment's grid, then the command's overrides): the parent
     run's parameters, so a reviewer sees the grid without reading code. ``force`` and the launcher say
-    how the sweep runs, not what it ran (the same directory, pipeline.cli's sweep key): left out, so that
+    how the sweep runs, not what it ran (the same directory, pipeline.preflight's sweep key): left out, so that
     ``force=true`` reruns under the same parent; so is ``log.*`` (what the terminal shows)."""
     grid = config.hydra.sweeper.get("params") or {}
     swept = {str(k): str(v) for k, v in grid.items()}
@@ -136,16 +136,16 @@ def _swept(config: DictConfig) -> dict[str, str]:
     return swept
 
 
-_sweep_lock: int | None = None  # pipeline.resume.hold on the running sweep's directory
+_sweep_lock: int | None = None  # pipeline.locks.hold on the running sweep's directory
 
 
 def release_sweep() -> None:
     """Drop the running sweep's directory lock (the process's end drops it too; this is for a process that
     goes on, e.g. a sweep run in-process by a test or a notebook after an interrupt)."""
     global _sweep_lock
-    from pipeline import resume
+    from pipeline import locks
 
-    resume.release(_sweep_lock)
+    locks.release(_sweep_lock)
     _sweep_lock = None
 
 
@@ -156,14 +156,14 @@ class SweepCallback(Callback):
     uri: str = ""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from pipeline import resume
+        from pipeline import locks
 
         sweep_dir = Path(config.hydra.sweep.dir)
         global _sweep_lock
         release_sweep()
         try:  # the sweep owns its directory while it runs: a twin is refused before it touches anything
-            _sweep_lock = resume.hold(sweep_dir)
-        except resume.Held as e:
+            _sweep_lock = locks.hold(sweep_dir)
+        except locks.Held as e:
             print(f"boundlab: error: sweep directory {sweep_dir} is in use by process {e.holder} (the same sweep, "
                   "already running); wait for it to finish or stop it, then run the command again to resume",
                   file=sys.stderr)
@@ -237,7 +237,7 @@ class SweepCallback(Callback):
 
     def _aggregate(self, config: DictConfig, sweep_dir: Path, size: int | None, staging: Path) -> list[str]:
         """Collect, stage, publish and log the sweep's files; end the parent. Returns what to report."""
-        from pipeline import plots, resume, store, tracking
+        from pipeline import markers, plots, store, tracking
 
         table, curves, failed = collect(sweep_dir, size)
         staging.mkdir(parents=True, exist_ok=True)
@@ -266,7 +266,7 @@ class SweepCallback(Callback):
         parent_tags = tracking.verdict_tags(stats)  # verdict.BOUND, short; the whole evidence is in metrics.json
         # jobs whose result came from the job store: their runs stay where they are; under this parent, a light
         # child per reused run carries its params and metrics and points to it, so the parent lists every job
-        reused = [r for j in _job_dirs(sweep_dir, size) if (r := store.reused_run(j)) and resume.finished(j)]
+        reused = [r for j in _job_dirs(sweep_dir, size) if (r := store.reused_run(j)) and markers.finished(j)]
         tracking.link_reused(self.uri, self.parent_id, reused)
         parent_tags["boundlab.reused_runs"] = (" ".join(reused) or "none")[:5000]
         tracking.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"], "reused_jobs": len(reused)},

@@ -114,7 +114,7 @@ def reads(experiment: str) -> list[str]:
     import hydra
     from omegaconf import OmegaConf
 
-    from pipeline.cli import plan_of
+    from pipeline.preflight import plan_of
     from pipeline.paths import CONF_DIR
     from pipeline.schemas import register
 

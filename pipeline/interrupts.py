@@ -17,11 +17,15 @@ So while a frame of such a library (``FRAGILE``, importlib for an import) is on 
 stack, the interrupt waits:
 it is raised at the first trace event of the frame that called the outermost of them, i.e. as soon
 as that call has returned or unwound. Only that one frame is traced, for that short while. A stop
-that waits too long (a library call of minutes) is the watcher's to end (``pipeline.cli.StopGuard``).
+that waits too long (a library call of minutes) is the watcher's to end (:class:`StopGuard`, which the
+``boundlab`` command installs for its whole run), and :func:`stop_workers` shuts joblib's worker pool down
+while the command's handlers are still in place.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from types import FrameType
 from typing import Callable
@@ -123,3 +127,102 @@ class Handler:
         if self.deferred is not None:
             self.deferred.cancel()
             self.deferred = None
+
+
+class StopGuard:
+    """Ctrl-C, SIGTERM and SIGHUP (a closed terminal) stop the command within seconds, even during a long
+    native call.
+
+    Both raise ``KeyboardInterrupt`` in the main thread (the job's run then ends KILLED, the sweep's
+    parent too, and the same command resumes). Python runs that handler only between bytecodes, so a
+    long call into compiled code (HiGHS, Clarabel, a numba kernel) would delay it for minutes. Those
+    calls release the GIL, and the signal also reaches a pipe (``signal.set_wakeup_fd``) that a watcher
+    thread reads at once: if the main thread has not taken the signal ``grace`` seconds later, the
+    watcher ends this process's open runs and the sweep's parent KILLED (``end_runs(signal name, what the
+    main thread is inside)``, the command's: this module knows no run), prints one line and exits (130).
+    Caches are written to a temporary file and renamed, so no entry is ever half-written.
+
+    A signal that finds the main thread inside a library that cannot take an interrupt (omegaconf,
+    MLflow, an import: :class:`Handler`) is raised as soon as that call returns; it counts as taken
+    then, so a call that keeps it waiting is ended by the watcher too, after ``patience`` seconds.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the terminal closed
+
+    def __init__(self, end_runs: Callable[[str, str], None] | None = None, grace: float = 2.0,
+                 patience: float = 10.0) -> None:
+        import threading
+
+        self.end_runs, self.grace, self.patience = end_runs, grace, patience
+        self.received = self.taken = self.waiting = 0
+        self.taken_event = threading.Condition()
+        self.handler = Handler(on_raise=self._taken)
+        self.previous = {s: signal.signal(s, self._take) for s in self.SIGNALS}
+        self.read, self.write = os.pipe()
+        os.set_blocking(self.write, False)
+        self.previous_fd = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, name="boundlab-stop-guard", daemon=True).start()
+
+    def _take(self, signum: int, frame: FrameType | None) -> None:
+        """The main thread's handler: stop like Ctrl-C, where the interrupted code can take it."""
+        self.waiting += 1
+        self.handler(signum, frame)
+
+    def _taken(self) -> None:
+        with self.taken_event:
+            self.taken += self.waiting
+            self.waiting = 0
+            self.taken_event.notify_all()
+
+    def _watch(self) -> None:
+        while True:
+            try:
+                data = os.read(self.read, 64)
+            except OSError:
+                return
+            if not data:  # the write end closed: the command is done
+                os.close(self.read)
+                return
+            arrived = [b for b in data if b in self.SIGNALS]
+            if not arrived:
+                continue
+            self.received += len(arrived)
+            with self.taken_event:
+                if self.taken_event.wait_for(lambda: self.taken >= self.received, timeout=self.grace):
+                    continue
+                # A call the interrupt waits for is not cut at once: a new store's migrations take seconds,
+                # and cut halfway they leave half a schema that the next command refuses.
+                if self.handler.deferred is not None and self.taken_event.wait_for(
+                        lambda: self.taken >= self.received, timeout=self.patience - self.grace):
+                    continue
+            deferred = self.handler.deferred
+            self._stop_now(signal.Signals(arrived[-1]).name,
+                           deferred.within if deferred else "a long native call")
+
+    def _stop_now(self, name: str, during: str) -> None:
+        """The main thread is inside a long call: end the runs it holds KILLED, and the process."""
+        if self.end_runs is not None:
+            self.end_runs(name, during)
+        print(f"boundlab: stopped by {name} during {during}; finished jobs are kept: run the same "
+              "command to resume", file=sys.stderr, flush=True)
+        os._exit(130)
+
+    def close(self) -> None:
+        """Restore the handlers (a process that goes on, e.g. a test calling main) and stop the watcher."""
+        self.handler.cancel()
+        signal.set_wakeup_fd(self.previous_fd)
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+        os.close(self.write)  # the watcher reads the end of the pipe and closes its read end
+
+
+def stop_workers() -> None:
+    """Shut joblib's pool of worker processes down, once the sweep has ended, while signals are handled.
+
+    Left to the interpreter's exit, loky joins its pool after the command's handlers are gone, and a
+    Ctrl-C in that second printed a traceback.
+    """
+    module = sys.modules.get("joblib.externals.loky.reusable_executor")
+    executor = getattr(module, "_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=True)

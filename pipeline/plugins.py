@@ -294,7 +294,7 @@ class BoundRegistry:
 
     def modules_for(self, learner: str) -> tuple[str, ...]:
         """The modules that define the bounds of ``learner`` (what a job's identity must include: editing a
-        plug-in's bound module reruns its jobs; pipeline.resume.job_roots)."""
+        plug-in's bound module reruns its jobs; pipeline.identity.job_roots)."""
         names = self._judged_as(learner)
         return tuple(sorted({e.value.partition(":")[0].strip() for e, b in self._load() if b.learner in names}))
 

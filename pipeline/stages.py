@@ -120,7 +120,7 @@ def write(result: Any, out: Path) -> list[Path]:
     result.table.to_parquet(table, index=False)
     result.curve.to_parquet(curve, index=False)
     np.savez_compressed(trace, **result.trace)
-    from pipeline.resume import save_data
+    from pipeline.markers import save_data
 
     if result.dataset.kind != "stream":  # a stream is regenerated from its seed, not saved
         save_data(out / "data.npz", result.dataset.X, result.dataset.y)
@@ -263,15 +263,15 @@ class JobLife:
     def done(self) -> bool:
         """Hold the job's directory (a twin process is waited for) and say whether it already holds an intact
         finished run of the same config, code and input files (then the job is skipped, unless force=true)."""
-        from pipeline import resume, tracking
+        from pipeline import identity, locks, markers, tracking
 
         step, name, out = self.step, self.name, self.out
         # one process per job directory: a twin (an orphaned worker, the same directory named twice) is waited for
-        self.lock = resume.hold(out, wait=True, waiting=lambda pid: log.warning(
+        self.lock = locks.hold(out, wait=True, waiting=lambda pid: log.warning(
             "%s%s: waiting for process %s, which holds %s", step, name, pid, out))
-        self.sources = resume.inputs(self.spec.dataset)  # before the data are read: an edit during the run reruns it
-        self.code = resume.job_code(self.spec)
-        self.why = resume.check(out, self.spec.key(), self.sources, self.code)
+        self.sources = identity.inputs(self.spec.dataset)  # before the data are read: an edit during the run reruns it
+        self.code = identity.job_code(self.spec)
+        self.why = markers.check(out, self.spec.key(), self.sources, self.code)
         if self.why is None and not self.spec.force:
             log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
             return True
@@ -283,10 +283,10 @@ class JobLife:
     def reused(self) -> bool:
         """The same job reached by another command or sweep: wait while another process runs it, then reuse its
         stored result (a sweep's job only; the store is a cache: one that cannot be used costs the reuse)."""
-        from pipeline import resume, store, tracking
+        from pipeline import identity, markers, store, tracking
 
         step, name, spec = self.step, self.name, self.spec
-        self.ident = store.identity(spec.key(), self.code, self.sources)
+        self.ident = identity.job_identity(spec.key(), self.code, self.sources)
         try:
             self.held = store.hold_identity(self.ident, waiting=lambda pid: log.warning(
                 "%s%s: waiting for process %s, which runs the same job", step, name, pid))
@@ -302,13 +302,13 @@ class JobLife:
         if entry is None:
             return False
         try:
-            resume.invalidate(self.out)
+            markers.invalidate(self.out)
             store.reuse(entry, self.out, spec.experiment)
         except (OSError, ValueError) as e:  # a damaged entry: the job runs and stores it again
             log.warning("%s%s: its stored result is damaged (%s): it runs again", step, name, _name_of_error(e))
             store.forget(self.ident)
             return False
-        resume.record(self.out, spec.key(), str(entry["data_hash"]), streamed=bool(entry.get("streamed")),
+        markers.record(self.out, spec.key(), str(entry["data_hash"]), streamed=bool(entry.get("streamed")),
                       sources=self.sources, code=self.code)
         log.info("%s%s: the same job finished in run %s (%s): reused, not rerun (force=true reruns it)",
                  step, name, entry["run_id"], entry.get("output_dir"))
@@ -317,7 +317,7 @@ class JobLife:
     def run(self) -> Any:
         """Prepare the data, run, write, track, mark done and keep the result in the job store; None when a
         sweep's learner cannot take the data (one line in ``error.txt``, no run recorded)."""
-        from pipeline import files, resume, store, tracking
+        from pipeline import files, markers, store, tracking
         from pipeline.params import UserError
         from pipeline.run import prepare, run
 
@@ -327,12 +327,12 @@ class JobLife:
         except UserError as e:  # the learner cannot take these data: one line, no run recorded
             if not self.multirun:
                 raise
-            resume.invalidate(out)
+            markers.invalidate(out)
             out.mkdir(parents=True, exist_ok=True)
             files.write_text(out / "error.txt", f"{e}\n")
             log.error("%s%s: %s", self.step, self.name, e)
             return None
-        resume.invalidate(out)
+        markers.invalidate(out)
         self.tracker = self._open_run()
         result = run(spec, dataset)
         written = write(result, out)
@@ -341,7 +341,7 @@ class JobLife:
         self.tracker.finish(params, result.table, result.curve, written)
         streamed = result.dataset.kind == "stream"
         data_hash = str(result.table["data_hash"].iloc[0])
-        resume.record(out, spec.key(), data_hash, streamed=streamed, sources=self.sources, code=self.code)
+        markers.record(out, spec.key(), data_hash, streamed=streamed, sources=self.sources, code=self.code)
         try:  # the store is a cache: a job whose result cannot be kept there is still finished
             if self.ident is not None:
                 store.put(self.ident, out, {"run_id": self.tracker.run_id, "tracking_uri": tracking.redact(self.uri),
@@ -354,7 +354,7 @@ class JobLife:
 
     def _failed(self, e: Exception) -> bool:
         """Record a fault of the job; True (swallow it) in a sweep, False (raise it) outside one."""
-        from pipeline import files, resume, tracking
+        from pipeline import files, markers, tracking
         from pipeline.params import UserError
 
         step, name, out = self.step, self.name, self.out
@@ -368,7 +368,7 @@ class JobLife:
         # (the sweep would count the job as finished), and error.txt is what the sweep's end points to.
         error = tracking.redact(str(e) + "\n" if isinstance(e, tracking.StoreDown) else traceback.format_exc())
         try:
-            resume.invalidate(out)
+            markers.invalidate(out)
             out.mkdir(parents=True, exist_ok=True)
             files.write_text(out / "error.txt", error)
         except OSError as disk:
@@ -389,7 +389,7 @@ class JobLife:
 
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: Any) -> bool:
         global _in_job
-        from pipeline import resume, tracking
+        from pipeline import locks, tracking
 
         try:
             if isinstance(e, Exception):
@@ -401,8 +401,8 @@ class JobLife:
             return False
         finally:
             _in_job = False
-            resume.release(self.held)
-            resume.release(self.lock)
+            locks.release(self.held)
+            locks.release(self.lock)
 
 
 def job(cfg: DictConfig) -> None:

@@ -1,8 +1,8 @@
 """The job store: a finished job, found by its identity from any sweep, and kept as a cache.
 
 Every finished job is copied into ``jobs/`` of the cache directory (``BOUNDLAB_CACHE``, else ``.cache`` in
-the project root) under its identity (:func:`identity`: config, code with library versions, input files),
-so another sweep that reaches the same job reuses it instead of running it again (docs/sweeps.md).
+the project root) under its identity (``pipeline.identity.job_identity``: config, code with library versions,
+input files), so another sweep that reaches the same job reuses it instead of running it again (docs/sweeps.md).
 
 It is a cache, and never the reason a job fails: an entry that is damaged, incomplete or made for
 another tracking store is not reused (the job runs and replaces it); a cache that cannot be written (a
@@ -16,7 +16,6 @@ temporary files of processes that are gone.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -31,14 +30,6 @@ from pipeline.paths import cache_dir
 
 ENTRY = "job.json"
 KEPT = ("results.parquet", "curve.parquet", "trace.npz", "data.npz")  # what a job directory holds of its result
-
-
-def identity(key: str, code: str, sources: Mapping[str, str] | None) -> str:
-    """What a job is: its config (``Job.key``: the learner, the dataset and their resolved parameters,
-    whatever command or override order chose them), the code it runs with the versions of the libraries
-    it computes with (``pipeline.resume.job_code``) and its input files' content (``pipeline.resume.inputs``)."""
-    payload = json.dumps({"config": key, "code": code, "inputs": dict(sources or {})}, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
 def store_dir() -> Path:
@@ -64,7 +55,7 @@ def problem() -> str | None:
 def hold_identity(ident: str, waiting: Callable[[str], None] | None = None) -> int:
     """Hold job ``ident`` for this process, waiting while another process (a concurrent sweep that reached
     the same job) runs it: it is then found in the store, never run twice."""
-    from pipeline.resume import hold
+    from pipeline.locks import hold
 
     return hold(store_dir() / "locks" / ident, wait=True, waiting=waiting)
 
@@ -73,7 +64,7 @@ def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, A
     """The store's entry for job ``ident`` when it can be reused: whole (its files there, its data matching
     its recorded hash), tracked in the same store ``uri``, and its run still a live FINISHED run
     (``finished(run_id)``); None otherwise (the job runs). Never raises for a damaged entry."""
-    from pipeline.resume import _data_mismatch
+    from pipeline.markers import data_mismatch
 
     entry_dir = store_dir() / ident
     try:
@@ -85,7 +76,7 @@ def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, A
     needed = [n for n in KEPT if n != "data.npz" or not entry.get("streamed")]
     if not all((entry_dir / n).is_file() and not (entry_dir / n).is_symlink() for n in needed):
         return None
-    if not entry.get("streamed") and _data_mismatch(entry_dir, entry.get("data_hash")):
+    if not entry.get("streamed") and data_mismatch(entry_dir, entry.get("data_hash")):
         return None
     try:
         alive = finished(str(entry.get("run_id")))
@@ -125,7 +116,7 @@ def reuse(entry: Mapping[str, Any], out: Path, experiment: str) -> None:
     Raises ``OSError`` or ``ValueError`` for an entry that turns out damaged (the caller runs the job)."""
     import pandas as pd
 
-    from pipeline.resume import REUSED
+    from pipeline.markers import REUSED
 
     source = Path(str(entry["dir"]))
     out.mkdir(parents=True, exist_ok=True)
@@ -151,7 +142,7 @@ def forget(ident: str) -> None:
 
 def reused_run(out: Path) -> str | None:
     """The run whose result the job directory ``out`` reused, if it did."""
-    from pipeline.resume import REUSED
+    from pipeline.markers import REUSED
 
     try:
         return str(json.loads((out / REUSED).read_text())["run_id"])
@@ -206,7 +197,7 @@ def prune(older_than_days: float | None = None, max_bytes: int | None = None, dr
             except BlockingIOError:
                 os.close(fd)
                 continue
-            lock.unlink()  # while held: a waiter that wakes up sees another file and locks anew (resume.hold)
+            lock.unlink()  # while held: a waiter that wakes up sees another file and locks anew (locks.hold)
             os.close(fd)
             shutil.rmtree(lock_dir, ignore_errors=True)
             locks += 1

@@ -115,7 +115,7 @@ def update(**changes: Any) -> Sweep:
     return current().with_(**changes).publish()
 
 
-# Batches the command's pre-flight composed and validated (pipeline.cli.preflight), by their overrides.
+# Batches the command's pre-flight composed and validated (pipeline.preflight.preflight), by their overrides.
 # Read only by the sweeper in the same process (hydra_plugins/boundlab_sweeper), so never in the environment.
 _validated: set[tuple[str, ...]] = set()
 

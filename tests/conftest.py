@@ -172,7 +172,7 @@ def boundlab_in_process():  # noqa: ANN201
 def one_line_error(capsys: pytest.CaptureFixture):  # noqa: ANN201
     """``one_line_error(argv)``: the command's pre-flight check on ``argv`` must stop with exit code 2 and
     one line 'boundlab: error: ...' on stderr, which is returned."""
-    from pipeline.cli import preflight
+    from pipeline.preflight import preflight
     from pipeline.schemas import register
 
     def check(argv: list[str]) -> str:

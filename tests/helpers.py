@@ -152,7 +152,7 @@ def tiny_results(dest: Path, name: str, figures: bool = False) -> None:
 
     from pipeline import plots
     from pipeline.callbacks import summary
-    from pipeline.cli import CONF_DIR
+    from pipeline.paths import CONF_DIR
     from pipeline.config import build
     from pipeline.run import run
     from pipeline.schemas import register

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from pipeline.cli import preflight
+from pipeline.preflight import preflight
 from pipeline.config import build
 from pipeline.paths import CONF_DIR
 from pipeline.run import run

@@ -97,7 +97,7 @@ def test_the_training_excess_is_not_the_measured_one() -> None:
 
 
 def test_svm_on_bundled_without_sample_is_refused_in_one_line(capsys: pytest.CaptureFixture) -> None:
-    from pipeline.cli import preflight
+    from pipeline.preflight import preflight
 
     with pytest.raises(UserError) as e:  # the config, before any data exist
         build(_compose(SVM_ON_IRIS))

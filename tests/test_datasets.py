@@ -14,7 +14,7 @@ from helpers import migrated_store
 from scipy import sparse
 
 from pipeline import catalog
-from pipeline.cli import preflight
+from pipeline.preflight import preflight
 from pipeline.data import Bundled, File, MarginBinary, SparseMargin
 from pipeline.data.certify import certify_sample
 from pipeline.learners import Perceptron

@@ -38,7 +38,7 @@ def test_a_single_run_with_a_violated_deterministic_bound_exits_1(tmp_path: Path
 
 
 def test_the_preflight_counts_distinct_jobs(capsys: pytest.CaptureFixture) -> None:
-    from pipeline.cli import preflight
+    from pipeline.preflight import preflight
     from pipeline.schemas import register
 
     register()

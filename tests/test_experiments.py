@@ -19,7 +19,7 @@ from helpers import migrated_store
 from hydra import compose, initialize_config_dir
 
 from pipeline.bounds import BOUNDS
-from pipeline.cli import plan_of
+from pipeline.preflight import plan_of
 from pipeline.config import build
 from pipeline.paths import CONF_DIR
 from pipeline.run import run

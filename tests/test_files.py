@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import files, resume, store
+from pipeline import files, locks, markers, store
 
 
 @pytest.fixture
@@ -64,14 +64,14 @@ def test_a_lock_file_planted_as_a_link_keeps_its_target(tmp_path: Path, victim: 
     directory = {"sweep": tmp_path / "multirun" / "x", "job": tmp_path / "multirun" / "x" / "0",
                  "store": store.store_dir() / "locks" / "abc"}[where]
     directory.mkdir(parents=True)
-    (directory / resume.LOCK).symlink_to(victim)
-    fd = store.hold_identity("abc") if where == "store" else resume.hold(directory)
+    (directory / locks.LOCK).symlink_to(victim)
+    fd = store.hold_identity("abc") if where == "store" else locks.hold(directory)
     try:
         assert victim.read_text() == "keep me\n"
-        assert not (directory / resume.LOCK).is_symlink()
-        assert (directory / resume.LOCK).read_text() == f"{os.getpid()}\n"
+        assert not (directory / locks.LOCK).is_symlink()
+        assert (directory / locks.LOCK).read_text() == f"{os.getpid()}\n"
     finally:
-        resume.release(fd)
+        locks.release(fd)
 
 
 def test_markers_and_outputs_planted_as_links_keep_their_targets(tmp_path: Path, victim: Path) -> None:
@@ -79,12 +79,12 @@ def test_markers_and_outputs_planted_as_links_keep_their_targets(tmp_path: Path,
     out.mkdir()
     for name in ("results.parquet", "error.txt", "data.npz"):
         (out / name).symlink_to(victim)
-    (out / f".{resume.MARKER}.{os.getpid()}.tmp").symlink_to(victim)
-    resume.invalidate(out)  # what a job does before it writes
-    assert not any(p.is_symlink() and p.name in resume.WRITTEN for p in out.iterdir())
-    resume.record(out, "key", "hash", streamed=True)
+    (out / f".{markers.MARKER}.{os.getpid()}.tmp").symlink_to(victim)
+    markers.invalidate(out)  # what a job does before it writes
+    assert not any(p.is_symlink() and p.name in markers.WRITTEN for p in out.iterdir())
+    markers.record(out, "key", "hash", streamed=True)
     assert victim.read_text() == "keep me\n"
-    assert resume._read_marker(out / resume.MARKER)["key"] == "key"
+    assert markers._read_marker(out / markers.MARKER)["key"] == "key"
 
 
 def test_stale_temporary_files_of_dead_processes_are_removed_and_live_ones_kept(tmp_path: Path) -> None:

@@ -250,7 +250,7 @@ def test_too_large_a_class_is_refused_at_validation() -> None:
 
 
 def test_too_large_a_class_fails_preflight_in_one_line(capsys: pytest.CaptureFixture) -> None:
-    from pipeline.cli import preflight
+    from pipeline.preflight import preflight
     from pipeline.schemas import register
 
     register()

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from pipeline.cli import CONF_DIR
+from pipeline.paths import CONF_DIR
 from pipeline.config import build
 from pipeline.data import Dataset
 from pipeline.data.finite import FiniteClass

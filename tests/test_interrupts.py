@@ -2,7 +2,7 @@
 
 A signal that arrives while omegaconf, MLflow or an import is inside a call waits for that call to return,
 then stops the command like Ctrl-C; anywhere else it stops it at once. The watcher thread of the command
-(pipeline.cli.StopGuard) ends a call that keeps it waiting.
+(pipeline.interrupts.StopGuard) ends a call that keeps it waiting.
 """
 
 from __future__ import annotations
@@ -227,18 +227,18 @@ def test_a_stop_that_surfaced_as_another_error_exits_130(tmp_path, monkeypatch: 
 def test_a_stop_during_the_checks_exits_130_with_one_line(tmp_path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
                                                           capsys: pytest.CaptureFixture) -> None:
     # The checks may create the MLflow store's tables: the command's handlers are in place before them.
-    from pipeline import cli
+    from pipeline import cli, preflight
 
     monkeypatch.chdir(tmp_path)
-    preflight = cli.preflight
+    checks = preflight.preflight
 
     def checks_then_signal(argv):  # noqa: ANN001, ANN202
-        plan = preflight(argv)
+        plan = checks(argv)
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.2)
         return plan
 
-    monkeypatch.setattr(cli, "preflight", checks_then_signal)
+    monkeypatch.setattr(preflight, "preflight", checks_then_signal)
     with pytest.raises(BaseException) as stopped:  # noqa: PT011 - a KeyboardInterrupt escaping is the failure
         cli.main(["n=50"])
     err = capsys.readouterr().err
@@ -249,8 +249,8 @@ def test_a_stop_during_the_checks_exits_130_with_one_line(tmp_path, monkeypatch:
 
 WAITING_CALL = """\
 import sys, time
-from pipeline.cli import StopGuard
-guard = StopGuard(None, grace=0.3, patience=2.0)
+from pipeline.interrupts import StopGuard
+guard = StopGuard(grace=0.3, patience=2.0)
 namespace = {"__name__": "mlflow.store"}
 exec("def call(seconds):\\n    import time\\n    time.sleep(seconds)\\n", namespace)
 print("ready", flush=True)
@@ -326,11 +326,9 @@ def test_the_command_shuts_joblibs_workers_down_while_it_still_handles_signals()
     import joblib
     from joblib.externals.loky import reusable_executor
 
-    from pipeline import cli
-
     assert joblib.Parallel(n_jobs=2, backend="loky")(joblib.delayed(abs)(-i) for i in range(4)) == [0, 1, 2, 3]
     executor = reusable_executor._executor
     workers = list(executor._processes.values())
     assert workers and all(w.is_alive() for w in workers)
-    cli._stop_workers()
+    interrupts.stop_workers()
     assert not any(w.is_alive() for w in workers)

@@ -1,5 +1,6 @@
 """The job store: a job is what it computes (config, the code it runs, its input files), whichever command,
-override order, grid or experiment reaches it; a finished job is reused, never run twice (pipeline.resume)."""
+override order, grid or experiment reaches it; a finished job is reused, never run twice (pipeline.identity,
+pipeline.store)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pandas as pd
 import pytest
 from helpers import migrated_store, with_sitecustomize
 
-from pipeline import resume, store
+from pipeline import identity, store
 
 
 def _children(uri: str, experiment: str, light: bool = False) -> list:
@@ -154,7 +155,7 @@ def test_two_sweeps_sharing_jobs_run_each_job_once(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- a job's code: the modules it runs
 
 def test_a_jobs_code_is_its_import_closure_not_the_whole_package() -> None:
-    modules = set(resume.closure(("pipeline.run",)))
+    modules = set(identity.closure(("pipeline.run",)))
     for needed in ("pipeline.run", "pipeline._jit", "pipeline.bounds.perceptron", "pipeline.learners.pegasos",
                    "pipeline.data.certify", "pipeline.solvers.dual", "pipeline.solvers.comparators"):
         assert needed in modules
@@ -181,13 +182,13 @@ def test_editing_a_module_changes_the_identity_of_exactly_the_jobs_that_run_it(t
     for name, text in sources.items():
         (package / name).write_text(textwrap.dedent(text))
     monkeypatch.syspath_prepend(str(tmp_path))
-    resume.closure.cache_clear()
-    before = resume.code_of((f"{pkg}.learner",))
-    assert set(resume.closure((f"{pkg}.learner",))) == {pkg, f"{pkg}.learner", f"{pkg}.kernel", f"{pkg}.bound", f"{pkg}.lazy"}
+    identity.closure.cache_clear()
+    before = identity.code_of((f"{pkg}.learner",))
+    assert set(identity.closure((f"{pkg}.learner",))) == {pkg, f"{pkg}.learner", f"{pkg}.kernel", f"{pkg}.bound", f"{pkg}.lazy"}
     with (package / f"{edited}.py").open("a") as f:
         f.write("# edited\n")
-    assert (resume.code_of((f"{pkg}.learner",)) != before) is changes
-    resume.closure.cache_clear()
+    assert (identity.code_of((f"{pkg}.learner",)) != before) is changes
+    identity.closure.cache_clear()
 
 
 def test_the_parsed_imports_are_cached_by_the_source_they_were_read_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,22 +196,22 @@ def test_the_parsed_imports_are_cached_by_the_source_they_were_read_from(tmp_pat
     module = tmp_path / "a.py"
     module.write_text("import json\nfrom pkgx import b\n\ndef f():\n    from . import lazy\n")
     packages = frozenset({"pkgx"})
-    first = resume._imports("pkgx.a", module, packages)
-    assert first == {"pkgx", "pkgx.b", "pkgx.lazy"} == resume._parse_imports("pkgx.a", module, module.read_bytes(), packages)
+    first = identity._imports("pkgx.a", module, packages)
+    assert first == {"pkgx", "pkgx.b", "pkgx.lazy"} == identity._parse_imports("pkgx.a", module, module.read_bytes(), packages)
     entries = list((tmp_path / "cache" / "imports").iterdir())
     assert len(entries) == 1
-    assert resume._imports("pkgx.a", module, packages) == first  # from the entry
-    assert resume._imports("pkgx.a", module, frozenset({"other"})) == set()  # another question, another entry
+    assert identity._imports("pkgx.a", module, packages) == first  # from the entry
+    assert identity._imports("pkgx.a", module, frozenset({"other"})) == set()  # another question, another entry
     module.write_text(module.read_text() + "from pkgx import c\n")  # an edit is parsed afresh
-    assert resume._imports("pkgx.a", module, packages) == first | {"pkgx.c"}
+    assert identity._imports("pkgx.a", module, packages) == first | {"pkgx.c"}
     for entry in (tmp_path / "cache" / "imports").iterdir():
         entry.write_text("{not json")
-    assert resume._imports("pkgx.a", module, packages) == first | {"pkgx.c"}  # a damaged entry is parsed again
+    assert identity._imports("pkgx.a", module, packages) == first | {"pkgx.c"}  # a damaged entry is parsed again
 
 
 def test_identity_is_the_config_the_code_and_the_input_files() -> None:
-    base = store.identity("key", "code", {"data.svm": "10:abc"})
-    assert base == store.identity("key", "code", {"data.svm": "10:abc"})
-    assert len({base, store.identity("key2", "code", {"data.svm": "10:abc"}),
-                store.identity("key", "code2", {"data.svm": "10:abc"}),
-                store.identity("key", "code", {"data.svm": "10:abd"}), store.identity("key", "code", {})}) == 5
+    base = identity.job_identity("key", "code", {"data.svm": "10:abc"})
+    assert base == identity.job_identity("key", "code", {"data.svm": "10:abc"})
+    assert len({base, identity.job_identity("key2", "code", {"data.svm": "10:abc"}),
+                identity.job_identity("key", "code2", {"data.svm": "10:abc"}),
+                identity.job_identity("key", "code", {"data.svm": "10:abd"}), identity.job_identity("key", "code", {})}) == 5

@@ -119,7 +119,7 @@ def test_the_allowed_exceptions_still_exist() -> None:
 
 def test_the_run_loop_reaches_the_solvers_through_the_providers() -> None:
     """pipeline.run imports the provider registry, which imports the certified solvers: a job's code identity
-    (pipeline.resume, the import closure of pipeline.run) includes them."""
+    (pipeline.identity, the import closure of pipeline.run) includes them."""
     assert "pipeline.statistics" in _imports(PIPELINE / "run.py")
     assert {"pipeline.solvers.dual", "pipeline.solvers.multiclass", "pipeline.solvers.comparators"} <= {
         n for n in _imports(PIPELINE / "statistics.py") if n.startswith("pipeline.solvers.")}

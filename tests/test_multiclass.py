@@ -206,7 +206,7 @@ def test_one_vs_all_judges_every_subproblem() -> None:
     ("1,2,0.5\n3,4,1\n", 2, "label 0.5 is not an integer"),
 ])
 def test_bad_multiclass_files_are_one_line(tmp_path, capsys, rows: str, k: int, says: str) -> None:  # noqa: ANN001
-    from pipeline.cli import preflight
+    from pipeline.preflight import preflight
     from pipeline.schemas import register
 
     path = tmp_path / "labels.csv"

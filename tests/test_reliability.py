@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from helpers import migrated_store, with_sitecustomize
 
-from pipeline import resume
+from pipeline import markers
 
 # slow: the tests that kill, signal or race the command's processes, or that ask the installed command
 # for its exit code; the others (e2e) run the command's main in this process (boundlab_in_process)
@@ -172,10 +172,10 @@ def test_tampered_data_is_detected_and_recomputed(tmp_path: Path, boundlab_in_pr
 
 def test_resume_check_never_unpickles(tmp_path: Path) -> None:
     np.savez(tmp_path / "data.npz", X=np.array([{"evil": 1}], dtype=object), y=np.ones(1))
-    resume.record(tmp_path, "k", "whatever")
+    markers.record(tmp_path, "k", "whatever")
     (tmp_path / "results.parquet").write_bytes(b"")
-    assert "unreadable" in resume.check(tmp_path, "k")
-    assert resume.check(tmp_path, "other") == "its config changed"
+    assert "unreadable" in markers.check(tmp_path, "k")
+    assert markers.check(tmp_path, "other") == "its config changed"
 
 
 @slow

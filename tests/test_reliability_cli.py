@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main, preflight
+from pipeline.cli import main
 from pipeline.paths import CONF_DIR
+from pipeline.preflight import preflight
 from pipeline.ray_worker import CLUSTER_ENV, loopback_env
 from pipeline.schemas import register
 from pipeline.tracking import check_store
@@ -301,7 +302,7 @@ def conf_with_evil_experiment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     (conf / "experiment" / "evil.yaml").write_text(EVIL.format(marker=marker))
     (conf / "experiment" / "sneaky.yaml").write_text(
         EVIL.format(marker=marker).replace("owned:", "sweep:").replace("tests.test_reliability_cli.Marker", "os.system"))
-    monkeypatch.setattr("pipeline.cli.CONF_DIR", conf)
+    monkeypatch.setattr("pipeline.preflight.CONF_DIR", conf)
     return marker
 
 
@@ -357,7 +358,7 @@ def test_other_launchers_leave_ray_alone() -> None:
 
 RAY_PROBE = """
 import json, os, shutil, sys, tempfile
-from pipeline.cli import preflight
+from pipeline.preflight import preflight
 from pipeline.ray_worker import keep_on_loopback
 from pipeline.schemas import register
 register()

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from helpers import inject_fault, migrated_store, signal_once_started, with_sitecustomize
 
-from pipeline import resume, sweep, tracking
+from pipeline import identity, markers, sweep, tracking
 from pipeline.callbacks import collect
 
 # Wraps BOUNDLAB_FAULT ("module:Attr.path") so that call number BOUNDLAB_FAULT_CALL (0: every call)
@@ -76,7 +76,7 @@ def _runs(uri: str, experiment: str) -> tuple[list, list]:
 # ---------------------------------------------------------------- unit level: resume markers, parent marker
 
 def _valid_marker() -> str:
-    return json.dumps({"key": "k", "code": resume.code_hash(), "data_hash": "h"}) + "\n"
+    return json.dumps({"key": "k", "code": identity.code_hash(), "data_hash": "h"}) + "\n"
 
 
 def _corrupt_markers() -> dict[str, bytes]:
@@ -85,9 +85,9 @@ def _corrupt_markers() -> dict[str, bytes]:
     valid = _valid_marker().encode()
     bad = {f"truncated@{n}": valid[:n] for n in range(0, len(valid) - 2, 3)}  # len-1: only the newline lost
     shapes = {"list": [1, 2], "list_of_marker": [json.loads(valid)], "number": 3, "null": None, "string": "done",
-              "empty_object": {}, "key_not_str": {"key": 1, "code": resume.code_hash()},
-              "code_missing": {"key": "k"}, "nested": {"key": {"k": 1}, "code": resume.code_hash()},
-              "inputs_not_object": {"key": "k", "code": resume.code_hash(), "inputs": 5}}
+              "empty_object": {}, "key_not_str": {"key": 1, "code": identity.code_hash()},
+              "code_missing": {"key": "k"}, "nested": {"key": {"k": 1}, "code": identity.code_hash()},
+              "inputs_not_object": {"key": "k", "code": identity.code_hash(), "inputs": 5}}
     bad |= {f"json_{name}": (json.dumps(v) + "\n").encode() for name, v in shapes.items()}
     bad |= {"binary": bytes(range(256)), "latin1": "{\"key\": \"\xe9\"".encode("latin-1"), "nan_text": b"NaN"}
     return bad
@@ -100,32 +100,32 @@ def _finished_job(out: Path, sources: dict[str, str] | None = None) -> None:
     """A job directory as a finished run of key 'k' leaves it."""
     X, y = np.eye(3), np.array([1.0, -1.0, 1.0])
     out.mkdir(parents=True, exist_ok=True)
-    resume.save_data(out / "data.npz", X, y)
-    for name in resume.OUTPUTS:
+    markers.save_data(out / "data.npz", X, y)
+    for name in markers.OUTPUTS:
         pd.DataFrame({"run": ["k"], "v": [1.0]}).to_parquet(out / name)
     from pipeline.data.certify import content_hash
 
-    resume.record(out, "k", content_hash(X, y), sources=sources)
+    markers.record(out, "k", content_hash(X, y), sources=sources)
 
 
 def test_intact_marker_is_done(tmp_path: Path) -> None:
     _finished_job(tmp_path)
-    assert resume.check(tmp_path, "k") is None and resume.finished(tmp_path)
+    assert markers.check(tmp_path, "k") is None and markers.finished(tmp_path)
 
 
 @pytest.mark.parametrize("content", CORRUPT_MARKERS.values(), ids=CORRUPT_MARKERS.keys())
 def test_corrupt_marker_means_not_done(tmp_path: Path, content: bytes) -> None:
     _finished_job(tmp_path)
-    (tmp_path / resume.MARKER).write_bytes(content)
-    why = resume.check(tmp_path, "k")
-    assert why is not None and resume.MARKER in why and "not done" in why, why
+    (tmp_path / markers.MARKER).write_bytes(content)
+    why = markers.check(tmp_path, "k")
+    assert why is not None and markers.MARKER in why and "not done" in why, why
 
 
-@pytest.mark.parametrize("missing", resume.OUTPUTS)
+@pytest.mark.parametrize("missing", markers.OUTPUTS)
 def test_missing_output_means_not_done(tmp_path: Path, missing: str) -> None:
     _finished_job(tmp_path)
     (tmp_path / missing).unlink()
-    assert missing in resume.check(tmp_path, "k")
+    assert missing in markers.check(tmp_path, "k")
 
 
 INPUT_EDITS = {
@@ -147,13 +147,13 @@ def test_input_fingerprint_follows_content(tmp_path: Path, edit: str) -> None:
     from pipeline.data.real import File
 
     path = _svm(tmp_path / "d.svm")
-    before = resume.inputs(File(path=str(path)))
+    before = identity.inputs(File(path=str(path)))
     _finished_job(tmp_path / "job", before)
     change, reruns = INPUT_EDITS[edit]
     change(path)
-    now = resume.inputs(File(path=str(path)))
+    now = identity.inputs(File(path=str(path)))
     assert (now != before) == reruns
-    why = resume.check(tmp_path / "job", "k", now)
+    why = markers.check(tmp_path / "job", "k", now)
     assert (why is not None) == reruns and (not reruns or "input file(s) changed" in why), why
 
 
@@ -161,11 +161,11 @@ def test_input_fingerprint_of_generated_data_is_empty_and_missing_file_is_seen(t
     from pipeline.data.real import File
     from pipeline.data.synthetic import MarginBinary
 
-    assert resume.inputs(MarginBinary(gamma=0.1, rho=1.0)) == {}
+    assert identity.inputs(MarginBinary(gamma=0.1, rho=1.0)) == {}
     path = _svm(tmp_path / "d.svm")
-    _finished_job(tmp_path / "job", resume.inputs(File(path=str(path))))
+    _finished_job(tmp_path / "job", identity.inputs(File(path=str(path))))
     path.unlink()
-    assert "input file(s) changed" in resume.check(tmp_path / "job", "k", resume.inputs(File(path=str(path))))
+    assert "input file(s) changed" in markers.check(tmp_path / "job", "k", identity.inputs(File(path=str(path))))
 
 
 PARENT_MARKERS = {
@@ -251,14 +251,14 @@ def test_sweep_over_an_edited_file_reruns_exactly_when_its_content_changed(tmp_p
 
 JOB_FAULTS = {  # where, and the call that fails (2: job 1 of the sweep)
     "prepare": "pipeline.run:prepare",
-    "resume_check": "pipeline.resume:check",
-    "input_fingerprint": "pipeline.resume:inputs",
+    "resume_check": "pipeline.markers:check",
+    "input_fingerprint": "pipeline.identity:inputs",
     "tracking_open": "pipeline.tracking:JobRun.__init__",
     "experiment_lookup": "pipeline.tracking:experiment_id",
     "run": "pipeline.run:run",
     "write": "pipeline.stages:write",
     "tracking_finish": "pipeline.tracking:JobRun.finish",
-    "record": "pipeline.resume:record",
+    "record": "pipeline.markers:record",
 }
 
 
@@ -284,7 +284,7 @@ def test_a_job_fault_anywhere_is_recorded_and_the_sweep_still_aggregates(tmp_pat
     table = pd.read_parquet(sweep / "results.parquet")
     assert len(table) and set(table["seed"]) == {0}
     assert "injected fault" in (sweep / "1" / "error.txt").read_text()
-    assert not (sweep / "1" / resume.MARKER).exists() and (sweep / "0" / resume.MARKER).exists()
+    assert not (sweep / "1" / markers.MARKER).exists() and (sweep / "0" / markers.MARKER).exists()
     assert json.loads((sweep / "metrics.json").read_text())["failed_jobs"] == 1
     parents, children = _runs(uri, "jobfault")
     assert [p.info.status for p in parents] == ["FAILED"]
@@ -312,14 +312,14 @@ def test_sweep_with_a_corrupt_done_json_reruns_that_job(tmp_path: Path, boundlab
     cmd = ["-m", "seed=0,1", "n=50", "name=corrupt", f"hydra.sweep.dir={sweep}"]
     assert boundlab(*cmd, cwd=tmp_path, env=env).returncode == 0
     before = (sweep / "results.parquet").read_bytes()
-    (sweep / "1" / resume.MARKER).write_bytes(CORRUPT_MARKERS[variant])
+    (sweep / "1" / markers.MARKER).write_bytes(CORRUPT_MARKERS[variant])
     again = boundlab(*cmd, *(["force=true"] if force else []), cwd=tmp_path, env=env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stdout.count("already done") == (0 if force else 1), again.stdout
     assert "treated as not done" in again.stdout
     assert (sweep / "results.parquet").read_bytes() == before  # same inputs: bit-identical
-    key = json.loads((sweep / "1" / resume.MARKER).read_text())["key"]  # rewritten whole by the rerun
-    assert resume.check(sweep / "1", key, code=_perceptron_code()) is None
+    key = json.loads((sweep / "1" / markers.MARKER).read_text())["key"]  # rewritten whole by the rerun
+    assert markers.check(sweep / "1", key, code=_perceptron_code()) is None
     parents, children = _runs(uri, "corrupt")
     assert all(r.info.status == "FINISHED" for r in parents + children) and len(children) == 2
 
@@ -331,11 +331,11 @@ def _perceptron_code() -> str:
     from pipeline.data import MarginBinary
     from pipeline.learners import Perceptron
 
-    return resume.job_code(SimpleNamespace(learner=Perceptron(), dataset=MarginBinary(gamma=0.1, rho=1.0)))
+    return identity.job_code(SimpleNamespace(learner=Perceptron(), dataset=MarginBinary(gamma=0.1, rho=1.0)))
 
 
 CALLBACK_FAULTS = {
-    "lock": ("pipeline.resume:hold", "start"),  # the sweep directory cannot be locked (read-only, no flock)
+    "lock": ("pipeline.locks:hold", "start"),  # the sweep directory cannot be locked (read-only, no flock)
     "start_parent": ("pipeline.tracking:start_parent", "start"),
     "announce": ("pipeline.tracking:announce_sweep", "start"),
     "collect": ("pipeline.callbacks:collect", "aggregation"),

@@ -1,5 +1,5 @@
 """Orphans and twins: one process per sweep directory and per job directory, workers that die with their
-sweep, one output directory per single run (pipeline.resume.hold, pipeline.stages.watch_driver)."""
+sweep, one output directory per single run (pipeline.locks.hold, pipeline.stages.watch_driver)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from helpers import with_sitecustomize
 
-from pipeline import resume
+from pipeline import locks, markers
 
 HOLDER = """\
 import sys, time
 from pathlib import Path
-from pipeline import resume
-fd = resume.hold(Path(sys.argv[1]))
+from pipeline import locks
+fd = locks.hold(Path(sys.argv[1]))
 print("held", flush=True)
 time.sleep(120)
 """
@@ -57,15 +57,15 @@ def test_a_held_directory_is_refused_naming_its_holder_and_freed_when_the_holder
                               preexec_fn=_default_signals)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(resume.Held) as held:
-            resume.hold(tmp_path / "job")
+        with pytest.raises(locks.Held) as held:
+            locks.hold(tmp_path / "job")
         assert held.value.holder == str(holder.pid)
         assert f"in use by process {holder.pid}" in str(held.value)
     finally:
         holder.send_signal(sig)
         holder.wait(timeout=30)
-    fd = resume.hold(tmp_path / "job")  # the kernel released it with its holder: no stale lock
-    resume.release(fd)
+    fd = locks.hold(tmp_path / "job")  # the kernel released it with its holder: no stale lock
+    locks.release(fd)
 
 
 @pytest.mark.slow  # a lock held by another process
@@ -75,7 +75,7 @@ def test_a_waiting_holder_gets_the_directory_when_its_holder_ends(tmp_path: Path
     got: list[int | None] = []
     try:
         assert holder.stdout.readline().strip() == "held"
-        waiter = threading.Thread(target=lambda: got.append(resume.hold(tmp_path, wait=True, waiting=told.append)))
+        waiter = threading.Thread(target=lambda: got.append(locks.hold(tmp_path, wait=True, waiting=told.append)))
         waiter.start()
         _wait_for(lambda: told, 10, "the waiter to be told who holds the directory")
         assert told == [str(holder.pid)]
@@ -86,7 +86,7 @@ def test_a_waiting_holder_gets_the_directory_when_its_holder_ends(tmp_path: Path
         holder.wait()
     waiter.join(10)
     assert got and got[0] is not None, "the waiter never got the directory its holder left"
-    resume.release(got[0])
+    locks.release(got[0])
 
 
 # ---------------------------------------------------------------- a worker dies with its sweep
@@ -216,7 +216,7 @@ def test_two_single_runs_started_together_get_their_own_directories(tmp_path: Pa
 @pytest.mark.slow
 def test_a_run_into_a_held_directory_waits_for_its_holder(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    fd = resume.hold(run_dir)
+    fd = locks.hold(run_dir)
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
     proc = subprocess.Popen([*_command(), "n=200", "d=5", f"hydra.run.dir={run_dir}"], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -227,9 +227,9 @@ def test_a_run_into_a_held_directory_waits_for_its_holder(tmp_path: Path) -> Non
         time.sleep(0.5)
         assert proc.poll() is None and not (run_dir / "results.parquet").exists()
     finally:
-        resume.release(fd)
+        locks.release(fd)
     assert proc.wait(timeout=300) == 0, proc.stderr.read()
-    assert (run_dir / resume.MARKER).exists()
+    assert (run_dir / markers.MARKER).exists()
 
 
 # ---------------------------------------------------------------- signals during long native calls
@@ -328,14 +328,14 @@ def test_stopping_a_joblib_sweep_whose_workers_are_in_native_calls(tmp_path: Pat
 
 def test_a_directory_this_process_already_holds_is_not_waited_for(tmp_path: Path) -> None:
     """A job directory that is the sweep directory (hydra.sweep.subdir=.) must not deadlock its own sweep."""
-    first = resume.hold(tmp_path)
+    first = locks.hold(tmp_path)
     assert first is not None
-    assert resume.hold(tmp_path, wait=True) is None  # at once: no second lock on the same file
-    resume.release(None)
-    resume.release(first)
-    again = resume.hold(tmp_path)  # released: held afresh
+    assert locks.hold(tmp_path, wait=True) is None  # at once: no second lock on the same file
+    locks.release(None)
+    locks.release(first)
+    again = locks.hold(tmp_path)  # released: held afresh
     assert again is not None
-    resume.release(again)
+    locks.release(again)
 
 
 SIGTERM_AFTER_FINISH = """\

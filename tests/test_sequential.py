@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from pipeline import callbacks, cli
-from pipeline.cli import preflight
+from pipeline.preflight import preflight
 from pipeline.schemas import register
 from pipeline.verdicts import HOLDS, INCONCLUSIVE, VIOLATED, judge_bound
 

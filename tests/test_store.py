@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import migrated_store
 
-from pipeline import resume, store
+from pipeline import identity, locks, store
 
 GRID = ["-m", "seed=0,1", "n=200", "d=5", "name=cache"]
 
@@ -119,7 +119,7 @@ def test_prune_removes_unheld_locks_and_dead_temporaries_but_not_a_held_lock(tmp
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOUNDLAB_CACHE", str(tmp_path))
     free = store.hold_identity("free")
-    resume.release(free)
+    locks.release(free)
     held = store.hold_identity("held")
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
@@ -129,11 +129,11 @@ def test_prune_removes_unheld_locks_and_dead_temporaries_but_not_a_held_lock(tmp
         done = store.prune(older_than_days=365)
         assert done["locks"] == 1 and done["temporary"] == 1 and not stale.exists()
         assert not (store.store_dir() / "locks" / "free").exists()
-        assert (store.store_dir() / "locks" / "held" / resume.LOCK).exists()
+        assert (store.store_dir() / "locks" / "held" / locks.LOCK).exists()
     finally:
-        resume.release(held)
+        locks.release(held)
     again = store.hold_identity("free")  # a pruned lock is made anew
-    resume.release(again)
+    locks.release(again)
 
 
 PRUNER = """
@@ -166,9 +166,9 @@ def test_a_lock_pruned_while_a_process_waits_for_it_is_not_held_twice(tmp_path: 
     assert waiting == [str(holder.pid)]
     holder.communicate("go\n", timeout=30)
     waiter.join(10)
-    lock = store.store_dir() / "locks" / "job" / resume.LOCK
+    lock = store.store_dir() / "locks" / "job" / locks.LOCK
     assert got and got[0] is not None and os.fstat(got[0]).st_ino == lock.stat().st_ino  # the file there now
-    resume.release(got[0])
+    locks.release(got[0])
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -209,15 +209,15 @@ def test_a_job_identity_changes_with_a_numerical_library_version(monkeypatch: py
     register()
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         spec = build(hydra.compose("config", overrides=["n=50"]))
-    found = resume.versions()
-    assert set(resume.NUMERICAL) | {"python"} == set(found) and found["numpy"] != "absent"
-    resume._JOB_CODE.clear()
-    before = resume.job_code(spec)
+    found = identity.versions()
+    assert set(identity.NUMERICAL) | {"python"} == set(found) and found["numpy"] != "absent"
+    identity._JOB_CODE.clear()
+    before = identity.job_code(spec)
     for name in ("numpy", "numba", "python"):
-        monkeypatch.setattr(resume, "versions", lambda name=name: {**found, name: "99.0"})
-        resume._JOB_CODE.clear()
-        assert resume.job_code(spec) != before, name
-    monkeypatch.setattr(resume, "versions", lambda: dict(found))
-    resume._JOB_CODE.clear()
-    assert resume.job_code(spec) == before  # the same versions: the same identity
-    resume._JOB_CODE.clear()
+        monkeypatch.setattr(identity, "versions", lambda name=name: {**found, name: "99.0"})
+        identity._JOB_CODE.clear()
+        assert identity.job_code(spec) != before, name
+    monkeypatch.setattr(identity, "versions", lambda: dict(found))
+    identity._JOB_CODE.clear()
+    assert identity.job_code(spec) == before  # the same versions: the same identity
+    identity._JOB_CODE.clear()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from pipeline.cli import CONF_DIR
+from pipeline.paths import CONF_DIR
 from pipeline.config import build
 from pipeline.data.worst_case import WorstCase
 from pipeline.params import ParamError

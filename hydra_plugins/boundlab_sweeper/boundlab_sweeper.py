@@ -3,7 +3,7 @@
 Two costs of Hydra's multirun grow with the number of jobs, and both are compositions of the config
 (~0.1 s each with boundlab's groups):
 
-- Before a sweep starts, ``boundlab`` composes and validates every job (``pipeline.cli.preflight``) and
+- Before a sweep starts, ``boundlab`` composes and validates every job (``pipeline.preflight.preflight``) and
   records the jobs it validated (``pipeline.sweep.vouch``). Hydra's basic sweeper would compose each job
   once more before launching it (``validate_batch_is_legal``); this one skips that for a batch the
   pre-flight validated, exactly as given, and validates any other batch as Hydra does.

@@ -1,0 +1,342 @@
+"""The pre-flight: every job of ``boundlab argv`` composed and validated before any work starts.
+
+The command's :func:`checked_plan` checks the config directory, then the whole sweep (:func:`preflight`:
+each job's composed config through the learners' and datasets' parameter specs, names, experiments,
+launcher and sweeper settings), then the tracking store and the job store. A bad value stops the command
+with one line on stderr (``pipeline.explain`` words it) and exit code 2, before an output directory or an
+MLflow run exists. The jobs it validated are the :class:`Plan` the command runs; the sweeper plug-in
+(``hydra_plugins/boundlab_sweeper``) trusts them rather than composing each again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import warnings
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import hydra
+from omegaconf import DictConfig
+
+import pipeline.sweep  # noqa: F401 - registers the config's ${boundlab:...} resolver before any composition
+from pipeline import hydra_seam
+from pipeline.explain import choose, explain, flat_keys
+from pipeline.hydra_seam import parse_overrides
+from pipeline.paths import CONF_DIR
+
+USAGE_EXIT = 2
+
+
+def fail(message: str) -> None:
+    """Say what was wrong in one line on stderr and exit with :data:`USAGE_EXIT` (a usage error)."""
+    print(f"boundlab: error: {message}", file=sys.stderr)
+    raise SystemExit(USAGE_EXIT)
+
+
+# Top-level keys read when present (by the report and the sweep's parent run) that config.yaml leaves out:
+# the only ones a `+key=value` override may add outside hydra and the algorithm/dataset groups.
+ADDABLE = ("claims", "compare")
+
+
+def experiment_names() -> list[str]:
+    """The experiments a user can select: the files of experiments/ (conf/experiment), by name."""
+    return sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
+
+
+def _own_callbacks() -> dict:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml").hydra.callbacks)
+
+
+def _check_experiment(name: object, checked: set[str]) -> None:
+    """``experiment=NAME``: one of the files of experiments/, chosen by name (never a path), whose overlay
+    does not set Hydra callbacks (code Hydra would run) other than the package's own."""
+    from omegaconf import OmegaConf
+
+    from pipeline.params import UserError
+
+    if name is None or name in checked:
+        return
+    options = experiment_names()
+    if name not in options:
+        path = (" (an experiment is chosen by name, not by path)" if any(c in str(name) for c in "/\\~") or ".." in str(name)
+                else "")
+        raise UserError(f"experiment={name}: unknown experiment{path}; {choose('' if path else name, options)}")
+    cfg = hydra.compose("config", overrides=[f"experiment={name}"], return_hydra_config=True)
+    callbacks = OmegaConf.to_container(cfg.hydra.callbacks, resolve=False) if cfg.hydra.get("callbacks") else {}
+    own = _own_callbacks()
+    if callbacks != own:
+        extra = sorted(k for k in callbacks if callbacks.get(k) != own.get(k))
+        raise UserError(f"experiment={name}: experiments/{name}.yaml sets hydra.callbacks ({', '.join(extra)}): an "
+                        "experiment may not add code for Hydra to run; remove hydra.callbacks from it")
+    checked.add(name)
+
+
+def check_names(overrides: Sequence, checked: set[str] | None = None) -> None:
+    """``name=`` and ``experiment=`` values are names, checked before Hydra composes or makes directories
+    (``name`` becomes multirun/NAME and an MLflow experiment; ``experiment`` selects experiments/NAME.yaml).
+    Sweeps are checked job by job, once split."""
+    from pipeline.config import NAME_ALLOWED, is_name
+    from pipeline.params import ParamError
+
+    checked = set() if checked is None else checked
+    for o in overrides:
+        if o.is_delete() or o.is_sweep_override() or o.key_or_group not in ("name", "experiment"):
+            continue
+        value = o.value()
+        if o.key_or_group == "experiment":
+            _check_experiment(value, checked)
+        elif not is_name(str(value) if isinstance(value, int) and not isinstance(value, bool) else value):
+            raise ParamError("name", value, NAME_ALLOWED)
+
+
+def check_added(job: list[str], composed_without: DictConfig) -> None:
+    """A ``+key=value`` override must add a key something reads: refuse a misspelt one, with close matches.
+    ``composed_without``: the job's config without its additions (what the code reads)."""
+    import difflib
+
+    from omegaconf import OmegaConf
+
+    from pipeline.params import UserError
+
+    known = flat_keys(OmegaConf.to_container(composed_without, resolve=False))
+    for o in parse_overrides(job):
+        if not (o.is_add() or o.is_force_add()):
+            continue
+        key = o.key_or_group
+        # hydra.*: read by Hydra and its launchers; the groups: build() checks algorithm.* and dataset.*
+        # against the learner's and dataset's parameters
+        if key.split(".")[0] in ("hydra", "algorithm", "dataset", "experiment", *ADDABLE) or key in known:
+            continue
+        close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise UserError(f"{o.input_line}: unknown key, nothing reads {key}; {hint}('boundlab --help' lists every key)")
+
+
+@dataclass
+class Plan:
+    """What ``boundlab argv`` will do, known before any work: its jobs and where it tracks them."""
+
+    multirun: bool = False
+    overrides: list[str] = field(default_factory=list)
+    jobs: list[list[str]] = field(default_factory=list)
+    tracking_uri: str | None = None
+    ray_init: dict | None = None  # the Ray launcher's ray.init arguments, when the sweep uses it
+    sequential: tuple[int, int] | None = None  # seeds=auto: (seed_budget, seed_round)
+
+    def task_jobs(self) -> list[list[str]]:
+        """The jobs as Hydra's sweeper lists them: without the ``hydra.*`` overrides, which Hydra keeps
+        aside and adds to every job it composes (its ``hydra.overrides.task``)."""
+        return [[o.input_line for o in parse_overrides(job) if not o.is_hydra_override()] for job in self.jobs]
+
+    def sweep_key(self) -> str:
+        """Names the sweep directory: the same command (force aside) resumes in the same place."""
+        kept = [o for o in self.overrides if not o.startswith(("force=", "log.", "hydra.launcher", "hydra/launcher"))]
+        return hashlib.sha256("\0".join(kept).encode()).hexdigest()[:10]
+
+
+def plan_of(argv: Sequence[str]) -> Plan:
+    """The jobs that ``boundlab argv`` would run (each as its override list)."""
+    from pipeline.params import UserError
+
+    args = hydra_seam.parse_command_line(argv)
+    if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
+        return Plan()
+    overrides = hydra_seam.parser().parse_overrides(args.overrides)  # sweep values included: parsed as a whole
+    checked: set[str] = set()
+    check_names(overrides, checked)  # before Hydra reads an experiment file or makes a directory
+    if not args.multirun:
+        return Plan(False, list(args.overrides), [list(args.overrides)])
+    fixed = [o.input_line for o in overrides if not o.is_sweep_override()]
+    try:
+        base = hydra.compose("config", overrides=fixed, return_hydra_config=True)
+    except Exception as e:  # Hydra composes a sweep's fixed overrides before choosing the swept options
+        swept = [o.key_or_group for o in overrides if o.is_sweep_override()]
+        why = explain(e, fixed)
+        if swept and "unknown key" in why and "did you mean" not in why:
+            raise UserError(f"{why} (in a sweep over {', '.join(swept)}, the fixed keys must exist without the "
+                            "swept options: name the group option on the command line, e.g. dataset=multiclass_margin)") from None
+        if "unknown key" in why:
+            raise UserError(why) from None
+        raise
+    _check_sweeper(base.hydra.sweeper)
+    _check_launcher(base.hydra.launcher)
+    if base.hydra.job.get("chdir"):  # set by an experiment file
+        raise UserError(f"hydra.job.chdir=true: {NO_CHDIR}")
+    params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
+    jobs = hydra_seam.split_sweep(hydra_seam.parser().parse_overrides(params + list(args.overrides)))
+    if any(o.is_sweep_override() and o.key_or_group in ("name", "experiment") for o in overrides):
+        for job in jobs:  # swept names are checked one by one (the pre-flight then refuses more than one)
+            check_names(parse_overrides(job), checked)
+    plan = Plan(True, list(args.overrides), jobs)
+    if "RayLauncher" in str(base.hydra.launcher.get("_target_", "")):
+        from omegaconf import OmegaConf
+
+        plan.ray_init = OmegaConf.to_container(base.hydra.launcher.ray.init, resolve=True)
+    return plan
+
+
+NO_CHDIR = ("boundlab runs every job in the command's directory (relative data paths, the cache and the tracking "
+            "store are read from there, and each job writes into its own output directory already); remove it")
+
+
+def _check_launcher(launcher: DictConfig) -> None:
+    """Launcher settings Hydra's schemas let through but the launcher refuses once the jobs are due (after
+    the sweep's parent run exists): checked here, in one line, before any work."""
+    from pipeline.params import ParamError
+
+    n_jobs = launcher.get("n_jobs")
+    if "n_jobs" in launcher and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0):
+        raise ParamError("hydra.launcher.n_jobs", n_jobs, "a number of worker processes >= 1, or -1 for one per core "
+                         "(-2: all but one, ...)")
+
+
+def _check_sweeper(sweeper: DictConfig) -> None:
+    """The sweep's jobs must be known before it starts (the pre-flight checks each): Hydra's basic sweeper
+    or boundlab's (hydra_plugins/boundlab_sweeper), not a sweeper that chooses its jobs as it goes."""
+    from hydra.utils import get_class
+
+    from pipeline.params import UserError
+
+    target = str(sweeper.get("_target_", ""))
+    try:
+        cls = get_class(target)
+    except Exception:  # noqa: BLE001 - Hydra reports a sweeper it cannot load when it instantiates it
+        return
+    if not hydra_seam.knows_its_jobs(cls):
+        raise UserError(f"hydra/sweeper: {target} chooses its jobs as the sweep goes, and boundlab checks every job "
+                        "before any starts; use hydra/sweeper=boundlab (the default) or hydra/sweeper=basic")
+
+
+def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
+    """Validate every job of ``boundlab argv``; exit with code 2 and one line on the first bad one.
+    ``in_round``: argv is a round of a ``seeds=auto`` sweep, whose seeds the command chose."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from pipeline.config import build
+    from pipeline.params import UserError
+
+    with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        try:
+            plan = plan_of(argv)
+        except UserError as e:
+            fail(str(e))
+        except (HydraException, OmegaConfBaseException) as e:
+            fail(explain(e))
+        if plan.multirun and not plan.jobs and not any(a.startswith("--") for a in argv):
+            fail("the sweep has no jobs (an empty list or range among its values, e.g. seed='range(0,0)'): give each "
+                  "swept key at least one value")
+        compose = hydra_seam.Composer()
+        keys: set[str] = set()
+        progress = _CheckProgress(len(plan.jobs))
+        for i, job in enumerate(plan.jobs):
+            progress(i)
+            where = f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""
+            try:
+                cfg = compose(job)
+                keys.add(build(cfg).key())
+                _check_log(cfg)
+                if any(o.startswith("+") for o in job):
+                    check_added(job, compose([o for o in job if not o.startswith("+")]))
+            except UserError as e:
+                fail(f"{e}{where}")
+            except (HydraException, OmegaConfBaseException) as e:
+                fail(f"{explain(e, job)}{where}")
+            plan.tracking_uri = cfg.tracking.uri
+        for o in parse_overrides(argv_overrides(argv)):
+            if o.key_or_group == "hydra.job.chdir" and (o.is_sweep_override() or o.value() not in (False, "false")):
+                fail(f"{o.input_line}: {NO_CHDIR}")
+        for key in ("experiment", "name"):  # one sweep is one experiment: its results land under one name
+            values = {str(o.value()) for job in plan.jobs for o in parse_overrides(job) if o.key_or_group == key}
+            if plan.multirun and len(values) > 1:
+                fail(f"{key}={','.join(sorted(values))}: a sweep runs one {key} (its results, parent run and verdicts "
+                      f"are filed under it); run one command per {key}")
+        if plan.multirun and len(keys) < len(plan.jobs):  # a value listed twice, or spelt two ways (0.1,1e-1)
+            print(f"boundlab: the grid lists {len(plan.jobs)} jobs, {len(keys)} of them distinct: a job listed twice runs "
+                  "once and counts once in every verdict", file=sys.stderr)
+        if plan.jobs and cfg.get("seeds") == "auto":
+            if not plan.multirun:
+                fail("seeds=auto: adds seeds to a sweep in rounds; add -m (boundlab -m seeds=auto ...)")
+            given = [o.input_line for o in parse_overrides(argv_overrides(argv)) if o.key_or_group == "seed"]
+            if given and not in_round:
+                fail(f"{given[0]}: seeds=auto chooses the seeds (0, 1, 2, ... in rounds of seed_round, at most "
+                      "seed_budget); remove seed=..., or use seeds=fixed")
+            plan.sequential = (int(cfg.seed_budget), int(cfg.seed_round))
+    return plan
+
+
+def _check_log(cfg: DictConfig) -> None:
+    """``log.bounds``: true or false (what a sweep logs per job; never a part of the job itself)."""
+    from omegaconf import OmegaConf
+
+    from pipeline.params import ParamError
+
+    value = OmegaConf.select(cfg, "log.bounds", default=False)
+    if not isinstance(value, bool):
+        raise ParamError("log.bounds", value, "true (a sweep logs every bound of every job, as one run does) or false "
+                         "(one line per job)")
+
+
+class _CheckProgress:
+    """The pre-flight of a large grid says what it does: once its first jobs show that the checks take more
+    than a few seconds, one line with the number of jobs and the estimated time, then a progress line every
+    few seconds (on stderr: Hydra has not set up logging yet)."""
+
+    SAMPLE, QUIET = 100, 5.0  # jobs timed before estimating; checks shorter than this stay silent
+
+    def __init__(self, total: int) -> None:
+        import time
+
+        self.total, self.start, self.progress = total, time.monotonic(), None
+
+    def __call__(self, done: int) -> None:
+        import time
+
+        if self.progress is not None:
+            self.progress.update(done)
+        elif done == self.SAMPLE and self.total > self.SAMPLE:
+            estimate = (time.monotonic() - self.start) / done * self.total
+            if estimate > self.QUIET:
+                from pipeline.progress import Progress
+
+                print(f"boundlab: checking the sweep's {self.total:,} jobs before the first starts (about {estimate:.0f} s)",
+                      file=sys.stderr, flush=True)
+                self.progress = Progress("pre-flight", self.total, "jobs checked", clock=time.monotonic,
+                                         say=lambda line: print(f"boundlab: {line}", file=sys.stderr, flush=True))
+                self.progress.start = self.start
+
+
+def argv_overrides(argv: Sequence[str]) -> list[str]:
+    """The override arguments of a command line (Hydra's own flags left out)."""
+    return list(hydra_seam.parse_command_line(argv).overrides)
+
+
+def checked_plan(argv: list[str], in_round: bool = False) -> Plan:
+    """The pre-flight: the config directory, every job's config, the tracking store. Exits 2 on a bad one."""
+    from pipeline.schemas import register
+
+    # conf/hydra/launcher/{ray,joblib}.yaml replace the plugins' configs with every field of their schemas
+    warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/(ray|joblib)' is validated against ConfigStore schema")
+    if not CONF_DIR.is_dir():
+        fail(f"no config directory at {CONF_DIR}: install boundlab from its checkout with 'pip install -e .'")
+    register()
+    plan = preflight(argv, True) if in_round else preflight(argv)
+    if plan.jobs:
+        from pipeline.tracking import check_store, tracking_uri
+
+        uri = tracking_uri(plan.tracking_uri)
+        why = check_store(uri)
+        if why:
+            from pipeline.tracking import redact
+
+            fail(f"tracking store {redact(uri)}: {why}; set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
+        from pipeline import store
+
+        why = store.problem()
+        if why:  # a cache: the jobs run and finish all the same
+            print(f"boundlab: warning: the job store {why}: jobs run and are kept in their own directories, but not "
+                  "shared with later sweeps; set BOUNDLAB_CACHE to a writable directory", file=sys.stderr)
+    return plan
