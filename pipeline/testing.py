@@ -267,7 +267,8 @@ def _judge(bounds: tuple[Any, ...], ds: Any, outcome: Any, subject: str, where: 
             if missing:
                 raise _fail(subject, "statistics provided", f"bound {b.name} requires {missing}, which neither the "
                             f"dataset's statistics, the learner's Outcome.stats nor a statistic provider for its "
-                            f"objective {out.objective!r} (pipeline.statistics) provide ({where}); provided: "
+                            f"run's record {type(out.run).__name__ if out.run is not None else None} "
+                            f"(pipeline.statistics) provide ({where}); provided: "
                             f"{sorted(part_stats)}")
             for q in (b.quantity, b.quantity_low):
                 if q and q not in out.quantities:

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from pipeline._jit import kernel
+from pipeline.contract import CrammerSingerRun, MulticlassSgdRun, MulticlassSvmRun, OneVsAllRun
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.params import (MAX_STEPS, POSITIVE_WORDS, SCALE_WORDS, STEPS_WORDS, Param, ParamError, UserError, in_scale,
                              reciprocal_finite)
@@ -336,7 +337,7 @@ class MulticlassSGD(_Multiclass):
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         """The run on T fresh draws, and what it did: per-step losses and ||v_t||^2, the held-out risks of
         the snapshots' averages. The comparator U (min over the ball), the regret against it and the excess
-        come from :mod:`pipeline.statistics` (objective ``"ghinge_sgd"``)."""
+        come from :mod:`pipeline.statistics` (:class:`~pipeline.contract.MulticlassSgdRun`)."""
         B, T, k = float(self.B), int(self.T), int(dataset.k)
         R = float(dataset.stats.R)
         rho = 2.0 * R
@@ -354,9 +355,8 @@ class MulticlassSGD(_Multiclass):
             stats={"T": T, "B": B, "R": R, "rho": rho, "rho_sharp": math.sqrt(2.0) * R, "eta": eta,
                    "vnorm2_sum": float(vnorm2.sum()), "k": k, "population": dataset.population, **final,
                    **cost_stats(self.cost, k)},
-            objective="ghinge_sgd",
-            iterates={"X": X, "y": y, "B": B, "eta": eta, "loss": loss, "vnorm2": vnorm2, "grid": grid, "risks": risks,
-                      "cost": self.cost, "W_bar": avg[-1]},
+            run=MulticlassSgdRun(X=X, y=y, B=B, eta=eta, loss=loss, vnorm2=vnorm2, grid=grid, avg=avg, risks=risks,
+                                 cost=self.cost),
         )
 
 
@@ -420,8 +420,7 @@ class MulticlassSVM(_Multiclass):
             stats={"T": m, "B": B, "R": R, "rho": rho, "lam_uml": lam, "svm_primal": cert.primal, "svm_dual": cert.dual,
                    "dual_gap": cert.gap, "k": k, "m": m, "population": dataset.population, **final,
                    **cost_stats(self.cost, k)},
-            objective="ghinge_svm",
-            iterates={"B": B, "m": m, "cost": self.cost},
+            run=MulticlassSvmRun(B=B, m=m, W=cert.W, cost=self.cost),
         )
 
 
@@ -459,7 +458,7 @@ class MulticlassPegasos(_Multiclass):
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         """The run, and what it did: the per-step losses, the index stream, the snapshots' averages, the
         held-out risks of the last average. f* (the multiclass SVM's certified optimum), the regret and c
-        come from :mod:`pipeline.statistics` (objective ``"crammer_singer"``)."""
+        come from :mod:`pipeline.statistics` (:class:`~pipeline.contract.CrammerSingerRun`)."""
         from pipeline.learners.pegasos import index_stream
 
         lam, T, k = float(self.lam), int(self.T), int(dataset.k)
@@ -479,10 +478,9 @@ class MulticlassPegasos(_Multiclass):
             trace={"loss": loss, "mistake": wrong},
             stats={"T": T, "lam": lam, "R": R, "sampling": self.sampling, "delta": float(self.delta), "k": k,
                    **held_out(dataset, avg[-1], self.cost), **constants},
-            objective="crammer_singer",
-            iterates={"X": X, "y": y, "k": k, "lam": lam, "idx": idx, "grid": grid, "avg": avg, "W": W, "loss": loss,
-                      "feature_radius": math.sqrt(2.0) * R, "projection": bool(self.projection), "s_max": 1.0,
-                      "radius": radius, "cost": self.cost},
+            run=CrammerSingerRun(X=X, y=y, k=k, lam=lam, idx=idx, grid=grid, avg=avg, W=W, loss=loss,
+                                 feature_radius=math.sqrt(2.0) * R, projection=bool(self.projection), s_max=1.0,
+                                 radius=radius, cost=self.cost),
         )
 
     def _run_biased(self, dataset: object, idx: np.ndarray, radius: float, constants: dict[str, float]) -> Outcome:
@@ -581,5 +579,5 @@ class OneVsAll(_Multiclass):
             trace=traces,
             stats={"T": int(self.T), "k": k, "R": R, "risk_01": errors / dataset.y_test.size, "risk_01_lo": lo,
                    "risk_01_hi": hi, "lam": float(self.lam)},
-            objective="" if self.intercept else "one_vs_all",  # with intercepts no constant c is read
+            run=None if self.intercept else OneVsAllRun(),  # with intercepts no constant c is read
         )
