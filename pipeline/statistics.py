@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Mapping, TypedDict, TypeVar
 
 import numpy as np
 
@@ -287,8 +287,18 @@ def _crammer_singer_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
 # --- The comparator ball of the multiclass bounds (docs/bounds.md section 7) ------------------------------
 
 
+class Comparator(TypedDict):
+    """The ball's comparator (:func:`population_comparator`): its risk's certified ``lower`` value and the
+    ``upper`` estimate, the comparator ``U`` ((k, d)) and ``how`` they were found, in words."""
+
+    lower: float
+    upper: float
+    U: np.ndarray
+    how: str
+
+
 def population_comparator(dataset: Any, B: float, cost: Any = None,
-                          extra: Mapping[str, np.ndarray] | None = None) -> dict[str, object]:
+                          extra: Mapping[str, np.ndarray] | None = None) -> Comparator:
     """min over ||U|| <= B of the population generalized hinge risk with the label cost ``cost`` (None is
     0-1; docs/bounds.md section 7, "Comparator").
 
@@ -326,7 +336,7 @@ def population_comparator(dataset: Any, B: float, cost: Any = None,
         candidates[name] = W * min(1.0, B / norm) if norm > 0 else W
     exact = dataset.population == "S"  # X_test is S itself: the mean is L_D
     level = 1.0 - 2.0 * 0.05 / len(candidates)  # two-sided level whose upper end is a one-sided 95 %/|C| limit
-    held = {}
+    held: dict[str, float] = {}
     for name, U in candidates.items():
         losses = ghinge_losses(dataset.X_test, dataset.y_test, U, cost)
         if exact:
@@ -334,7 +344,7 @@ def population_comparator(dataset: Any, B: float, cost: Any = None,
             continue
         top_loss = top + 2.0 * float(np.linalg.norm(U, axis=1).max()) * float(dataset.stats.R)
         held[name] = float(mean_ci(np.minimum(losses, top_loss), level, lo=0.0, hi=top_loss)[2])
-    best = min(held, key=held.get)
+    best = min(held, key=held.__getitem__)
     where = (f"the whole population S (n = {y.size})" if dataset.population == "S"
              else f"the training sample (m = {y.size})")
     upper = f"{best} on the whole population" if exact else f"95 % upper confidence limit of {best}'s held-out risk"
@@ -342,7 +352,7 @@ def population_comparator(dataset: Any, B: float, cost: Any = None,
             "how": f"lower: min over the ball on {where}; upper: {upper}"}
 
 
-def _comparator_stats(comp: Mapping[str, object]) -> dict[str, object]:
+def _comparator_stats(comp: Comparator) -> dict[str, object]:
     return {"comparator_lower": comp["lower"], "comparator_upper": comp["upper"], "comparator_how": comp["how"]}
 
 
