@@ -124,7 +124,7 @@ class CrammerSingerRun(StronglyConvexRun):
     X : (m, d) the training sample. y : (m,) int labels in 0..k-1. k : the number of classes.
     idx : (T,) int, the example of each step.
     grid : (S,) int, the snapshot steps.
-    avg : (S, k, d) the averages W_bar at the snapshot steps.
+    avg : (S, k, d) the averages W_bar at the snapshot steps (the last is judged on the held-out sample).
     W : (k, d) the last iterate W_(T+1).
     loss : (T,) the per-step objective f_t(W_t).
     cost : the label cost Delta of the objective.
@@ -149,8 +149,8 @@ class MulticlassSgdRun(Run):
     X : (T, d) the draws, one a step. y : (T,) int labels in 0..k-1.
     B : the comparator ball's radius. eta : the step size.
     loss : (T,) the loss of each step. vnorm2 : (T,) ||v_t||^2 of each step's sub-gradient.
-    grid : (S,) int, the snapshot steps. avg : (S, k, d) the averages W_bar at the snapshot steps.
-    risks : (S,) the held-out generalized hinge risk of each snapshot average (docs/bounds.md section 9).
+    grid : (S,) int, the snapshot steps. avg : (S, k, d) the averages W_bar at the snapshot steps (the last,
+        W_bar after step T, is the predictor judged on the held-out sample).
     cost : the label cost Delta.
     """
 
@@ -162,7 +162,6 @@ class MulticlassSgdRun(Run):
     vnorm2: np.ndarray
     grid: np.ndarray
     avg: np.ndarray
-    risks: list[float]
     cost: Cost = None
 
 
@@ -171,7 +170,7 @@ class MulticlassSvmRun(Run):
     """The multiclass SVM's certified solve (regularised loss minimisation, Cor. 17.1; docs/bounds.md section 7).
 
     B : the comparator ball's radius. m : the training sample's size. cost : the label cost Delta.
-    W : (k, d) the certified minimiser.
+    W : (k, d) the certified minimiser, the predictor judged on the held-out sample.
     """
 
     B: float
@@ -181,9 +180,34 @@ class MulticlassSvmRun(Run):
 
 
 @dataclass(frozen=True, kw_only=True)
-class OneVsAllRun(Run):
-    """One-vs-all: k binary Pegasos runs (its ``Outcome.parts``, each with its own :class:`SvmRun`); the run as
-    a whole reports the first part's constant c beside it (docs/bounds.md section 8)."""
+class MulticlassBiasRun(Run):
+    """Multiclass Pegasos with unregularised biases b (``intercept=true``; no bound covers it, P11 section 6):
+    the predictor argmax_j W_j.x + b_j, judged on the held-out sample only.
+
+    W_bar : (k, d) the average of the W_t. b_bar : (k,) the average of the b_t. cost : the label cost Delta.
+    """
+
+    W_bar: np.ndarray
+    b_bar: np.ndarray
+    cost: Cost = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OneVsAllVotes(Run):
+    """One-vs-all's k binary models voting, argmax_j w_j.x + b_j (docs/bounds.md section 8): its held-out 0-1
+    risk. Each binary run is a part of the outcome (``Outcome.parts``), with its own record.
+
+    W : (k, d) the binary models' averages w_bar_j. b : (k,) their biases b_bar_j, or None (no intercept).
+    """
+
+    W: np.ndarray
+    b: np.ndarray | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OneVsAllRun(OneVsAllVotes):
+    """One-vs-all without biases: k binary Pegasos runs on the SVM objective (each part an :class:`SvmRun`);
+    the run as a whole reports the first part's constant c beside it (docs/bounds.md section 8)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,5 +232,5 @@ class PresentedRun(Run):
     presented: np.ndarray
 
 
-__all__ = ["Cost", "CrammerSingerRun", "HalvingRun", "KernelSvmRun", "MulticlassSgdRun",
-           "MulticlassSvmRun", "OneVsAllRun", "PresentedRun", "Run", "StronglyConvexRun", "SvmRun"]
+__all__ = ["Cost", "CrammerSingerRun", "HalvingRun", "KernelSvmRun", "MulticlassBiasRun", "MulticlassSgdRun",
+           "MulticlassSvmRun", "OneVsAllRun", "OneVsAllVotes", "PresentedRun", "Run", "StronglyConvexRun", "SvmRun"]

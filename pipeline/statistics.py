@@ -11,6 +11,9 @@ computes them from the record's attributes, with the certified solvers of :mod:`
 :func:`complete` asks the registry for exactly the names the evaluated bounds read (``requires``,
 ``quantity``, ``quantity_low``) that are still missing, and merges what the providers return: a provider
 computes its names together (one certified solve gives f*_lo, f*_hi and the regret against its optimum).
+A provider declared ``always`` is run for every run of its record whatever the bounds read, before the others:
+the held-out risks of the multiclass predictors and their intervals (docs/bounds.md section 9), columns of
+every such run that the comparators' providers read too.
 
 >>> sorted(record.__name__ for record in REGISTRY["f_star_hi"] if record is not None)
 ['CrammerSingerRun', 'KernelSvmRun', 'SvmRun']
@@ -18,6 +21,8 @@ computes its names together (one certified solve gives f*_lo, f*_hi and the regr
 [None]
 >>> provider_for("c", SvmRun).name, provider_for("comparators", SvmRun).name
 ('svm_constant', 'comparators')
+>>> sorted(record.__name__ for record in REGISTRY["risk_01"] if record is not None)  # held-out, always computed
+['CrammerSingerRun', 'MulticlassBiasRun', 'MulticlassSgdRun', 'MulticlassSvmRun', 'OneVsAllVotes']
 
 A plug-in brings its own providers under the ``boundlab.statistics`` entry points (docs/plugins.md,
 :data:`pipeline.plugins.STATISTICS`); :func:`registry` holds them beside the built-ins.
@@ -31,12 +36,14 @@ from typing import Any, Callable, Iterable, Mapping, TypedDict, TypeVar
 
 import numpy as np
 
-from pipeline.contract import (CrammerSingerRun, HalvingRun, KernelSvmRun, MulticlassSgdRun, MulticlassSvmRun,
-                               OneVsAllRun, PresentedRun, Run, StronglyConvexRun, SvmRun)
+from pipeline.contract import (Cost, CrammerSingerRun, HalvingRun, KernelSvmRun, MulticlassBiasRun, MulticlassSgdRun,
+                               MulticlassSvmRun, OneVsAllRun, OneVsAllVotes, PresentedRun, Run, StronglyConvexRun,
+                               SvmRun)
 from pipeline.learners.base import Outcome, log_grid
 from pipeline.learners.pegasos import margins_kernel
 from pipeline.numerics import UNIT_ROUNDOFF
-from pipeline.risk import cost_matrix, ghinge_losses, mean_ci, zero_loss
+from pipeline.risk import (clopper_pearson, cost_losses, cost_matrix, ghinge_losses, mean_ci, zero_loss,
+                           zero_one_losses)
 from pipeline.solvers import dual
 from pipeline.solvers.comparators import comparator_margins
 from pipeline.solvers.multiclass import ball_comparator, multiclass_svm
@@ -60,6 +67,8 @@ class Provider:
     layout : per field of :class:`Outcome` (``"stats"``, ``"trace"``), the order of its keys after the
         merge: the columns of the results table and the arrays of ``trace.npz`` keep the order they have
         always had, the learner's and the provider's interleaved.
+    always : computed for every run of its record, whatever the bounds read, before the providers they ask
+        for: what describes the run beside its bounds (the held-out risks), and what other providers read.
     """
 
     name: str
@@ -69,6 +78,7 @@ class Provider:
     reference: str
     needs_sample: bool = False
     layout: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    always: bool = False
 
 
 _R = TypeVar("_R", bound=Run)
@@ -284,6 +294,77 @@ def _crammer_singer_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     )
 
 
+# --- Held-out risks of the multiclass predictors (docs/bounds.md section 9) --------------------------------
+
+
+def held_out_risks(dataset: Any, W: np.ndarray, cost: Cost = "zero_one") -> dict[str, float]:
+    """Held-out generalized hinge and 0-1 risks of W with 95 % intervals (docs/bounds.md section 9), both for
+    the label cost ``cost``; for a cost other than 0-1 also its risk E Delta(h(x), y) (``risk_cost``, ties
+    resolved to the costliest tied label, :func:`pipeline.risk.cost_losses`), with a Hoeffding/t interval
+    on [0, max Delta]. For the 0-1 cost that risk is ``risk_01``, and no column is added."""
+    D = cost_matrix(cost, W.shape[0])
+    top_cost = float(D.max())
+    hinge = ghinge_losses(dataset.X_test, dataset.y_test, W, D)
+    top = top_cost + 2.0 * float(np.linalg.norm(W, axis=1).max()) * float(dataset.stats.R)
+    mean, lo, hi = mean_ci(hinge, lo=0.0, hi=top)
+    errors = int(zero_one_losses(dataset.X_test, dataset.y_test, W).sum())
+    e_lo, e_hi = clopper_pearson(errors, hinge.size)
+    out = {"risk_hinge": mean, "risk_hinge_lo": lo, "risk_hinge_hi": hi, "risk_01": errors / hinge.size,
+           "risk_01_lo": e_lo, "risk_01_hi": e_hi, "n_test": int(hinge.size)}
+    if not (isinstance(cost, str) and cost == "zero_one"):  # a named cost other than 0-1, or a matrix
+        c_mean, c_lo, c_hi = mean_ci(cost_losses(dataset.X_test, dataset.y_test, W, D), lo=0.0, hi=top_cost)
+        out |= {"risk_cost": c_mean, "risk_cost_lo": c_lo, "risk_cost_hi": c_hi}
+    return out
+
+
+def _held_out_sgd(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """The last average W_bar's held-out risks; its 0-1 risk is also the run's measured ``risk_01``."""
+    run = record_of(out, MulticlassSgdRun)
+    final = held_out_risks(ds, run.avg[-1], run.cost)
+    return Outcome(quantities={"risk_01": final["risk_01"]}, curves={}, trace={}, stats=final)
+
+
+def _held_out_svm(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """The certified minimiser's held-out risks; its 0-1 risk is also the run's measured ``risk_01``."""
+    run = record_of(out, MulticlassSvmRun)
+    final = held_out_risks(ds, run.W, run.cost)
+    return Outcome(quantities={"risk_01": final["risk_01"]}, curves={}, trace={}, stats=final)
+
+
+def _held_out_crammer_singer(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """The last average W_bar's held-out risks."""
+    run = record_of(out, CrammerSingerRun)
+    return Outcome(quantities={}, curves={}, trace={}, stats=held_out_risks(ds, run.avg[-1], run.cost))
+
+
+def _held_out_biased(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """The held-out risks of argmax_j W_j.x + b_j: [x, 1] scored against [W_j, b_j], the loss range with the
+    radius of [x, 1], sqrt(R^2 + 1)."""
+    from types import SimpleNamespace
+
+    run = record_of(out, MulticlassBiasRun)
+    R = float(ds.stats.R)
+    X_test = np.asarray(ds.X_test, dtype=np.float64)
+    augmented = SimpleNamespace(X_test=np.hstack([X_test, np.ones((X_test.shape[0], 1))]), y_test=ds.y_test,
+                                stats=SimpleNamespace(R=math.sqrt(R * R + 1.0)))
+    risks = held_out_risks(augmented, np.hstack([run.W_bar, run.b_bar[:, None]]), run.cost)
+    return Outcome(quantities={}, curves={}, trace={}, stats=risks)
+
+
+def _held_out_votes(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """One-vs-all's held-out 0-1 risk with its Clopper-Pearson interval (w_j.x + b_j as the score of [x, 1]
+    against [w_j, b_j] with biases)."""
+    run = record_of(out, OneVsAllVotes)
+    X_test, W = ds.X_test, run.W
+    if run.b is not None:
+        X_test = np.hstack([np.asarray(X_test, dtype=np.float64), np.ones((X_test.shape[0], 1))])
+        W = np.hstack([W, run.b[:, None]])
+    errors = int(zero_one_losses(X_test, ds.y_test, W).sum())
+    lo, hi = clopper_pearson(errors, ds.y_test.size)
+    return Outcome(quantities={}, curves={}, trace={},
+                   stats={"risk_01": errors / ds.y_test.size, "risk_01_lo": lo, "risk_01_hi": hi})
+
+
 # --- The comparator ball of the multiclass bounds (docs/bounds.md section 7) ------------------------------
 
 
@@ -370,7 +451,8 @@ def _sgd_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
     realised = u2 / (2 * eta) + eta / 2 * np.cumsum(run.vnorm2)
     # W = 0 throughout: its generalised hinge loss is max_y' Delta(y', y_t) (1 for the 0-1 cost)
     regret_still = float(np.sum(zero_loss(y, cost, ds.k) - u_loss))
-    excess = np.array(run.risks) - comp["lower"]
+    risks = [held_out_risks(ds, a, run.cost)["risk_hinge"] for a in run.avg]  # each snapshot's average
+    excess = np.array(risks) - comp["lower"]
     t = log_grid(T)
     return Outcome(
         quantities={"regret": float(regret[-1]), "excess": float(excess[-1]),
@@ -412,6 +494,8 @@ def _comparators(ds: Any, learner: Any, out: Outcome) -> Outcome:
 
 _PEGASOS_STATS = ("T", "lam", "c", "regret_still", "sampling", "delta", "f_star_lo", "f_star_hi", "dual_gap", "f_start")
 _HELD_OUT = ("risk_hinge", "risk_hinge_lo", "risk_hinge_hi", "risk_01", "risk_01_lo", "risk_01_hi", "n_test")
+_HELD_OUT_COST = (*_HELD_OUT, "risk_cost", "risk_cost_lo", "risk_cost_hi")  # risk_cost*: a cost other than 0-1
+_HELD_OUT_REFERENCE = "docs/bounds.md section 9 (Student t and Hoeffding, Clopper-Pearson; pipeline.risk)"
 _C_REFERENCE = "P11 Thm 1 (c = G^2); docs/bounds.md sections 4, 5, 8"
 
 # --- The exact worst case of Halving's game, beside its bound -------------------------------------------
@@ -465,6 +549,18 @@ def _halving_game(ds: Any, learner: Any, out: Outcome) -> Outcome:  # ds unused:
 
 
 PROVIDERS: tuple[Provider, ...] = (
+    # the held-out risks, in the columns where the learners wrote them before they were providers
+    Provider("held_out_sgd", MulticlassSgdRun, _HELD_OUT_COST, _held_out_sgd, _HELD_OUT_REFERENCE, always=True,
+             layout={"stats": ("T", "B", "R", "rho", "rho_sharp", "eta", "vnorm2_sum", "k", "population", *_HELD_OUT_COST)}),
+    Provider("held_out_svm", MulticlassSvmRun, _HELD_OUT_COST, _held_out_svm, _HELD_OUT_REFERENCE, always=True,
+             layout={"stats": ("T", "B", "R", "rho", "lam_uml", "svm_primal", "svm_dual", "dual_gap", "k", "m",
+                               "population", *_HELD_OUT_COST)}),
+    Provider("held_out_crammer_singer", CrammerSingerRun, _HELD_OUT_COST, _held_out_crammer_singer, _HELD_OUT_REFERENCE,
+             always=True, layout={"stats": ("T", "lam", "R", "sampling", "delta", "k", *_HELD_OUT_COST)}),
+    Provider("held_out_biased", MulticlassBiasRun, _HELD_OUT_COST, _held_out_biased, _HELD_OUT_REFERENCE, always=True,
+             layout={"stats": ("T", "lam", "R", "sampling", "delta", "k", *_HELD_OUT_COST)}),
+    Provider("held_out_votes", OneVsAllVotes, ("risk_01", "risk_01_lo", "risk_01_hi"), _held_out_votes,
+             _HELD_OUT_REFERENCE, always=True, layout={"stats": ("T", "k", "R", "risk_01", "risk_01_lo", "risk_01_hi")}),
     Provider("halving_game", HalvingRun, ("game_value", "littlestone", "game_status"), _halving_game,
              "docs/bounds.md section 3, 'The exact game' (pipeline.solvers.games)"),
     Provider("comparators", None, ("comparators",), _comparators,
@@ -607,11 +703,25 @@ def _merge(out: Outcome, new: Outcome, layout: Mapping[str, tuple[str, ...]]) ->
     out.stats = _ordered(out.stats | new.stats, layout.get("stats", ()))
 
 
+def _always(providers: Mapping[str, Mapping[Key, Provider]], record: type[Run] | None) -> list[Provider]:
+    """The providers computed for every run of ``record`` (``Provider.always``), each where it is the one
+    :func:`provider_for` resolves for its names (a subclass's own provider replaces its base's), in order."""
+    found: dict[str, Provider] = {}
+    for name, by_record in providers.items():
+        for p in by_record.values():
+            if p.always and provider_for(name, record, providers) is p:
+                found.setdefault(p.name, p)
+    return list(found.values())
+
+
 def _fill(dataset: Any, learner: Any, out: Outcome, names: list[str]) -> None:
     certified = dataset.stats.as_dict() if dataset.stats is not None else {}  # (a sample not certified: none)
-    have = set(certified) | set(out.stats) | set(out.quantities)
     providers = registry()
     record = None if out.run is None else type(out.run)
+    for first in _always(providers, record):  # first: the bounds' providers may read what they give
+        if not set(first.provides) & (set(out.stats) | set(out.quantities)):  # (not once more on a completed run)
+            _merge(out, first.compute(dataset, learner, out), first.layout)
+    have = set(certified) | set(out.stats) | set(out.quantities)
     todo: dict[str, Provider] = {}
     for name in names:
         p = provider_for(name, record, providers) if name not in have else None
@@ -643,5 +753,6 @@ def measure(learner: Any, dataset: Any, rng: np.random.Generator, bounds: Iterab
     return complete(dataset, learner, learner.run(dataset, rng), bounds)
 
 
-__all__ = ["PROVIDERS", "REGISTRY", "Key", "Provider", "available", "complete", "measure", "pegasos_constant",
-           "plugin_providers", "population_comparator", "provider_for", "reads", "record_of", "registry"]
+__all__ = ["PROVIDERS", "REGISTRY", "Comparator", "Key", "Provider", "available", "complete", "held_out_risks", "measure",
+           "pegasos_constant", "plugin_providers", "population_comparator", "provider_for", "reads", "record_of",
+           "registry"]

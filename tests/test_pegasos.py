@@ -458,7 +458,7 @@ def test_one_vs_all_with_intercepts_reports_every_part_not_applicable() -> None:
 
     ds = MulticlassMargin(k=3, n=200, d=4, gamma=0.1, rho=1.0).generate(np.random.default_rng(0))
     learner = OneVsAll(lam=0.01, T=2000, intercept=True)
-    out = learner.run(ds, np.random.default_rng(1))
+    out = measure(learner, ds, np.random.default_rng(1))  # the held-out risk: pipeline.statistics
     assert learner.b_.shape == (3,) and np.all(learner.b_ != 0.0)
     assert all(part.stats["not_covered"] for part in out.parts.values())
     assert out.stats["risk_01"] <= 0.2

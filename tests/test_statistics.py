@@ -77,3 +77,24 @@ def test_a_provider_reads_only_the_record_it_declared() -> None:
     assert record_of(out, SvmRun) is out.run
     with pytest.raises(TypeError, match="KernelSvmRun"):
         record_of(out, KernelSvmRun)
+
+
+def test_the_held_out_risks_are_a_providers_and_always_computed() -> None:
+    """The multiclass learners hand over their predictor; its held-out risks (docs/bounds.md section 9) come
+    from a provider run for every such run, whatever the bounds read, in the columns they always had."""
+    from pipeline.contract import CrammerSingerRun
+    from pipeline.data.multiclass import MulticlassMargin
+    from pipeline.learners import MulticlassPegasos
+    from pipeline.statistics import held_out_risks
+
+    ds = MulticlassMargin(k=3, gamma=0.1, rho=1.0, d=5, n=100, n_test=1000).generate(np.random.default_rng(0))
+    learner = MulticlassPegasos(lam=0.1, T=200, cost="absolute")
+    out = learner.run(ds, np.random.default_rng(1))
+    assert isinstance(out.run, CrammerSingerRun) and "risk_hinge" not in out.stats  # the run reports what it did
+    complete(ds, learner, out, ())  # no bound reads them: computed all the same
+    assert list(out.stats) == ["T", "lam", "R", "sampling", "delta", "k", "risk_hinge", "risk_hinge_lo", "risk_hinge_hi",
+                               "risk_01", "risk_01_lo", "risk_01_hi", "n_test", "risk_cost", "risk_cost_lo",
+                               "risk_cost_hi", "cost_max", "zero_loss_lo"]
+    assert {k: out.stats[k] for k in held_out_risks(ds, out.run.avg[-1], "absolute")} == held_out_risks(
+        ds, learner.W_bar_, "absolute")
+    assert out.stats["risk_hinge_lo"] <= out.stats["risk_hinge"] <= out.stats["risk_hinge_hi"]
