@@ -23,7 +23,7 @@ What is checked (small samples, a few seeds: each call takes seconds):
   finite class, multiclass margin data, a stream: those the learner accepts) over a few seeds.
 - ``check_bound(bound)``: a well-formed :class:`pipeline.bounds.Bound`; its learner is registered (or given);
   every statistic it ``requires`` is provided by the dataset's certified statistics, the learner's
-  ``Outcome.stats`` or a registered statistic provider (:data:`pipeline.statistics.REGISTRY`), its ``quantity``
+  ``Outcome.stats`` or a registered statistic provider (:func:`pipeline.statistics.registry`), its ``quantity``
   by ``Outcome.quantities`` or such a provider (per step in
   ``Outcome.steps`` for ``anytime="trace"``); its value is deterministic; a (D) bound is never violated.
 - ``check_dataset(Class, **params)``: it declares ``name``, ``params`` and ``kind``, and ``generate`` makes a sample
