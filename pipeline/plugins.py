@@ -348,6 +348,12 @@ class ProviderRegistry:
             self._loaded = loaded
         return self._loaded
 
+    def modules(self) -> tuple[str, ...]:
+        """The modules the entry points name, from metadata (nothing imported): a provider may serve any run
+        (``Provider.record`` None, or a record it does not own), so every job's identity includes them
+        (pipeline.resume.job_roots); with no plug-in provider installed, none."""
+        return tuple(sorted({e.value.partition(":")[0].strip() for e in self.entries().values()}))
+
     def refresh(self) -> None:
         self._entries, self._loaded = None, None
 

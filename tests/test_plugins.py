@@ -501,6 +501,13 @@ def test_a_plugin_brings_its_own_provider_through_an_entry_point(tmp_path: Path,
     monkeypatch.syspath_prepend(str(tmp_path))
     plugins.refresh()
     try:
+        from pipeline.data import MarginBinary
+        from pipeline.resume import job_roots
+
+        # a job's identity includes the plug-in providers' modules (editing one reruns the jobs), read from metadata
+        assert plugins.STATISTICS.modules() == ("fake_stat", "fake_stat_clash") and "fake_stat" not in sys.modules
+        job = SimpleNamespace(learner=Perceptron(), dataset=MarginBinary(gamma=0.1, rho=1.0))
+        assert {"fake_stat", "fake_stat_clash"} <= set(job_roots(job))
         assert statistics.provider_for("worst_loss", SvmRun) is None  # loads the plug-ins' providers: not this record's
         mod = sys.modules["fake_stat"]
         assert statistics.provider_for("worst_loss", mod.PaRun) is mod.PROVIDERS[0]
