@@ -174,12 +174,12 @@ def code_of(roots: tuple[str, ...]) -> str:
 
 def job_roots(spec: Any) -> tuple[str, ...]:
     """The modules a job runs from: the run loop (which reaches the bounds, comparators and certificates),
-    its learner's and its dataset's modules, and the modules defining its learner's bounds (plug-ins
-    included)."""
-    from pipeline.plugins import BOUNDS
+    its learner's and its dataset's modules, the modules defining its learner's bounds (plug-ins
+    included) and those of the plug-ins' statistic providers (``boundlab.statistics``)."""
+    from pipeline.plugins import BOUNDS, STATISTICS
 
     modules = {"pipeline.run", type(spec.learner).__module__, type(spec.dataset).__module__}
-    return tuple(sorted(modules | set(BOUNDS.modules_for(spec.learner.name))))
+    return tuple(sorted(modules | set(BOUNDS.modules_for(spec.learner.name)) | set(STATISTICS.modules())))
 
 
 _JOB_CODE: dict[tuple[str, ...], str] = {}  # per process: the sources are read once (a sweep's jobs share them)

@@ -1,15 +1,19 @@
-"""Plug-ins: learners, bounds and datasets registered by installed packages under entry points.
+"""Plug-ins: learners, bounds, datasets and statistic providers registered by installed packages under entry points.
 
-Three entry-point groups, one per kind (docs/plugins.md):
+Four entry-point groups, one per kind (docs/plugins.md):
 
 - ``boundlab.learners``: ``NAME = "module:Class"``, a learner class whose ``name`` is ``NAME``;
 - ``boundlab.datasets``: ``NAME = "module:Class"``, a dataset generator class whose ``name`` is ``NAME``;
 - ``boundlab.bounds``: ``LABEL = "module:OBJECT"``, a :class:`pipeline.bounds.Bound` record or a sequence of
-  them, each naming the learner it speaks about (``Bound.learner``).
+  them, each naming the learner it speaks about (``Bound.learner``);
+- ``boundlab.statistics``: ``LABEL = "module:OBJECT"``, a :class:`pipeline.statistics.Provider` record or a
+  sequence of them, each computing statistics from the runs of one :mod:`pipeline.contract` record type
+  (``Provider.record``): what a plug-in learner's bounds require that its run does not give.
 
 boundlab's own learners, bounds and datasets are registered the same way (``pyproject.toml``), so the
 registries below hold built-ins and plug-ins alike; ``pipeline.learners.LEARNERS``,
-``pipeline.data.DATASETS`` and ``pipeline.bounds.bounds_for`` are views over them.
+``pipeline.data.DATASETS`` and ``pipeline.bounds.bounds_for`` are views over them. boundlab's own providers
+are :data:`pipeline.statistics.PROVIDERS`, beside which :func:`pipeline.statistics.registry` puts the plug-ins'.
 
 Discovery reads entry-point metadata only (:mod:`importlib.metadata`): nothing is imported until a
 name is used (``registry[name]``), so ``boundlab --help`` and config errors stay fast. A name claimed by
@@ -28,7 +32,8 @@ from typing import Any
 
 from pipeline.params import UserError
 
-GROUPS = {"learners": "boundlab.learners", "datasets": "boundlab.datasets", "bounds": "boundlab.bounds"}
+GROUPS = {"learners": "boundlab.learners", "datasets": "boundlab.datasets", "bounds": "boundlab.bounds",
+          "statistics": "boundlab.statistics"}
 SELECT = {"learners": "algorithm", "datasets": "dataset"}  # the config group that selects a name of the kind
 HOME = "boundlab"  # the distribution whose entry points are the built-ins
 
@@ -314,13 +319,56 @@ class BoundRegistry:
 BOUNDS = BoundRegistry()
 
 
+class ProviderRegistry:
+    """The objects of every ``boundlab.statistics`` entry point (plug-ins' statistic providers), loaded on first
+    use. What they must be (a :class:`pipeline.statistics.Provider` or a tuple of them) is checked by
+    :func:`pipeline.statistics.plugin_providers`, the layer that defines the record (this module stays below it)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Entry] | None = None
+        self._loaded: list[tuple[Entry, Any]] | None = None
+
+    def entries(self) -> dict[str, Entry]:
+        if self._entries is None:
+            self._entries, notes = _discover("statistics")
+            for note in notes:
+                warn(note)
+        return self._entries
+
+    def loaded(self) -> list[tuple[Entry, Any]]:
+        """(entry, the object it names) for every entry point that imports, in discovery order; one that fails
+        to import is warned about (its statistics stay missing, and the bounds requiring them say so)."""
+        if self._loaded is None:
+            loaded: list[tuple[Entry, Any]] = []
+            for entry in self.entries().values():
+                try:
+                    loaded.append((entry, entry.load()))
+                except PluginError as e:
+                    warn(f"{e} (its statistics are not computed)")
+            self._loaded = loaded
+        return self._loaded
+
+    def modules(self) -> tuple[str, ...]:
+        """The modules the entry points name, from metadata (nothing imported): a provider may serve any run
+        (``Provider.record`` None, or a record it does not own), so every job's identity includes them
+        (pipeline.identity.job_roots); with no plug-in provider installed, none."""
+        return tuple(sorted({e.value.partition(":")[0].strip() for e in self.entries().values()}))
+
+    def refresh(self) -> None:
+        self._entries, self._loaded = None, None
+
+
+STATISTICS = ProviderRegistry()
+
+
 def refresh() -> None:
     """Discover every kind again (after installing a plug-in in a running process, and in tests)."""
-    for registry in (LEARNERS, DATASETS, BOUNDS):
+    for registry in (LEARNERS, DATASETS, BOUNDS, STATISTICS):
         registry.refresh()
 
 
 def plugins() -> dict[str, list[Entry]]:
     """The plug-ins (not the built-ins) of each kind, as discovered (nothing imported)."""
     return {kind: [e for e in reg.entries().values() if not e.builtin]
-            for kind, reg in (("learners", LEARNERS), ("datasets", DATASETS), ("bounds", BOUNDS))}
+            for kind, reg in (("learners", LEARNERS), ("datasets", DATASETS), ("bounds", BOUNDS),
+                              ("statistics", STATISTICS))}

@@ -1,34 +1,49 @@
 """The statistic providers: where every statistic a bound ``requires`` (and every quantity it bounds) that
 neither the data's certificates nor the learner's run give comes from, in one registry.
 
-A learner reports what it did (:class:`pipeline.learners.base.Outcome`: its per-step losses, the index
-stream, its iterates at the snapshot steps, and the ``objective`` they are for). A provider is a record,
-in the manner of :class:`pipeline.bounds.base.Bound`: the names it provides, the objective it speaks of
-("" for any run on a materialised sample), its reference, and one function ``(dataset, learner, outcome)
--> Outcome`` that computes them, with the certified solvers of :mod:`pipeline.solvers`
+A learner reports what it did (:class:`pipeline.learners.base.Outcome`: its per-step losses and statistics,
+and in ``Outcome.run`` one typed record of :mod:`pipeline.contract` holding the objective's data, the index
+stream and its iterates at the snapshot steps). A provider is a record, in the manner of
+:class:`pipeline.bounds.base.Bound`: the names it provides, the record type it reads (None for any run on a
+materialised sample), its reference, and one function ``(dataset, learner, outcome) -> Outcome`` that
+computes them from the record's attributes, with the certified solvers of :mod:`pipeline.solvers`
 (docs/bounds.md: section 2 for the comparators, 4-6 for the Pegasos family, 7-8 for the multiclass learners).
 :func:`complete` asks the registry for exactly the names the evaluated bounds read (``requires``,
 ``quantity``, ``quantity_low``) that are still missing, and merges what the providers return: a provider
 computes its names together (one certified solve gives f*_lo, f*_hi and the regret against its optimum).
+A provider declared ``always`` is run for every run of its record whatever the bounds read, before the others:
+the held-out risks of the multiclass predictors and their intervals (docs/bounds.md section 9), columns of
+every such run that the comparators' providers read too.
 
->>> sorted(REGISTRY["f_star_hi"])
-['crammer_singer', 'kernel_svm', 'svm']
->>> sorted(REGISTRY["comparators"])
-['']
+>>> sorted(record.__name__ for record in REGISTRY["f_star_hi"] if record is not None)
+['CrammerSingerRun', 'KernelSvmRun', 'SvmRun']
+>>> list(REGISTRY["comparators"])
+[None]
+>>> provider_for("c", SvmRun).name, provider_for("comparators", SvmRun).name
+('svm_constant', 'comparators')
+>>> sorted(record.__name__ for record in REGISTRY["risk_01"] if record is not None)  # held-out, always computed
+['CrammerSingerRun', 'MulticlassBiasRun', 'MulticlassSgdRun', 'MulticlassSvmRun', 'OneVsAllVotes']
+
+A plug-in brings its own providers under the ``boundlab.statistics`` entry points (docs/plugins.md,
+:data:`pipeline.plugins.STATISTICS`); :func:`registry` holds them beside the built-ins.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypedDict, TypeVar
 
 import numpy as np
 
+from pipeline.contract import (Cost, CrammerSingerRun, HalvingRun, KernelSvmRun, MulticlassBiasRun, MulticlassSgdRun,
+                               MulticlassSvmRun, OneVsAllRun, OneVsAllVotes, PresentedRun, Run, StronglyConvexRun,
+                               SvmRun)
 from pipeline.learners.base import Outcome, log_grid
 from pipeline.learners.pegasos import margins_kernel
 from pipeline.numerics import UNIT_ROUNDOFF
-from pipeline.risk import cost_matrix, ghinge_losses, mean_ci, zero_loss
+from pipeline.risk import (clopper_pearson, cost_losses, cost_matrix, ghinge_losses, mean_ci, zero_loss,
+                           zero_one_losses)
 from pipeline.solvers import dual
 from pipeline.solvers.comparators import comparator_margins
 from pipeline.solvers.multiclass import ball_comparator, multiclass_svm
@@ -41,7 +56,8 @@ class Provider:
     Attributes
     ----------
     name : short identifier.
-    objective : the :attr:`Outcome.objective` whose runs it computes for; "" for every run on a sample.
+    record : the :mod:`pipeline.contract` record type (``Outcome.run``) whose runs it computes for, and its
+        subclasses; None for every run on a sample.
     provides : the names it computes (``Bound.requires`` statistics and ``Bound.quantity`` quantities).
     compute : (dataset, learner, outcome) -> an :class:`Outcome` holding what it computed (stats,
         quantities, curves, per-step ``steps``, ``trace``), merged into the run's.
@@ -51,15 +67,28 @@ class Provider:
     layout : per field of :class:`Outcome` (``"stats"``, ``"trace"``), the order of its keys after the
         merge: the columns of the results table and the arrays of ``trace.npz`` keep the order they have
         always had, the learner's and the provider's interleaved.
+    always : computed for every run of its record, whatever the bounds read, before the providers they ask
+        for: what describes the run beside its bounds (the held-out risks), and what other providers read.
     """
 
     name: str
-    objective: str
+    record: type[Run] | None
     provides: tuple[str, ...]
     compute: Callable[[Any, Any, Outcome], Outcome]
     reference: str
     needs_sample: bool = False
     layout: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    always: bool = False
+
+
+_R = TypeVar("_R", bound=Run)
+
+
+def record_of(out: Outcome, kind: type[_R]) -> _R:
+    """``out.run``, checked to be a ``kind`` (the record a provider declared): a provider reads typed attributes."""
+    if not isinstance(out.run, kind):
+        raise TypeError(f"a provider for {kind.__name__} was given a run of {type(out.run).__name__}")
+    return out.run
 
 
 # --- The constant of the Pegasos bounds ----------------------------------------------------------------
@@ -78,8 +107,8 @@ def pegasos_constant(R: float, lam: float, projection: bool, s_max: float = 1.0,
 def _constant(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """c from the run's feature radius (the data's R; the feature space's for kernels; sqrt(2) R for the
     multivector map), its projection ball and its largest class weight."""
-    it = out.iterates
-    c = pegasos_constant(it["feature_radius"], it["lam"], it["projection"], it["s_max"], it["radius"])
+    run = record_of(out, StronglyConvexRun)
+    c = pegasos_constant(run.feature_radius, run.lam, run.projection, run.s_max, run.radius)
     return Outcome(quantities={}, curves={}, trace={}, stats={"c": c})
 
 
@@ -100,9 +129,9 @@ def _svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """F* in [D(alpha), F(w)] by SDCA (docs/bounds.md section 4, "Computing the comparator"); the regret
     of Lemma 1 against u = its w (projected into the ball when the run projects), the suboptimality of the
     snapshots' averages and last iterates."""
-    it = out.iterates
-    X, y, lam, weights, w_ref = it["X"], it["y"], it["lam"], it["weights"], it["w_ref"]
-    idx, radius, s_step = it["idx"], it["radius"], it["s_step"]
+    run = record_of(out, SvmRun)
+    X, y, lam, weights, w_ref = run.X, run.y, run.lam, run.weights, run.w_ref
+    idx, radius, s_step = run.idx, run.radius, run.s_step
     T, k, d = int(out.stats["T"]), idx.shape[1], X.shape[1]
     cert = dual.sdca(X, y, lam, weights=weights, w_ref=w_ref, tol=1e-9)
     shift = 0.0 if w_ref is None else w_ref
@@ -112,20 +141,20 @@ def _svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     hinge_u = np.maximum(0.0, 1.0 - margins_kernel(X, y, u + shift)) * s_step
     f_u = 0.5 * lam * float(u @ u) + hinge_u[idx].sum(axis=1) / k
     steps = np.arange(1, T + 1)
-    regret = np.cumsum(it["loss"] - f_u) / steps
+    regret = np.cumsum(run.loss - f_u) / steps
     # the learner that never moves from w_1: f_t(w_1) is the hinge at w_r (0 margin without transfer)
-    f_still = (np.maximum(0.0, 1.0 - it["ref_margin"]) * s_step)[idx].sum(axis=1) / k
+    f_still = (np.maximum(0.0, 1.0 - run.ref_margin) * s_step)[idx].sum(axis=1) / k
     regret_still = float(np.mean(f_still - f_u))
 
     def sub(ws: np.ndarray) -> np.ndarray:
         return np.array([dual.objective(X, y, lam, w + shift, weights=weights, w_ref=w_ref) for w in ws]) - cert.dual
 
-    sub_avg, sub_last = sub(it["avg"]), sub(it["last"])
-    t, grid = log_grid(T), it["grid"]
-    telescoped = _telescoped(it, u, f_u, lam, T, d) if "grad2" in it else {}
+    sub_avg, sub_last = sub(run.avg), sub(run.last)
+    t, grid = log_grid(T), run.grid
+    telescoped = _telescoped(run, run.grad2, u, f_u, lam, T, d) if run.grad2 is not None else {}
     random = {}
-    if "random" in it:  # the random iterate w_r (linear Pegasos)
-        sub_random = float(sub(it["random"][None, :])[0])
+    if run.random is not None:  # the random iterate w_r (linear Pegasos)
+        sub_random = float(sub(run.random[None, :])[0])
         random = {"suboptimality_random": sub_random, "suboptimality_random_low": sub_random - (cert.primal - cert.dual)}
     return Outcome(
         quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
@@ -139,7 +168,8 @@ def _svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     )
 
 
-def _telescoped(it: Mapping[str, Any], u: np.ndarray, f_u: np.ndarray, lam: float, T: int, d: int) -> dict[str, float]:
+def _telescoped(run: SvmRun, grad2: np.ndarray, u: np.ndarray, f_u: np.ndarray, lam: float, T: int,
+                d: int) -> dict[str, float]:
     """The realised form of Lemma 1 (docs/bounds.md section 4): the proof's telescoped sum before ||grad_t|| <= G,
     (1/T) [sum_t ||grad_t||^2 / (2 lam t) - (lam T / 2) ||u_(T+1) - u||^2], from the run's own sub-gradient norms
     (``grad2``, each clamped at 0 from below: a true square) and last iterate, plus a rounding allowance.
@@ -152,13 +182,13 @@ def _telescoped(it: Mapping[str, Any], u: np.ndarray, f_u: np.ndarray, lam: floa
     at most about G^2 T^2 / lam over the run; 64 units of rounding of c T / lam on the mean. At lam = 0.01,
     T = 5000, c = 4 it is 1.4e-8, against gaps of 1e-3 and more between the realised bound and the regret."""
     t = np.arange(1, T + 1)
-    squares = math.fsum(np.maximum(it["grad2"], 0.0) / (2.0 * lam * t))
-    last = it["last"][-1]  # u_(T+1): the last snapshot is at step T
+    squares = math.fsum(np.maximum(grad2, 0.0) / (2.0 * lam * t))
+    last = run.last[-1]  # u_(T+1): the last snapshot is at step T
     diff = last - u
     end = 0.5 * lam * T * float(diff @ diff)
     reach = 0.5 * lam * T * (float(np.linalg.norm(last)) + float(np.linalg.norm(u))) ** 2
-    magnitude = squares + reach + math.fsum(np.abs(it["loss"])) + math.fsum(np.abs(f_u))
-    c = pegasos_constant(it["feature_radius"], lam, it["projection"], it["s_max"], it["radius"])
+    magnitude = squares + reach + math.fsum(np.abs(run.loss)) + math.fsum(np.abs(f_u))
+    c = pegasos_constant(run.feature_radius, lam, run.projection, run.s_max, run.radius)
     allowance = 64.0 * UNIT_ROUNDOFF * ((T + d + 8) * magnitude / T + c * T / lam)
     return {"telescoped": (squares - end) / T + allowance, "telescoped_allowance": allowance}
 
@@ -171,8 +201,8 @@ def _hindsight(ds: Any, learner: Any, out: Outcome) -> Outcome:
     certified minimum [D, F] gives the regret's upper estimate mean f_t(w_t) - D; the lower estimate is the
     regret against a point of the ball (the solver's u, projected into it when the run projects): the
     unconstrained minimum is at most the ball's, so the upper estimate stays one."""
-    it = out.iterates
-    X, y, lam, w_ref, idx, s_step, radius = it["X"], it["y"], it["lam"], it["w_ref"], it["idx"], it["s_step"], it["radius"]
+    run = record_of(out, SvmRun)
+    X, y, lam, w_ref, idx, s_step, radius = run.X, run.y, run.lam, run.w_ref, run.idx, run.s_step, run.radius
     T, k = int(out.stats["T"]), idx.shape[1]
     counts = np.bincount(idx.ravel(), minlength=X.shape[0])
     rows = np.nonzero(counts)[0]
@@ -184,8 +214,8 @@ def _hindsight(ds: Any, learner: Any, out: Outcome) -> Outcome:
     if radius > 0.0 and np.linalg.norm(u) > radius:  # Lemma 1 covers the ball only: a point of it for the low side
         u *= radius / np.linalg.norm(u)
     at_u = dual.objective(Xs, ys, lam, u + shift, weights=weights, w_ref=w_ref)
-    mean_loss = math.fsum(it["loss"]) / T
-    f_still = (np.maximum(0.0, 1.0 - it["ref_margin"]) * s_step)[idx].sum(axis=1) / k
+    mean_loss = math.fsum(run.loss) / T
+    f_still = (np.maximum(0.0, 1.0 - run.ref_margin) * s_step)[idx].sum(axis=1) / k
     return Outcome(
         quantities={"regret_hindsight": mean_loss - cert.dual, "regret_hindsight_low": mean_loss - max(at_u, cert.primal)},
         curves={}, trace={},
@@ -196,14 +226,14 @@ def _hindsight(ds: Any, learner: Any, out: Outcome) -> Outcome:
 
 def _kernel_svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """Kernel SDCA on the run's (certified, possibly shifted) Gram matrix (docs/bounds.md section 5)."""
-    it = out.iterates
-    K, y, lam, idx, avg = it["K"], it["y"], it["lam"], it["idx"], it["avg"]
+    run = record_of(out, KernelSvmRun)
+    K, y, lam, idx, avg = run.K, run.y, run.lam, run.idx, run.avg
     T, k, m = int(out.stats["T"]), idx.shape[1], y.shape[0]
     cert = dual.kernel_sdca(K, y, lam, tol=1e-9)
     u = cert.w
     Kay = K @ (u * y)
     u_norm2 = float((u * y) @ Kay)
-    radius = float(it["radius"])
+    radius = float(run.radius)
     if radius > 0.0 and u_norm2 > radius * radius:  # Lemma 1 needs u in the ball the run projects onto
         u = u * (radius / math.sqrt(u_norm2))
         Kay = K @ (u * y)
@@ -211,11 +241,11 @@ def _kernel_svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     hinge_u = np.maximum(0.0, 1.0 - y * Kay)
     f_u = 0.5 * lam * u_norm2 + hinge_u[idx].sum(axis=1) / k
     steps = np.arange(1, T + 1)
-    regret = np.cumsum(it["loss"] - f_u) / steps
+    regret = np.cumsum(run.loss - f_u) / steps
     regret_still = float(np.mean(1.0 - f_u))  # beta = 0 throughout: f_t(0) = 1
     sub_avg = np.array([dual.kernel_objective(K, y, lam, a) for a in avg]) - cert.dual
-    sub_last = np.array([dual.kernel_objective(K, y, lam, it["last"]) - cert.dual])  # w_(T+1) only
-    t, grid = log_grid(T), it["grid"]
+    sub_last = np.array([dual.kernel_objective(K, y, lam, run.last) - cert.dual])  # w_(T+1) only
+    t, grid = log_grid(T), run.grid
     return Outcome(
         quantities={"regret": float(regret[-1]), "suboptimality": float(sub_avg[-1]),
                     "suboptimality_low": float(sub_avg[-1]) - (cert.primal - cert.dual),
@@ -232,22 +262,22 @@ def _kernel_svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
 def _crammer_singer_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """f* of lam/2 ||W||^2 + mean generalized hinge: the multiclass SVM's certified optimum with lam_UML =
     lam / 2 (docs/bounds.md section 8), for the run's label cost."""
-    it = out.iterates
-    X, y, k, lam, idx, avg, W = it["X"], it["y"], it["k"], it["lam"], it["idx"], it["avg"], it["W"]
+    run = record_of(out, CrammerSingerRun)
+    X, y, k, lam, idx, avg, W = run.X, run.y, run.k, run.lam, run.idx, run.avg, run.W
     T = int(out.stats["T"])
-    cost = cost_matrix(it.get("cost"), k)
+    cost = cost_matrix(run.cost, k)
     cert = multiclass_svm(X, y, k, lam / 2.0, cost=cost)  # lam_UML ||W||^2 = (lam/2) ||W||^2
 
     def f(Wm: np.ndarray) -> float:
         return 0.5 * lam * float(np.sum(Wm * Wm)) + float(ghinge_losses(X, y, Wm, cost).mean())
 
     u = cert.W
-    radius = float(it.get("radius", 0.0))
+    radius = float(run.radius)
     if radius > 0.0 and np.linalg.norm(u) > radius:  # Lemma 1 needs u in the ball the run projects onto
         u = u * (radius / np.linalg.norm(u))
     hinge_u = ghinge_losses(X, y, u, cost)
     f_u = 0.5 * lam * float(np.sum(u * u)) + hinge_u[idx]
-    regret = np.cumsum(it["loss"] - f_u) / np.arange(1, T + 1)
+    regret = np.cumsum(run.loss - f_u) / np.arange(1, T + 1)
     # W = 0 throughout: f_t(0) = max_y' Delta(y', y_t) (1 for the 0-1 cost, the same bits as 1.0 - f_u)
     regret_still = float(np.mean(zero_loss(y[idx], cost, k) - f_u))
     sub = np.array([f(a) for a in avg]) - cert.dual
@@ -256,7 +286,7 @@ def _crammer_singer_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     return Outcome(
         quantities={"regret": float(regret[-1]), "suboptimality": float(sub[-1]), "suboptimality_last": sub_last,
                     "suboptimality_low": float(sub[-1]) - (cert.primal - cert.dual)},
-        curves={"regret": (t, regret[t - 1]), "suboptimality": (it["grid"], sub)},
+        curves={"regret": (t, regret[t - 1]), "suboptimality": (run.grid, sub)},
         trace={"comparator_loss": f_u},
         steps={"regret": regret},
         stats={"regret_still": regret_still, "f_star_lo": cert.dual, "f_star_hi": cert.primal, "dual_gap": cert.gap,
@@ -264,11 +294,92 @@ def _crammer_singer_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     )
 
 
+# --- Held-out risks of the multiclass predictors (docs/bounds.md section 9) --------------------------------
+
+
+def held_out_risks(dataset: Any, W: np.ndarray, cost: Cost = "zero_one") -> dict[str, float]:
+    """Held-out generalized hinge and 0-1 risks of W with 95 % intervals (docs/bounds.md section 9), both for
+    the label cost ``cost``; for a cost other than 0-1 also its risk E Delta(h(x), y) (``risk_cost``, ties
+    resolved to the costliest tied label, :func:`pipeline.risk.cost_losses`), with a Hoeffding/t interval
+    on [0, max Delta]. For the 0-1 cost that risk is ``risk_01``, and no column is added."""
+    D = cost_matrix(cost, W.shape[0])
+    top_cost = float(D.max())
+    hinge = ghinge_losses(dataset.X_test, dataset.y_test, W, D)
+    top = top_cost + 2.0 * float(np.linalg.norm(W, axis=1).max()) * float(dataset.stats.R)
+    mean, lo, hi = mean_ci(hinge, lo=0.0, hi=top)
+    errors = int(zero_one_losses(dataset.X_test, dataset.y_test, W).sum())
+    e_lo, e_hi = clopper_pearson(errors, hinge.size)
+    out = {"risk_hinge": mean, "risk_hinge_lo": lo, "risk_hinge_hi": hi, "risk_01": errors / hinge.size,
+           "risk_01_lo": e_lo, "risk_01_hi": e_hi, "n_test": int(hinge.size)}
+    if not (isinstance(cost, str) and cost == "zero_one"):  # a named cost other than 0-1, or a matrix
+        c_mean, c_lo, c_hi = mean_ci(cost_losses(dataset.X_test, dataset.y_test, W, D), lo=0.0, hi=top_cost)
+        out |= {"risk_cost": c_mean, "risk_cost_lo": c_lo, "risk_cost_hi": c_hi}
+    return out
+
+
+def _held_out_sgd(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """The last average W_bar's held-out risks; its 0-1 risk is also the run's measured ``risk_01``."""
+    run = record_of(out, MulticlassSgdRun)
+    final = held_out_risks(ds, run.avg[-1], run.cost)
+    return Outcome(quantities={"risk_01": final["risk_01"]}, curves={}, trace={}, stats=final)
+
+
+def _held_out_svm(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """The certified minimiser's held-out risks; its 0-1 risk is also the run's measured ``risk_01``."""
+    run = record_of(out, MulticlassSvmRun)
+    final = held_out_risks(ds, run.W, run.cost)
+    return Outcome(quantities={"risk_01": final["risk_01"]}, curves={}, trace={}, stats=final)
+
+
+def _held_out_crammer_singer(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """The last average W_bar's held-out risks."""
+    run = record_of(out, CrammerSingerRun)
+    return Outcome(quantities={}, curves={}, trace={}, stats=held_out_risks(ds, run.avg[-1], run.cost))
+
+
+def _held_out_biased(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """The held-out risks of argmax_j W_j.x + b_j: [x, 1] scored against [W_j, b_j], the loss range with the
+    radius of [x, 1], sqrt(R^2 + 1)."""
+    from types import SimpleNamespace
+
+    run = record_of(out, MulticlassBiasRun)
+    R = float(ds.stats.R)
+    X_test = np.asarray(ds.X_test, dtype=np.float64)
+    augmented = SimpleNamespace(X_test=np.hstack([X_test, np.ones((X_test.shape[0], 1))]), y_test=ds.y_test,
+                                stats=SimpleNamespace(R=math.sqrt(R * R + 1.0)))
+    risks = held_out_risks(augmented, np.hstack([run.W_bar, run.b_bar[:, None]]), run.cost)
+    return Outcome(quantities={}, curves={}, trace={}, stats=risks)
+
+
+def _held_out_votes(ds: Any, learner: Any, out: Outcome) -> Outcome:
+    """One-vs-all's held-out 0-1 risk with its Clopper-Pearson interval (w_j.x + b_j as the score of [x, 1]
+    against [w_j, b_j] with biases)."""
+    run = record_of(out, OneVsAllVotes)
+    X_test, W = ds.X_test, run.W
+    if run.b is not None:
+        X_test = np.hstack([np.asarray(X_test, dtype=np.float64), np.ones((X_test.shape[0], 1))])
+        W = np.hstack([W, run.b[:, None]])
+    errors = int(zero_one_losses(X_test, ds.y_test, W).sum())
+    lo, hi = clopper_pearson(errors, ds.y_test.size)
+    return Outcome(quantities={}, curves={}, trace={},
+                   stats={"risk_01": errors / ds.y_test.size, "risk_01_lo": lo, "risk_01_hi": hi})
+
+
 # --- The comparator ball of the multiclass bounds (docs/bounds.md section 7) ------------------------------
 
 
+class Comparator(TypedDict):
+    """The ball's comparator (:func:`population_comparator`): its risk's certified ``lower`` value and the
+    ``upper`` estimate, the comparator ``U`` ((k, d)) and ``how`` they were found, in words."""
+
+    lower: float
+    upper: float
+    U: np.ndarray
+    how: str
+
+
 def population_comparator(dataset: Any, B: float, cost: Any = None,
-                          extra: Mapping[str, np.ndarray] | None = None) -> dict[str, object]:
+                          extra: Mapping[str, np.ndarray] | None = None) -> Comparator:
     """min over ||U|| <= B of the population generalized hinge risk with the label cost ``cost`` (None is
     0-1; docs/bounds.md section 7, "Comparator").
 
@@ -306,7 +417,7 @@ def population_comparator(dataset: Any, B: float, cost: Any = None,
         candidates[name] = W * min(1.0, B / norm) if norm > 0 else W
     exact = dataset.population == "S"  # X_test is S itself: the mean is L_D
     level = 1.0 - 2.0 * 0.05 / len(candidates)  # two-sided level whose upper end is a one-sided 95 %/|C| limit
-    held = {}
+    held: dict[str, float] = {}
     for name, U in candidates.items():
         losses = ghinge_losses(dataset.X_test, dataset.y_test, U, cost)
         if exact:
@@ -314,7 +425,7 @@ def population_comparator(dataset: Any, B: float, cost: Any = None,
             continue
         top_loss = top + 2.0 * float(np.linalg.norm(U, axis=1).max()) * float(dataset.stats.R)
         held[name] = float(mean_ci(np.minimum(losses, top_loss), level, lo=0.0, hi=top_loss)[2])
-    best = min(held, key=held.get)
+    best = min(held, key=held.__getitem__)
     where = (f"the whole population S (n = {y.size})" if dataset.population == "S"
              else f"the training sample (m = {y.size})")
     upper = f"{best} on the whole population" if exact else f"95 % upper confidence limit of {best}'s held-out risk"
@@ -322,29 +433,30 @@ def population_comparator(dataset: Any, B: float, cost: Any = None,
             "how": f"lower: min over the ball on {where}; upper: {upper}"}
 
 
-def _comparator_stats(comp: Mapping[str, object]) -> dict[str, object]:
+def _comparator_stats(comp: Comparator) -> dict[str, object]:
     return {"comparator_lower": comp["lower"], "comparator_upper": comp["upper"], "comparator_how": comp["how"]}
 
 
 def _sgd_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """Lemma 14.1's regret against the ball's comparator U on the run's own stream, and the excess risk
     of the snapshots' averages over the comparator's lower value (Cor. 17.2)."""
-    it = out.iterates
-    X, y, T = it["X"], it["y"], int(out.stats["T"])
-    cost = cost_matrix(it.get("cost"), ds.k)
-    comp = population_comparator(ds, it["B"], cost, extra={"Pi_B(W_bar)": it["W_bar"]} if "W_bar" in it else None)
+    run = record_of(out, MulticlassSgdRun)
+    X, y, T = run.X, run.y, int(out.stats["T"])
+    cost = cost_matrix(run.cost, ds.k)
+    comp = population_comparator(ds, run.B, cost, extra={"Pi_B(W_bar)": run.avg[-1]})
     U = comp["U"]
     u_loss = ghinge_losses(X, y, U, cost)
-    regret = np.cumsum(it["loss"] - u_loss)
+    regret = np.cumsum(run.loss - u_loss)
     u2 = float(np.sum(U * U))
     # W = 0 throughout: its generalised hinge loss is max_y' Delta(y', y_t) (1 for the 0-1 cost)
     regret_still = float(np.sum(zero_loss(y, cost, ds.k) - u_loss))
-    excess = np.array(it["risks"]) - comp["lower"]
+    risks = [held_out_risks(ds, a, run.cost)["risk_hinge"] for a in run.avg]  # each snapshot's average
+    excess = np.array(risks) - comp["lower"]
     t = log_grid(T)
     return Outcome(
         quantities={"regret": float(regret[-1]), "excess": float(excess[-1]),
                     "excess_upper_comparator": out.stats["risk_hinge_lo"] - comp["upper"]},
-        curves={"regret": (t, regret[t - 1]), "excess": (it["grid"], excess)},  # the bound's curve: Bound.curve_of
+        curves={"regret": (t, regret[t - 1]), "excess": (run.grid, excess)},  # the bound's curve: Bound.curve_of
         trace={"comparator_loss": u_loss},
         steps={"regret": regret},
         stats={"u_norm2": u2, "regret_still": regret_still, **_comparator_stats(comp)},
@@ -353,11 +465,12 @@ def _sgd_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
 
 def _svm_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """The multiclass SVM's excess risk over the ball's comparator (Cor. 17.1)."""
-    comp = population_comparator(ds, out.iterates["B"], out.iterates.get("cost"))
+    run = record_of(out, MulticlassSvmRun)
+    comp = population_comparator(ds, run.B, run.cost)
     excess = out.stats["risk_hinge"] - comp["lower"]
     return Outcome(
         quantities={"excess": excess, "excess_upper_comparator": out.stats["risk_hinge_lo"] - comp["upper"]},
-        curves={"excess": (np.array([out.iterates["m"]]), np.array([excess]))},
+        curves={"excess": (np.array([run.m]), np.array([excess]))},
         trace={},
         stats=_comparator_stats(comp),
     )
@@ -369,11 +482,10 @@ def _svm_comparator(ds: Any, learner: Any, out: Outcome) -> Outcome:
 def _comparators(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """Rigorous lower bounds of the normalised margins of each comparator direction fixed without looking
     at the run (:func:`pipeline.solvers.comparators.comparator_margins`): one per example of the sample, or,
-    when the run says which example each round presented (``iterates["presented"]``), one per round."""
+    when the run says which example each round presented (:class:`pipeline.contract.PresentedRun`), one per round."""
     margins = comparator_margins(ds.X, ds.y, ds.directions)
-    presented = out.iterates.get("presented")
-    if presented is not None:  # rounds that are not passes over the sample (ordering=adaptive): one margin a round
-        margins = {name: m[presented] for name, m in margins.items()}
+    if isinstance(out.run, PresentedRun):  # rounds that are not passes over the sample (ordering=adaptive): one margin a round
+        margins = {name: m[out.run.presented] for name, m in margins.items()}
     return Outcome(quantities={}, curves={}, trace={}, stats={"comparators": margins})
 
 
@@ -381,6 +493,8 @@ def _comparators(ds: Any, learner: Any, out: Outcome) -> Outcome:
 
 _PEGASOS_STATS = ("T", "lam", "c", "regret_still", "sampling", "delta", "f_star_lo", "f_star_hi", "dual_gap", "f_start")
 _HELD_OUT = ("risk_hinge", "risk_hinge_lo", "risk_hinge_hi", "risk_01", "risk_01_lo", "risk_01_hi", "n_test")
+_HELD_OUT_COST = (*_HELD_OUT, "risk_cost", "risk_cost_lo", "risk_cost_hi")  # risk_cost*: a cost other than 0-1
+_HELD_OUT_REFERENCE = "docs/bounds.md section 9 (Student t and Hoeffding, Clopper-Pearson; pipeline.risk)"
 _C_REFERENCE = "P11 Thm 1 (c = G^2); docs/bounds.md sections 4, 5, 8"
 
 # --- The exact worst case of Halving's game, beside its bound -------------------------------------------
@@ -430,47 +544,58 @@ def exact_game(table: np.ndarray) -> dict[str, object]:
 
 
 def _halving_game(ds: Any, learner: Any, out: Outcome) -> Outcome:  # ds unused: the run's class is in out
-    table = out.iterates.get("class_table")
-    return Outcome({}, {}, {}, stats={} if table is None else exact_game(table))
+    return Outcome({}, {}, {}, stats=exact_game(record_of(out, HalvingRun).class_table))
 
 
 PROVIDERS: tuple[Provider, ...] = (
-    Provider("halving_game", "", ("game_value", "littlestone", "game_status"), _halving_game,
+    # the held-out risks, in the columns where the learners wrote them before they were providers
+    Provider("held_out_sgd", MulticlassSgdRun, _HELD_OUT_COST, _held_out_sgd, _HELD_OUT_REFERENCE, always=True,
+             layout={"stats": ("T", "B", "R", "rho", "rho_sharp", "eta", "vnorm2_sum", "k", "population", *_HELD_OUT_COST)}),
+    Provider("held_out_svm", MulticlassSvmRun, _HELD_OUT_COST, _held_out_svm, _HELD_OUT_REFERENCE, always=True,
+             layout={"stats": ("T", "B", "R", "rho", "lam_uml", "svm_primal", "svm_dual", "dual_gap", "k", "m",
+                               "population", *_HELD_OUT_COST)}),
+    Provider("held_out_crammer_singer", CrammerSingerRun, _HELD_OUT_COST, _held_out_crammer_singer, _HELD_OUT_REFERENCE,
+             always=True, layout={"stats": ("T", "lam", "R", "sampling", "delta", "k", *_HELD_OUT_COST)}),
+    Provider("held_out_biased", MulticlassBiasRun, _HELD_OUT_COST, _held_out_biased, _HELD_OUT_REFERENCE, always=True,
+             layout={"stats": ("T", "lam", "R", "sampling", "delta", "k", *_HELD_OUT_COST)}),
+    Provider("held_out_votes", OneVsAllVotes, ("risk_01", "risk_01_lo", "risk_01_hi"), _held_out_votes,
+             _HELD_OUT_REFERENCE, always=True, layout={"stats": ("T", "k", "R", "risk_01", "risk_01_lo", "risk_01_hi")}),
+    Provider("halving_game", HalvingRun, ("game_value", "littlestone", "game_status"), _halving_game,
              "docs/bounds.md section 3, 'The exact game' (pipeline.solvers.games)"),
-    Provider("comparators", "", ("comparators",), _comparators,
+    Provider("comparators", None, ("comparators",), _comparators,
              "docs/bounds.md section 2: the generator's w* and soft-margin SVM directions", needs_sample=True),
-    Provider("svm_constant", "svm", ("c",), _constant, _C_REFERENCE, layout={"stats": _PEGASOS_STATS}),
-    Provider("svm_optimum", "svm", (*_OPTIMUM, *_PEGASOS_QUANTITIES, *_TELESCOPED, "suboptimality_random",
+    Provider("svm_constant", SvmRun, ("c",), _constant, _C_REFERENCE, layout={"stats": _PEGASOS_STATS}),
+    Provider("svm_optimum", SvmRun, (*_OPTIMUM, *_PEGASOS_QUANTITIES, *_TELESCOPED, "suboptimality_random",
                                      "suboptimality_random_low"),
              _svm_optimum,
              "docs/bounds.md section 4, 'Computing the comparator' (SDCA duality gap, pipeline.solvers.dual)",
              layout={"stats": _PEGASOS_STATS, "trace": ("active", "loss", "comparator_loss")}),
-    Provider("svm_hindsight", "svm", ("regret_hindsight", "regret_hindsight_low", "regret_still_hindsight"), _hindsight,
+    Provider("svm_hindsight", SvmRun, ("regret_hindsight", "regret_hindsight_low", "regret_still_hindsight"), _hindsight,
              "docs/bounds.md section 4, regret_hindsight (the run's own steps as an SVM objective, SDCA duality gap)",
              needs_sample=True),
-    Provider("kernel_svm_constant", "kernel_svm", ("c",), _constant, _C_REFERENCE,
+    Provider("kernel_svm_constant", KernelSvmRun, ("c",), _constant, _C_REFERENCE,
              layout={"stats": ("T", "lam", "R", "regret_still", "c")}),
-    Provider("kernel_svm_optimum", "kernel_svm", (*_OPTIMUM, *_PEGASOS_QUANTITIES), _kernel_svm_optimum,
+    Provider("kernel_svm_optimum", KernelSvmRun, (*_OPTIMUM, *_PEGASOS_QUANTITIES), _kernel_svm_optimum,
              "docs/bounds.md section 5 (kernel SDCA duality gap, pipeline.solvers.dual)",
              layout={"stats": ("T", "lam", "R", "regret_still", "c", "sampling", "delta", "f_star_lo", "f_star_hi",
                                "dual_gap", "f_start", "gram_min_eig", "gram_shift"),
                      "trace": ("active", "loss", "comparator_loss")}),
-    Provider("crammer_singer_constant", "crammer_singer", ("c",), _constant, _C_REFERENCE,
+    Provider("crammer_singer_constant", CrammerSingerRun, ("c",), _constant, _C_REFERENCE,
              layout={"stats": ("T", "lam", "R", "c")}),
-    Provider("crammer_singer_optimum", "crammer_singer", (*_OPTIMUM, *_PEGASOS_QUANTITIES), _crammer_singer_optimum,
+    Provider("crammer_singer_optimum", CrammerSingerRun, (*_OPTIMUM, *_PEGASOS_QUANTITIES), _crammer_singer_optimum,
              "docs/bounds.md section 8 (the multiclass SVM's certified optimum, pipeline.solvers.multiclass)",
              layout={"stats": ("T", "lam", "R", "c", "regret_still", "sampling", "delta", "f_star_lo", "f_star_hi",
                                "dual_gap", "f_start", "k", *_HELD_OUT),
                      "trace": ("loss", "comparator_loss", "mistake")}),
-    Provider("one_vs_all_constant", "one_vs_all", ("c",), _first_part_constant, _C_REFERENCE),
-    Provider("sgd_comparator", "ghinge_sgd",
+    Provider("one_vs_all_constant", OneVsAllRun, ("c",), _first_part_constant, _C_REFERENCE),
+    Provider("sgd_comparator", MulticlassSgdRun,
              ("u_norm2", "regret_still", "comparator_lower", "comparator_upper", "comparator_how", "regret", "excess",
               "excess_upper_comparator"), _sgd_comparator,
              "docs/bounds.md section 7, 'Comparator' (the ball's certified minimum, pipeline.solvers.multiclass)",
              layout={"stats": ("T", "B", "R", "rho", "rho_sharp", "eta", "u_norm2", "regret_still", "vnorm2_sum",
                                "comparator_lower", "comparator_upper", "comparator_how", "k", "population", *_HELD_OUT),
                      "trace": ("loss", "comparator_loss", "vnorm2", "mistake")}),
-    Provider("svm_comparator", "ghinge_svm", ("comparator_lower", "comparator_upper", "comparator_how", "excess",
+    Provider("svm_comparator", MulticlassSvmRun, ("comparator_lower", "comparator_upper", "comparator_how", "excess",
                                               "excess_upper_comparator"), _svm_comparator,
              "docs/bounds.md section 7, 'Comparator' (the ball's certified minimum, pipeline.solvers.multiclass)",
              layout={"stats": ("T", "B", "R", "rho", "lam_uml", "svm_primal", "svm_dual", "dual_gap",
@@ -479,24 +604,70 @@ PROVIDERS: tuple[Provider, ...] = (
 )
 
 
-def _index(providers: Iterable[Provider]) -> dict[str, dict[str, Provider]]:
-    out: dict[str, dict[str, Provider]] = {}
+Key = type[Run] | None
+"""A provider's key beside the name it provides: the record type it reads, None for any run on a sample."""
+
+
+def _index(providers: Iterable[Provider]) -> dict[str, dict[Key, Provider]]:
+    out: dict[str, dict[Key, Provider]] = {}
     for p in providers:
         for name in p.provides:
-            if p.objective in out.setdefault(name, {}):
-                raise ValueError(f"two providers of {name!r} for objective {p.objective!r}")
-            out[name][p.objective] = p
+            if p.record in out.setdefault(name, {}):
+                raise ValueError(f"two providers of {name!r} for record {_label(p.record)}")
+            out[name][p.record] = p
     return out
 
 
-REGISTRY: dict[str, dict[str, Provider]] = _index(PROVIDERS)
-"""statistic or quantity name -> objective ("" for any run) -> its provider."""
+def _label(record: Key) -> str:
+    return "any run" if record is None else record.__name__
 
 
-def provider_for(name: str, objective: str) -> Provider | None:
-    """The provider of ``name`` for runs of ``objective`` (else the one for any run), or None."""
-    by_objective = REGISTRY.get(name, {})
-    return by_objective.get(objective) or by_objective.get("")
+REGISTRY: dict[str, dict[Key, Provider]] = _index(PROVIDERS)
+"""boundlab's own providers: statistic or quantity name -> record type (None for any run) -> its provider."""
+
+
+def plugin_providers() -> tuple[Provider, ...]:
+    """The providers plug-ins register under the ``boundlab.statistics`` entry points (docs/plugins.md), each
+    entry point naming a :class:`Provider` or a tuple of them. A provider whose (name, record) a built-in or an
+    earlier plug-in already serves is ignored, and an entry point that does not load is skipped, each with a
+    warning (:func:`pipeline.plugins.warn`): a run is never judged with a guessed statistic."""
+    from pipeline.plugins import STATISTICS, warn
+
+    taken = {(name, record) for name, by in REGISTRY.items() for record in by}
+    found: list[Provider] = []
+    for entry, obj in STATISTICS.loaded():
+        records = (obj,) if isinstance(obj, Provider) else tuple(obj) if isinstance(obj, (tuple, list)) else None
+        if records is None or not all(isinstance(p, Provider) for p in records):
+            warn(f"{entry.describe()} names a {type(obj).__name__}; a statistics entry point names a "
+                 "pipeline.statistics.Provider or a tuple of them (docs/plugins.md) (skipped)")
+            continue
+        for p in records:
+            clash = [name for name in p.provides if (name, p.record) in taken]
+            if clash:
+                warn(f"{entry.describe()}: provider {p.name!r} provides {', '.join(clash)} for {_label(p.record)}, "
+                     "which another provider already gives; it is ignored (rename what it provides or its record)")
+                continue
+            taken |= {(name, p.record) for name in p.provides}
+            found.append(p)
+    return tuple(found)
+
+
+def registry() -> dict[str, dict[Key, Provider]]:
+    """Every provider, boundlab's and the plug-ins': name -> record type (None for any run) -> provider."""
+    plugins = plugin_providers()
+    return _index((*PROVIDERS, *plugins)) if plugins else REGISTRY
+
+
+def provider_for(name: str, record: type[Run] | None, providers: Mapping[str, Mapping[Key, Provider]] | None = None,
+                 ) -> Provider | None:
+    """The provider of ``name`` for runs of the record type ``record``: the one declared for the nearest type of
+    its MRO (a subclass of a contract record is served as its base), else the one for any run; or None.
+    ``providers`` defaults to :func:`registry`."""
+    by_record = (registry() if providers is None else providers).get(name, {})
+    for kind in record.__mro__ if record is not None else ():
+        if kind in by_record:
+            return by_record[kind]
+    return by_record.get(None)
 
 
 def reads(bounds: Iterable[Any]) -> list[str]:
@@ -515,7 +686,8 @@ def available(bound: Any, dataset: Any) -> bool:
     reads off the whole sample, and the data are streamed (never materialised)."""
     if dataset.kind != "stream":
         return True
-    return not any(p.needs_sample for name in bound.requires for p in REGISTRY.get(name, {}).values())
+    providers = registry()
+    return not any(p.needs_sample for name in bound.requires for p in providers.get(name, {}).values())
 
 
 def _ordered(d: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
@@ -530,12 +702,28 @@ def _merge(out: Outcome, new: Outcome, layout: Mapping[str, tuple[str, ...]]) ->
     out.stats = _ordered(out.stats | new.stats, layout.get("stats", ()))
 
 
+def _always(providers: Mapping[str, Mapping[Key, Provider]], record: type[Run] | None) -> list[Provider]:
+    """The providers computed for every run of ``record`` (``Provider.always``), each where it is the one
+    :func:`provider_for` resolves for its names (a subclass's own provider replaces its base's), in order."""
+    found: dict[str, Provider] = {}
+    for name, by_record in providers.items():
+        for p in by_record.values():
+            if p.always and provider_for(name, record, providers) is p:
+                found.setdefault(p.name, p)
+    return list(found.values())
+
+
 def _fill(dataset: Any, learner: Any, out: Outcome, names: list[str]) -> None:
     certified = dataset.stats.as_dict() if dataset.stats is not None else {}  # (a sample not certified: none)
+    providers = registry()
+    record = None if out.run is None else type(out.run)
+    for first in _always(providers, record):  # first: the bounds' providers may read what they give
+        if not set(first.provides) & (set(out.stats) | set(out.quantities)):  # (not once more on a completed run)
+            _merge(out, first.compute(dataset, learner, out), first.layout)
     have = set(certified) | set(out.stats) | set(out.quantities)
     todo: dict[str, Provider] = {}
     for name in names:
-        p = provider_for(name, out.objective) if name not in have else None
+        p = provider_for(name, record, providers) if name not in have else None
         if p is not None:
             todo.setdefault(p.name, p)
     for p in todo.values():
@@ -564,5 +752,6 @@ def measure(learner: Any, dataset: Any, rng: np.random.Generator, bounds: Iterab
     return complete(dataset, learner, learner.run(dataset, rng), bounds)
 
 
-__all__ = ["PROVIDERS", "REGISTRY", "Provider", "available", "complete", "measure", "pegasos_constant",
-           "population_comparator", "provider_for", "reads"]
+__all__ = ["PROVIDERS", "REGISTRY", "Comparator", "Key", "Provider", "available", "complete", "held_out_risks", "measure",
+           "pegasos_constant", "plugin_providers", "population_comparator", "provider_for", "reads", "record_of",
+           "registry"]

@@ -23,7 +23,7 @@ What is checked (small samples, a few seeds: each call takes seconds):
   finite class, multiclass margin data, a stream: those the learner accepts) over a few seeds.
 - ``check_bound(bound)``: a well-formed :class:`pipeline.bounds.Bound`; its learner is registered (or given);
   every statistic it ``requires`` is provided by the dataset's certified statistics, the learner's
-  ``Outcome.stats`` or a registered statistic provider (:data:`pipeline.statistics.REGISTRY`), its ``quantity``
+  ``Outcome.stats`` or a registered statistic provider (:func:`pipeline.statistics.registry`), its ``quantity``
   by ``Outcome.quantities`` or such a provider (per step in
   ``Outcome.steps`` for ``anytime="trace"``); its value is deterministic; a (D) bound is never violated.
 - ``check_dataset(Class, **params)``: it declares ``name``, ``params`` and ``kind``, and ``generate`` makes a sample
@@ -267,7 +267,8 @@ def _judge(bounds: tuple[Any, ...], ds: Any, outcome: Any, subject: str, where: 
             if missing:
                 raise _fail(subject, "statistics provided", f"bound {b.name} requires {missing}, which neither the "
                             f"dataset's statistics, the learner's Outcome.stats nor a statistic provider for its "
-                            f"objective {out.objective!r} (pipeline.statistics) provide ({where}); provided: "
+                            f"run's record {type(out.run).__name__ if out.run is not None else None} "
+                            f"(pipeline.statistics) provide ({where}); provided: "
                             f"{sorted(part_stats)}")
             for q in (b.quantity, b.quantity_low):
                 if q and q not in out.quantities:

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.bounds.pegasos import PEGASOS_BOUNDS
+from pipeline.contract import SvmRun
 from pipeline.data import MarginBinary
 from pipeline.learners.base import log_grid
 from pipeline.learners.pegasos import (SAMPLINGS, Pegasos, PegasosCore, PegasosSteps, class_weights, index_stream, pegasos_kernel,
@@ -344,22 +345,22 @@ def test_the_random_iterate_is_the_iterate_at_step_r_and_changes_nothing_else(T:
     ds = MarginBinary(gamma=0.05, rho=1.0, n=60, d=4, flip=0.1).generate(np.random.default_rng(seed))
     learner = Pegasos(lam=0.05, T=T, batch=2)
     out = learner.run(ds, np.random.default_rng(seed))
-    it, r = out.iterates, out.stats["r"]
-    assert 1 <= r <= T
-    X, y, grid, d = it["X"], it["y"], it["grid"], ds.X.shape[1]
+    it, r = out.run, out.stats["r"]
+    assert isinstance(it, SvmRun) and 1 <= r <= T
+    X, y, grid, d = it.X, it.y, it.grid, ds.X.shape[1]
 
     def kernel(steps: np.ndarray) -> tuple[PegasosCore, PegasosSteps]:
         core = PegasosCore.start(d, 0.05)
-        return core, core.advance(X, y, it["idx"], steps, it["s_step"], it["ref_margin"])
+        return core, core.advance(X, y, it.idx, steps, it.s_step, it.ref_margin)
 
     core, done = kernel(grid)  # the run without the extra snapshot: the same bytes
-    assert done.loss.tobytes() == it["loss"].tobytes() and done.active.tobytes() == out.trace["active"].tobytes()
-    assert done.avg.tobytes() == it["avg"].tobytes() and done.last.tobytes() == it["last"].tobytes()
+    assert done.loss.tobytes() == it.loss.tobytes() and done.active.tobytes() == out.trace["active"].tobytes()
+    assert done.avg.tobytes() == it.avg.tobytes() and done.last.tobytes() == it.last.tobytes()
     assert core.u.tobytes() == learner.w_.tobytes()
     if r == 1:
-        assert not it["random"].any()  # w_1 = 0
+        assert not it.random.any()  # w_1 = 0
     else:  # u_r is the "last" snapshot after step r - 1
-        assert kernel(np.array([r - 1], dtype=grid.dtype))[1].last[0].tobytes() == it["random"].tobytes()
+        assert kernel(np.array([r - 1], dtype=grid.dtype))[1].last[0].tobytes() == it.random.tobytes()
 
 
 def test_the_random_iterate_bounds_need_sampling_with_replacement() -> None:
@@ -495,7 +496,7 @@ def test_one_vs_all_with_intercepts_reports_every_part_not_applicable() -> None:
 
     ds = MulticlassMargin(k=3, n=200, d=4, gamma=0.1, rho=1.0).generate(np.random.default_rng(0))
     learner = OneVsAll(lam=0.01, T=2000, intercept=True)
-    out = learner.run(ds, np.random.default_rng(1))
+    out = measure(learner, ds, np.random.default_rng(1))  # the held-out risk: pipeline.statistics
     assert learner.b_.shape == (3,) and np.all(learner.b_ != 0.0)
     assert all(part.stats["not_covered"] for part in out.parts.values())
     assert out.stats["risk_01"] <= 0.2
@@ -522,19 +523,20 @@ def test_the_kernel_gives_the_norm_of_each_sub_gradient(batch: int, projection: 
     ds = MarginBinary(gamma=0.1, rho=2.0, n=50, d=4, flip=0.1).generate(np.random.default_rng(5))
     learner = Pegasos(lam=0.05, T=400, batch=batch, projection=projection, objective=objective)
     out = learner.run(ds, np.random.default_rng(6))
-    it = out.iterates
-    X, y, s, idx, lam, radius = it["X"], it["y"], it["s_step"], it["idx"], 0.05, it["radius"]
+    it = out.run
+    assert isinstance(it, SvmRun)
+    X, y, s, idx, lam, radius = it.X, it.y, it.s_step, it.idx, 0.05, it.radius
     u = np.zeros(X.shape[1])
     expected = []
     for t in range(1, 401):
         A = idx[t - 1]
-        act = it["ref_margin"][A] + y[A] * (X[A] @ u) < 1
+        act = it.ref_margin[A] + y[A] * (X[A] @ u) < 1
         g = lam * u - (s[A][act] * y[A][act]) @ X[A][act] / batch
         expected.append(float(g @ g))
         u = u - g / (lam * t)
         if radius > 0 and np.linalg.norm(u) > radius:
             u *= radius / np.linalg.norm(u)
-    np.testing.assert_allclose(it["grad2"], expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(it.grad2, expected, rtol=1e-9, atol=1e-12)
 
 
 def test_the_realised_form_is_an_equality_when_nothing_is_lost() -> None:
@@ -570,15 +572,16 @@ def test_the_best_comparator_in_hindsight_is_the_minimum_of_the_runs_own_objecti
     lam, T = 0.05, 300
     out = measure(Pegasos(lam=lam, T=T, batch=2, projection=projection), ds, np.random.default_rng(1),
                   bounds=[REGRET, HINDSIGHT])
-    it = out.iterates
-    idx, k = it["idx"], it["idx"].shape[1]
+    it = out.run
+    assert isinstance(it, SvmRun)
+    idx, k = it.idx, it.idx.shape[1]
     u = cp.Variable(ds.X.shape[1])
     hinge = cp.pos(1 - cp.multiply(ds.y, ds.X @ u))
     counts = np.bincount(idx.ravel(), minlength=ds.X.shape[0])
     objective = lam / 2 * cp.sum_squares(u) + counts @ hinge / (T * k)
-    cons = [cp.norm(u) <= it["radius"]] if projection else []
+    cons = [cp.norm(u) <= it.radius] if projection else []
     best = cp.Problem(cp.Minimize(objective), cons).solve(solver=cp.CLARABEL)
-    worst_regret = float(np.mean(it["loss"])) - best
+    worst_regret = float(np.mean(it.loss)) - best
     q = out.quantities
     assert q["regret_hindsight_low"] - 1e-7 <= worst_regret <= q["regret_hindsight"] + 1e-7, (q, worst_regret)
     assert q["regret_hindsight"] - q["regret_hindsight_low"] < 1e-6 or projection

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -461,3 +463,66 @@ def test_a_plugins_impossible_value_fails_the_job_naming_it(liar: Path, tmp_path
     assert "holds" not in done.stdout and "not applicable" not in done.stdout
     honest = boundlab("algorithm=liar", "algorithm.lie=honest", "n=30", cwd=tmp_path, env=_env(liar, tracking=tmp_path))
     assert honest.returncode == 0 and "liar_bound" in honest.stdout, honest.stderr[-2000:]
+
+
+# --- A plug-in's statistic provider (boundlab.statistics) -----------------------------------------------
+
+def _docs_provider_block() -> str:
+    """The provider example of docs/plugins.md, run here as a plug-in's module."""
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "plugins.md").read_text(), re.S)
+    (block,) = [b for b in blocks if "class PaRun(Run)" in b]
+    return block
+
+
+CLASHING = '''
+from pipeline.contract import SvmRun
+from pipeline.learners.base import Outcome
+from pipeline.statistics import Provider
+
+CLASH = Provider("c_again", SvmRun, ("c",), lambda ds, learner, out: Outcome({}, {}, {}, stats={"c": -1.0}), "none")
+NOT_A_PROVIDER = {"c": 1.0}
+'''
+
+
+def test_a_plugin_brings_its_own_provider_through_an_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A provider registered under boundlab.statistics serves its own record type (and its subclasses) in
+    complete(), as the docs' example declares it; one that claims a built-in's (name, record) is ignored, an
+    entry point naming something else is skipped, each with a warning."""
+    from types import SimpleNamespace
+
+    from pipeline import statistics
+    from pipeline.contract import SvmRun
+    from pipeline.learners.base import Outcome
+
+    _fake(tmp_path, "fake-stat", "[boundlab.statistics]\npa_worst = fake_stat:PROVIDERS\nclash = fake_stat_clash:CLASH\n"
+          "wrong = fake_stat_clash:NOT_A_PROVIDER\n", "fake_stat", _docs_provider_block())
+    (tmp_path / "fake_stat_clash.py").write_text(CLASHING)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins.refresh()
+    try:
+        from pipeline.data import MarginBinary
+        from pipeline.identity import job_roots
+
+        # a job's identity includes the plug-in providers' modules (editing one reruns the jobs), read from metadata
+        assert plugins.STATISTICS.modules() == ("fake_stat", "fake_stat_clash") and "fake_stat" not in sys.modules
+        job = SimpleNamespace(learner=Perceptron(), dataset=MarginBinary(gamma=0.1, rho=1.0))
+        assert {"fake_stat", "fake_stat_clash"} <= set(job_roots(job))
+        assert statistics.provider_for("worst_loss", SvmRun) is None  # loads the plug-ins' providers: not this record's
+        mod = sys.modules["fake_stat"]
+        assert statistics.provider_for("worst_loss", mod.PaRun) is mod.PROVIDERS[0]
+        assert statistics.provider_for("c", SvmRun).name == "svm_constant"  # the built-in keeps its name
+        warnings = _warnings(capsys.readouterr().err)
+        assert any("clash = fake_stat_clash:CLASH" in w and "'c_again'" in w and "ignored" in w for w in warnings), warnings
+        assert any("wrong = fake_stat_clash:NOT_A_PROVIDER" in w and "names a dict" in w for w in warnings), warnings
+
+        class Longer(mod.PaRun):
+            pass
+
+        run = Longer(loss=np.array([0.5, 2.0, 0.0]))
+        out = Outcome({}, {}, {}, stats={"T": 3}, run=run)
+        reader = SimpleNamespace(requires=("worst_loss",), beside=(), quantity="", quantity_low="")
+        dataset = SimpleNamespace(stats=None)
+        assert statistics.complete(dataset, None, out, [reader]).stats == {"T": 3, "worst_loss": 2.0}
+    finally:
+        plugins.refresh()

@@ -84,6 +84,7 @@ def test_the_comparators_hinge_is_summed_over_the_rounds_presented() -> None:
     """With the rows each round presented (ordering=adaptive repeats some), the providers give one margin per
     round, and the bounds' sums over rounds are the sums over those (T / len = 1), not passes x the sample."""
     from pipeline.bounds.perceptron import _passes
+    from pipeline.contract import PresentedRun
     from pipeline.data import MarginBinary
     from pipeline.learners.base import Outcome
     from pipeline.statistics import _comparators
@@ -91,7 +92,7 @@ def test_the_comparators_hinge_is_summed_over_the_rounds_presented() -> None:
     ds = MarginBinary(gamma=0.1, rho=1.0, n=50, d=5).generate(np.random.default_rng(0))
     presented = np.array([3, 3, 7, 0, 3, *range(50)])
     plain = _comparators(ds, None, Outcome(quantities={}, curves={}, trace={}, stats={})).stats["comparators"]
-    out = Outcome(quantities={}, curves={}, trace={}, stats={}, iterates={"presented": presented})
+    out = Outcome(quantities={}, curves={}, trace={}, stats={}, run=PresentedRun(presented=presented))
     per_round = _comparators(ds, None, out).stats["comparators"]
     assert per_round.keys() == plain.keys() and plain
     for name, m in per_round.items():

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pipeline.contract import Run
 from pipeline.data.dataset import BINARY, Source
 from pipeline.params import Declared, Param
 
@@ -25,10 +26,11 @@ class Outcome:
         evaluated on each part, one row per part and bound, named in the ``part`` column.
     steps : per-step arrays (entry t-1 after step t, for t = 1..T) of the quantities and statistics an
         anytime bound is judged on at every step (``Bound.anytime == "trace"``), e.g. ``regret``.
-    objective : the problem the run's iterates are for (e.g. ``"svm"``), the key under which the statistic
-        providers (:mod:`pipeline.statistics`) find its certified optimum and constants; "" for none.
-    iterates : what the run visited and produced, for those providers: the index stream, the snapshot
-        steps and the iterates there, the objective's data and weights (never written to disk).
+    run : what the run visited and produced, for the statistic providers (:mod:`pipeline.statistics`): one
+        typed record of :mod:`pipeline.contract` per problem (e.g. :class:`~pipeline.contract.SvmRun`: the
+        objective's data and weights, the index stream, the snapshot steps and the iterates there), whose type
+        is the key under which the providers find its certified optimum and constants; None for a run that
+        hands over nothing beyond its stats (never written to disk).
     """
 
     quantities: dict[str, float]
@@ -37,8 +39,7 @@ class Outcome:
     stats: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, Outcome] = field(default_factory=dict)
     steps: dict[str, np.ndarray] = field(default_factory=dict)
-    objective: str = ""
-    iterates: dict[str, Any] = field(default_factory=dict)
+    run: Run | None = None
 
 
 class Learner(Declared):

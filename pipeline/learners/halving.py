@@ -10,6 +10,7 @@ import numpy as np
 from pipeline._jit import kernel
 from pipeline.data.dataset import Source
 from pipeline.data.finite import distinct_rows
+from pipeline.contract import HalvingRun
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.orderings import ORDERINGS, choose, greedy_halving
 from pipeline.params import Param, UserError
@@ -200,7 +201,7 @@ class Halving(_Experts):
     mistakes_ : number of mistakes.
 
     :meth:`run` hands its class (the table of distinct functions on the run's points) to the statistics in
-    ``iterates["class_table"]``: the exact worst case of this game there is computed beside the bound
+    ``Outcome.run`` (:class:`~pipeline.contract.HalvingRun`): the exact worst case of this game there is computed beside the bound
     (:func:`pipeline.statistics.exact_game`: ``game_value``, ``littlestone``, ``game_status``).
 
     Examples
@@ -262,7 +263,7 @@ class Halving(_Experts):
         stats = {"T": int(trace.size), "H": int(table.shape[0]), "m_star": int(self.best_expert(table, y).min())}
         return Outcome(quantities={"mistakes": int(trace.sum())},
                        curves={"mistakes": (t, np.cumsum(trace, dtype=np.int64)[t - 1])},
-                       trace={"mistake": trace}, stats=stats, iterates={"class_table": table})
+                       trace={"mistake": trace}, stats=stats, run=HalvingRun(class_table=table))
 
 
 class WeightedMajority(_Experts):

@@ -12,6 +12,7 @@ import numpy as np
 
 from pipeline._jit import kernel
 from pipeline.numerics import ETA, err_factor, psd_gram, round_up
+from pipeline.contract import KernelSvmRun
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.pegasos import RESTART, SNAPSHOTS, index_stream
 from pipeline.params import (BATCH, DELTA, LAM, PROJECTION, SCALE_WORDS, STATE_LIMIT, T_STEPS, Param, ParamError,
@@ -350,7 +351,7 @@ class KernelPegasos(Learner):
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         """The run on the certified Gram matrix, and what it did: the per-step losses, the index stream,
-        the average's coefficients at the snapshot steps, the objective (``"kernel_svm"``: K, y, lam) and
+        the average's coefficients at the snapshot steps, the objective (:class:`~pipeline.contract.KernelSvmRun`: K, y, lam) and
         R^2 = max_i K_ii of the matrix used. The certified optimum and c come from :mod:`pipeline.statistics`."""
         y = np.ascontiguousarray(dataset.y, dtype=np.float64)
         m = y.shape[0]
@@ -377,8 +378,6 @@ class KernelPegasos(Learner):
             trace={"active": active, "loss": loss},
             stats={"T": T, "lam": lam, "R": R, "sampling": self.sampling, "delta": float(self.delta),
                    "gram_min_eig": psd.min_eig, "gram_shift": psd.shift},
-            objective="kernel_svm",
-            iterates={"K": K, "y": y, "lam": lam, "idx": idx, "grid": grid, "avg": avg, "last": self.alpha_,
-                      "loss": loss, "feature_radius": R, "projection": bool(self.projection), "s_max": 1.0,
-                      "radius": radius},
+            run=KernelSvmRun(K=K, y=y, lam=lam, idx=idx, grid=grid, avg=avg, last=self.alpha_, loss=loss,
+                             feature_radius=R, projection=bool(self.projection), s_max=1.0, radius=radius),
         )

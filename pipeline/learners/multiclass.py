@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline._jit import kernel
+from pipeline.contract import (CrammerSingerRun, MulticlassBiasRun, MulticlassSgdRun, MulticlassSvmRun, OneVsAllRun,
+                               OneVsAllVotes)
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.params import (DELTA, INTERCEPT, IN_SCALE, LAM, PROJECTION, T_STEPS, Param, ParamError, UserError,
                              in_scale, one_of)
@@ -237,28 +239,6 @@ def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, la
     return core.W, grid, done.avg, done.loss, done.vnorm2, done.wrong
 
 
-def held_out(dataset: object, W: np.ndarray, cost: str = "zero_one") -> dict[str, float]:
-    """Held-out generalized hinge and 0-1 risks of W with 95 % intervals (docs/bounds.md section 9), both for
-    the label cost ``cost``; for a cost other than 0-1 also its risk E Delta(h(x), y) (``risk_cost``, ties
-    resolved to the costliest tied label, :func:`pipeline.risk.cost_losses`), with a Hoeffding/t interval
-    on [0, max Delta]. For the 0-1 cost that risk is ``risk_01``, and no column is added."""
-    from pipeline.risk import clopper_pearson, cost_losses, cost_matrix, ghinge_losses, mean_ci, zero_one_losses
-
-    D = cost_matrix(cost, W.shape[0])
-    top_cost = float(D.max())
-    hinge = ghinge_losses(dataset.X_test, dataset.y_test, W, D)
-    top = top_cost + 2.0 * float(np.linalg.norm(W, axis=1).max()) * float(dataset.stats.R)
-    mean, lo, hi = mean_ci(hinge, lo=0.0, hi=top)
-    errors = int(zero_one_losses(dataset.X_test, dataset.y_test, W).sum())
-    e_lo, e_hi = clopper_pearson(errors, hinge.size)
-    out = {"risk_hinge": mean, "risk_hinge_lo": lo, "risk_hinge_hi": hi, "risk_01": errors / hinge.size,
-           "risk_01_lo": e_lo, "risk_01_hi": e_hi, "n_test": int(hinge.size)}
-    if cost != "zero_one":
-        c_mean, c_lo, c_hi = mean_ci(cost_losses(dataset.X_test, dataset.y_test, W, D), lo=0.0, hi=top_cost)
-        out |= {"risk_cost": c_mean, "risk_cost_lo": c_lo, "risk_cost_hi": c_hi}
-    return out
-
-
 def cost_stats(cost: str, k: int) -> dict[str, float]:
     """The constants of the label cost the bounds read: ``cost_max`` = max Delta and ``zero_loss_lo`` =
     min_y max_y' Delta(y', y), a lower bound of the generalized hinge loss of W = 0 on every example (both 1
@@ -399,9 +379,9 @@ class MulticlassSGD(_Multiclass):
         return math.sqrt(B * B / (rho * rho * T)) if rho > 0 else 0.0
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
-        """The run on T fresh draws, and what it did: per-step losses and ||v_t||^2, the held-out risks of
-        the snapshots' averages. The comparator U (min over the ball), the regret against it and the excess
-        come from :mod:`pipeline.statistics` (objective ``"ghinge_sgd"``)."""
+        """The run on T fresh draws, and what it did: per-step losses and ||v_t||^2, the snapshots' averages.
+        Their held-out risks, the comparator U (min over the ball), the regret against it and the excess
+        come from :mod:`pipeline.statistics` (:class:`~pipeline.contract.MulticlassSgdRun`)."""
         B, T, k = float(self.B), int(self.T), int(dataset.k)
         R = float(dataset.stats.R)
         rho = 2.0 * R
@@ -409,19 +389,15 @@ class MulticlassSGD(_Multiclass):
         X, y = dataset.draw(T, rng)
         W, grid, avg, loss, vnorm2, wrong = _steps(X, y, np.arange(T), k, eta, 0.0, cost=self.cost)
         self.W_, self.W_bar_ = W, avg[-1]
-        risks = [held_out(dataset, a, self.cost)["risk_hinge"] for a in avg]
-        final = held_out(dataset, avg[-1], self.cost)
         return Outcome(
-            quantities={"risk_01": final["risk_01"]},
+            quantities={},  # the held-out risk_01 and its interval: pipeline.statistics
             curves={},
             trace={"loss": loss, "vnorm2": vnorm2, "mistake": wrong},
             steps={"vnorm2_sum": np.cumsum(vnorm2)},
             stats={"T": T, "B": B, "R": R, "rho": rho, "rho_sharp": math.sqrt(2.0) * R, "eta": eta,
-                   "vnorm2_sum": float(vnorm2.sum()), "k": k, "population": dataset.population, **final,
+                   "vnorm2_sum": float(vnorm2.sum()), "k": k, "population": dataset.population,
                    **cost_stats(self.cost, k)},
-            objective="ghinge_sgd",
-            iterates={"X": X, "y": y, "B": B, "eta": eta, "loss": loss, "vnorm2": vnorm2, "grid": grid, "risks": risks,
-                      "cost": self.cost, "W_bar": avg[-1]},
+            run=MulticlassSgdRun(X=X, y=y, B=B, eta=eta, loss=loss, vnorm2=vnorm2, grid=grid, avg=avg, cost=self.cost),
         )
 
 
@@ -477,16 +453,13 @@ class MulticlassSVM(_Multiclass):
         lam = math.sqrt(2.0 * rho * rho / (B * B * m))
         cert = multiclass_svm(dataset.X, dataset.y, k, lam, cost=self.cost)
         self.W_ = cert.W
-        final = held_out(dataset, cert.W, self.cost)
         return Outcome(
-            quantities={"risk_01": final["risk_01"]},
+            quantities={},  # the held-out risk_01 and its interval: pipeline.statistics
             curves={},
             trace={},  # no steps: one certified solve
             stats={"T": m, "B": B, "R": R, "rho": rho, "lam_uml": lam, "svm_primal": cert.primal, "svm_dual": cert.dual,
-                   "dual_gap": cert.gap, "k": k, "m": m, "population": dataset.population, **final,
-                   **cost_stats(self.cost, k)},
-            objective="ghinge_svm",
-            iterates={"B": B, "m": m, "cost": self.cost},
+                   "dual_gap": cert.gap, "k": k, "m": m, "population": dataset.population, **cost_stats(self.cost, k)},
+            run=MulticlassSvmRun(B=B, m=m, W=cert.W, cost=self.cost),
         )
 
 
@@ -533,9 +506,9 @@ class MulticlassPegasos(_Multiclass):
         return math.sqrt(cost_stats(self.cost, k)["cost_max"]) / math.sqrt(float(self.lam)) if self.projection else 0.0
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
-        """The run, and what it did: the per-step losses, the index stream, the snapshots' averages, the
-        held-out risks of the last average. f* (the multiclass SVM's certified optimum), the regret and c
-        come from :mod:`pipeline.statistics` (objective ``"crammer_singer"``)."""
+        """The run, and what it did: the per-step losses, the index stream, the snapshots' averages. The
+        held-out risks of the last average, f* (the multiclass SVM's certified optimum), the regret and c
+        come from :mod:`pipeline.statistics` (:class:`~pipeline.contract.CrammerSingerRun`)."""
         lam, T, k = float(self.lam), int(self.T), int(dataset.k)
         X, y = dataset.X, dataset.y
         idx = self.stream(y.size, rng)
@@ -551,18 +524,16 @@ class MulticlassPegasos(_Multiclass):
             curves={},
             trace={"loss": loss, "mistake": wrong},
             stats={"T": T, "lam": lam, "R": R, "sampling": self.sampling, "delta": float(self.delta), "k": k,
-                   **held_out(dataset, avg[-1], self.cost), **constants},
-            objective="crammer_singer",
-            iterates={"X": X, "y": y, "k": k, "lam": lam, "idx": idx, "grid": grid, "avg": avg, "W": W, "loss": loss,
-                      "feature_radius": math.sqrt(2.0) * R, "projection": bool(self.projection), "s_max": 1.0,
-                      "radius": radius, "cost": self.cost},
+                   **constants},
+            run=CrammerSingerRun(X=X, y=y, k=k, lam=lam, idx=idx, grid=grid, avg=avg, W=W, loss=loss,
+                                 feature_radius=math.sqrt(2.0) * R, projection=bool(self.projection), s_max=1.0,
+                                 radius=radius, cost=self.cost),
         )
 
     def _run_biased(self, dataset: object, idx: np.ndarray, radius: float, constants: dict[str, float]) -> Outcome:
-        """The run with unregularised biases b (:func:`multiclass_bias_kernel`): its held-out risks, scoring
-        [x, 1] against [W_j, b_j]; ``not_covered`` says why no bound is judged (P11 section 6)."""
-        from types import SimpleNamespace
-
+        """The run with unregularised biases b (:func:`multiclass_bias_kernel`): its averages, whose held-out
+        risks :mod:`pipeline.statistics` computes (:class:`~pipeline.contract.MulticlassBiasRun`);
+        ``not_covered`` says why no bound is judged (P11 section 6)."""
         from pipeline.risk import cost_matrix
 
         lam, T, k = float(self.lam), int(self.T), int(dataset.k)
@@ -575,16 +546,13 @@ class MulticlassPegasos(_Multiclass):
                                loss, wrong)
         self.W_, self.W_bar_, self.b_, self.b_bar_ = W, Wbar, b, bbar
         R = float(dataset.stats.R)
-        X_test = np.asarray(dataset.X_test, dtype=np.float64)
-        augmented = SimpleNamespace(X_test=np.hstack([X_test, np.ones((X_test.shape[0], 1))]), y_test=dataset.y_test,
-                                    stats=SimpleNamespace(R=math.sqrt(R * R + 1.0)))
         return Outcome(
             quantities={},
             curves={},
             trace={"loss": loss, "mistake": wrong},
             stats={"T": T, "lam": lam, "R": R, "sampling": self.sampling, "delta": float(self.delta), "k": k,
-                   **held_out(augmented, np.hstack([Wbar, bbar[:, None]]), self.cost), **constants,
-                   "not_covered": NO_BOUND_WITH_BIASES},
+                   **constants, "not_covered": NO_BOUND_WITH_BIASES},
+            run=MulticlassBiasRun(W_bar=Wbar, b_bar=bbar, cost=self.cost),
         )
 
 
@@ -624,7 +592,6 @@ class OneVsAll(_Multiclass):
         from pipeline.data.certify import Stats
         from pipeline.data.dataset import Dataset
         from pipeline.learners.pegasos import Pegasos
-        from pipeline.risk import clopper_pearson, zero_one_losses
 
         k = int(dataset.k)
         R = float(dataset.stats.R)
@@ -641,18 +608,12 @@ class OneVsAll(_Multiclass):
             per_class[j] = out
             traces[f"active_{j}"] = out.trace["active"]
         self.W_, self.b_ = W, b
-        X_test = dataset.X_test
-        if self.intercept:  # w_j.x + b_j as the score of [x, 1] against [w_j, b_j]
-            X_test = np.hstack([np.asarray(X_test, dtype=np.float64), np.ones((X_test.shape[0], 1))])
-            W = np.hstack([W, b[:, None]])
-        errors = int(zero_one_losses(X_test, dataset.y_test, W).sum())
-        lo, hi = clopper_pearson(errors, dataset.y_test.size)
         return Outcome(
             quantities={},
             parts={f"class {j}": out for j, out in per_class.items()},
             curves={},
             trace=traces,
-            stats={"T": int(self.T), "k": k, "R": R, "risk_01": errors / dataset.y_test.size, "risk_01_lo": lo,
-                   "risk_01_hi": hi, "lam": float(self.lam)},
-            objective="" if self.intercept else "one_vs_all",  # with intercepts no constant c is read
+            stats={"T": int(self.T), "k": k, "R": R, "lam": float(self.lam)},  # the held-out risk: pipeline.statistics
+            # with intercepts no constant c is read: the votes only, for their held-out risk
+            run=OneVsAllVotes(W=W, b=b) if self.intercept else OneVsAllRun(W=W),
         )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline._jit import dot, dot_row, kernel
+from pipeline.contract import SvmRun
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.base import planned_shape
 from pipeline.params import (BATCH, DELTA, INTERCEPT, LAM, PROJECTION, STATE_LIMIT, T_STEPS, Param, ParamError,
@@ -515,7 +516,7 @@ class Pegasos(Learner):
 
     def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
         """The run, and what it did: the per-step losses f_t(w_t), the index stream, the average and last
-        iterates at the snapshot steps, the objective (``"svm"``: X, y, lam, weights, w_r, the ball). The
+        iterates at the snapshot steps, the objective (:class:`~pipeline.contract.SvmRun`: X, y, lam, weights, w_r, the ball). The
         certified optimum, the regret against it and c come from :mod:`pipeline.statistics`."""
         X = dataset.X.toarray() if hasattr(dataset.X, "toarray") else dataset.X
         X = np.ascontiguousarray(X, dtype=np.float64)
@@ -558,11 +559,10 @@ class Pegasos(Learner):
             trace={"active": active, "loss": loss},
             stats={"T": T, "lam": lam, "sampling": self.sampling, "batch": int(self.batch), "delta": float(self.delta),
                    "r": r},
-            objective="svm",
-            iterates={"X": X, "y": y, "lam": lam, "weights": weights, "w_ref": w_ref, "s_step": s_step,
-                      "ref_margin": ref_margin, "radius": radius, "projection": bool(self.projection),
-                      "idx": idx, "grid": grid, "avg": avg, "last": last, "loss": loss, "random": u_r, "r": r, "grad2": grad2,
-                      "feature_radius": float(dataset.stats.R), "s_max": float(s_step.max())},
+            run=SvmRun(X=X, y=y, lam=lam, weights=weights, w_ref=w_ref, s_step=s_step, ref_margin=ref_margin,
+                       radius=radius, projection=bool(self.projection), idx=idx, grid=grid, avg=avg, last=last,
+                       loss=loss, random=u_r, r=r, grad2=grad2, feature_radius=float(dataset.stats.R),
+                       s_max=float(s_step.max())),
         )
 
     def _run_biased(self, X: np.ndarray, y: np.ndarray, w_ref: np.ndarray | None, weights: np.ndarray | None,

@@ -6,6 +6,7 @@ import numpy as np
 
 from pipeline._jit import dot, dot_row, kernel
 from pipeline.data.dataset import BINARY
+from pipeline.contract import PresentedRun
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.orderings import ORDERINGS, choose, greedy_order
 from pipeline.params import Param, ParamError, at_least
@@ -303,7 +304,7 @@ class Perceptron(Learner):
             trace = self.learn_stream(X[order], y[order])
             out = self._outcome(trace)
             # the row each round presented, for the statistics summed over rounds (the comparators' hinge losses)
-            out.iterates["presented"] = np.tile(order, int(self.passes))
+            out.run = PresentedRun(presented=np.tile(order, int(self.passes)))
             # the search's convergence: greedy's mistakes, and the rollout that found the best (0: greedy)
             play = self.adversary_
             out.stats |= {"adversary_greedy": int(play.greedy), "adversary_budget": ADAPTIVE_BUDGET,
