@@ -156,7 +156,7 @@ def _kernels_at(rows: int, d: int, lam: float, reps: int) -> dict[str, Any]:
     from sklearn.linear_model import SGDClassifier
 
     from pipeline.learners import Perceptron
-    from pipeline.learners.pegasos import margins_kernel
+    from pipeline.numerics import margins_kernel
     from pipeline.learners.perceptron import TIES, perceptron_kernel
 
     X, y = linear_data(rows, d)

@@ -86,7 +86,8 @@ from pipeline.learners.halving import Halving, WeightedMajority
 from pipeline.learners.kernel_pegasos import KernelPegasos
 from pipeline.learners.base import Learner
 from pipeline.learners.multiclass import _steps
-from pipeline.learners.pegasos import PegasosCore, class_weights, index_stream, margins_kernel
+from pipeline.learners.pegasos import PegasosCore, class_weights, index_stream
+from pipeline.numerics import margins_kernel
 from pipeline.params import REQUIRED, ParamError, UserError
 
 try:  # scikit-learn >= 1.6; older releases validate through the estimator's own method

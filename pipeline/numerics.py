@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline._jit import dot_row, kernel
 from pipeline.params import ParamError
 
 UNIT_ROUNDOFF = 2.0**-53  # u, the unit roundoff of float64
@@ -72,6 +73,18 @@ def frobenius_upper(M: np.ndarray) -> float:
     """Upper bound of ||M||_F: the sum of squares within gamma_(n+2) (Higham eq. 3.5), then the square root
     and the product rounded upwards by 4 u."""
     return math.sqrt(float(np.sum(M * M)) * (1.0 + err_factor(M.size + 2))) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+
+
+@kernel
+def margins_kernel(X, y, w):  # noqa: ANN001, ANN201
+    """y_i w.x_i for every row, summed in the fixed order of :func:`pipeline._jit.dot_row` (bit-identical
+    run to run): what Pegasos' reference margins, its adapters' scores and the statistics' comparator
+    losses all compute, written once below them."""
+    m = X.shape[0]
+    out = np.empty(m)
+    for i in range(m):
+        out[i] = y[i] * dot_row(w, X, i)
+    return out
 
 
 def two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -40,8 +40,7 @@ from pipeline.contract import (Cost, CrammerSingerRun, HalvingRun, KernelSvmRun,
                                MulticlassSvmRun, OneVsAllRun, OneVsAllVotes, PresentedRun, Run, StronglyConvexRun,
                                SvmRun)
 from pipeline.learners.base import Outcome, log_grid
-from pipeline.learners.pegasos import margins_kernel
-from pipeline.numerics import UNIT_ROUNDOFF
+from pipeline.numerics import UNIT_ROUNDOFF, margins_kernel
 from pipeline.risk import (clopper_pearson, cost_losses, cost_matrix, ghinge_losses, mean_ci, zero_loss,
                            zero_one_losses)
 from pipeline.solvers import dual

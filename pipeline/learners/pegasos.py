@@ -15,6 +15,7 @@ from pipeline._jit import dot, dot_row, kernel
 from pipeline.contract import SvmRun
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.base import planned_shape
+from pipeline.numerics import margins_kernel
 from pipeline.params import (BATCH, DELTA, INTERCEPT, LAM, PROJECTION, STATE_LIMIT, T_STEPS, Param, ParamError,
                              UserError, check_sizes, one_of)
 
@@ -369,17 +370,6 @@ def pegasos_bias_kernel(X, y, ref_margin, s, idx, lam, radius, u, ubar, bias, lo
 NO_BOUND_WITH_BIAS = ("algorithm.intercept=true: an unregularised bias b leaves f(w, b) not strongly convex in b, "
                       "so Lemma 1 and the rates built on it do not hold (P11 section 6: only O(1/sqrt(T))); the notes "
                       "give no bound for the biased form")
-
-
-@kernel
-def margins_kernel(X, y, w):  # noqa: ANN001, ANN201
-    """y_i w.x_i for every row, summed in the fixed order of :func:`pipeline._jit.dot_row` (bit-identical
-    run to run)."""
-    m = X.shape[0]
-    out = np.empty(m)
-    for i in range(m):
-        out[i] = y[i] * dot_row(w, X, i)
-    return out
 
 
 def class_weights(y: np.ndarray) -> np.ndarray:
