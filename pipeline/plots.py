@@ -26,6 +26,7 @@ from __future__ import annotations
 import colorsys
 import contextlib
 import functools
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
@@ -386,7 +387,6 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     relevant = curves[curves["run"].isin(rows["run"]) & curves["quantity"].isin(wanted)]
     by_run = {key: part for key, part in relevant.groupby(["run", "quantity"], sort=False)}  # one pass, not one per run
     empty = relevant.iloc[:0]
-    banded = False
     # a series (a line) is a run: its learner when the figure has several, the settings swept beside the
     # panels' (those the learner does not already name) and its seed; its colour is the same in every panel
     learners = rows["learner"].nunique() > 1
@@ -397,9 +397,7 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
         return ", ".join(([str(r.learner)] if learners else []) + [_fmt(c, getattr(r, c)) for c in extra]
                          + [f"seed {r.seed}"])
 
-    colors: dict[str, int] = {}  # series -> its colour's index, in the order the series first appear
-    shared_bound = False  # a panel whose runs all have the same bound: drawn once, black
-    own_bounds: list[Any] = []  # the colours of bounds drawn per run (they differ within a panel)
+    drawn = _Drawn()
     own = ax is None
     with _style(own):
         if one:
@@ -416,43 +414,9 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
                 levels.append(r.theoretical if r.applicable else np.nan)
             steps = all(len(c) == 0 or np.all(np.mod(c["empirical"], 1) == 0) for _, c in measured)  # counts change at steps
             if len(measured) <= SEED_LINES:
-                mine = []
-                for r, c in measured:
-                    label = series(r)
-                    color = cmap(colors.setdefault(label, len(colors)) % cmap.N)
-                    mine.append(color)
-                    if steps:
-                        ax_.step(c["t"], c["empirical"], where="post", color=color, lw=1.2, label=label)
-                    else:
-                        ax_.plot(c["t"], c["empirical"], color=color, lw=1.2, label=label)
-                one_bound = _one_bound(bounds, levels)
-                shared_bound |= one_bound and (len(bounds[0]) > 0 or bool(np.isfinite(levels[0])))
-                for color, b, level in zip(mine, bounds, levels):
-                    color = BOUND_COLOR if one_bound else color  # the runs' one bound black, else each in its run's
-                    if len(b):
-                        ax_.plot(b["t"], b["empirical"], color=color, ls="--", lw=1.0, alpha=0.8)
-                    elif np.isfinite(level):
-                        ax_.axhline(level, color=color, ls="--", lw=1.0, alpha=0.8)
-                    else:
-                        continue
-                    if one_bound:
-                        break
-                    if not any(np.allclose(color, o) for o in own_bounds):
-                        own_bounds.append(color)
+                _panel_lines(ax_, measured, bounds, levels, steps, series, cmap, drawn)
             else:
-                banded = True
-                runs = [c for _, c in measured if len(c)]
-                if runs:
-                    _band(ax_, runs, cmap(0), dashed=False, steps=steps)
-                curved = [b for b in bounds if len(b)]
-                if curved:
-                    _band(ax_, curved, BOUND_COLOR, dashed=True, steps=False)
-                elif np.isfinite(levels).any():
-                    finite = np.asarray(levels, dtype=float)[np.isfinite(levels)]
-                    ax_.axhline(float(np.median(finite)), color=BOUND_COLOR, ls="--", lw=1.0)
-                    if finite.min() < finite.max():
-                        ax_.axhspan(finite.min(), finite.max(), color=BOUND_COLOR, alpha=0.08, lw=0)
-                ax_.text(0.02, 0.03, f"{len(measured)} runs", transform=ax_.transAxes, fontsize=7, va="bottom")
+                _panel_bands(ax_, measured, bounds, levels, steps, cmap, drawn)
             ax_.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
             shown = pd.concat([c for _, c in measured] + bounds) if measured else empty
             ax_.set(xscale="log", yscale="log" if (shown["empirical"] > 0).all() else "symlog")
@@ -462,25 +426,7 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             ax_.set_xlabel("step t")
         for ax_ in axes[:, 0]:
             ax_.set_ylabel(f"{quantity} up to t")
-        if banded:
-            handles = [Line2D([], [], color=cmap(0), lw=1.4),
-                       Patch(color=cmap(0), alpha=0.25, lw=0),
-                       Line2D([], [], color=BOUND_COLOR, ls="--")]
-            labels = [f"{quantity}: median over the panel's runs", "min..max over the runs",
-                      f"{rows['title'].iloc[0]} bound: median over the runs (band: min..max)"]
-        else:  # every panel's series (each once), then the bound as drawn: black, or in the series' colours
-            handles, labels = [], []
-            for ax_ in axes.flat[:len(groups)]:
-                h, lab = ax_.get_legend_handles_labels()
-                handles += h
-                labels += lab
-            name = rows["title"].iloc[0]
-            if shared_bound:
-                handles.append(Line2D([], [], color=BOUND_COLOR, ls="--"))
-                labels.append(f"{name} bound" + (" (where the same for every run of a panel)" if own_bounds else ""))
-            if own_bounds:
-                handles.append(tuple(Line2D([], [], color=c, ls="--") for c in own_bounds))
-                labels.append(f"{name} bound of each run (dashed, series colour)")
+        handles, labels = _curves_legend(list(axes.flat[:len(groups)]), drawn, quantity, rows["title"].iloc[0], cmap)
         title = f"{_who(rows)}: {quantity} against step t, with the {rows['title'].iloc[0]} bound (dashed)"
         if one:  # the figure's title and legend, in the one panel
             _legend(ax, handles, labels, loc="best", fontsize=7)
@@ -491,6 +437,88 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
         fig.suptitle(f"{title}\n{rows['formula'].iloc[0]}", fontsize=10)
         _layout(fig, own, rect=(0, 0.04 + 0.03 * ((len(labels) + 3) // 4), 1, 1))
     return _root(fig)
+
+
+@dataclass
+class _Drawn:
+    """What the panels of :func:`curves_vs_bound` drew, for its legend: each series' colour (in the order
+    the series first appear), whether a panel's runs shared one bound (drawn once, black), the colours of
+    bounds drawn per run, and whether a panel drew its runs' median and band instead of their lines."""
+
+    colors: dict[str, int] = field(default_factory=dict)
+    shared_bound: bool = False
+    own_bounds: list[Any] = field(default_factory=list)
+    banded: bool = False
+
+
+def _panel_lines(ax: Axes, measured: list[tuple[Any, pd.DataFrame]], bounds: list[pd.DataFrame],
+                 levels: list[float], steps: bool, series: Callable[[Any], str], cmap: Colormap, drawn: _Drawn) -> None:
+    """A panel of at most :data:`SEED_LINES` runs: one line per run, and the bound dashed, once in black when
+    the runs share it, else in each run's colour."""
+    mine = []
+    for r, c in measured:
+        label = series(r)
+        color = cmap(drawn.colors.setdefault(label, len(drawn.colors)) % cmap.N)
+        mine.append(color)
+        if steps:
+            ax.step(c["t"], c["empirical"], where="post", color=color, lw=1.2, label=label)
+        else:
+            ax.plot(c["t"], c["empirical"], color=color, lw=1.2, label=label)
+    one_bound = _one_bound(bounds, levels)
+    drawn.shared_bound |= one_bound and (len(bounds[0]) > 0 or bool(np.isfinite(levels[0])))
+    for color, b, level in zip(mine, bounds, levels):
+        color = BOUND_COLOR if one_bound else color  # the runs' one bound black, else each in its run's
+        if len(b):
+            ax.plot(b["t"], b["empirical"], color=color, ls="--", lw=1.0, alpha=0.8)
+        elif np.isfinite(level):
+            ax.axhline(level, color=color, ls="--", lw=1.0, alpha=0.8)
+        else:
+            continue
+        if one_bound:
+            break
+        if not any(np.allclose(color, o) for o in drawn.own_bounds):
+            drawn.own_bounds.append(color)
+
+
+def _panel_bands(ax: Axes, measured: list[tuple[Any, pd.DataFrame]], bounds: list[pd.DataFrame],
+                 levels: list[float], steps: bool, cmap: Colormap, drawn: _Drawn) -> None:
+    """A panel of more runs: their median and min..max band, for the measured quantity and for the bound
+    (a bound without a curve: the median level, and its range shaded)."""
+    drawn.banded = True
+    runs = [c for _, c in measured if len(c)]
+    if runs:
+        _band(ax, runs, cmap(0), dashed=False, steps=steps)
+    curved = [b for b in bounds if len(b)]
+    if curved:
+        _band(ax, curved, BOUND_COLOR, dashed=True, steps=False)
+    elif np.isfinite(levels).any():
+        finite = np.asarray(levels, dtype=float)[np.isfinite(levels)]
+        ax.axhline(float(np.median(finite)), color=BOUND_COLOR, ls="--", lw=1.0)
+        if finite.min() < finite.max():
+            ax.axhspan(finite.min(), finite.max(), color=BOUND_COLOR, alpha=0.08, lw=0)
+    ax.text(0.02, 0.03, f"{len(measured)} runs", transform=ax.transAxes, fontsize=7, va="bottom")
+
+
+def _curves_legend(axes: list[Axes], drawn: _Drawn, quantity: str, name: str, cmap: Colormap) -> tuple[list[Any], list[str]]:
+    """The legend of :func:`curves_vs_bound`: the band's three entries, or every panel's series (each once)
+    then the bound as drawn: black, or in the series' colours."""
+    if drawn.banded:
+        handles = [Line2D([], [], color=cmap(0), lw=1.4), Patch(color=cmap(0), alpha=0.25, lw=0),
+                   Line2D([], [], color=BOUND_COLOR, ls="--")]
+        return handles, [f"{quantity}: median over the panel's runs", "min..max over the runs",
+                         f"{name} bound: median over the runs (band: min..max)"]
+    handles, labels = [], []
+    for ax in axes:
+        h, lab = ax.get_legend_handles_labels()
+        handles += h
+        labels += lab
+    if drawn.shared_bound:
+        handles.append(Line2D([], [], color=BOUND_COLOR, ls="--"))
+        labels.append(f"{name} bound" + (" (where the same for every run of a panel)" if drawn.own_bounds else ""))
+    if drawn.own_bounds:
+        handles.append(tuple(Line2D([], [], color=c, ls="--") for c in drawn.own_bounds))
+        labels.append(f"{name} bound of each run (dashed, series colour)")
+    return handles, labels
 
 
 def _one_bound(bounds: list[pd.DataFrame], levels: list[float]) -> bool:
