@@ -16,7 +16,6 @@ from helpers import fault_env as _env
 from helpers import sweep_runs as _runs
 
 
-
 slow = pytest.mark.slow
 
 

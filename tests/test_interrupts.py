@@ -2,7 +2,8 @@
 
 A signal that arrives while omegaconf, MLflow or an import is inside a call waits for that call to return,
 then stops the command like Ctrl-C; anywhere else it stops it at once. The watcher thread of the command
-(pipeline.interrupts.StopGuard) ends a call that keeps it waiting.
+(pipeline.interrupts.StopGuard) ends a call that keeps it waiting: the slow tests at the end signal the
+installed command, and its joblib workers, during a long native call.
 """
 
 from __future__ import annotations
@@ -336,7 +337,6 @@ def test_the_command_shuts_joblibs_workers_down_while_it_still_handles_signals()
     assert workers and all(w.is_alive() for w in workers)
     interrupts.stop_workers()
     assert not any(w.is_alive() for w in workers)
-
 
 
 # ---------------------------------------------------------------- signals during long native calls, through the installed command

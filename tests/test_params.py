@@ -1,4 +1,5 @@
-"""pipeline.params: one declaration and one validity rule per shared parameter (issue 30, item 1)."""
+"""pipeline.params: one declaration and one validity rule per shared parameter (issue 30, item 1), and
+the memory check: a size beyond the available memory is refused with its estimate before anything is allocated."""
 
 from __future__ import annotations
 
@@ -90,7 +91,6 @@ def test_a_param_takes_its_words_from_its_rule_or_must_say_them() -> None:
 def test_positive_is_the_reciprocal_finite_rule() -> None:
     assert POSITIVE(2.2250738585072014e-308) and not POSITIVE(5e-324) and not POSITIVE(math.inf)
     assert POSITIVE.words == params.POSITIVE_WORDS and isinstance(POSITIVE, Rule)
-
 
 
 # ---------------------------------------------------------------- the memory: sizes checked before allocating

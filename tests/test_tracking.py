@@ -1,6 +1,8 @@
 """The tracking store's reliability (pipeline/tracking.py): credentials kept out of the store and the
-messages, a server that dies mid-sweep failing the next jobs at once, and SQLite files that are not (or
-not yet) MLflow's refused before MLflow touches them."""
+messages, a server that dies mid-sweep failing the next jobs at once, SQLite files that are not (or
+not yet) MLflow's refused before MLflow touches them, stores that cannot keep runs (in-memory, file, read-only,
+unreachable, a missing driver) refused before any work, parallel sweeps on one store losing nothing, and the
+parent-run marker (a garbled one means no parent to resume)."""
 
 from __future__ import annotations
 
@@ -702,7 +704,6 @@ def test_a_database_password_is_hidden_in_the_configs_hydra_saved(tmp_path: Path
         assert "hunter2" not in path.read_text(), path
     assert "postgresql://ann:***@db.example.org/mlflow" in (saved / "config.yaml").read_text()
     assert (saved / "hydra.yaml").read_bytes() == before  # nothing to hide: not rewritten
-
 
 
 slow = pytest.mark.slow
