@@ -22,7 +22,7 @@ def with_sitecustomize(tmp_path: Path, code: str, env: dict[str, str]) -> dict[s
 
 
 def inject_fault(monkeypatch, target: str, call: int = 0) -> None:  # noqa: ANN001
-    """In this process, what ``test_reliability_faults.INJECTOR`` does in a ``boundlab`` subprocess: wrap
+    """In this process, what :data:`INJECTOR` does in a ``boundlab`` subprocess: wrap
     ``target`` ("module:Attr.path") so that its call number ``call`` (0: every call) raises
     RuntimeError('injected fault ...'). For a command run with ``boundlab_in_process``, whose jobs (basic
     launcher) and callbacks run here; ``monkeypatch`` restores the original."""
@@ -180,3 +180,230 @@ def small_separable(seed: int, n: int, off: float = 0.02) -> tuple[np.ndarray, n
     X = rng.normal(size=(n, d))
     y = np.where(X @ w >= 0, 1.0, -1.0)
     return X + off * y[:, None] * w, y
+
+
+# --- the installed command, raced, killed or signalled (the slow tests of several modules) -----------------
+
+# In a process whose jobs must be slow, every job's run first sleeps BOUNDLAB_SLOW_JOB seconds (touching
+# BOUNDLAB_SLOW_FLAG.<pid> first, if set): a kill lands part-way through a sweep and inside a job, whatever the
+# machine's speed, without large data. Give it to a subprocess with ``with_sitecustomize``.
+SLOW_JOBS = """\
+import os, time
+if os.environ.get("BOUNDLAB_SLOW_JOB"):
+    import pipeline.run
+    original = pipeline.run.run
+    def slow(*args, **kwargs):
+        flag = os.environ.get("BOUNDLAB_SLOW_FLAG")
+        if flag:
+            open(flag + "." + str(os.getpid()), "w").close()
+        time.sleep(float(os.environ["BOUNDLAB_SLOW_JOB"]))
+        return original(*args, **kwargs)
+    pipeline.run.run = slow
+"""
+
+# Wraps BOUNDLAB_FAULT ("module:Attr.path") so that call number BOUNDLAB_FAULT_CALL (0: every call)
+# raises RuntimeError('injected fault ...'), or, with BOUNDLAB_FAULT_MODE=hang, touches
+# BOUNDLAB_FAULT_FLAG and sleeps (to be interrupted from outside): ``inject_fault`` for a subprocess.
+INJECTOR = """\
+import os
+target = os.environ.get("BOUNDLAB_FAULT")
+if target:
+    import functools, importlib, time
+    module_name, _, path = target.partition(":")
+    owner = importlib.import_module(module_name)
+    *parents, attr = path.split(".")
+    for p in parents:
+        owner = getattr(owner, p)
+    original = getattr(owner, attr)
+    which = int(os.environ.get("BOUNDLAB_FAULT_CALL", "0"))
+    calls = [0]
+
+    @functools.wraps(original)
+    def faulty(*args, **kwargs):
+        calls[0] += 1
+        if which in (0, calls[0]):
+            if os.environ.get("BOUNDLAB_FAULT_MODE") == "hang":
+                open(os.environ["BOUNDLAB_FAULT_FLAG"], "w").close()
+                time.sleep(300)
+            raise RuntimeError(f"injected fault in {path} (call {calls[0]})")
+        return original(*args, **kwargs)
+
+    setattr(owner, attr, faulty)
+"""
+
+
+def boundlab_command() -> list[str]:
+    """The installed ``boundlab`` command, as an argv prefix."""
+    import sys
+
+    exe = Path(sys.executable).parent / "boundlab"
+    return [str(exe)] if exe.exists() else ["boundlab"]
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
+    """Poll ``predicate()`` until it is true; fail naming ``what`` after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not), as the workers' watch of their driver sees it."""
+    from pipeline.stages import _alive
+
+    return _alive(pid)
+
+
+def mlflow_store(tmp_path: Path, migrated: bool = False) -> tuple[str, dict[str, str]]:
+    """A store at tmp_path/mlflow.db: created by the command, or (``migrated``) a ready empty one; its URI and
+    the environment that selects it."""
+    uri = migrated_store(tmp_path / "mlflow.db") if migrated else f"sqlite:///{tmp_path / 'mlflow.db'}"
+    return uri, {**os.environ, "MLFLOW_TRACKING_URI": uri}
+
+
+def fault_env(tmp_path: Path, fault: str | None = None, call: int = 0, **extra: str) -> tuple[str, dict[str, str]]:
+    """A ready store at tmp_path/mlflow.db and the environment that selects it, with ``extra`` variables and,
+    given a ``fault`` ("module:Attr.path"), :data:`INJECTOR` on PYTHONPATH failing its call number ``call``."""
+    uri = migrated_store(tmp_path / "mlflow.db")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, **extra}
+    if fault:
+        env = with_sitecustomize(tmp_path, INJECTOR, env | {"BOUNDLAB_FAULT": fault, "BOUNDLAB_FAULT_CALL": str(call)})
+    return uri, env
+
+
+def all_runs(uri: str, experiment: str) -> list:
+    """Every run of ``experiment`` in the store at ``uri``, deleted ones too."""
+    import mlflow
+    from mlflow.entities import ViewType
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    return client.search_runs([exp.experiment_id], run_view_type=ViewType.ALL, max_results=10_000)
+
+
+def sweep_runs(uri: str, experiment: str) -> tuple[list, list]:
+    """(parent runs, child runs) of ``experiment`` that are not deleted."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id], max_results=1000) if exp else []
+    return ([r for r in runs if "mlflow.parentRunId" not in r.data.tags],
+            [r for r in runs if "mlflow.parentRunId" in r.data.tags])
+
+
+def live_children(uri: str):  # noqa: ANN201
+    """(run name, status) of the live child runs of every experiment in ``uri``, as a Counter."""
+    from collections import Counter
+
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()], max_results=1000)
+    return Counter((r.data.tags["mlflow.runName"], r.info.status) for r in runs if "mlflow.parentRunId" in r.data.tags)
+
+
+def finished_job(out: Path, sources: dict[str, str] | None = None) -> None:
+    """A job directory as a finished run of key 'k' leaves it (its data, outputs and done marker)."""
+    import pandas as pd
+
+    from pipeline import markers
+    from pipeline.data.certify import content_hash
+
+    X, y = np.eye(3), np.array([1.0, -1.0, 1.0])
+    out.mkdir(parents=True, exist_ok=True)
+    markers.save_data(out / "data.npz", X, y)
+    for name in markers.OUTPUTS:
+        pd.DataFrame({"run": ["k"], "v": [1.0]}).to_parquet(out / name)
+    markers.record(out, "k", content_hash(X, y), sources=sources)
+
+
+# --- samples, caches, memory -------------------------------------------------------------------------------
+
+
+def separable_sample(m: int = 30, d: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """m Gaussian points in d dimensions labelled by the sign of their first coordinate, pushed 0.2 off it."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    y = np.where(X[:, 0] >= 0, 1.0, -1.0)
+    X[:, 0] += 0.2 * y
+    return X, y
+
+
+def cache_files(root: Path) -> list[Path]:
+    """The files under a statistics cache directory, sorted."""
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def peak_bytes(fn) -> int:  # noqa: ANN001
+    """The peak of Python's traced allocations while ``fn()`` runs."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+# --- a tiny job: refused with one line naming a key, or run soundly ------------------------------------------
+
+TINY = ["n=40", "d=3", "T=200"]
+
+
+def compose_tiny(overrides: list[str]):  # noqa: ANN201
+    """The job config of ``overrides`` at the tiny size :data:`TINY`."""
+    from hydra import compose, initialize_config_dir
+
+    from pipeline.paths import CONF_DIR
+    from pipeline.schemas import register
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose("config", overrides=[*TINY, *overrides])
+
+
+def tiny_outcome(overrides: list[str]) -> tuple[str, object]:
+    """("error", message) for a refused job, ("table", table) for one that ran."""
+    import warnings
+
+    from pipeline.config import build
+    from pipeline.params import UserError
+    from pipeline.run import run
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "table", run(build(compose_tiny(overrides))).table
+    except UserError as e:
+        return "error", str(e)
+
+
+def assert_sound(overrides: list[str], keys: set[str]) -> None:
+    """Refused with one line naming one of ``keys`` (an empty set: must run), or run soundly: no NaN in an
+    applicable row, no (D) bound violated, no R = 0 or inverted margin interval reaching a bound."""
+    kind, out = tiny_outcome(overrides)
+    if kind == "error":
+        assert "\n" not in out, out
+        named = out.split("=", 1)[0]
+        assert named in keys, f"{overrides}: the error names {named!r}, not one of {sorted(keys)}: {out}"
+        return
+    table = out
+    applicable = table[table["applicable"]]
+    for column in ("empirical", "theoretical"):
+        assert not applicable[column].isna().any(), f"{overrides}: NaN in an applicable row\n{applicable.T}"
+    # a row above the bound at its upper estimate only (the comparator's bracket straddles it) is no violation
+    straddles = (table["straddles"].map(lambda v: v is not None and v == v and bool(v)).astype(bool)
+                 if "straddles" in table else False)
+    violated = table[(table["guarantee"] == "D") & (table["holds"] == False) & ~straddles]  # noqa: E712
+    assert violated.empty, f"{overrides}: a (D) bound VIOLATED from extreme values\n{violated.T}"
+    for column in ("R", "gamma_lo", "gamma_hi"):
+        if column in table:
+            assert not (table[column] == 0.0).all() or column != "R", f"{overrides}: R = 0 reached a bound"
+    if {"gamma_lo", "gamma_hi"} <= set(table):
+        lo, hi = table["gamma_lo"], table["gamma_hi"]
+        assert not (lo > hi).any(), f"{overrides}: gamma_lo > gamma_hi reached a bound"

@@ -2,7 +2,8 @@
 
 A signal that arrives while omegaconf, MLflow or an import is inside a call waits for that call to return,
 then stops the command like Ctrl-C; anywhere else it stops it at once. The watcher thread of the command
-(pipeline.interrupts.StopGuard) ends a call that keeps it waiting.
+(pipeline.interrupts.StopGuard) ends a call that keeps it waiting: the slow tests at the end signal the
+installed command, and its joblib workers, during a long native call.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from helpers import alive as _alive
+from helpers import boundlab_command as _command
+from helpers import wait_for as _wait_for
+from helpers import with_sitecustomize
 from omegaconf import ListConfig, OmegaConf
 
 from pipeline import interrupts
@@ -332,3 +337,98 @@ def test_the_command_shuts_joblibs_workers_down_while_it_still_handles_signals()
     assert workers and all(w.is_alive() for w in workers)
     interrupts.stop_workers()
     assert not any(w.is_alive() for w in workers)
+
+
+# ---------------------------------------------------------------- signals during long native calls, through the installed command
+
+
+# A long call into C that releases the GIL and never checks for signals, as HiGHS, Clarabel or a numba
+# kernel: OpenSSL's PBKDF2 with a huge iteration count (minutes); made where BOUNDLAB_NATIVE_AT names.
+NATIVE_HANG = """\
+import os
+where = os.environ.get("BOUNDLAB_NATIVE_AT")
+if where:
+    import hashlib, importlib
+    module_name, _, attr = where.partition(":")
+    module = importlib.import_module(module_name)
+    original = getattr(module, attr)
+    def hang(*args, **kwargs):
+        open(os.environ["BOUNDLAB_NATIVE_FLAG"] + "." + str(os.getpid()), "w").close()
+        hashlib.pbkdf2_hmac("sha256", b"boundlab", b"salt", 500_000_000)
+        return original(*args, **kwargs)
+    setattr(module, attr, hang)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("where", "sig", "sweep"), [
+    ("pipeline.solvers.max_margin:_separating_direction", signal.SIGTERM, True),  # the LP, before the job's run opens
+    ("pipeline.solvers.max_margin:_separating_direction", signal.SIGINT, False),
+    ("pipeline.run:run", signal.SIGINT, True),  # inside the job's open run
+    ("pipeline.run:run", signal.SIGTERM, False),
+])
+def test_a_signal_during_a_long_native_call_stops_the_run_within_seconds(tmp_path: Path, svm_file: Path, where: str,
+                                                                          sig: int, sweep: bool) -> None:
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cache, flag = tmp_path / "cache", tmp_path / "in-native-call"
+    env = with_sitecustomize(tmp_path, NATIVE_HANG, {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_CACHE": str(cache),
+                                                     "BOUNDLAB_NATIVE_AT": where, "BOUNDLAB_NATIVE_FLAG": str(flag)})
+    argv = [*_command(), *(["-m", "seed=0,1"] if sweep else []), "dataset=file", f"dataset.path={svm_file}", "name=native"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: list(tmp_path.glob("in-native-call.*")), 300, "the run to enter the native call")
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        code = proc.wait(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read()
+    assert code == 130 and took < 6, (code, took, err[-2000:])
+    assert err.strip().splitlines()[-1] == (f"boundlab: stopped by {signal.Signals(sig).name} during a long native call; "
+                                            "finished jobs are kept: run the same command to resume")
+    runs = mlflow.MlflowClient(tracking_uri=uri).search_runs(
+        [e.experiment_id for e in mlflow.MlflowClient(tracking_uri=uri).search_experiments()])
+    # the sweep's parent and an open job run end KILLED (a single run stopped while preparing its data has none)
+    assert len(runs) == int(sweep) + int(where == "pipeline.run:run")
+    assert all(r.info.status == "KILLED" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
+    if where == "pipeline.run:run":  # the job's run was open: it says why it ended
+        (child,) = [r for r in runs if "mlflow.parentRunId" in r.data.tags] if sweep else runs
+        assert f"{signal.Signals(sig).name} during a long native call" in child.data.tags["boundlab.error"]
+    # no cache entry from the interrupted job, whole or partial
+    assert not [p for p in cache.rglob("*") if p.is_file() and "lp-highs" in p.name and where.endswith("direction")]
+    assert not list(cache.rglob("*.tmp"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_a_joblib_sweep_whose_workers_are_in_native_calls(tmp_path: Path, sig: int) -> None:
+    """The driver stops at once; its workers are gone within seconds; every run it started ends KILLED."""
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = with_sitecustomize(tmp_path, NATIVE_HANG, {**os.environ, "MLFLOW_TRACKING_URI": uri,
+                                                     "BOUNDLAB_NATIVE_AT": "pipeline.run:run",
+                                                     "BOUNDLAB_NATIVE_FLAG": str(tmp_path / "in-native-call")})
+    argv = [*_command(), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1,2", "n=100", "d=5"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: len(list(tmp_path.glob("in-native-call.*"))) == 2, 300, "two workers in a native call")
+        workers = [int(p.name.rsplit(".", 1)[1]) for p in tmp_path.glob("in-native-call.*")]
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == 130
+        assert time.monotonic() - sent < 6
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    _wait_for(lambda: not any(_alive(w) for w in workers), 15, "the workers to stop")
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert len(runs) == 3 and all(r.info.status == "KILLED" for r in runs), [(r.info.run_name, r.info.status) for r in runs]

@@ -1,18 +1,23 @@
-"""pipeline.params: one declaration and one validity rule per shared parameter (issue 30, item 1)."""
+"""pipeline.params: one declaration and one validity rule per shared parameter (issue 30, item 1), and
+the memory check: a size beyond the available memory is refused with its estimate before anything is allocated."""
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
+from hydra import compose, initialize_config_dir
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline import params
-from pipeline.config import TOP_LEVEL
+from pipeline.config import TOP_LEVEL, build
 from pipeline.params import (BATCH, DELTA, INTERCEPT, LAM, POSITIVE, PROJECTION, RHO, T_STEPS, Param, ParamError, Rule,
-                             above, at_least, one_of)
+                             UserError, above, at_least, one_of)
+from pipeline.paths import CONF_DIR
 from pipeline.plugins import DATASETS, LEARNERS
+from pipeline.schemas import register
 
 SHARED = (LAM, T_STEPS, DELTA, PROJECTION, INTERCEPT, BATCH, RHO)
 
@@ -86,3 +91,95 @@ def test_a_param_takes_its_words_from_its_rule_or_must_say_them() -> None:
 def test_positive_is_the_reciprocal_finite_rule() -> None:
     assert POSITIVE(2.2250738585072014e-308) and not POSITIVE(5e-324) and not POSITIVE(math.inf)
     assert POSITIVE.words == params.POSITIVE_WORDS and isinstance(POSITIVE, Rule)
+
+
+# ---------------------------------------------------------------- the memory: sizes checked before allocating
+
+
+GIB = 2**30
+
+
+def _compose(overrides: list[str]):  # noqa: ANN202
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose("config", overrides=overrides)
+
+
+def _build(overrides: list[str]) -> object:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build(_compose(overrides))
+
+
+# (overrides too large for 1 GiB, the key the error must name)
+TOO_LARGE = [
+    (["n=100000", "d=2000"], "n"),
+    (["n=20", "d=100000000"], "d"),
+    (["n=200000", "d=200", "dataset.flip=0.1"], "n"),
+    (["dataset=shells", "n=50000", "d=500"], "n"),
+    (["dataset=sparse_margin", "n=10000000"], "n"),
+    (["dataset=sparse_margin", "n=100", "dataset.d=1000000000", "dataset.nnz=5"], "dataset.d"),
+    (["dataset=tight", "n=5000"], "n"),
+    (["dataset=stream", "n=100000000", "d=5000", "dataset.chunk=100000"], "dataset.chunk"),
+    (["dataset=stream", "n=100", "d=50000000"], "d"),
+    (["dataset=finite_class", "dataset.cls=conjunctions", "dataset.size=15", "n=1"], "dataset.size"),
+    (["dataset=multiclass_margin", "algorithm=multiclass_sgd", "n=10000000", "d=20"], "n"),
+    (["dataset=multiclass_margin", "algorithm=multiclass_sgd", "T=100000000", "d=20"], "T"),
+    (["dataset=multiclass_bundled", "algorithm=multiclass_svm", "dataset.sample=100000000"], "dataset.sample"),
+    (["algorithm=pegasos", "T=100000000"], "T"),
+    (["algorithm=pegasos", "T=10000000", "algorithm.batch=100"], "T"),
+    (["algorithm=kernel_pegasos", "T=100000000"], "T"),
+    (["algorithm=multiclass_pegasos", "dataset=multiclass_margin", "T=100000000"], "T"),
+    (["algorithm=perceptron", "algorithm.passes=1000000"], "algorithm.passes"),
+    (["algorithm=halving", "algorithm.experts=100000", "d=10000", "n=100"], "algorithm.experts"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key"), TOO_LARGE, ids=[" ".join(o) for o, _ in TOO_LARGE])
+def test_a_size_beyond_the_memory_is_refused_with_the_estimate(overrides: list[str], key: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(params, "available_memory", lambda: float(GIB))
+    with pytest.raises(ParamError) as error:
+        _build(overrides)
+    text = str(error.value)
+    assert text.startswith(f"{key}=") and "GiB, more than the 1 GiB of memory available" in text, text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize(("overrides", "key"), TOO_LARGE, ids=[" ".join(o) for o, _ in TOO_LARGE])
+def test_the_same_sizes_fit_a_machine_with_enough_memory(overrides: list[str], key: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(params, "available_memory", lambda: 1e6 * GIB)  # the refusal above is the memory's
+    _build(overrides)
+
+
+@pytest.mark.parametrize("overrides", [[], ["dataset=shells"], ["algorithm=pegasos"], ["algorithm=kernel_pegasos", "n=300"],
+                                       ["dataset=multiclass_margin", "algorithm=multiclass_sgd"],
+                                       ["dataset=tight", "n=100"], ["dataset=sparse_margin", "algorithm=perceptron"]])
+def test_ordinary_runs_are_accepted_on_a_small_machine(overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(params, "available_memory", lambda: float(GIB))
+    _build(overrides)
+
+
+def test_the_command_refuses_a_size_in_one_line_before_any_work(one_line_error, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(params, "available_memory", lambda: 2.0 * GIB)
+    err = one_line_error(["n=1000000", "d=1000"])
+    assert err.startswith("boundlab: error: n=1000000: must be smaller: the data need ~") and "lower n or d" in err
+
+
+def test_the_available_memory_is_read_or_estimated(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert 0 < params.available_memory() < float("inf")
+
+    def no_proc(*args: object, **kwargs: object) -> None:
+        raise OSError("no /proc")
+
+    monkeypatch.setattr(params, "open", no_proc, raising=False)  # the sysconf fallback
+    assert 0 < params.available_memory() < float("inf")
+
+
+def test_check_memory_names_the_parameter_and_the_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(params, "available_memory", lambda: 3.0 * GIB)
+    params.check_memory("n", 10, 3.0 * GIB, "lower n")  # exactly what is available: accepted
+    with pytest.raises(UserError, match=r"^n=11: must be smaller: the data need ~6 GiB, more than the 3 GiB of memory "
+                                        r"available; lower n$"):
+        params.check_memory("n", 11, 6.0 * GIB, "lower n")

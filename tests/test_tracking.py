@@ -1,10 +1,13 @@
 """The tracking store's reliability (pipeline/tracking.py): credentials kept out of the store and the
-messages, a server that dies mid-sweep failing the next jobs at once, and SQLite files that are not (or
-not yet) MLflow's refused before MLflow touches them."""
+messages, a server that dies mid-sweep failing the next jobs at once, SQLite files that are not (or
+not yet) MLflow's refused before MLflow touches them, stores that cannot keep runs (in-memory, file, read-only,
+unreachable, a missing driver) refused before any work, parallel sweeps on one store losing nothing, and the
+parent-run marker (a garbled one means no parent to resume)."""
 
 from __future__ import annotations
 
 import base64
+import shutil
 import http.server
 import json
 import os
@@ -13,6 +16,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -20,10 +24,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from helpers import all_runs as _all_runs
+from helpers import fault_env as _env
+from helpers import mlflow_store as _store
+from helpers import sweep_runs as _runs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import tracking
+from pipeline import sweep, tracking
+from pipeline.cli import main
 from pipeline.tracking import (
     DOWN_FILE,
     StoreDown,
@@ -695,3 +704,224 @@ def test_a_database_password_is_hidden_in_the_configs_hydra_saved(tmp_path: Path
         assert "hunter2" not in path.read_text(), path
     assert "postgresql://ann:***@db.example.org/mlflow" in (saved / "config.yaml").read_text()
     assert (saved / "hydra.yaml").read_bytes() == before  # nothing to hide: not rewritten
+
+
+slow = pytest.mark.slow
+
+
+# ---------------------------------------------------------------- the parent-run marker
+
+
+PARENT_MARKERS = {
+    "empty": "", "blank": " \n\n", "one_field": "0123456789abcdef0123456789abcdef\n",
+    "three_fields": "0123456789abcdef0123456789abcdef s x\n", "not_a_run_id": "parent sweep\n",
+    "short_id": "0123 sweep\n", "upper_hex": "0123456789ABCDEF0123456789ABCDEF sweep\n",
+    "binary": "\x00\x01\x02 \x03", "truncated": "0123456789abcdef01234",
+}
+
+
+@pytest.mark.parametrize("content", PARENT_MARKERS.values(), ids=PARENT_MARKERS.keys())
+def test_garbled_parent_marker_means_no_parent(tmp_path: Path, content: str, monkeypatch: pytest.MonkeyPatch,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / tracking.PARENT_FILE).write_text(content)
+    monkeypatch.delenv(sweep.ENV, raising=False)
+    assert tracking.read_parent_marker(tmp_path) is None
+    assert tracking.resume_parent("sqlite:///never-opened.db", tmp_path) is None  # no store touched
+    assert tracking.sweep_context(tmp_path) == (None, "")
+    assert "no parent run to resume" in caplog.text
+
+
+def test_valid_parent_marker_round_trips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(sweep.ENV, raising=False)
+    tracking.announce_sweep(tmp_path, "0123456789abcdef0123456789abcdef", "s-1")
+    assert sweep.current().parent_run_id == "0123456789abcdef0123456789abcdef"
+    monkeypatch.delenv(sweep.ENV)  # a job that did not inherit the context: the marker tells
+    assert tracking.sweep_context(tmp_path) == ("0123456789abcdef0123456789abcdef", "s-1")
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("content", ["abc def ghi\n"], ids=["three_words"])  # every garbling: unit level above
+def test_a_garbled_parent_marker_starts_a_new_parent(tmp_path: Path, boundlab_in_process, content: str) -> None:  # noqa: ANN001
+    boundlab = boundlab_in_process
+    uri, env = _env(tmp_path)
+    sweep = tmp_path / "sweep"
+    cmd = ["-m", "seed=0,1", "n=50", "name=marker", f"hydra.sweep.dir={sweep}"]
+    assert boundlab(*cmd, cwd=tmp_path, env=env).returncode == 0
+    (sweep / tracking.PARENT_FILE).write_text(content)
+    again = boundlab(*cmd, cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "no parent run to resume" in again.stdout + again.stderr
+    parents, _ = _runs(uri, "marker")
+    assert len(parents) == 2 and all(p.info.status == "FINISHED" for p in parents)
+    assert tracking.read_parent_marker(sweep) is not None
+
+
+# ---------------------------------------------------------------- stores that cannot keep runs, refused before any work
+
+
+STORES = [
+    ("sqlite://", "in-memory SQLite database"),
+    ("sqlite:///:memory:", "in-memory SQLite database"),
+    ("sqlite:///file::memory:?cache=shared", "in-memory SQLite database"),
+    ("file:///tmp/boundlab-mlruns", "a file store: MLflow 3 deprecates file stores"),
+    ("./mlruns", "a file store"),
+    ("/tmp/boundlab-mlruns", "a file store"),
+    ("postgresql://user@localhost/boundlab", "database driver"),
+    ("mysql://user@localhost/boundlab", "database driver MySQLdb"),
+    ("mssql://user@localhost/boundlab", "database driver"),
+    ("postgresql+pg8000://user@localhost/boundlab", "database driver pg8000"),
+]
+
+
+def _missing(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
+@pytest.mark.parametrize("how", ["env", "config"])
+@pytest.mark.parametrize(("uri", "why"), STORES, ids=[u for u, _ in STORES])
+def test_unusable_store_stops_before_any_work(uri: str, why: str, how: str, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    if "driver" in why and not all(_missing(m) for m in ("psycopg", "psycopg2", "MySQLdb", "pyodbc", "pg8000")):
+        pytest.skip("a database driver is installed here: the missing-driver case cannot be made")
+    monkeypatch.chdir(tmp_path)
+    argv = ["-m", "seed=0,1", "n=50"]
+    if how == "env":
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    else:
+        monkeypatch.delenv("MLFLOW_TRACKING_URI")
+        argv.append(f"tracking.uri='{uri}'")  # quoted: Hydra's grammar takes '?' and '=' only in quotes
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"tracking store {uri}: " in err and why in err and "MLFLOW_TRACKING_URI" in err, err
+    assert not any(tmp_path.iterdir()), "nothing written before the check"
+
+
+def test_a_database_with_its_driver_installed_passes() -> None:
+    assert check_store("sqlite:///" + str(Path(tempfile.gettempdir()) / "boundlab-probe-absent.db")) is None
+    assert check_store("databricks") is None
+
+
+def _check_as_nobody(uri: str) -> str | None:
+    """``check_store(uri)`` in a forked child that dropped root (root ignores file permissions)."""
+    if os.geteuid() != 0:
+        return check_store(uri)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(read)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write, json.dumps(check_store(uri)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    data = b""
+    while chunk := os.read(read, 65536):
+        data += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+@pytest.fixture
+def open_dir():  # noqa: ANN201
+    """A directory outside pytest's private (0700) temp tree, so an unprivileged child can reach it."""
+    where = Path(tempfile.mkdtemp(prefix="blro"))
+    where.chmod(0o755)
+    yield where
+    for p in where.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def _db(path: Path) -> None:
+    """A database with MLflow's first tables (a store whose creation was cut short: accepted, and written)."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        for table in ("experiments", "runs", "tags", "metrics", "params"):
+            conn.execute(f"CREATE TABLE {table} (x)")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_read_only_sqlite_file_is_refused(open_dir: Path) -> None:
+    """chmod 444 on the database: the check writes for real (as an unprivileged user when run as root)."""
+    open_dir.chmod(0o777)
+    _db(open_dir / "mlflow.db")
+    (open_dir / "mlflow.db").chmod(0o444)
+    why = _check_as_nobody(f"sqlite:///{open_dir / 'mlflow.db'}")
+    assert why is not None and "cannot be written" in why and "readonly" in why
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_sqlite_file_in_a_read_only_directory_is_refused(open_dir: Path) -> None:
+    """A writable file in a directory that is not: SQLite cannot make its journal, so no run can be written."""
+    sub = open_dir / "ro"
+    sub.mkdir()
+    _db(sub / "mlflow.db")
+    (sub / "mlflow.db").chmod(0o666)
+    sub.chmod(0o555)
+    why = _check_as_nobody(f"sqlite:///{sub / 'mlflow.db'}")
+    assert why is not None and "cannot be written" in why
+    fresh = _check_as_nobody(f"sqlite:///{sub / 'new.db'}")
+    assert fresh is not None and "not writable" in fresh
+
+
+def test_the_write_probe_leaves_the_database_as_it_was(tmp_path: Path) -> None:
+    import sqlite3
+
+    _db(tmp_path / "mlflow.db")
+    before = (tmp_path / "mlflow.db").read_bytes()
+    assert check_store(f"sqlite:///{tmp_path / 'mlflow.db'}") is None
+    assert (tmp_path / "mlflow.db").read_bytes() == before
+    with sqlite3.connect(tmp_path / "mlflow.db") as conn:
+        assert sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master")) == [
+            "experiments", "metrics", "params", "runs", "tags"]
+
+
+@slow
+def test_unreachable_tracking_store_stops_before_any_work(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    locked = tmp_path / "locked.db"
+    holder = sqlite3.connect(locked)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    work = tmp_path / "work"
+    work.mkdir()
+    cases = {
+        "http://127.0.0.1:9": "does not answer",
+        f"sqlite:///{tmp_path / 'missing' / 'mlflow.db'}": "does not exist",
+        f"sqlite:///{locked}": "cannot be written",
+    }
+    try:
+        for uri, why in cases.items():
+            proc = boundlab("-m", "seed=0,1", "n=50", cwd=work, env={**os.environ, "MLFLOW_TRACKING_URI": uri})
+            assert proc.returncode == 2, proc.stderr
+            assert proc.stderr.count("\n") == 1 and why in proc.stderr and "MLFLOW_TRACKING_URI" in proc.stderr
+    finally:
+        holder.rollback()
+        holder.close()
+    assert not any(work.iterdir()), "nothing written before the check"
+
+
+@slow
+def test_repeated_parallel_sweeps_on_one_store_lose_nothing(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    uri, env = _store(tmp_path)
+    for rep in range(3):
+        seeds = ",".join(str(8 * rep + i) for i in range(8))
+        proc = boundlab("-m", f"seed={seeds}", "n=500", "name=parallel", "hydra/launcher=joblib",
+                        "hydra.launcher.n_jobs=4", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = _all_runs(uri, "parallel")
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len([r for r in runs if "mlflow.parentRunId" not in r.data.tags]) == 3
+    assert len(children) == 24 and all(r.info.status == "FINISHED" for r in runs)
+    assert len({r.data.tags["boundlab.config_hash"] for r in children}) == 24
+    assert all("novikoff/ratio" in r.data.metrics and "mistakes" in r.data.metrics for r in children)
+    with sqlite3.connect(tmp_path / "mlflow.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

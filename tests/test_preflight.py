@@ -1,19 +1,11 @@
-"""Reliability, round two: inputs that used to slip past the pre-flight check.
-
-Tracking stores that cannot keep runs (read-only, file, in-memory, a missing database driver), names that
-are paths, experiment overlays that add Hydra callbacks, a Ray instance listening beyond loopback, a
-misspelt ``+key`` and a comma inside one file name. Each is refused before any work with one line naming
-what was wrong and what is allowed, exit code 2, no traceback.
-"""
+"""pipeline.preflight (with the one line of pipeline.explain): inputs refused before any work with one line
+naming what was wrong and what is allowed, exit code 2, no traceback: names that are paths, experiments chosen
+by path, a misspelt key or group option (and the guess at what was meant), a comma inside one file name,
+launcher settings, recursive interpolations, an experiment overlay that adds Hydra callbacks."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,9 +13,8 @@ import pytest
 from pipeline.cli import main
 from pipeline.paths import CONF_DIR
 from pipeline.preflight import preflight
-from pipeline.ray_worker import CLUSTER_ENV, loopback_env
 from pipeline.schemas import register
-from pipeline.tracking import check_store
+
 
 NAME_RULE = "must be a plain name"
 BY_NAME = "an experiment is chosen by name, not by path"
@@ -138,49 +129,6 @@ def test_a_plain_comma_still_suggests_a_sweep(capsys: pytest.CaptureFixture) -> 
     assert "add -m" in capsys.readouterr().err
 
 
-# --- class 1: tracking stores -------------------------------------------------------------------------
-
-STORES = [
-    ("sqlite://", "in-memory SQLite database"),
-    ("sqlite:///:memory:", "in-memory SQLite database"),
-    ("sqlite:///file::memory:?cache=shared", "in-memory SQLite database"),
-    ("file:///tmp/boundlab-mlruns", "a file store: MLflow 3 deprecates file stores"),
-    ("./mlruns", "a file store"),
-    ("/tmp/boundlab-mlruns", "a file store"),
-    ("postgresql://user@localhost/boundlab", "database driver"),
-    ("mysql://user@localhost/boundlab", "database driver MySQLdb"),
-    ("mssql://user@localhost/boundlab", "database driver"),
-    ("postgresql+pg8000://user@localhost/boundlab", "database driver pg8000"),
-]
-
-
-def _missing(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is None
-
-
-@pytest.mark.parametrize("how", ["env", "config"])
-@pytest.mark.parametrize(("uri", "why"), STORES, ids=[u for u, _ in STORES])
-def test_unusable_store_stops_before_any_work(uri: str, why: str, how: str, tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    if "driver" in why and not all(_missing(m) for m in ("psycopg", "psycopg2", "MySQLdb", "pyodbc", "pg8000")):
-        pytest.skip("a database driver is installed here: the missing-driver case cannot be made")
-    monkeypatch.chdir(tmp_path)
-    argv = ["-m", "seed=0,1", "n=50"]
-    if how == "env":
-        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    else:
-        monkeypatch.delenv("MLFLOW_TRACKING_URI")
-        argv.append(f"tracking.uri='{uri}'")  # quoted: Hydra's grammar takes '?' and '=' only in quotes
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    assert exit_.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"tracking store {uri}: " in err and why in err and "MLFLOW_TRACKING_URI" in err, err
-    assert not any(tmp_path.iterdir()), "nothing written before the check"
-
-
 def test_empty_experiment_name_stops_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture) -> None:
     monkeypatch.chdir(tmp_path)
@@ -190,91 +138,8 @@ def test_empty_experiment_name_stops_before_any_work(tmp_path: Path, monkeypatch
     assert not any(tmp_path.iterdir())
 
 
-def test_a_database_with_its_driver_installed_passes() -> None:
-    assert check_store("sqlite:///" + str(Path(tempfile.gettempdir()) / "boundlab-probe-absent.db")) is None
-    assert check_store("databricks") is None
+# ---------------------------------------------------------------- an experiment overlay may not add Hydra callbacks
 
-
-def _check_as_nobody(uri: str) -> str | None:
-    """``check_store(uri)`` in a forked child that dropped root (root ignores file permissions)."""
-    if os.geteuid() != 0:
-        return check_store(uri)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            os.close(read)
-            os.setgid(65534)
-            os.setuid(65534)
-            os.write(write, json.dumps(check_store(uri)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    data = b""
-    while chunk := os.read(read, 65536):
-        data += chunk
-    os.close(read)
-    os.waitpid(pid, 0)
-    return json.loads(data)
-
-
-@pytest.fixture
-def open_dir():  # noqa: ANN201
-    """A directory outside pytest's private (0700) temp tree, so an unprivileged child can reach it."""
-    where = Path(tempfile.mkdtemp(prefix="blro"))
-    where.chmod(0o755)
-    yield where
-    for p in where.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    shutil.rmtree(where, ignore_errors=True)
-
-
-def _db(path: Path) -> None:
-    """A database with MLflow's first tables (a store whose creation was cut short: accepted, and written)."""
-    import sqlite3
-
-    with sqlite3.connect(path) as conn:
-        for table in ("experiments", "runs", "tags", "metrics", "params"):
-            conn.execute(f"CREATE TABLE {table} (x)")
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
-def test_read_only_sqlite_file_is_refused(open_dir: Path) -> None:
-    """chmod 444 on the database: the check writes for real (as an unprivileged user when run as root)."""
-    open_dir.chmod(0o777)
-    _db(open_dir / "mlflow.db")
-    (open_dir / "mlflow.db").chmod(0o444)
-    why = _check_as_nobody(f"sqlite:///{open_dir / 'mlflow.db'}")
-    assert why is not None and "cannot be written" in why and "readonly" in why
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
-def test_sqlite_file_in_a_read_only_directory_is_refused(open_dir: Path) -> None:
-    """A writable file in a directory that is not: SQLite cannot make its journal, so no run can be written."""
-    sub = open_dir / "ro"
-    sub.mkdir()
-    _db(sub / "mlflow.db")
-    (sub / "mlflow.db").chmod(0o666)
-    sub.chmod(0o555)
-    why = _check_as_nobody(f"sqlite:///{sub / 'mlflow.db'}")
-    assert why is not None and "cannot be written" in why
-    fresh = _check_as_nobody(f"sqlite:///{sub / 'new.db'}")
-    assert fresh is not None and "not writable" in fresh
-
-
-def test_the_write_probe_leaves_the_database_as_it_was(tmp_path: Path) -> None:
-    import sqlite3
-
-    _db(tmp_path / "mlflow.db")
-    before = (tmp_path / "mlflow.db").read_bytes()
-    assert check_store(f"sqlite:///{tmp_path / 'mlflow.db'}") is None
-    assert (tmp_path / "mlflow.db").read_bytes() == before
-    with sqlite3.connect(tmp_path / "mlflow.db") as conn:
-        assert sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master")) == [
-            "experiments", "metrics", "params", "runs", "tags"]
-
-
-# --- class 2: an experiment overlay may not add Hydra callbacks --------------------------------------
 
 EVIL = """# @package _global_
 name: evil
@@ -282,7 +147,7 @@ question: does it run my code?
 hydra:
   callbacks:
     owned:
-      _target_: tests.test_reliability_cli.Marker
+      _target_: tests.test_preflight.Marker
       path: {marker}
 """
 
@@ -301,7 +166,7 @@ def conf_with_evil_experiment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     marker = tmp_path / "marker"
     (conf / "experiment" / "evil.yaml").write_text(EVIL.format(marker=marker))
     (conf / "experiment" / "sneaky.yaml").write_text(
-        EVIL.format(marker=marker).replace("owned:", "sweep:").replace("tests.test_reliability_cli.Marker", "os.system"))
+        EVIL.format(marker=marker).replace("owned:", "sweep:").replace("tests.test_preflight.Marker", "os.system"))
     monkeypatch.setattr("pipeline.preflight.CONF_DIR", conf)
     return marker
 
@@ -329,67 +194,3 @@ def test_own_experiments_keep_the_package_callbacks(conf_with_evil_experiment: P
     # the package's own experiment, its grid whole: 3 gammas x 3 dimensions x 3 seeds, each job once
     jobs = {tuple(sorted(job)) for job in plan.task_jobs()}
     assert len(plan.jobs) == 27 == len(jobs) and all("experiment=perceptron_margin" in job for job in jobs)
-
-
-# --- class 3: Ray on loopback unless told otherwise ---------------------------------------------------
-
-def _ray_plan(*extra: str):  # noqa: ANN202
-    register()
-    return preflight(["-m", "seed=0,1", "hydra/launcher=ray", *extra])
-
-
-def test_ray_preset_binds_loopback_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    init = _ray_plan().ray_init
-    assert init["_node_ip_address"] == "127.0.0.1" and init["dashboard_host"] == "127.0.0.1"
-    assert loopback_env(init) == {CLUSTER_ENV: "0"}  # or Ray swaps 127.0.0.1 for the machine's address
-
-
-@pytest.mark.parametrize(("address", "exposed"), [("192.0.2.5", True), ("null", True), ("localhost", False)])
-def test_exposing_ray_is_an_explicit_setting(address: str, exposed: bool) -> None:
-    init = _ray_plan(f"hydra.launcher.ray.init._node_ip_address={address}").ray_init
-    assert (loopback_env(init) == {}) is exposed
-
-
-def test_other_launchers_leave_ray_alone() -> None:
-    register()
-    assert preflight(["-m", "seed=0,1"]).ray_init is None
-
-
-RAY_PROBE = """
-import json, os, shutil, sys, tempfile
-from pipeline.preflight import preflight
-from pipeline.ray_worker import keep_on_loopback
-from pipeline.schemas import register
-register()
-init = preflight(["-m", "seed=0,1", "hydra/launcher=ray"]).ray_init
-keep_on_loopback(init)
-import psutil, ray
-temp = tempfile.mkdtemp(prefix="blray")
-init = {k: v for k, v in init.items() if k != "runtime_env"}
-ray.init(**init, _temp_dir=temp, include_dashboard=False, num_cpus=1)
-me = psutil.Process()
-hosts = set()
-for p in [me, *me.children(recursive=True)]:
-    try:
-        hosts |= {c.laddr.ip for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
-    except psutil.Error:
-        pass
-ray.shutdown()
-shutil.rmtree(temp, ignore_errors=True)
-print(json.dumps(sorted(hosts)))
-"""
-
-
-@pytest.mark.slow
-def test_a_ray_instance_the_sweep_starts_listens_on_loopback_only(tmp_path: Path) -> None:
-    """The launcher's ray.init arguments, as the sweep resolves them, on a real local Ray instance (~6 s)."""
-    pytest.importorskip("ray")
-    pytest.importorskip("psutil")
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", CLUSTER_ENV)}
-    env |= {"RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(CONF_DIR.parent)}
-    proc = subprocess.run([sys.executable, "-c", RAY_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    hosts = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert hosts and all(h in ("127.0.0.1", "::ffff:127.0.0.1", "::1") for h in hosts), hosts

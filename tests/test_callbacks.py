@@ -1,0 +1,100 @@
+"""pipeline.callbacks: a sweep's start and end. The aggregation (collect) counts a done job without a readable
+table, or with an error after its marker, as failed; a fault in a callback exits nonzero with one line and
+ends the parent run; a SIGTERM during the aggregation leaves the previous sweep files whole."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from helpers import inject_fault, signal_once_started
+from helpers import fault_env as _env
+from helpers import finished_job as _finished_job
+from helpers import sweep_runs as _runs
+
+from pipeline.callbacks import collect
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage"])
+def test_collect_counts_a_done_job_without_readable_table_as_failed(tmp_path: Path, damage: str) -> None:
+    for j in ("0", "1"):
+        _finished_job(tmp_path / j)
+    table = tmp_path / "1" / "results.parquet"
+    table.unlink() if damage == "missing" else table.write_bytes(b"not parquet")
+    rows, _, failed = collect(tmp_path, 2)
+    assert failed == [tmp_path / "1"] and len(rows) == 1
+
+
+def test_collect_counts_an_error_after_the_marker_as_failed(tmp_path: Path) -> None:
+    _finished_job(tmp_path / "0")
+    (tmp_path / "0" / "error.txt").write_text("boom\n")
+    assert collect(tmp_path, 1)[2] == [tmp_path / "0"]
+
+
+slow = pytest.mark.slow
+
+
+# ---------------------------------------------------------------- through the command
+
+
+CALLBACK_FAULTS = {
+    "lock": ("pipeline.locks:hold", "start"),  # the sweep directory cannot be locked (read-only, no flock)
+    "start_parent": ("pipeline.tracking:start_parent", "start"),
+    "announce": ("pipeline.tracking:announce_sweep", "start"),
+    "collect": ("pipeline.callbacks:collect", "aggregation"),
+    "figures": ("pipeline.plots:sweep_figures", "aggregation"),
+    "summary": ("pipeline.callbacks:summary", "aggregation"),
+    "finish_parent": ("pipeline.tracking:finish_parent", "aggregation"),
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("fault", CALLBACK_FAULTS, ids=CALLBACK_FAULTS.keys())
+def test_a_callback_fault_exits_nonzero_and_ends_the_parent(tmp_path: Path, boundlab_in_process, fault: str,  # noqa: ANN001
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    target, phase = CALLBACK_FAULTS[fault]
+    uri, env = _env(tmp_path)
+    sweep = tmp_path / "sweep"
+    inject_fault(monkeypatch, target)
+    proc = boundlab_in_process("-m", "seed=0,1", "n=50", "name=cbfault", f"hydra.sweep.dir={sweep}", cwd=tmp_path, env=env)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("boundlab:")]
+    assert len(lines) == 1 and f"sweep {phase}" in lines[0] and "injected fault" in lines[0], proc.stderr[-3000:]
+    parents, children = _runs(uri, "cbfault")
+    assert all(r.info.status != "RUNNING" for r in parents + children)
+    if fault not in ("lock", "start_parent"):  # no parent run was made before these
+        assert [p.info.status for p in parents] == ["FAILED"]
+    assert not sweep.exists() or not list(sweep.glob(".aggregate*"))
+
+
+def _sweep_files(sweep: Path) -> dict[str, bytes]:
+    """What the aggregation writes (Hydra's own multirun.yaml and the parent marker aside)."""
+    return {p.name: p.read_bytes() for p in sweep.iterdir()
+            if p.is_file() and not p.name.startswith(".") and p.name != "multirun.yaml"}
+
+
+@slow
+@pytest.mark.parametrize("earlier", [False, True], ids=["first_run", "rerun"])
+def test_sigterm_during_aggregation_ends_the_parent_killed_and_leaves_whole_files(tmp_path: Path, boundlab,  # noqa: ANN001
+                                                                                  earlier: bool) -> None:
+    uri, env = _env(tmp_path)
+    sweep = tmp_path / "sweep"
+    cmd = ["-m", "seed=0,1", "n=50", "name=aggterm", f"hydra.sweep.dir={sweep}"]
+    before: dict[str, bytes] = {}
+    if earlier:
+        assert boundlab(*cmd, cwd=tmp_path, env=env).returncode == 0
+        before = _sweep_files(sweep)
+    flag = tmp_path / "aggregating"
+    _, env = _env(tmp_path, "pipeline.plots:sweep_figures", BOUNDLAB_FAULT_MODE="hang", BOUNDLAB_FAULT_FLAG=str(flag))
+    code, err = signal_once_started(cmd, flag, signal.SIGTERM, tmp_path, env)  # once the aggregation started
+    assert code == 130 and "run the same command to resume" in err, err[-3000:]
+    parents, children = _runs(uri, "aggterm")
+    assert [p.info.status for p in parents] == ["KILLED"] and all(c.info.status == "FINISHED" for c in children)
+    assert not list(sweep.glob(".aggregate*")) and not list(sweep.glob("*.tmp"))
+    after = _sweep_files(sweep)
+    assert after == before  # the previous sweep files whole (or none at all), never part of new ones
+    again = boundlab(*cmd, cwd=tmp_path, env=_env(tmp_path)[1])
+    assert again.returncode == 0 and again.stdout.count("already done") == 2, again.stderr[-3000:]
+    parents, _ = _runs(uri, "aggterm")
+    assert [p.info.status for p in parents] == ["FINISHED"]
