@@ -542,8 +542,8 @@ class MulticlassPegasos(_Multiclass):
         d = X.shape[1]
         W, b, Wbar, bbar = np.zeros((k, d)), np.zeros(k), np.zeros((k, d)), np.zeros(k)
         loss, wrong = np.empty(T), np.empty(T, dtype=np.int8)
-        multiclass_bias_kernel(X, y, idx, W, b, Wbar, bbar, lam, radius, np.ascontiguousarray(cost_matrix(self.cost, k)),
-                               loss, wrong)
+        multiclass_bias_kernel(X=X, y=y, idx=idx, W=W, b=b, Wbar=Wbar, bbar=bbar, lam=lam, radius=radius,
+                               cost=np.ascontiguousarray(cost_matrix(self.cost, k)), loss=loss, wrong=wrong)
         self.W_, self.W_bar_, self.b_, self.b_bar_ = W, Wbar, b, bbar
         R = float(dataset.stats.R)
         return Outcome(

@@ -564,7 +564,8 @@ class Pegasos(Learner):
         lam, T = float(self.lam), int(self.T)
         u, ubar, bias = np.zeros(d), np.zeros(d), np.zeros(2)
         loss, active = np.empty(T), np.empty(T, dtype=np.int32)
-        pegasos_bias_kernel(X, y, ref_margin, s_step, idx, lam, radius, u, ubar, bias, loss, active)
+        pegasos_bias_kernel(X=X, y=y, ref_margin=ref_margin, s=s_step, idx=idx, lam=lam, radius=radius, u=u, ubar=ubar,
+                            bias=bias, loss=loss, active=active)
         shift = 0.0 if w_ref is None else w_ref
         self.w_, self.w_bar_ = u + shift, ubar + shift
         self.b_, self.b_bar_ = float(bias[0]), float(bias[1])
