@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from helpers import copy_project, migrated_store
 
 
@@ -93,11 +94,24 @@ def test_single_run_failure_is_recorded(tmp_path: Path, boundlab_in_process,  # 
     assert all("injected failure" in r.data.tags.get("boundlab.error", "injected failure") for r in runs)
 
 
+DVC_STAGES = ("perceptron_margin", "perceptron_nonseparable", "report")  # every experiment's sweep: test_experiments.py
+
+
 @pytest.mark.slow  # DVC
 def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
+    """`dvc repro` in a fresh clone runs two experiments' stages and the report, then skips all three.
+
+    Two stages and the report, as tests/test_dvc_compare.py does: what DVC adds (the stages' commands, deps
+    and outs, dvc.lock, the metrics file, the second run skipping) is the same for every stage, and every
+    experiment's sweep is checked in process by tests/test_experiments.py."""
     repo = tmp_path / "repo"
     repo.mkdir()
     copy_project(repo)
+    spec = yaml.safe_load((repo / "dvc.yaml").read_text())
+    spec["stages"] = {name: spec["stages"][name] for name in DVC_STAGES}
+    spec["plots"] = [p for p in spec.get("plots", []) if any(p.startswith(f"results/{n}/") for n in DVC_STAGES)]
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    (repo / "dvc.lock").unlink(missing_ok=True)
     params = (repo / "params.yaml").read_text().replace("\nn: null", "\nn: 100").replace("\nseed: null", "\nseed: [0]")
     assert "\nn: 100" in params and "\nseed: [0]" in params
     (repo / "params.yaml").write_text(params)
@@ -116,6 +130,7 @@ def test_dvc_repro_twice_in_a_fresh_repo(tmp_path: Path) -> None:
     second = subprocess.run([*dvc, "repro"], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
     assert second.returncode == 0 and "didn't change, skipping" in second.stdout, second.stdout
     assert "Running stage" not in second.stdout
+    assert set(yaml.safe_load((repo / "dvc.lock").read_text())["stages"]) == set(DVC_STAGES)
     shown = subprocess.run([*dvc, "metrics", "show", "--json"], cwd=repo, env=env, capture_output=True, text=True)
     claims = next(iter(json.loads(shown.stdout).values()))["data"]["report/claims.json"]["data"]
     assert re.fullmatch(r"(holds|inconclusive) \d/9 max [0-9.e+-]+", claims["perceptron_margin/novikoff"])
