@@ -14,6 +14,10 @@ Two costs of Hydra's multirun grow with the number of jobs, and both are composi
   is composed by Hydra as before. tests/test_compose_once.py checks the result equals Hydra's own, node for
   node.
 
+With ``pack=N`` (a packed sweep, ``pipeline.pack``), each batch of jobs is launched as packs of N
+consecutive jobs: one Hydra job per pack, through the same launcher, its members in its own config. A pack
+of jobs the pre-flight validated is trusted as its jobs are.
+
 Selected in conf/config.yaml (``override hydra/sweeper: boundlab``); Hydra finds it in the
 ``hydra_plugins`` namespace package. What it needs of Hydra's private internals (the basic sweeper, the
 joblib launcher's worker function) it takes from ``pipeline.hydra_seam``, the one module that touches them;
@@ -50,6 +54,24 @@ class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra
     def setup(self, *, hydra_context: HydraContext, task_function: Any, config: Any) -> None:
         shared = HydraContext(config_loader=ComposeOnce(hydra_context.config_loader), callbacks=hydra_context.callbacks)
         super().setup(hydra_context=shared, task_function=task_function, config=config)
+
+    _packs_made = 0  # packs launched by this sweep so far (their directories are numbered across batches)
+    _jobs_seen = 0  # the sweep's jobs packed so far (the sweep's index of the next pack's first member)
+
+    def get_job_batch(self) -> Sequence[Sequence[str]]:
+        """The basic sweeper's next batch, as packs of ``pack`` jobs when the config sets ``pack``."""
+        batch = super().get_job_batch()
+        n = self.config.get("pack") if self.config is not None else None
+        if not n:
+            return batch
+        from pipeline import pack, sweep
+
+        packed = pack.packs_of(batch, int(n), start=self._packs_made, first=self._jobs_seen)
+        self._packs_made += len(packed)
+        self._jobs_seen += len(batch)
+        if sweep.vouched(batch):  # the pre-flight composed and validated every member
+            sweep.vouch(packed)
+        return packed
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         from pipeline import sweep
