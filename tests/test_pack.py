@@ -57,8 +57,8 @@ def test_a_packed_sweep_has_the_unpacked_sweeps_table_bit_for_bit(tmp_path: Path
     # every column, its dtype and every value; no column is per job directory, so none is left out
     assert_frame_equal(packed_results, results, check_exact=True)
     assert_frame_equal(packed_curves, curves, check_exact=True)
-    assert json.loads((tmp_path / "packed" / "metrics.json").read_text()) == \
-        json.loads((tmp_path / "unpacked" / "metrics.json").read_text())
+    for name in ("results.parquet", "curves.parquet", "metrics.json", "novikoff_measured_vs_bound.svg"):  # byte for byte
+        assert (tmp_path / "packed" / name).read_bytes() == (tmp_path / "unpacked" / name).read_bytes(), name
     jobs = len(results["run"].unique())
     packs = -(-jobs // n)
     assert sorted(p.name for p in (tmp_path / "packed").iterdir() if p.is_dir()) == [f"pack-{k}" for k in range(packs)]
@@ -130,3 +130,12 @@ def test_a_members_fault_is_recorded_and_rerun(tmp_path: Path, boundlab_in_proce
 ])
 def test_the_pack_key_is_checked_before_any_work(one_line_error, argv: list[str], words: str) -> None:  # noqa: ANN001
     assert words in one_line_error(argv)
+
+
+@pytest.mark.slow  # joblib's worker processes, the sweep a command of its own
+def test_packs_spread_over_joblib_workers_with_the_same_table(tmp_path: Path, boundlab, boundlab_in_process) -> None:  # noqa: ANN001
+    """The packs go through the configured launcher as jobs do (Ray's is the same path: docs/scale-out.md)."""
+    _sweep(boundlab_in_process, tmp_path, "unpacked", *GRID)
+    _sweep(boundlab, tmp_path, "packed", *GRID, "pack=2", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    for name in ("results.parquet", "curves.parquet", "metrics.json"):
+        assert (tmp_path / "packed" / name).read_bytes() == (tmp_path / "unpacked" / name).read_bytes(), name
