@@ -192,6 +192,7 @@ def run_pack(cfg: Any) -> None:
         force = any(s.force for s in specs)
         identities = [_identity(s) for s in specs]
         pack_key = hashlib.sha256(json.dumps([i[0] for i in identities]).encode()).hexdigest()[:16]
+        earlier = (out / "members.json").exists()  # an earlier start of this pack: its run is replaced
         files.write_text(out / "members.json", json.dumps({"first": first, "members": members}) + "\n")
         size = part_size(len(members))
         parts = range(math.ceil(len(members) / size))
@@ -215,7 +216,7 @@ def run_pack(cfg: Any) -> None:
                                         "boundlab.output_dir": str(out), "boundlab.pack": str(index),
                                         "mlflow.note.content": f"{label}: {len(members)} runs of the sweep "
                                                                f"{experiment!r}, packed (docs/sweeps.md)."},
-                                  supersede=bool(todo) and force)
+                                  supersede=earlier)
         failed_any = False
         for p in parts:
             results, curves, marker = _part_paths(out, p)

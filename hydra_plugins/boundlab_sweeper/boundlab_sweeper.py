@@ -55,21 +55,19 @@ class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra
         shared = HydraContext(config_loader=ComposeOnce(hydra_context.config_loader), callbacks=hydra_context.callbacks)
         super().setup(hydra_context=shared, task_function=task_function, config=config)
 
-    _packs_made = 0  # packs launched by this sweep so far (their directories are numbered across batches)
-    _jobs_seen = 0  # the sweep's jobs packed so far (the sweep's index of the next pack's first member)
-
     def get_job_batch(self) -> Sequence[Sequence[str]]:
-        """The basic sweeper's next batch, as packs of ``pack`` jobs when the config sets ``pack``."""
-        batch = super().get_job_batch()
+        """The basic sweeper's next batch; with ``pack`` set, every job of the sweep as packs of ``pack``
+        consecutive jobs, in one batch (pack K holds jobs K*pack to (K+1)*pack - 1, where the sweep's end
+        reads them, so packs never follow ``max_batch_size``'s batches)."""
         n = self.config.get("pack") if self.config is not None else None
         if not n:
-            return batch
+            return super().get_job_batch()
         from pipeline import pack, sweep
 
-        packed = pack.packs_of(batch, int(n), start=self._packs_made, first=self._jobs_seen)
-        self._packs_made += len(packed)
-        self._jobs_seen += len(batch)
-        if sweep.vouched(batch):  # the pre-flight composed and validated every member
+        jobs = [job for batch in self.overrides[self.batch_index:] for job in batch]
+        self.batch_index = len(self.overrides)
+        packed = pack.packs_of(jobs, int(n))
+        if sweep.vouched(jobs):  # the pre-flight composed and validated every member
             sweep.vouch(packed)
         return packed
 
