@@ -142,3 +142,29 @@ def test_packs_spread_over_joblib_workers_with_the_same_table(tmp_path: Path, bo
     _sweep(boundlab, tmp_path, "packed", *GRID, "pack=2", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
     for name in ("results.parquet", "curves.parquet", "metrics.json"):
         assert (tmp_path / "packed" / name).read_bytes() == (tmp_path / "unpacked" / name).read_bytes(), name
+
+
+@pytest.mark.slow  # a local Ray instance, started by the sweep
+def test_packs_spread_over_ray_workers_with_the_same_table(tmp_path: Path, boundlab, boundlab_in_process) -> None:  # noqa: ANN001
+    """The packs go through Ray's launcher as jobs do, their members inside their configs (docs/scale-out.md)."""
+    import secrets
+    import shutil
+    import tempfile
+
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher")
+    _sweep(boundlab_in_process, tmp_path, "unpacked", *GRID)
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",  # as tests/test_scaleout.py
+           "RAY_AUTH_TOKEN": secrets.token_hex(32), "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0",
+           "MLFLOW_TRACKING_URI": migrated_store(tmp_path / "ray.db")}
+    env.pop("RAY_ADDRESS", None)
+    temp = tempfile.mkdtemp(prefix="blray")
+    try:
+        proc = boundlab("-m", *GRID, "pack=2", "hydra/launcher=ray", f"+hydra.launcher.ray.init._temp_dir={temp}",
+                        "+hydra.launcher.ray.init.include_dashboard=false", f"hydra.sweep.dir={tmp_path / 'packed'}",
+                        cwd=tmp_path, env=env)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "Started a local Ray instance" in proc.stderr + proc.stdout
+    for name in ("results.parquet", "curves.parquet", "metrics.json"):
+        assert (tmp_path / "packed" / name).read_bytes() == (tmp_path / "unpacked" / name).read_bytes(), name
