@@ -168,3 +168,35 @@ def test_packs_spread_over_ray_workers_with_the_same_table(tmp_path: Path, bound
     assert "Started a local Ray instance" in proc.stderr + proc.stdout
     for name in ("results.parquet", "curves.parquet", "metrics.json"):
         assert (tmp_path / "packed" / name).read_bytes() == (tmp_path / "unpacked" / name).read_bytes(), name
+
+
+@pytest.mark.e2e
+def test_a_stopped_pack_keeps_its_written_parts_and_its_run_ends_killed(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pack, "PART", 2)
+    run_member = pack._run_member
+    calls: list[object] = []
+
+    def stopped_at_the_fourth(spec: object) -> object:
+        calls.append(spec)
+        if len(calls) == 4:  # in the second part
+            raise KeyboardInterrupt
+        return run_member(spec)
+
+    with monkeypatch.context() as m:
+        m.setattr(pack, "_run_member", stopped_at_the_fourth)
+        _, uri = _sweep(boundlab_in_process, tmp_path, "sweep", *GRID, "pack=5", code=130)
+    out = tmp_path / "sweep" / "pack-0"
+    assert sorted(p.name for p in out.glob("part-*.json")) == ["part-00000.json"] and not (out / "done.json").exists()
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("boundlab").experiment_id])
+    assert sorted(r.info.status for r in runs) == ["KILLED", "KILLED"]  # the parent and the pack's run
+    calls.clear()
+    monkeypatch.setattr(pack, "_run_member", lambda spec: calls.append(spec) or run_member(spec))
+    proc, _ = _sweep(boundlab_in_process, tmp_path, "sweep", *GRID, "pack=5")
+    assert len(calls) == 3 and "1 of 3 parts already done" in proc.stdout
+    assert list(pd.read_parquet(tmp_path / "sweep" / "results.parquet")["seed"].unique()) == [0, 1, 2, 3, 4]
+    runs = client.search_runs([client.get_experiment_by_name("boundlab").experiment_id])  # live runs only
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]  # the killed pack run was replaced
