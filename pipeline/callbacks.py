@@ -38,13 +38,20 @@ def _job_dirs(sweep_dir: Path, size: int | None) -> list[Path]:
     return sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
 
 
-def collect(sweep_dir: Path, size: int | None = None) -> tuple[Any, Any, list[Path]]:
+def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None) -> tuple[Any, Any, list[Path]]:
     """Concatenate the results and curves of the sweep's ``size`` jobs (all job directories if None),
-    in job order; list the jobs that failed or left no readable results."""
+    in job order; list the jobs that failed or left no readable results. ``pack``: a packed sweep's
+    settings per pack (``pipeline.pack``): its jobs' rows are read from the packs' parts, in the same order."""
     import pandas as pd
 
     from pipeline.markers import finished
 
+    if pack and size:
+        from pipeline import pack as packed
+
+        tables, curves, failed = packed.collect(sweep_dir, size, pack)
+        return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(),
+                pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(), failed)
     tables, curves, failed = [], [], []
     for j in _job_dirs(sweep_dir, size):
         if not finished(j):
@@ -64,7 +71,13 @@ def collect(sweep_dir: Path, size: int | None = None) -> tuple[Any, Any, list[Pa
 
 
 def _job_label(job_dir: Path) -> str:
-    """A failed job as a reader finds it: its directory and the overrides that chose it."""
+    """A failed job as a reader finds it: its directory and the overrides that chose it (a packed sweep's
+    member: its pack's directory, its index and overrides)."""
+    from pipeline.pack import member_label
+
+    label = member_label(job_dir)
+    if label is not None:
+        return label
     try:
         overrides = (job_dir / ".hydra" / "overrides.yaml").read_text().splitlines()
         chosen = " ".join(line.removeprefix("- ").strip() for line in overrides if line.startswith("- "))
@@ -239,7 +252,8 @@ class SweepCallback(Callback):
         """Collect, stage, publish and log the sweep's files; end the parent. Returns what to report."""
         from pipeline import markers, plots, store, tracking
 
-        table, curves, failed = collect(sweep_dir, size)
+        pack = config.get("pack")
+        table, curves, failed = collect(sweep_dir, size, pack)
         staging.mkdir(parents=True, exist_ok=True)
         staged: list[Path] = []
         stats = summary(table, config) | {"failed_jobs": len(failed)}  # the tables and verdicts first: no figure can lose them
@@ -266,7 +280,8 @@ class SweepCallback(Callback):
         parent_tags = tracking.verdict_tags(stats)  # verdict.BOUND, short; the whole evidence is in metrics.json
         # jobs whose result came from the job store: their runs stay where they are; under this parent, a light
         # child per reused run carries its params and metrics and points to it, so the parent lists every job
-        reused = [r for j in _job_dirs(sweep_dir, size) if (r := store.reused_run(j)) and markers.finished(j)]
+        reused = [r for j in ([] if pack else _job_dirs(sweep_dir, size))  # a pack's members use no job store
+                  if (r := store.reused_run(j)) and markers.finished(j)]
         tracking.link_reused(self.uri, self.parent_id, reused)
         parent_tags["boundlab.reused_runs"] = (" ".join(reused) or "none")[:5000]
         tracking.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"], "reused_jobs": len(reused)},

@@ -163,6 +163,7 @@ def plan_of(argv: Sequence[str]) -> Plan:
         raise
     _check_sweeper(base.hydra.sweeper)
     _check_launcher(base.hydra.launcher)
+    _check_pack(base, overrides)
     if base.hydra.job.get("chdir"):  # set by an experiment file
         raise UserError(f"hydra.job.chdir=true: {NO_CHDIR}")
     params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
@@ -191,6 +192,34 @@ def _check_launcher(launcher: DictConfig) -> None:
     if "n_jobs" in launcher and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0):
         raise ParamError("hydra.launcher.n_jobs", n_jobs, "a number of worker processes >= 1, or -1 for one per core "
                          "(-2: all but one, ...)")
+
+
+def _check_pack(base: DictConfig, overrides: Sequence) -> None:
+    """``pack=N`` (``pipeline.pack``): one value for the whole sweep (it says how the sweep runs, not what a
+    job computes), packed by boundlab's sweeper, not with ``seeds=auto`` (whose rounds reuse earlier
+    rounds' jobs from the job store, which a pack's members do not use)."""
+    from hydra.utils import get_class
+
+    from pipeline.params import UserError
+
+    for o in overrides:
+        if o.key_or_group == "pack" and o.is_sweep_override():
+            raise UserError(f"{o.input_line}: pack is how a sweep runs, one value for all of it; give one value")
+    if base.get("pack") is None:
+        return
+    target = str(base.hydra.sweeper.get("_target_", ""))
+    try:
+        packs = issubclass(get_class(target), get_class("hydra_plugins.boundlab_sweeper.boundlab_sweeper.BoundlabSweeper"))
+    except Exception:  # noqa: BLE001 - Hydra reports a sweeper it cannot load when it instantiates it
+        packs = False
+    if not packs:
+        raise UserError(f"pack={base.pack}: packs are made by boundlab's sweeper; use hydra/sweeper=boundlab (the "
+                        "default), or leave pack out")
+    if base.get("seeds") == "auto":
+        raise UserError(f"pack={base.pack}: not with seeds=auto (its rounds reuse earlier rounds' runs from the job "
+                        "store, which packed runs are not kept in); leave pack out")
+    if base.get("pack_members") is not None:
+        raise UserError("pack_members: set by the sweeper for each pack, never on the command line")
 
 
 def _check_sweeper(sweeper: DictConfig) -> None:

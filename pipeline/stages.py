@@ -185,6 +185,13 @@ def watch_driver(grace: float = 5.0, every: float = 0.5) -> None:
     threading.Thread(target=watch, name="boundlab-driver-watch", daemon=True).start()
 
 
+def set_in_job(inside: bool) -> None:
+    """Mark this process as inside a job (True) or between jobs (False): what :func:`watch_driver` does when
+    the driver is gone (a pack job, ``pipeline.pack.run_pack``, marks itself as a job does)."""
+    global _in_job
+    _in_job = inside
+
+
 def redact_saved(directory: Path) -> None:
     """Hide credentials (``pipeline.tracking.redact``) in the config files Hydra saved in ``directory``."""
     from pipeline import files, tracking
@@ -413,7 +420,15 @@ def job(cfg: DictConfig) -> None:
     check, data, cache, tracking, the learner, writing), is recorded (a FAILED run when one can be
     opened, ``error.txt``, no ``done.json``) without stopping the sweep; the sweep's end reports it and
     exits non-zero. Outside a sweep the fault is recorded the same way, then raised.
+
+    A pack job of a packed sweep (``pack=N``: its config holds its members) runs its members instead
+    (``pipeline.pack.run_pack``).
     """
+    if cfg.get("pack_members"):
+        from pipeline.pack import run_pack
+
+        run_pack(cfg)
+        return
     life = JobLife(cfg)
     result = None
     with life:

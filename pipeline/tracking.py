@@ -1063,6 +1063,21 @@ class JobRun:
         OPEN_RUNS.pop(self.run_id, None)
 
 
+def finish_pack(run: JobRun, params: Mapping[str, Any], metrics: Mapping[str, float], artifacts: Iterable[Path],
+                failed: bool = False) -> None:
+    """End a pack's child run (a packed sweep, ``pipeline.pack``): its params (index, size, the ranges of its
+    swept keys), its aggregate metrics (non-finite values left out) and its results parts as artifacts
+    (under ``results/``); FAILED with a ``boundlab.error`` tag when a member failed."""
+    tags = {"boundlab.error": "one or more of its runs failed (see the pack's part markers)"} if failed else {}
+    with _watch(run.uri):
+        _log(run.client, run.run_id, params=params,
+             metrics=[(k, v, 0) for k, v in metrics.items() if math.isfinite(v)], tags=tags)
+        for path in artifacts:
+            run.client.log_artifact(run.run_id, str(path), "results")
+        run.client.set_terminated(run.run_id, status="FAILED" if failed else "FINISHED")
+    OPEN_RUNS.pop(run.run_id, None)
+
+
 class _watch:  # noqa: N801 - a context manager read as a verb (with _watch(...))
     """Around a job's calls to the store: a connection failure marks the store down for this process
     (:func:`mark_down` without a sweep directory), so that the process's next job fails at once."""

@@ -14,6 +14,10 @@ Two costs of Hydra's multirun grow with the number of jobs, and both are composi
   is composed by Hydra as before. tests/test_compose_once.py checks the result equals Hydra's own, node for
   node.
 
+With ``pack=N`` (a packed sweep, ``pipeline.pack``), each batch of jobs is launched as packs of N
+consecutive jobs: one Hydra job per pack, through the same launcher, its members in its own config. A pack
+of jobs the pre-flight validated is trusted as its jobs are.
+
 Selected in conf/config.yaml (``override hydra/sweeper: boundlab``); Hydra finds it in the
 ``hydra_plugins`` namespace package. What it needs of Hydra's private internals (the basic sweeper, the
 joblib launcher's worker function) it takes from ``pipeline.hydra_seam``, the one module that touches them;
@@ -50,6 +54,22 @@ class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra
     def setup(self, *, hydra_context: HydraContext, task_function: Any, config: Any) -> None:
         shared = HydraContext(config_loader=ComposeOnce(hydra_context.config_loader), callbacks=hydra_context.callbacks)
         super().setup(hydra_context=shared, task_function=task_function, config=config)
+
+    def get_job_batch(self) -> Sequence[Sequence[str]]:
+        """The basic sweeper's next batch; with ``pack`` set, every job of the sweep as packs of ``pack``
+        consecutive jobs, in one batch (pack K holds jobs K*pack to (K+1)*pack - 1, where the sweep's end
+        reads them, so packs never follow ``max_batch_size``'s batches)."""
+        n = self.config.get("pack") if self.config is not None else None
+        if not n:
+            return super().get_job_batch()
+        from pipeline import pack, sweep
+
+        jobs = [job for batch in self.overrides[self.batch_index:] for job in batch]
+        self.batch_index = len(self.overrides)
+        packed = pack.packs_of(jobs, int(n))
+        if sweep.vouched(jobs):  # the pre-flight composed and validated every member
+            sweep.vouch(packed)
+        return packed
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         from pipeline import sweep

@@ -1,0 +1,331 @@
+"""Packed sweeps (``pack=N``): many settings per Hydra job, their results in columnar parts.
+
+A sweep's job costs Hydra ~0.16 s (its directory, three YAML files, logging) and boundlab an MLflow child
+run and three files, before the learner runs at all; for a grid of 10^4-10^5 tiny settings that is most of
+the time. With ``pack=N`` the sweeper (``hydra_plugins/boundlab_sweeper``) launches one Hydra job per N
+consecutive jobs of the sweep, through the configured launcher (basic, joblib, Ray: unchanged). The pack
+job carries its members' override lists inside its own config (:func:`pack_overrides`: one override,
+``+pack_members``, compressed), so a worker on another node needs no shared file to know them.
+
+The pack job (:func:`run_pack`) composes each member's config from one composition of its config groups
+(``pipeline.hydra_seam.Composer``, what the pre-flight uses), builds and runs it exactly as a job does
+(``pipeline.run.prepare``/``run``), and writes the members' rows in parts of :data:`PART` members
+(``results-part-00003.parquet``, ``curves-part-00003.parquet``), each followed by its marker
+(``part-00003.json``: the members' config keys, code and input files; the members that failed). A rerun of
+the same command skips the parts whose marker matches and runs the rest: an interrupted pack resumes at
+its first missing part. Members are not put into or reused from the job store, and no per-member
+``trace.npz``, ``data.npz`` or MLflow child run is written: the pack has one child run (its index, size
+and the ranges of its swept keys; runs, violations and the largest ratio per bound; its parts as
+artifacts). The sweep's end (``pipeline.callbacks.collect``) reads the parts in job order, so its table,
+verdicts and figures are those of the same sweep unpacked (tests/test_pack.py compares the tables).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import math
+import zlib
+from pathlib import Path
+from typing import Any, Sequence
+
+log = logging.getLogger("boundlab")
+
+PART = 200  # members per part at most: what an interrupted pack loses, and what one file holds
+KEY = "pack_members"  # the pack job's config key that holds its members (added by the sweeper: +pack_members=...)
+PREFIX = "z"  # before the encoded members: a Hydra ID token (letters, digits, '-', '_'), never a number
+
+
+def part_size(n: int) -> int:
+    """Members per part of a pack of ``n``."""
+    return max(1, min(n, PART))
+
+
+def encode(payload: dict[str, Any]) -> str:
+    """``payload`` (JSON) as one unquoted Hydra value: zlib, then URL-safe base64 without padding, after
+    :data:`PREFIX`. Hydra's override grammar reads such a value as one string token, with nothing to quote
+    or escape and no ``${`` for OmegaConf to interpolate, whatever the members' overrides contain."""
+    raw = zlib.compress(json.dumps(payload, separators=(",", ":")).encode(), 9)
+    return PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode(text: str) -> dict[str, Any]:
+    """The payload :func:`encode` made."""
+    body = str(text).removeprefix(PREFIX)
+    return json.loads(zlib.decompress(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))))
+
+
+def pack_dir_name(index: int) -> str:
+    return f"pack-{index}"
+
+
+def pack_overrides(members: Sequence[Sequence[str]], index: int, first: int) -> list[str]:
+    """The pack job's overrides: its first member's (a config the pre-flight validated: the pack's tracking
+    store, name and question), its own directory (``pack-INDEX`` in the sweep directory) and its members
+    (``first``: the sweep's index of its first member)."""
+    payload = {"index": index, "first": first, "members": [list(m) for m in members]}
+    return [*members[0], f"hydra.sweep.subdir={pack_dir_name(index)}", f"+{KEY}={encode(payload)}"]
+
+
+def packs_of(jobs: Sequence[Sequence[str]], n: int, start: int = 0, first: int = 0) -> list[list[str]]:
+    """``jobs`` as pack jobs of ``n`` consecutive members each (the last one shorter), numbered from ``start``;
+    ``first``: the sweep's index of ``jobs[0]``."""
+    return [pack_overrides(jobs[i:i + n], start + k, first + i) for k, i in enumerate(range(0, len(jobs), n))]
+
+
+# ---------------------------------------------------------------- the pack job
+
+def _part_paths(out: Path, p: int) -> tuple[Path, Path, Path]:
+    return out / f"results-part-{p:05d}.parquet", out / f"curves-part-{p:05d}.parquet", out / f"part-{p:05d}.json"
+
+
+def _identity(spec: Any) -> list[Any]:
+    """What a member's result depends on (as ``pipeline.markers`` records a job's): its config key, the code
+    it runs and its input files."""
+    from pipeline import identity
+
+    return [spec.key(), identity.job_code(spec), identity.inputs(spec.dataset)]
+
+
+def _read_marker(path: Path) -> dict[str, Any] | None:
+    try:
+        done = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return done if isinstance(done, dict) and isinstance(done.get("members"), list) else None
+
+
+def part_complete(out: Path, p: int, identities: list[list[Any]]) -> bool:
+    """Whether part ``p`` of the pack in ``out`` holds every member of ``identities``, finished by the same
+    code on the same inputs, with its tables there."""
+    results, curves, marker = _part_paths(out, p)
+    done = _read_marker(marker)
+    return (done is not None and done["members"] == identities and not done.get("failed")
+            and results.is_file() and curves.is_file())
+
+
+def part_summary(table: Any) -> str:
+    """A part's bounds in a few words, per bound over its runs (a sweep logs one line per part, not per run):
+    every (D) bound VIOLATED, with how many runs; every bound vacuous in some runs, with how many; e.g.
+    'every bound holds; vacuous: novikoff in 2 runs'."""
+    if not len(table):
+        return "no results"
+    applicable = table[table["applicable"].astype(bool)]
+    d = applicable[applicable["guarantee"] == "D"]
+    broken = d[~d["holds"].fillna(True).astype(bool)].groupby("bound", sort=True)["run"].nunique()
+    vacuous = applicable[~applicable["informative"].astype(bool)].groupby("bound", sort=True)["run"].nunique()
+    words = [("VIOLATED: " + ", ".join(f"{b} in {k} run{'s' * (k != 1)}" for b, k in broken.items()))
+             if len(broken) else "every (D) bound holds"]
+    if len(vacuous):
+        words.append("vacuous: " + ", ".join(f"{b} in {k} run{'s' * (k != 1)}" for b, k in vacuous.items()))
+    return "; ".join(words)
+
+
+def _run_member(spec: Any) -> Any:
+    from pipeline.run import prepare, run
+
+    return run(spec, prepare(spec))
+
+
+def _pack_params(table: Any, index: int, size: int, first: int) -> dict[str, str]:
+    """The pack run's params: its index, size and first member, and each run parameter's range over the
+    pack (``min..max``, or the values when they are not numbers)."""
+    params = {"pack.index": str(index), "pack.size": str(size), "pack.first": str(first)}
+    if not len(table):
+        return params
+    names = set()
+    for value in table["param_names"].dropna().unique():
+        names.update(str(value).split())
+    for name in sorted(n for n in names if n in table.columns):
+        values = table[name].dropna().unique()
+        if len(values) == 0:
+            continue
+        try:
+            low, high = min(values), max(values)
+            params[f"range.{name}"] = str(low) if low == high else f"{low}..{high}"
+        except TypeError:  # values that do not order
+            params[f"range.{name}"] = ",".join(sorted(map(str, values)))[:500]
+    return params
+
+
+def _pack_metrics(table: Any) -> dict[str, float]:
+    """The pack run's metrics: its runs, and per bound the violations among its applicable rows and the
+    largest measured/bound."""
+    if not len(table):
+        return {"runs": 0.0}
+    metrics = {"runs": float(table["run"].nunique())}
+    for bound, rows in table.groupby("bound", sort=True):
+        applicable = rows[rows["applicable"].astype(bool)]
+        metrics[f"{bound}/violations"] = float((~applicable["holds"].fillna(True).astype(bool)).sum())
+        if len(applicable):
+            metrics[f"{bound}/max_ratio"] = float(applicable["ratio"].max())
+    return metrics
+
+
+def run_pack(cfg: Any) -> None:
+    """One pack job: its members run part by part, each part written whole with its marker, the pack's child
+    run in MLflow. In a sweep, a member's fault is recorded in its part (the others go on; the sweep's end
+    reports it and exits 1) and a fault of the pack itself in its ``error.txt``; an interrupt ends the
+    pack's run KILLED and keeps every part already written."""
+    import pandas as pd
+    from hydra.core.hydra_config import HydraConfig
+
+    from pipeline import files, hydra_seam, locks, stages, tracking
+    from pipeline.config import build
+
+    hc = HydraConfig.get()
+    out, sweep_dir = Path(hc.runtime.output_dir), Path(hc.sweep.dir)
+    payload = decode(cfg[KEY])
+    index, first, members = int(payload["index"]), int(payload["first"]), payload["members"]
+    uri = tracking.tracking_uri(cfg.tracking.uri)
+    label = f"pack {index} (runs {first}-{first + len(members) - 1})"
+    stages.watch_driver()
+    stages.set_in_job(True)
+    lock = locks.hold(out, wait=True, waiting=lambda pid: log.warning("%s: waiting for process %s, which holds %s",
+                                                                      label, pid, out))
+    tracker: tracking.JobRun | None = None
+    try:
+        compose = hydra_seam.Composer()
+        specs = [build(compose(list(m))) for m in members]
+        force = any(s.force for s in specs)
+        identities = [_identity(s) for s in specs]
+        pack_key = hashlib.sha256(json.dumps([i[0] for i in identities]).encode()).hexdigest()[:16]
+        earlier = (out / "members.json").exists()  # an earlier start of this pack: its run is replaced
+        files.write_text(out / "members.json", json.dumps({"first": first, "members": members}) + "\n")
+        size = part_size(len(members))
+        parts = range(math.ceil(len(members) / size))
+        todo = [p for p in parts if force or not part_complete(out, p, identities[p * size:(p + 1) * size])]
+        try:
+            done = json.loads((out / "done.json").read_text())
+        except (OSError, UnicodeDecodeError, ValueError):
+            done = None
+        if not todo and done == {"key": pack_key, "members": len(members)}:
+            log.info("%s: already done in %s, skipped (force=true reruns it)", label, out)
+            return
+        (out / "done.json").unlink(missing_ok=True)
+        (out / "error.txt").unlink(missing_ok=True)
+        if len(todo) < len(parts):
+            log.info("%s: %d of %d parts already done in %s; %s", label, len(parts) - len(todo), len(parts), out,
+                     "running the rest" if todo else "recording its run")
+        parent_id, sweep_id = tracking.sweep_context(sweep_dir)
+        experiment = specs[0].experiment
+        tracker = tracking.JobRun(uri, experiment=experiment, name=f"{experiment} {label}", parent_id=parent_id,
+                                  tags={"boundlab.config_hash": pack_key, "boundlab.sweep_id": sweep_id,
+                                        "boundlab.output_dir": str(out), "boundlab.pack": str(index),
+                                        "mlflow.note.content": f"{label}: {len(members)} runs of the sweep "
+                                                               f"{experiment!r}, packed (docs/sweeps.md)."},
+                                  supersede=earlier)
+        failed_any = False
+        for p in parts:
+            results, curves, marker = _part_paths(out, p)
+            lo, hi = p * size, min((p + 1) * size, len(members))
+            if p not in todo:
+                continue
+            marker.unlink(missing_ok=True)
+            tables, curve_tables, failed = [], [], {}
+            for i in range(lo, hi):
+                try:
+                    result = _run_member(specs[i])
+                except Exception as e:  # noqa: BLE001 - recorded in the part; the sweep's end reports it
+                    failed[str(first + i)] = tracking.redact(f"{type(e).__name__}: {e}")
+                    log.error("%s: run %d (%s) FAILED: %s", label, first + i, " ".join(members[i]), failed[str(first + i)])
+                    continue
+                tables.append(result.table)
+                curve_tables.append(result.curve)
+            table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+            curve = pd.concat(curve_tables, ignore_index=True) if curve_tables else pd.DataFrame()
+            with files.staged(results) as tmp:
+                table.to_parquet(tmp, index=False)
+            with files.staged(curves) as tmp:
+                curve.to_parquet(tmp, index=False)
+            files.write_text(marker, json.dumps({"members": identities[lo:hi], "first": first + lo,
+                                                 "failed": failed}) + "\n")
+            failed_any = failed_any or bool(failed)
+            name = f"{label} part {p + 1}/{len(parts)}"
+            summary = part_summary(table)
+            log.info("%s%s: %d runs%s: %s", stages.progress(first + hi - 1), name, hi - lo - len(failed),
+                     f" ({len(failed)} FAILED)" if failed else "", summary)
+        tables = [pd.read_parquet(_part_paths(out, p)[0]) for p in parts]
+        table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+        artifacts = [_part_paths(out, p)[0] for p in parts]
+        tracking.finish_pack(tracker, _pack_params(table, index, len(members), first), _pack_metrics(table), artifacts,
+                             failed=failed_any)
+        if not failed_any:
+            files.write_text(out / "done.json", json.dumps({"key": pack_key, "members": len(members)}) + "\n")
+    except Exception as e:  # noqa: BLE001 - a fault of the pack itself: recorded, the sweep goes on
+        import traceback
+
+        try:
+            files.write_text(out / "error.txt", tracking.redact(traceback.format_exc()))
+        except OSError as disk:
+            log.error("%s: cannot record its failure in %s: %s", label, out, disk)
+        try:
+            if tracker is not None and tracker.run_id in tracking.OPEN_RUNS:
+                tracker.fail(e)
+        except Exception as tracking_error:  # noqa: BLE001 - the store may be the fault: error.txt still tells
+            log.error("%s: cannot record its failure in MLflow: %s", label, tracking.redact(str(tracking_error)))
+        log.error("%s: FAILED: %s (see %s)", label, tracking.redact(f"{type(e).__name__}: {e}"), out / "error.txt")
+    except KeyboardInterrupt as e:
+        if tracker is not None and tracker.run_id in tracking.OPEN_RUNS:
+            tracker.fail(e)
+        raise
+    finally:
+        stages.set_in_job(False)
+        locks.release(lock)
+
+
+# ---------------------------------------------------------------- the sweep's end
+
+def member_path(sweep_dir: Path, n: int, job: int) -> Path:
+    """Where a failed member is named: ``pack-K/run-J`` (no such file; :func:`member_label` reads it)."""
+    return sweep_dir / pack_dir_name(job // n) / f"run-{job}"
+
+
+def member_label(path: Path) -> str | None:
+    """A failed member as a reader finds it: its pack directory, its index and overrides (None for a path
+    that is not a member's)."""
+    if not (path.parent.name.startswith("pack-") and path.name.startswith("run-")):
+        return None
+    job = int(path.name.removeprefix("run-"))
+    try:
+        listed = json.loads((path.parent / "members.json").read_text())
+        chosen = " ".join(listed["members"][job - int(listed["first"])])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        chosen = ""
+    return f"{path.parent} run {job}" + (f" ({chosen})" if chosen else "")
+
+
+def collect(sweep_dir: Path, size: int, n: int) -> tuple[list[Any], list[Any], list[Path]]:
+    """The result and curve tables of a packed sweep of ``size`` jobs in packs of ``n``, part by part in job
+    order, and the members that failed or left no readable results (:func:`member_path`)."""
+    import pandas as pd
+
+    tables, curves, failed = [], [], []
+    size_of_part = part_size(n)
+    for k in range(math.ceil(size / n)):
+        out = sweep_dir / pack_dir_name(k)
+        count = min(n, size - k * n)
+        for p in range(math.ceil(count / size_of_part)):
+            lo, hi = k * n + p * size_of_part, min(k * n + (p + 1) * size_of_part, k * n + count)
+            results, curve, marker = _part_paths(out, p)
+            done = _read_marker(marker)
+            if done is None:
+                failed += [member_path(sweep_dir, n, j) for j in range(lo, hi)]
+                continue
+            try:
+                table, part_curve = pd.read_parquet(results), pd.read_parquet(curve)
+            except (OSError, ValueError) as e:  # marked done, table gone or damaged: its members have no result
+                log.error("%s: marked done but its tables cannot be read (%s: %s)", marker, type(e).__name__, e)
+                failed += [member_path(sweep_dir, n, j) for j in range(lo, hi)]
+                continue
+            if len(table):
+                tables.append(table)
+                curves.append(part_curve)
+            failed += [member_path(sweep_dir, n, int(j)) for j in sorted(done.get("failed") or {}, key=int)]
+    return tables, curves, failed
+
+
+__all__ = ["KEY", "PART", "collect", "decode", "encode", "member_label", "member_path", "pack_overrides", "packs_of",
+           "part_complete", "run_pack"]
