@@ -164,6 +164,72 @@ def _pack_metrics(table: Any) -> dict[str, float]:
     return metrics
 
 
+def _pack_run(uri: str, sweep_dir: Path, out: Path, experiment: str, label: str, index: int, size: int, pack_key: str,
+              earlier: bool) -> Any:
+    """The pack's child run under the sweep's parent (one MLflow run for its ``size`` runs); ``earlier``: a
+    rerun of the pack, whose earlier runs it replaces."""
+    from pipeline import tracking
+
+    parent_id, sweep_id = tracking.sweep_context(sweep_dir)
+    return tracking.JobRun(uri, experiment=experiment, name=f"{experiment} {label}", parent_id=parent_id,
+                           tags={"boundlab.config_hash": pack_key, "boundlab.sweep_id": sweep_id,
+                                 "boundlab.output_dir": str(out), "boundlab.pack": str(index),
+                                 "mlflow.note.content": f"{label}: {size} runs of the sweep "
+                                                        f"{experiment!r}, packed (docs/sweeps.md)."},
+                           supersede=earlier)
+
+
+def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any], identities: list[Any], first: int,
+              label: str) -> bool:
+    """Run one part's members (run numbers ``first``, ``first`` + 1, ...) and write the part whole: its
+    results and curves, then its marker naming any run that failed (the others are kept). True if one failed."""
+    import pandas as pd
+
+    from pipeline import files, stages, tracking
+
+    results, curves, marker = _part_paths(out, p)
+    marker.unlink(missing_ok=True)
+    tables, curve_tables, failed = [], [], {}
+    for i, spec in enumerate(specs):
+        try:
+            result = _run_member(spec)
+        except Exception as e:  # noqa: BLE001 - recorded in the part; the sweep's end reports it
+            failed[str(first + i)] = tracking.redact(f"{type(e).__name__}: {e}")
+            log.error("%s: run %d (%s) FAILED: %s", label, first + i, " ".join(members[i]), failed[str(first + i)])
+            continue
+        tables.append(result.table)
+        curve_tables.append(result.curve)
+    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    curve = pd.concat(curve_tables, ignore_index=True) if curve_tables else pd.DataFrame()
+    with files.staged(results) as tmp:
+        table.to_parquet(tmp, index=False)
+    with files.staged(curves) as tmp:
+        curve.to_parquet(tmp, index=False)
+    files.write_text(marker, json.dumps({"members": identities, "first": first, "failed": failed}) + "\n")
+    log.info("%s%s: %d runs%s: %s", stages.progress(first + len(specs) - 1), f"{label} part {p + 1}/{parts}",
+             len(specs) - len(failed), f" ({len(failed)} FAILED)" if failed else "", part_summary(table))
+    return bool(failed)
+
+
+def _pack_failed(out: Path, label: str, tracker: Any, e: BaseException) -> None:
+    """A fault of the pack itself: its traceback in ``error.txt``, its run ended FAILED, one line in the log
+    (the sweep goes on; its end reports the pack)."""
+    import traceback
+
+    from pipeline import files, tracking
+
+    try:
+        files.write_text(out / "error.txt", tracking.redact(traceback.format_exc()))
+    except OSError as disk:
+        log.error("%s: cannot record its failure in %s: %s", label, out, disk)
+    try:
+        if tracker is not None and tracker.run_id in tracking.OPEN_RUNS:
+            tracker.fail(e)
+    except Exception as tracking_error:  # noqa: BLE001 - the store may be the fault: error.txt still tells
+        log.error("%s: cannot record its failure in MLflow: %s", label, tracking.redact(str(tracking_error)))
+    log.error("%s: FAILED: %s (see %s)", label, tracking.redact(f"{type(e).__name__}: {e}"), out / "error.txt")
+
+
 def run_pack(cfg: Any) -> None:
     """One pack job: its members run part by part, each part written whole with its marker, the pack's child
     run in MLflow. In a sweep, a member's fault is recorded in its part (the others go on; the sweep's end
@@ -209,44 +275,11 @@ def run_pack(cfg: Any) -> None:
         if len(todo) < len(parts):
             log.info("%s: %d of %d parts already done in %s; %s", label, len(parts) - len(todo), len(parts), out,
                      "running the rest" if todo else "recording its run")
-        parent_id, sweep_id = tracking.sweep_context(sweep_dir)
-        experiment = specs[0].experiment
-        tracker = tracking.JobRun(uri, experiment=experiment, name=f"{experiment} {label}", parent_id=parent_id,
-                                  tags={"boundlab.config_hash": pack_key, "boundlab.sweep_id": sweep_id,
-                                        "boundlab.output_dir": str(out), "boundlab.pack": str(index),
-                                        "mlflow.note.content": f"{label}: {len(members)} runs of the sweep "
-                                                               f"{experiment!r}, packed (docs/sweeps.md)."},
-                                  supersede=earlier)
+        tracker = _pack_run(uri, sweep_dir, out, specs[0].experiment, label, index, len(members), pack_key, earlier)
         failed_any = False
-        for p in parts:
-            results, curves, marker = _part_paths(out, p)
+        for p in todo:  # in order: the parts not already done
             lo, hi = p * size, min((p + 1) * size, len(members))
-            if p not in todo:
-                continue
-            marker.unlink(missing_ok=True)
-            tables, curve_tables, failed = [], [], {}
-            for i in range(lo, hi):
-                try:
-                    result = _run_member(specs[i])
-                except Exception as e:  # noqa: BLE001 - recorded in the part; the sweep's end reports it
-                    failed[str(first + i)] = tracking.redact(f"{type(e).__name__}: {e}")
-                    log.error("%s: run %d (%s) FAILED: %s", label, first + i, " ".join(members[i]), failed[str(first + i)])
-                    continue
-                tables.append(result.table)
-                curve_tables.append(result.curve)
-            table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-            curve = pd.concat(curve_tables, ignore_index=True) if curve_tables else pd.DataFrame()
-            with files.staged(results) as tmp:
-                table.to_parquet(tmp, index=False)
-            with files.staged(curves) as tmp:
-                curve.to_parquet(tmp, index=False)
-            files.write_text(marker, json.dumps({"members": identities[lo:hi], "first": first + lo,
-                                                 "failed": failed}) + "\n")
-            failed_any = failed_any or bool(failed)
-            name = f"{label} part {p + 1}/{len(parts)}"
-            summary = part_summary(table)
-            log.info("%s%s: %d runs%s: %s", stages.progress(first + hi - 1), name, hi - lo - len(failed),
-                     f" ({len(failed)} FAILED)" if failed else "", summary)
+            failed_any |= _run_part(out, p, len(parts), specs[lo:hi], members[lo:hi], identities[lo:hi], first + lo, label)
         tables = [pd.read_parquet(_part_paths(out, p)[0]) for p in parts]
         table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
         artifacts = [_part_paths(out, p)[0] for p in parts]
@@ -255,18 +288,7 @@ def run_pack(cfg: Any) -> None:
         if not failed_any:
             files.write_text(out / "done.json", json.dumps({"key": pack_key, "members": len(members)}) + "\n")
     except Exception as e:  # noqa: BLE001 - a fault of the pack itself: recorded, the sweep goes on
-        import traceback
-
-        try:
-            files.write_text(out / "error.txt", tracking.redact(traceback.format_exc()))
-        except OSError as disk:
-            log.error("%s: cannot record its failure in %s: %s", label, out, disk)
-        try:
-            if tracker is not None and tracker.run_id in tracking.OPEN_RUNS:
-                tracker.fail(e)
-        except Exception as tracking_error:  # noqa: BLE001 - the store may be the fault: error.txt still tells
-            log.error("%s: cannot record its failure in MLflow: %s", label, tracking.redact(str(tracking_error)))
-        log.error("%s: FAILED: %s (see %s)", label, tracking.redact(f"{type(e).__name__}: {e}"), out / "error.txt")
+        _pack_failed(out, label, tracker, e)
     except KeyboardInterrupt as e:
         if tracker is not None and tracker.run_id in tracking.OPEN_RUNS:
             tracker.fail(e)
