@@ -35,6 +35,9 @@ from pipeline.hydra_seam import ComposeOnce, basic_sweeper, execute_job, launch_
 __all__ = ["BoundlabJoblibLauncher", "BoundlabSweeper", "BoundlabSweeperConf", "ComposeOnce", "execute_job"]
 
 
+LOCAL_BATCH = 500  # jobs per batch of the in-process (basic) launcher, whose job configs are dropped after each
+
+
 @dataclass
 class BoundlabSweeperConf:
     """The basic sweeper's fields (``BasicSweeperConf``), with this class as the target."""
@@ -54,6 +57,23 @@ class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra
     def setup(self, *, hydra_context: HydraContext, task_function: Any, config: Any) -> None:
         shared = HydraContext(config_loader=ComposeOnce(hydra_context.config_loader), callbacks=hydra_context.callbacks)
         super().setup(hydra_context=shared, task_function=task_function, config=config)
+        # Memory that does not grow with the sweep. Hydra's launchers return, for every job, its config and
+        # a deep copy of the whole Hydra config (JobReturn.cfg, .hydra_cfg: ~0.3 MB a job), and the basic
+        # sweeper keeps them to the sweep's end: 3 GB at 10,000 jobs. Nothing reads them after a batch
+        # (boundlab's callbacks read each job's files), so they are dropped as each batch returns, and the
+        # in-process launcher gets batches of at most LOCAL_BATCH jobs (the job numbers run on across
+        # batches; the pre-flight vouches for every job, so no batch is composed again).
+        if self.max_batch_size is None and type(self.launcher).__name__ == "BasicLauncher":
+            self.max_batch_size = LOCAL_BATCH
+        launch = self.launcher.launch
+
+        def launch_and_forget(job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
+            results = launch(job_overrides, initial_job_idx)
+            for r in results:
+                r.cfg = r.hydra_cfg = None
+            return results
+
+        self.launcher.launch = launch_and_forget
 
     def get_job_batch(self) -> Sequence[Sequence[str]]:
         """The basic sweeper's next batch; with ``pack`` set, every job of the sweep as packs of ``pack``
