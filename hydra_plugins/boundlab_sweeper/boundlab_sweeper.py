@@ -57,12 +57,12 @@ class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra
     def setup(self, *, hydra_context: HydraContext, task_function: Any, config: Any) -> None:
         shared = HydraContext(config_loader=ComposeOnce(hydra_context.config_loader), callbacks=hydra_context.callbacks)
         super().setup(hydra_context=shared, task_function=task_function, config=config)
-        # Memory that does not grow with the sweep. Hydra's launchers return, for every job, its config and
-        # a deep copy of the whole Hydra config (JobReturn.cfg, .hydra_cfg: ~0.3 MB a job), and the basic
-        # sweeper keeps them to the sweep's end: 3 GB at 10,000 jobs. Nothing reads them after a batch
-        # (boundlab's callbacks read each job's files), so they are dropped as each batch returns, and the
-        # in-process launcher gets batches of at most LOCAL_BATCH jobs (the job numbers run on across
-        # batches; the pre-flight vouches for every job, so no batch is composed again).
+        # Less memory per job. Hydra's launchers return, for every job, its config and a deep copy of the
+        # whole Hydra config (JobReturn.cfg, .hydra_cfg), and the basic sweeper keeps them to the sweep's
+        # end: about half of the 0.26 MB a job by which a sweep's peak grew (docs/performance.md). Nothing
+        # reads them after a batch (boundlab's callbacks read each job's files), so they are dropped as each
+        # batch returns, and the in-process launcher gets batches of at most LOCAL_BATCH jobs (the job
+        # numbers run on across batches; the pre-flight vouches for every job, so no batch is composed again).
         if self.max_batch_size is None and type(self.launcher).__name__ == "BasicLauncher":
             self.max_batch_size = LOCAL_BATCH
         launch = self.launcher.launch
