@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 import hydra
 from omegaconf import DictConfig
@@ -41,8 +41,20 @@ class _Rounds(Exception):
         self.budget, self.step = budget, step
 
 
+def command() -> NoReturn:
+    """The ``boundlab`` console script: :func:`main`, then the process ends at once
+    (:func:`pipeline.interrupts.quick_exit`: the exit handlers run, the modules are not torn down). An
+    exception other than ``SystemExit`` takes Python's own way out (its traceback, then the teardown)."""
+    try:
+        main()
+    except SystemExit as e:
+        interrupts.quick_exit(e.code)
+    interrupts.quick_exit(0)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of the ``boundlab`` console script."""
+    """The command's work, in the calling process (the console script is :func:`command`; tests and the DVC
+    stage call this)."""
     argv = _credentials_aside(list(sys.argv[1:] if argv is None else argv))
     try:
         _once(argv)

@@ -18,6 +18,7 @@ down (:func:`is_connection_error`, :func:`mark_down`) the next ones fail at once
 
 from __future__ import annotations
 
+import atexit
 import base64
 import fcntl
 import functools
@@ -609,6 +610,22 @@ def _client(uri: str):  # noqa: ANN202
     if uri not in _CLIENTS:
         _CLIENTS[uri] = _open_client(uri)
     return _CLIENTS[uri]
+
+
+def _close_clients() -> None:
+    """Close the stores' database connections at the process's exit, which the command takes without
+    tearing its modules down (:func:`pipeline.interrupts.quick_exit`): SQLite folds its write-ahead log
+    into the database file when the last connection closes, so no ``-wal``/``-shm`` file stays beside it."""
+    for client in _CLIENTS.values():
+        engine = getattr(getattr(getattr(client, "_tracking_client", None), "store", None), "engine", None)
+        try:
+            if engine is not None:
+                engine.dispose()
+        except Exception:  # noqa: BLE001 - at exit: a connection that cannot close is closed by the OS
+            pass
+
+
+atexit.register(_close_clients)
 
 
 def _open_client(uri: str):  # noqa: ANN202

@@ -97,3 +97,14 @@ def test_two_single_runs_started_together_get_their_own_directories(tmp_path: Pa
     runs = sorted(tmp_path.glob("outputs/*/*/results.parquet"))
     assert len(runs) == 2
     assert sorted(p.parent.name.rsplit("-", 1)[1] for p in runs) == sorted(str(p.pid) for p in procs)
+    # the command ends without tearing its modules down (interrupts.quick_exit): what a normal exit does that
+    # matters was done first: the log's last line written, the store's connections closed (no write-ahead
+    # log left beside the database), both runs FINISHED in it
+    for log_file in tmp_path.glob("outputs/*/*/cli.log"):
+        assert "(holds, ratio" in log_file.read_text().splitlines()[-1]
+    assert sorted(f.name for f in tmp_path.glob("mlflow.db*")) == ["mlflow.db"]
+    from mlflow import MlflowClient
+
+    finished = MlflowClient(env["MLFLOW_TRACKING_URI"]).search_runs(
+        [e.experiment_id for e in MlflowClient(env["MLFLOW_TRACKING_URI"]).search_experiments()])
+    assert sorted(r.info.status for r in finished) == ["FINISHED", "FINISHED"]

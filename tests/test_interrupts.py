@@ -432,3 +432,34 @@ def test_stopping_a_joblib_sweep_whose_workers_are_in_native_calls(tmp_path: Pat
     client = mlflow.MlflowClient(tracking_uri=uri)
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert len(runs) == 3 and all(r.info.status == "KILLED" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
+
+
+QUICK_EXIT = """
+import logging, sys, threading, time
+from pipeline.interrupts import quick_exit
+log = logging.getLogger("t")
+handler = logging.FileHandler(sys.argv[1])
+log.addHandler(handler)
+log.warning("last line")  # buffered until the handler is flushed
+sys.stdout.write("no newline")  # a pipe: block-buffered
+if sys.argv[3] == "thread":  # a live non-daemon thread: a normal exit joins it
+    threading.Thread(target=lambda: (time.sleep(0.5), open(sys.argv[1] + ".joined", "w").close())).start()
+quick_exit(eval(sys.argv[2]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("code", "status", "stderr"),
+                         [("None", 0, ""), ("3", 3, ""), ("'why it stopped'", 1, "why it stopped\n")])
+@pytest.mark.parametrize("thread", ["none", "thread"])
+def test_quick_exit_ends_as_sys_exit_would(tmp_path: Path, code: str, status: int, stderr: str, thread: str) -> None:
+    """The console script's exit (``interrupts.quick_exit``) skips the modules' teardown only: its status
+    and message are sys.exit's, the exit handlers ran (the log line is in the file), the streams were
+    flushed, and a live non-daemon thread is waited for as a normal exit waits for it."""
+    log_file = tmp_path / "t.log"
+    proc = subprocess.run([sys.executable, "-c", QUICK_EXIT, str(log_file), code, thread], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (status, "no newline", stderr)
+    assert log_file.read_text() == "last line\n"
+    assert (tmp_path / "t.log.joined").exists() == (thread == "thread")
+
