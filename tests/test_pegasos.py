@@ -84,6 +84,41 @@ def test_scaled_kernel_is_the_textbook_update(projection: bool, k: int, transfer
     np.testing.assert_array_equal(loss, lossp)
 
 
+@pytest.mark.parametrize(("k", "projection", "transfer", "weighted"), [(1, False, False, False), (1, False, True, True),
+                                                                       (3, False, True, False), (1, True, False, True),
+                                                                       (2, True, True, True)])
+@pytest.mark.parametrize("d", [2, 6, 13])
+def test_every_output_of_the_compiled_kernels_is_the_plain_references(k: int, projection: bool, transfer: bool,
+                                                                      weighted: bool, d: int) -> None:
+    """Both compiled kernels (the single-step one where PegasosCore.advance would choose it) write every output
+    with the bits of their plain-Python references: the state, v, z, buf, loss, active, grad2 and the snapshots,
+    also when continued from a state with A != 0 and z != 0 (t0 > 0). A compile option that reassociates or fuses
+    (fastmath, contraction into FMA) changes these bits, and a speed-up of the kernels must keep them."""
+    ds = _data(7, m=70, d=d)
+    X, y = np.ascontiguousarray(ds.X), np.ascontiguousarray(ds.y)
+    rng = np.random.default_rng(k + 10 * d)
+    lam, T, t0 = 0.03, 300, 41
+    idx = index_stream("iid", y, T, k, rng)
+    s = np.where(y > 0, 1.3, 0.7) if weighted else np.ones(y.size)
+    ref_margin = y * (X @ ds.directions["w*"]) * 0.5 if transfer else np.zeros(y.size)
+    radius = 1.0 / math.sqrt(lam) if projection else 0.0
+    grid = log_grid(t0 + T, 9)
+    start = [np.array([1.0 / t0, rng.random(), rng.random() * t0, 1.0]), rng.normal(size=d), rng.normal(size=d)]
+    kernels = [pegasos_kernel] + ([pegasos_single_kernel] if k == 1 and not projection else [])
+    for fn in kernels:
+        outs = []
+        for f in (fn, fn.py):
+            state, v, z = (a.copy() for a in start)
+            buf = np.zeros(d)
+            o = PegasosSteps(np.full(T, np.nan), np.full(T, -1, dtype=np.int32), np.full(T, np.nan),
+                             np.full((grid.size, d), np.nan), np.full((grid.size, d), np.nan))
+            f(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, o.loss, o.active, o.avg, o.last, o.grad2)
+            outs.append([state, v, z, buf, o.loss, o.active, o.grad2, o.avg, o.last])
+        assert np.any(outs[0][5] > 0) and np.any(outs[0][5] == 0)  # both branches of the step ran
+        for compiled, plain in zip(*outs):
+            assert compiled.tobytes() == plain.tobytes(), fn.__name__
+
+
 def test_index_streams() -> None:
     y = np.array([1.0] * 3 + [-1.0] * 7)
     rng = np.random.default_rng(0)
