@@ -39,8 +39,8 @@ release changes a signature used here or a line of Hydra's source that this modu
 
 from __future__ import annotations
 
-import copy
 import functools
+import pickle
 import uuid
 import warnings
 from typing import Any, Callable, Iterable, Sequence
@@ -113,7 +113,8 @@ def apply_overrides(overrides: Sequence[Any], cfg: Any) -> None:
 
 
 class Compositions:
-    """The compose-once cache: one composition per choice of config groups, copied per job.
+    """The compose-once cache: one composition per choice of config groups, copied per job (kept pickled: an
+    unpickling is a deep copy at a quarter of ``copy.deepcopy``'s cost, ~0.2 ms against ~0.8 ms a job).
 
     Composing a config costs ~0.1 s with boundlab's groups; a sweep's jobs mostly differ in values only.
     Hydra composes a config in two steps: the defaults list (the config-group choices and the other
@@ -163,9 +164,9 @@ class Compositions:
 
         plain, structural = self.split(parsed)
         k = (*key, *structural)
-        if k not in self.store:
-            self.store[k] = compose(structural)
-        cfg = copy.deepcopy(self.store[k])
+        if k not in self.store:  # kept pickled: each job's copy is one unpickling (a deep copy in ~1/4 the time)
+            self.store[k] = pickle.dumps(compose(structural), pickle.HIGHEST_PROTOCOL)
+        cfg = pickle.loads(self.store[k])
         try:
             apply_overrides(plain, cfg)
         except (HydraException, OmegaConfBaseException):
