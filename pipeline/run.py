@@ -123,10 +123,22 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
     if outcome.parts:
         curves |= outcome.curves
     table = pd.DataFrame(rows)
-    curve = pd.concat(  # (a run no bound speaks of may have no curve: an empty table with the columns)
-        [pd.DataFrame({"run": job.key(), "quantity": q, "t": t, "empirical": v}) for q, (t, v) in curves.items()]
-        or [pd.DataFrame({"run": pd.Series(dtype=object), "quantity": pd.Series(dtype=object),
-                          "t": pd.Series(dtype=np.int64), "empirical": pd.Series(dtype=np.float64)})],
-        ignore_index=True,
-    )
-    return Result(table=table, curve=curve, trace=outcome.trace, dataset=ds)
+    return Result(table=table, curve=curve_table(job.key(), curves), trace=outcome.trace, dataset=ds)
+
+
+def curve_table(run_key: str, curves: dict[str, tuple[Any, Any]]) -> pd.DataFrame:
+    """The run's curves as one long table (run, quantity, t, empirical), built in one step: the table
+    ``pd.concat`` of one frame per curve gives, cell for cell and dtype for dtype, at a fraction of the cost
+    (a packed sweep builds one per run). A run no bound speaks of may have no curve: an empty table with
+    the columns."""
+    if not curves:
+        return pd.DataFrame({"run": pd.Series(dtype=object), "quantity": pd.Series(dtype=object),
+                             "t": pd.Series(dtype=np.int64), "empirical": pd.Series(dtype=np.float64)})
+    names = list(curves)
+    ts = [np.asarray(curves[q][0]) for q in names]
+    values = [np.asarray(curves[q][1]) for q in names]
+    sizes = [t.shape[0] for t in ts]
+    quantity = np.empty(sum(sizes), dtype=object)
+    quantity[:] = np.repeat(np.array(names, dtype=object), sizes)
+    return pd.DataFrame({"run": np.full(len(quantity), run_key, dtype=object), "quantity": quantity,
+                         "t": np.concatenate(ts), "empirical": np.concatenate(values)})
