@@ -437,6 +437,44 @@ def bench_sweep(jobs: int, job_args: list[str], parallel: bool, breakdown_too: b
         return out
 
 
+def _one_run(reps: int) -> dict[str, Any]:
+    """One run's phases, cold and warm (benchmarks/one_run.py)."""
+    from one_run import main as one_run  # the script's own directory is on sys.path
+
+    return one_run(["--reps", str(reps)])
+
+
+def bench_packed(sizes: list[int], pack: int, workers: int) -> dict[str, Any]:
+    """A packed sweep of tiny runs (``pack=N``, joblib with ``workers`` processes) at two sizes: the per-run
+    cost is the difference of their times over the difference of their runs, so the process start-up, the
+    sweep's parent run, its figures and the first compilations are paid once and left out; the 100,000-run
+    time is projected from both (fixed + 100,000 x per run). Peak memory: the largest resident set of the
+    command or any of its workers (``getrusage``: the driver and the largest worker, each at its peak)."""
+    import resource
+
+    out: dict[str, Any] = {"pack": pack, "workers": workers, "job": "n=200 d=5 (the Perceptron)"}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+                            "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+        base = [*boundlab_cmd(), "-m", "n=200", "d=5", f"pack={pack}", "hydra/launcher=joblib",
+                f"hydra.launcher.n_jobs={workers}"]
+        _timed([*base, "seed=range(0,4)", f"hydra.sweep.dir={tmp_path / 'warm'}"], tmp_path, env)  # kernels cached
+        seconds = {}
+        for runs in sizes:
+            seconds[runs] = _timed([*base, f"seed=range(0,{runs})", f"hydra.sweep.dir={tmp_path / str(runs)}"],
+                                   tmp_path, env)
+            print(f"  packed sweep of {runs} runs: {seconds[runs]:.0f} s (load {os.getloadavg()[0]:.2f})", file=sys.stderr)
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6  # KB -> GB
+    small, large = min(sizes), max(sizes)
+    per_run = (seconds[large] - seconds[small]) / (large - small)
+    fixed = seconds[small] - small * per_run
+    out |= {"seconds": {str(k): v for k, v in seconds.items()}, "per_run_seconds": per_run, "fixed_seconds": fixed,
+            "projected_100000_runs_minutes": (fixed + 1e5 * per_run) / 60, "peak_resident_GB": peak,
+            "load_average_at_end": os.getloadavg()}
+    return out
+
+
 BREAKDOWN_CODE = """
 import json, sys, time
 from pathlib import Path
@@ -486,14 +524,15 @@ def breakdown(job_args: list[str], env: dict[str, str], reps: int) -> dict[str, 
 
 # --- main -------------------------------------------------------------------------------------------
 
-SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "single", "stream", "files", "sweep")
+SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "single", "one_run", "stream", "files", "sweep", "packed")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiny", action="store_true", help="tiny sizes (the test suite): seconds, timings meaningless")
     ap.add_argument("--only", default=None,
-                    help=f"comma-separated sections of {', '.join(SECTIONS)} (default all; --tiny leaves out the sweep)")
+                    help=f"comma-separated sections of {', '.join(SECTIONS)} (default all; --tiny leaves out the sweep "
+                         "and one_run)")
     ap.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 5, tiny 2)")
     ap.add_argument("--n", type=int, default=1_000_000, help="rows of the kernel benchmark")
     ap.add_argument("--max-entries", type=float, default=1e8,
@@ -501,9 +540,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--stream-T", type=float, default=1e8, help="examples of the streamed run")
     ap.add_argument("--jobs", default="100,1000", help="comma-separated sweep sizes of the sweep comparison")
     ap.add_argument("--no-parallel", action="store_true", help="skip the joblib sweep")
+    ap.add_argument("--packed", default="2000,10000", help="the two sizes (runs) of the packed sweep")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = ap.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else set(SECTIONS) - ({"sweep"} if args.tiny else set())
+    only = set(args.only.split(",")) if args.only else set(SECTIONS) - ({"sweep", "one_run"} if args.tiny else set())
     unknown = only - set(SECTIONS)
     if unknown:
         ap.error(f"unknown section(s) {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
@@ -521,6 +561,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "stream": lambda: bench_stream(*((20_000, 10, 5000) if args.tiny else (int(args.stream_T), 10, 250_000))),
         "single": lambda: bench_single(1 if args.tiny else reps),
         "files": lambda: bench_files(args.tiny),
+        "one_run": lambda: _one_run(1 if args.tiny else 3),
+        "packed": lambda: bench_packed([20, 60] if args.tiny else [int(j) for j in str(args.packed).split(",")],
+                                       pack=20 if args.tiny else 1000, workers=2),
         "sweep": lambda: bench_sweeps([3] if args.tiny else [int(j) for j in str(args.jobs).split(",")],
                                       parallel=not args.no_parallel, tiny=args.tiny),
     }

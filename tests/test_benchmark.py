@@ -121,4 +121,6 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert report["kernel_pegasos"]["max_average_coefficient_difference"] < 1e-9
     assert report["stream"]["T"] == 20_000 and report["stream"]["mistakes"] > 0
     assert set(report["startup"]) == {"help", "config_error"}
+    packed = report["packed"]
+    assert set(packed["seconds"]) == {"20", "60"} and packed["per_run_seconds"] > 0 and packed["peak_resident_GB"] > 0
     assert "| measurement |" in proc.stdout

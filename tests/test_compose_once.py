@@ -256,3 +256,22 @@ def test_a_worker_keeps_its_plugin_registry_between_jobs(monkeypatch: pytest.Mon
     assert plugin.execute_job(3, [], None, None, None, state) == 3
     assert seen == [registry]
 
+
+
+def test_a_composition_that_does_not_pickle_is_deep_copied(loader) -> None:  # noqa: ANN001
+    """The cache keeps a composition pickled (a copy is one unpickling), or, when pickle cannot name one of
+    its classes (a plug-in's structured config imported twice by Hydra's plugin scan), as it is, deep-copied
+    per job: either way each job gets its own copy with its overrides applied."""
+    from pipeline.hydra_seam import Compositions, _frozen, parse_overrides
+
+    class Local:  # a class pickle cannot import by name
+        pass
+
+    plain = OmegaConf.create({"a": 1, "b": {"c": 2}})
+    odd = OmegaConf.create({"a": 1, "b": {"c": Local()}}, flags={"allow_objects": True})
+    assert isinstance(_frozen(plain), bytes) and _frozen(odd) is odd
+    for composed in (plain, odd):
+        cache = Compositions(loader)
+        one, two = (cache.config(parse_overrides([f"a={v}"]), lambda _, c=composed: c) for v in (5, 6))
+        assert (one.a, two.a, composed.a) == (5, 6, 1) and one.b is not two.b and one.b is not composed.b
+        assert type(one.b.c) is type(composed.b.c)
