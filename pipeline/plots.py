@@ -36,10 +36,12 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.colors import Colormap, ListedColormap, to_rgb
 from matplotlib.figure import Figure, FigureBase
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from matplotlib.legend import Legend
 from matplotlib.legend_handler import HandlerTuple
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.transforms import Bbox
 
 from pipeline.verdicts import mean_interval
 
@@ -743,13 +745,66 @@ def _same_series(a: pd.Series, b: pd.Series) -> bool:
         and bool(np.allclose(a.to_numpy(dtype=float), b.to_numpy(dtype=float), rtol=1e-9, atol=0.0, equal_nan=True))
 
 
+def _tight_boxes(fig: Figure) -> tuple[Bbox, Bbox]:
+    """The boxes, in inches, that ``savefig(bbox_inches="tight")`` trims the PNG and the SVG to, from one
+    layout of the figure. ``print_figure`` draws the figure (without rendering) once per file, only to
+    measure it; here it is drawn once, at the PNG's dpi, and each box measured from that layout with its
+    own format's text metrics (Agg's, hinted at the PNG's dpi; the SVG backend's, at 72 dpi), padded by
+    :rc:`savefig.pad_inches` as ``print_figure`` pads them.
+
+    One box for both would not do: the two backends measure text differently (a legend of long labels
+    below a rate figure: 11.56 in wide in Agg, 11.13 in in the SVG backend), so Agg's box would widen an
+    SVG's margins by up to 31 points, and the SVG's box would change the PNG."""
+    import io
+
+    from matplotlib.backends.backend_svg import RendererSVG
+
+    dpi = fig.dpi
+    pad = matplotlib.rcParams["savefig.pad_inches"]
+    try:
+        fig.dpi = matplotlib.rcParams["savefig.dpi"]
+        fig.draw_without_rendering()
+        png = fig.get_tightbbox()  # Agg's renderer at fig.dpi, as the PNG's print measures it
+        fig.dpi = 72  # as the SVG's print sets it
+        width, height = fig.get_size_inches() * 72
+        svg = fig.get_tightbbox(RendererSVG(width, height, io.StringIO()))
+    finally:
+        fig.dpi = dpi
+    return png.padded(pad, pad), svg.padded(pad, pad)
+
+
+@contextlib.contextmanager
+def _without_placeholder_layout(fig: Figure) -> Iterator[None]:
+    """``fig`` without the inert layout engine ``tight_layout`` leaves behind, for the time of a save: with
+    any engine, ``savefig`` draws the figure once more (without rendering) before each file, to lay it
+    out; a placeholder lays nothing out. A real engine (a caller's constrained layout) is kept."""
+    engine = fig.get_layout_engine()
+    if not isinstance(engine, PlaceHolderLayoutEngine):
+        yield
+        return
+    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)  # None here: no engine (the rc settings above would pick one)
+    try:
+        yield
+    finally:
+        fig.set_layout_engine(engine)
+
+
 def save(fig: Figure, directory: Path, stem: str) -> list[Path]:
     """Write ``fig`` as PNG and SVG; return the paths. No backend is needed: ``Figure.savefig`` picks the
-    renderer from the file's format. (A figure made here is not pyplot's: nothing holds it once dropped.)"""
+    renderer from the file's format. (A figure made here is not pyplot's: nothing holds it once dropped.)
+
+    Each file is trimmed to its tight box, both measured from one layout (:func:`_tight_boxes`):
+    ``bbox_inches="tight"`` laid the figure out once per file, only to measure it. The PNG is the same
+    bytes, and so is an SVG's size; its offset can differ in its last bits (a figure's offset computed at
+    the PNG's dpi, not at 72), which shows as ``0`` for ``-0``, a coordinate's last printed digit
+    (1e-6 point) and the clip paths' ids (hashes of their coordinates)."""
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
     with matplotlib.rc_context(STYLE):  # svg.hashsalt is read when saving: stable ids, byte-identical files
-        for p in paths:
-            fig.savefig(p, metadata={"Date": None} if p.suffix == ".svg" else {"Software": None}, bbox_inches="tight")
+        boxes = _tight_boxes(fig)
+        with _without_placeholder_layout(fig):
+            for p, box in zip(paths, boxes):
+                fig.savefig(p, metadata={"Date": None} if p.suffix == ".svg" else {"Software": None}, bbox_inches=box)
     return paths
 
 
