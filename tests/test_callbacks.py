@@ -32,6 +32,72 @@ def test_collect_counts_an_error_after_the_marker_as_failed(tmp_path: Path) -> N
     assert collect(tmp_path, 1)[2] == [tmp_path / "0"]
 
 
+def _varied_jobs(root: Path, n: int) -> list[tuple[object, object]]:
+    """``n`` finished jobs whose tables differ as different learners' do: a column some jobs lack, a column
+    int in one job and float in another, bool with gaps, strings with gaps. Returns (table, curve) of each."""
+    import numpy as np
+    import pandas as pd
+
+    frames = []
+    for i in range(n):
+        _finished_job(root / str(i))
+        table = pd.DataFrame({"run": [f"r{i}"] * 2, "bound": ["a", "b"], "holds": [True, i % 2 == 0],
+                              "ratio": [i, 2 * i] if i % 3 else [0.5, np.nan]})
+        if i % 4 == 1:
+            table["part"] = ["x", None]
+        if i % 5 == 2:
+            table["straddles"] = [False, True]
+        curve = pd.DataFrame({"run": [f"r{i}"] * 3, "t": [1, 2, 3], "empirical": [0.0, 1.0, float(i)]})
+        table.to_parquet(root / str(i) / "results.parquet")
+        curve.to_parquet(root / str(i) / "curve.parquet")
+        frames.append((pd.read_parquet(root / str(i) / "results.parquet"), pd.read_parquet(root / str(i) / "curve.parquet")))
+    return frames
+
+
+def test_collect_in_chunks_is_one_concatenation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    from pipeline import callbacks
+
+    frames = _varied_jobs(tmp_path, 11)
+    monkeypatch.setattr(callbacks, "COLLECT_CHUNK", 3)
+    table, curve, failed = collect(tmp_path, 11)
+    whole = pd.concat([t for t, _ in frames], ignore_index=True)
+    curves = pd.concat([c for _, c in frames], ignore_index=True)
+    assert failed == []
+    assert list(table.columns) == list(whole.columns) and list(table.dtypes) == list(whole.dtypes)
+    pd.testing.assert_frame_equal(table, whole, check_exact=True)
+    pd.testing.assert_frame_equal(curve, curves, check_exact=True)
+    assert table.to_parquet() == whole.to_parquet()
+
+
+def test_collect_holds_a_chunk_of_job_frames_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The aggregation's memory: each job's frames are let go once their chunk is concatenated (kept to the
+    end, they made a sweep's peak grow by ~0.05 MB a job: docs/performance.md)."""
+    import gc
+    import weakref
+
+    import pandas as pd
+
+    from pipeline import callbacks
+
+    _varied_jobs(tmp_path, 12)
+    monkeypatch.setattr(callbacks, "COLLECT_CHUNK", 3)
+    read, alive = pd.read_parquet, []
+    refs: list[weakref.ref] = []
+
+    def tracked(*args: object, **kwargs: object) -> pd.DataFrame:
+        gc.collect()
+        alive.append(sum(r() is not None for r in refs))
+        frame = read(*args, **kwargs)
+        refs.append(weakref.ref(frame))
+        return frame
+
+    monkeypatch.setattr(pd, "read_parquet", tracked)
+    assert len(collect(tmp_path, 12)[0]) == 24
+    assert max(alive) <= 2 * 3, alive  # a chunk's results and curves, never the whole sweep's
+
+
 slow = pytest.mark.slow
 
 

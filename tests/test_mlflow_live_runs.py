@@ -219,6 +219,36 @@ def _reused_and_source(uri: str, tmp_path: Path) -> tuple[str, str, object]:
     return sid, parent.info.run_id, client
 
 
+def test_link_reused_reads_the_children_a_page_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parent with more children than a page: its own children on any page are not linked again, a light
+    child on any page is kept or let go as on one page, and no search returns more than a page (one search
+    of every child made the end of a sweep of 3,000 jobs ~300 MB larger: docs/performance.md)."""
+    from pipeline import tracking
+
+    uri = migrated_store(tmp_path / "mlflow.db")
+    sid, parent_id, client = _reused_and_source(uri, tmp_path)
+    exp_id = client.get_run(parent_id).info.experiment_id
+    own = [client.create_run(exp_id, run_name=f"job {i}", tags={"mlflow.parentRunId": parent_id}).info.run_id
+           for i in range(5)]
+    kept = tracking.link_reused(uri, parent_id, [sid])
+    gone = client.create_run(exp_id, run_name="old link", tags={"mlflow.parentRunId": parent_id,
+                                                                  "boundlab.reused_from": own[0]}).info.run_id
+    monkeypatch.setattr(tracking, "CHILDREN_PAGE", 2)
+    pages: list[int] = []
+    search = type(client).search_runs
+
+    def paged(self: object, *args: object, **kwargs: object) -> object:
+        pages.append(kwargs.get("max_results", 1000))
+        return search(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(client), "search_runs", paged)
+    assert tracking.link_reused(uri, parent_id, [*own, sid]) == kept  # own children: no link; sid: the same one
+    assert len(pages) == 4 and max(pages) <= 2  # 7 children
+    children = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    assert {c.info.run_id for c in children} == {*own, kept[sid]}
+    assert client.get_run(gone).info.lifecycle_stage == "deleted"
+
+
 def test_a_reused_run_becomes_a_light_child_of_the_new_sweeps_parent_once(tmp_path: Path) -> None:
     from pipeline import tracking
 
