@@ -275,3 +275,29 @@ def test_a_composition_that_does_not_pickle_is_deep_copied(loader) -> None:  # n
         one, two = (cache.config(parse_overrides([f"a={v}"]), lambda _, c=composed: c) for v in (5, 6))
         assert (one.a, two.a, composed.a) == (5, 6, 1) and one.b is not two.b and one.b is not composed.b
         assert type(one.b.c) is type(composed.b.c)
+
+
+def test_interpolation_parses_are_kept_and_resolve_as_before() -> None:
+    """``hydra_seam.cache_interpolation_parses``: OmegaConf's nodes call ``omegaconf.base.parse`` (fails when
+    an OmegaConf release stops doing so); once cached, each text is parsed once, every config resolves as
+    before, and a text that does not parse raises every time."""
+    import omegaconf.base
+    import omegaconf.grammar_parser
+    from omegaconf.errors import GrammarParseError
+
+    from pipeline.hydra_seam import cache_interpolation_parses
+
+    assert "parse(_get_value(value))" in inspect.getsource(omegaconf.base.Container._maybe_resolve_interpolation)
+    cache_interpolation_parses()
+    cached = omegaconf.base.parse
+    assert cached.__wrapped__ is omegaconf.grammar_parser.parse
+    cache_interpolation_parses()  # once per process: not wrapped twice
+    assert omegaconf.base.parse is cached
+    before = cached.cache_info().misses
+    for n in (3, 4):
+        cfg = OmegaConf.create({"n": n, "m": "${n}", "s": "a${n}b", "d": {"x": "${n}"}})
+        assert OmegaConf.to_container(cfg, resolve=True) == {"n": n, "m": n, "s": f"a{n}b", "d": {"x": n}}
+    assert cached.cache_info().misses - before <= 2  # '${n}' and 'a${n}b', whatever their nodes and values
+    for _ in range(2):
+        with pytest.raises(GrammarParseError):
+            OmegaConf.create({"bad": "${oops"}).bad  # noqa: B018 - reading the node resolves it
