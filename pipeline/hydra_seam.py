@@ -132,8 +132,8 @@ def cache_interpolation_parses() -> None:
     and as much of a pack's composition of each run. A parse tree depends on the text alone and resolving
     only reads it (the node it resolves against is passed beside it), so the parses are kept, by text,
     in this process: ``omegaconf.base.parse``, the name OmegaConf's nodes call, becomes a cached
-    ``omegaconf.grammar_parser.parse`` (``test_what_the_loader_relies_on_in_hydra`` fails if it is not
-    that function). A text that does not parse raises as before, and is not kept."""
+    ``omegaconf.grammar_parser.parse`` (tests/test_compose_once.py fails when OmegaConf's nodes stop
+    calling that name). A text that does not parse raises as before, and is not kept."""
     import omegaconf.base
     import omegaconf.grammar_parser
 

@@ -256,4 +256,3 @@ def quick_exit(code: object = 0) -> NoReturn:
         except (OSError, ValueError):  # a closed pipe: nothing left to say
             pass
     os._exit(status)
-
