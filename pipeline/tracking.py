@@ -645,9 +645,12 @@ def _open_client(uri: str):  # noqa: ANN202
     # MLflow creates and migrates a new SQLite store's tables when a client first opens it, and two
     # processes doing so at once fail ("table experiments already exists", an alembic version mismatch):
     # two runs started together on a fresh store. The first to open it does it alone, under flock on the
-    # database file (SQLite's own locks are fcntl byte ranges, independent of flock).
+    # database's directory. Not on the database file itself: closing any descriptor of that file releases
+    # every fcntl lock this process holds on it, SQLite's included (POSIX), and a process whose connection
+    # has lost its lock looks absent to the others: the last of them to close its own connection then folds
+    # the write-ahead log into the file and deletes it under this one ("database disk image is malformed").
     _write_ahead()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return mlflow.MlflowClient(tracking_uri=uri)
