@@ -448,8 +448,8 @@ def bench_packed(sizes: list[int], pack: int, workers: int) -> dict[str, Any]:
     """A packed sweep of tiny runs (``pack=N``, joblib with ``workers`` processes) at two sizes: the per-run
     cost is the difference of their times over the difference of their runs, so the process start-up, the
     sweep's parent run, its figures and the first compilations are paid once and left out; the 100,000-run
-    time is projected from both (fixed + 100,000 x per run). Peak memory: the largest resident set of the
-    command or any of its workers (``getrusage``: the driver and the largest worker, each at its peak)."""
+    time is projected from both (fixed + 100,000 x per run). Peak memory: the largest peak resident set of
+    any one process of these commands, driver or worker (``getrusage(RUSAGE_CHILDREN)``)."""
     import resource
 
     out: dict[str, Any] = {"pack": pack, "workers": workers, "job": "n=200 d=5 (the Perceptron)"}

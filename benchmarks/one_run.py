@@ -21,16 +21,15 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import BARE_APP  # noqa: E402
+from bench import _timed as _run  # noqa: E402 - the same timed, checked subprocess
 
 # Run in the child: wrap each phase's function, run the command, write the phases' seconds as JSON.
 PROBE = textwrap.dedent("""
@@ -78,15 +77,6 @@ PROBE = textwrap.dedent("""
         if e.code not in (0, None):
             raise
 """)
-
-
-def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
-    t = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(argv[:3])} ... exited {proc.returncode}: {proc.stderr[-2000:]}")
-    return wall
 
 
 def boundlab(tmp: Path, tag: str, env: dict[str, str], entry: str = "command") -> dict[str, float]:

@@ -100,11 +100,11 @@ def test_two_single_runs_started_together_get_their_own_directories(tmp_path: Pa
     # the command ends without tearing its modules down (interrupts.quick_exit): what a normal exit does that
     # matters was done first: the log's last line written, the store's connections closed (no write-ahead
     # log left beside the database), both runs FINISHED in it
-    for log_file in tmp_path.glob("outputs/*/*/cli.log"):
-        assert "(holds, ratio" in log_file.read_text().splitlines()[-1]
+    logs = sorted(tmp_path.glob("outputs/*/*/cli.log"))
+    assert len(logs) == 2 and all("(holds, ratio" in f.read_text().splitlines()[-1] for f in logs)
     assert sorted(f.name for f in tmp_path.glob("mlflow.db*")) == ["mlflow.db"]
     from mlflow import MlflowClient
 
-    finished = MlflowClient(env["MLFLOW_TRACKING_URI"]).search_runs(
-        [e.experiment_id for e in MlflowClient(env["MLFLOW_TRACKING_URI"]).search_experiments()])
+    client = MlflowClient(env["MLFLOW_TRACKING_URI"])
+    finished = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert sorted(r.info.status for r in finished) == ["FINISHED", "FINISHED"]
