@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from pipeline._jit import kernel  # noqa: E402
+from pipeline._jit import dot_row, kernel  # noqa: E402
 
 
 # --- the streaming floor ----------------------------------------------------------------------------
@@ -65,6 +65,33 @@ def stream_floor(X):  # noqa: ANN001, ANN201
     for k in range(8 * (m >> 3), m):
         s0 += flat[k]
     return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+@kernel
+def floor_repeated(X, times):  # noqa: ANN001, ANN201
+    """:func:`stream_floor` ``times`` times over the same block: with the block in cache, the floor's own
+    arithmetic (eight chains of dependent additions), not memory, is what it measures."""
+    s = 0.0
+    for _ in range(times):
+        s += stream_floor(X)
+    return s
+
+
+@kernel
+def margins_repeated(X, y, w, times):  # noqa: ANN001, ANN201
+    """``margins_kernel`` ``times`` times over the same block (y_i w.x_i per row in the fixed order of
+    ``pipeline._jit.dot_row``, stored): with the block in cache, the ceiling of that summation order on
+    this CPU. Each accumulator is a chain of d/4 dependent additions, about d cycles a row whatever the
+    memory."""
+    m = X.shape[0]
+    out = np.empty(m)
+    for _ in range(times):
+        for i in range(m):
+            out[i] = y[i] * dot_row(w, X, i)
+    return out
+
+
+IN_CACHE_BYTES = 256 * 1024  # a block that stays in a core's L2 cache on current CPUs
 
 
 # --- helpers ----------------------------------------------------------------------------------------
@@ -173,11 +200,21 @@ def _kernels_at(rows: int, d: int, lam: float, reps: int) -> dict[str, Any]:
 
     result: dict[str, Any] = {}
     w_margin = np.random.default_rng(1).standard_normal(d)
+    block_rows = max(8, IN_CACHE_BYTES // (8 * d))
+    repeats = max(1, rows // block_rows)
+    block = np.ascontiguousarray(X[:block_rows])
+    in_cache_trace = np.zeros(block_rows * repeats, dtype=np.int8)
     times = round_robin({"floor": lambda: stream_floor(X), "perceptron": perceptron,
                          "sklearn_perceptron": lambda: sk_p.fit(X, y),
                          "pegasos": lambda: pegasos_pass(X, y, lam), "sklearn_sgd": lambda: sk_s.fit(X, y),
                          "pegasos_kernel_alone": pegasos_kernel_alone(X, y, lam),
-                         "margins": lambda: margins_kernel(X, y, w_margin)}, reps)
+                         "margins": lambda: margins_kernel(X, y, w_margin),
+                         # the same rows' work with the data in cache (one block read ``repeats`` times): the
+                         # ceiling of each loop's own arithmetic, to tell a slow kernel from a fast memory
+                         "floor_in_cache": lambda: floor_repeated(block, repeats),
+                         "margins_in_cache": lambda: margins_repeated(block, y[:len(block)], w_margin, repeats),
+                         "perceptron_in_cache": lambda: perceptron_kernel(block, y[:len(block)], np.zeros(d),
+                                                                          TIES["mistake"], repeats, in_cache_trace)}, reps)
     result["n"], result["d"], result["GB"] = rows, d, X.nbytes / 1e9
     result["seconds_min"] = {k: min(v) for k, v in times.items()}
     result["perceptron_vs_sklearn"] = ratios(times, "sklearn_perceptron", "perceptron")
@@ -188,6 +225,15 @@ def _kernels_at(rows: int, d: int, lam: float, reps: int) -> dict[str, Any]:
     # computes one margin per row and stores it (in the kernels' fixed summation order) costs
     result["pegasos_kernel_alone_share_of_floor"] = ratios(times, "floor", "pegasos_kernel_alone")
     result["margins_share_of_floor"] = ratios(times, "floor", "margins")
+    # in cache, per row (the blocks cover block_rows * repeats rows, about the pass's): the floor against the
+    # fixed-order margins' arithmetic is the most any fixed-order pass can reach of the floor on this machine
+    scale = rows / (block_rows * repeats)
+    in_cache = {k: [t * scale for t in times[k]] for k in ("floor_in_cache", "margins_in_cache", "perceptron_in_cache")}
+    result["in_cache_rows"] = block_rows
+    result["seconds_min_in_cache"] = {k: min(v) for k, v in in_cache.items()}
+    result["fixed_order_ceiling_share_of_floor"] = ratios(times | in_cache, "floor", "margins_in_cache")
+    result["perceptron_in_cache_share_of_floor"] = ratios(times | in_cache, "floor", "perceptron_in_cache")
+    result["floor_in_cache_over_floor"] = ratios(times | in_cache, "floor_in_cache", "floor")
     result["sklearn_perceptron_share_of_floor"] = ratios(times, "floor", "sklearn_perceptron")
     result["best_possible_vs_sklearn_perceptron"] = ratios(times, "sklearn_perceptron", "floor")
     result["best_possible_vs_sklearn_sgd"] = ratios(times, "sklearn_sgd", "floor")
@@ -606,6 +652,13 @@ def table(report: dict[str, Any]) -> str:
                 f"{_r(r['pegasos_kernel_alone_share_of_floor'])} | |",
                 f"| one margin per row, stored (`margins_kernel`) {key}: share of the floor | "
                 f"{_r(r['margins_share_of_floor'])} | |",
+            ]
+        if "fixed_order_ceiling_share_of_floor" in r:
+            lines += [
+                f"| {key}, data in cache: the fixed-order margins' arithmetic as a share of the floor (the ceiling "
+                f"of any pass in that order) | {_r(r['fixed_order_ceiling_share_of_floor'])} | |",
+                f"| {key}, data in cache: the Perceptron's pass as a share of the floor | "
+                f"{_r(r['perceptron_in_cache_share_of_floor'])} | |",
             ]
     if "kernel_pegasos" in report:
         r = report["kernel_pegasos"]

@@ -319,34 +319,35 @@ def member_label(path: Path) -> str | None:
     return f"{path.parent} run {job}" + (f" ({chosen})" if chosen else "")
 
 
-def collect(sweep_dir: Path, size: int, n: int) -> tuple[list[Any], list[Any], list[Path]]:
-    """The result and curve tables of a packed sweep of ``size`` jobs in packs of ``n``, part by part in job
-    order, and the members that failed or left no readable results (:func:`member_path`)."""
-    import pandas as pd
+def collect(sweep_dir: Path, size: int, n: int, results: Any, curves: Any) -> list[Path]:
+    """Add the result and curve tables of a packed sweep of ``size`` jobs in packs of ``n`` to the gatherers
+    ``results`` and ``curves`` (``pipeline.tables.Gather``), part by part in job order; return the members
+    that failed or left no readable results (:func:`member_path`)."""
+    from pipeline import tables
 
-    tables, curves, failed = [], [], []
+    failed = []
     size_of_part = part_size(n)
     for k in range(math.ceil(size / n)):
         out = sweep_dir / pack_dir_name(k)
         count = min(n, size - k * n)
         for p in range(math.ceil(count / size_of_part)):
             lo, hi = k * n + p * size_of_part, min(k * n + (p + 1) * size_of_part, k * n + count)
-            results, curve, marker = _part_paths(out, p)
+            result_path, curve_path, marker = _part_paths(out, p)
             done = _read_marker(marker)
             if done is None:
                 failed += [member_path(sweep_dir, n, j) for j in range(lo, hi)]
                 continue
             try:
-                table, part_curve = pd.read_parquet(results), pd.read_parquet(curve)
+                table, part_curve = tables.read(result_path), tables.read(curve_path)
             except (OSError, ValueError) as e:  # marked done, table gone or damaged: its members have no result
                 log.error("%s: marked done but its tables cannot be read (%s: %s)", marker, type(e).__name__, e)
                 failed += [member_path(sweep_dir, n, j) for j in range(lo, hi)]
                 continue
-            if len(table):
-                tables.append(table)
-                curves.append(part_curve)
+            if table.num_rows:
+                results.add(table)
+                curves.add(part_curve)
             failed += [member_path(sweep_dir, n, int(j)) for j in sorted(done.get("failed") or {}, key=int)]
-    return tables, curves, failed
+    return failed
 
 
 __all__ = ["KEY", "PART", "collect", "decode", "encode", "member_label", "member_path", "pack_overrides", "packs_of",

@@ -342,13 +342,13 @@ def measured_vs_bound(table: pd.DataFrame, bound: str, *, ax: Axes | None = None
 SEED_LINES = 8  # runs per panel drawn one line each; beyond, the panel shows their median and range
 
 
-def _band(ax: Axes, runs: list[pd.DataFrame], color: object, dashed: bool, steps: bool) -> None:
+def _band(ax: Axes, runs: list[_Curve], color: object, dashed: bool, steps: bool) -> None:
     """The median over ``runs`` (each a curve: t, empirical) and their min..max as a shaded band, on the
     union of their steps (a count holds its value between steps; a curve is interpolated in log t)."""
-    t = np.unique(np.concatenate([r["t"].to_numpy(dtype=float) for r in runs]))
+    t = np.unique(np.concatenate([np.asarray(r["t"], dtype=float) for r in runs]))
     grid = np.full((len(runs), len(t)), np.nan)
     for k, r in enumerate(runs):
-        rt, rv = r["t"].to_numpy(dtype=float), r["empirical"].to_numpy(dtype=float)
+        rt, rv = np.asarray(r["t"], dtype=float), np.asarray(r["empirical"], dtype=float)
         inside = (t >= rt[0]) & (t <= rt[-1])
         if steps:
             grid[k, inside] = rv[np.searchsorted(rt, t[inside], side="right") - 1]
@@ -387,8 +387,16 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     wanted = {quantity, f"bound/{bound}"} | {f"{p}/{q}" for p in rows.get("part", pd.Series(dtype=object)).dropna().unique()
                                                  if isinstance(p, str) and p for q in (quantity, f"bound/{bound}")}
     relevant = curves[curves["run"].isin(rows["run"]) & curves["quantity"].isin(wanted)]
-    by_run = {key: part for key, part in relevant.groupby(["run", "quantity"], sort=False)}  # one pass, not one per run
-    empty = relevant.iloc[:0]
+    # each run's curves as row positions (one pass, not one per run), read as two arrays when drawn: a frame
+    # per curve cost ~5 kB each, 100 MB at 10,000 runs (docs/performance.md, "Large sweeps")
+    by_run = relevant.groupby(["run", "quantity"], sort=False).indices
+    t_all, value_all = relevant["t"].to_numpy(), relevant["empirical"].to_numpy()
+    no_rows = np.empty(0, dtype=np.intp)
+
+    def curve(key: tuple[str, str]) -> _Curve:
+        at = by_run.get(key, no_rows)
+        return _Curve(t_all[at], value_all[at])
+
     # a series (a line) is a run: its learner when the figure has several, the settings swept beside the
     # panels' (those the learner does not already name) and its seed; its colour is the same in every panel
     learners = rows["learner"].nunique() > 1
@@ -411,8 +419,8 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             measured, bounds, levels = [], [], []
             for r in sel.itertuples():
                 prefix = f"{r.part}/" if isinstance(getattr(r, "part", None), str) and r.part else ""
-                measured.append((r, by_run.get((r.run, f"{prefix}{quantity}"), empty)))
-                bounds.append(by_run.get((r.run, f"{prefix}bound/{bound}"), empty))
+                measured.append((r, curve((r.run, f"{prefix}{quantity}"))))
+                bounds.append(curve((r.run, f"{prefix}bound/{bound}")))
                 levels.append(r.theoretical if r.applicable else np.nan)
             steps = all(len(c) == 0 or np.all(np.mod(c["empirical"], 1) == 0) for _, c in measured)  # counts change at steps
             if len(measured) <= SEED_LINES:
@@ -420,8 +428,8 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             else:
                 _panel_bands(ax_, measured, bounds, levels, steps, cmap, drawn)
             ax_.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
-            shown = pd.concat([c for _, c in measured] + bounds) if measured else empty
-            ax_.set(xscale="log", yscale="log" if (shown["empirical"] > 0).all() else "symlog")
+            positive = all(bool(np.all(c["empirical"] > 0)) for c in [c for _, c in measured] + bounds)
+            ax_.set(xscale="log", yscale="log" if positive else "symlog")
         for ax_ in axes.flat[len(groups):]:
             ax_.set_visible(False)
         for ax_ in axes[-1]:
@@ -441,6 +449,21 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     return _root(fig)
 
 
+@dataclass(frozen=True)
+class _Curve:
+    """One run's curve of one quantity: its steps ``t`` and values, read as ``c["t"]`` and ``c["empirical"]``
+    (numpy arrays, the curves table's dtypes)."""
+
+    t: np.ndarray
+    empirical: np.ndarray
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return {"t": self.t, "empirical": self.empirical}[column]
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
 @dataclass
 class _Drawn:
     """What the panels of :func:`curves_vs_bound` drew, for its legend: each series' colour (in the order
@@ -453,7 +476,7 @@ class _Drawn:
     banded: bool = False
 
 
-def _panel_lines(ax: Axes, measured: list[tuple[Any, pd.DataFrame]], bounds: list[pd.DataFrame],
+def _panel_lines(ax: Axes, measured: list[tuple[Any, _Curve]], bounds: list[_Curve],
                  levels: list[float], steps: bool, series: Callable[[Any], str], cmap: Colormap, drawn: _Drawn) -> None:
     """A panel of at most :data:`SEED_LINES` runs: one line per run, and the bound dashed, once in black when
     the runs share it, else in each run's colour."""
@@ -482,7 +505,7 @@ def _panel_lines(ax: Axes, measured: list[tuple[Any, pd.DataFrame]], bounds: lis
             drawn.own_bounds.append(color)
 
 
-def _panel_bands(ax: Axes, measured: list[tuple[Any, pd.DataFrame]], bounds: list[pd.DataFrame],
+def _panel_bands(ax: Axes, measured: list[tuple[Any, _Curve]], bounds: list[_Curve],
                  levels: list[float], steps: bool, cmap: Colormap, drawn: _Drawn) -> None:
     """A panel of more runs: their median and min..max band, for the measured quantity and for the bound
     (a bound without a curve: the median level, and its range shaded)."""
@@ -523,12 +546,12 @@ def _curves_legend(axes: list[Axes], drawn: _Drawn, quantity: str, name: str, cm
     return handles, labels
 
 
-def _one_bound(bounds: list[pd.DataFrame], levels: list[float]) -> bool:
+def _one_bound(bounds: list[_Curve], levels: list[float]) -> bool:
     """The runs of a panel have one bound: the same curve over t (or, without curves, the same level)."""
     if all(len(b) for b in bounds):
         first = bounds[0]
-        return all(len(b) == len(first) and np.array_equal(b["t"].to_numpy(dtype=float), first["t"].to_numpy(dtype=float))
-                   and np.allclose(b["empirical"].to_numpy(dtype=float), first["empirical"].to_numpy(dtype=float),
+        return all(len(b) == len(first) and np.array_equal(np.asarray(b["t"], dtype=float), np.asarray(first["t"], dtype=float))
+                   and np.allclose(np.asarray(b["empirical"], dtype=float), np.asarray(first["empirical"], dtype=float),
                                    rtol=1e-9, atol=0.0, equal_nan=True) for b in bounds)
     if any(len(b) for b in bounds):
         return False

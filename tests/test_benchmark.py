@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline._jit import dot, dot_row
+from pipeline._jit import dot, dot_pair, dot_row
 from pipeline.data import MarginBinary, Stream, certify
 from pipeline.learners import Perceptron
 from pipeline.learners.perceptron import TIES, dot_kernel, perceptron_kernel
@@ -23,12 +23,17 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_dot_helpers_sum_in_the_documented_fixed_order(d: int) -> None:
     rng = np.random.default_rng(d)
     w, X = rng.standard_normal(d), rng.standard_normal((3, d))
-    s = [0.0, 0.0, 0.0, 0.0]  # four accumulators j mod 4, the tail (j >= 4 floor(d/4)) into the first
-    for j in range(d):
-        s[j % 4 if j < d - d % 4 else 0] += w[j] * X[1, j]
-    expected = (s[0] + s[1]) + (s[2] + s[3])
+    def fixed_order(a: np.ndarray, b: np.ndarray) -> float:
+        s = [0.0, 0.0, 0.0, 0.0]  # four accumulators j mod 4, the tail (j >= 4 floor(d/4)) into the first
+        for j in range(d):
+            s[j % 4 if j < d - d % 4 else 0] += a[j] * b[j]
+        return (s[0] + s[1]) + (s[2] + s[3])
+
+    expected = fixed_order(w, X[1])
     for value in (dot_row(w, X, 1), dot_row.py(w, X, 1), dot(w, X[1]), dot.py(w, X[1]), dot_kernel(w, X[1])):
         assert value == expected  # bit for bit, compiled and plain
+    for pair in (dot_pair(w, X[1]), dot_pair.py(w, X[1])):  # Pegasos' v.buf and buf.buf in one loop
+        assert tuple(pair) == (expected, fixed_order(X[1], X[1]))
     assert abs(expected - float(np.dot(w, X[1]))) <= 1e-12 * max(1.0, float(np.abs(w) @ np.abs(X[1])))
 
 

@@ -57,10 +57,10 @@ def _varied_jobs(root: Path, n: int) -> list[tuple[object, object]]:
 def test_collect_in_chunks_is_one_concatenation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pandas as pd
 
-    from pipeline import callbacks
+    from pipeline import tables
 
     frames = _varied_jobs(tmp_path, 11)
-    monkeypatch.setattr(callbacks, "COLLECT_CHUNK", 3)
+    monkeypatch.setattr(tables, "CHUNK", 3)
     table, curve, failed = collect(tmp_path, 11)
     whole = pd.concat([t for t, _ in frames], ignore_index=True)
     curves = pd.concat([c for _, c in frames], ignore_index=True)
@@ -71,31 +71,29 @@ def test_collect_in_chunks_is_one_concatenation(tmp_path: Path, monkeypatch: pyt
     assert table.to_parquet() == whole.to_parquet()
 
 
-def test_collect_holds_a_chunk_of_job_frames_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The aggregation's memory: each job's frames are let go once their chunk is concatenated (kept to the
-    end, they made a sweep's peak grow by ~0.05 MB a job: docs/performance.md)."""
+def test_collect_holds_a_chunk_of_job_tables_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The aggregation's memory: each job's tables are let go once their chunk is gathered (kept to the end,
+    they made a sweep's peak grow by ~0.05 MB a job: docs/performance.md)."""
     import gc
     import weakref
 
-    import pandas as pd
-
-    from pipeline import callbacks
+    from pipeline import tables
 
     _varied_jobs(tmp_path, 12)
-    monkeypatch.setattr(callbacks, "COLLECT_CHUNK", 3)
-    read, alive = pd.read_parquet, []
+    monkeypatch.setattr(tables, "CHUNK", 3)
+    read, alive = tables.read, []
     refs: list[weakref.ref] = []
 
-    def tracked(*args: object, **kwargs: object) -> pd.DataFrame:
+    def tracked(path: Path) -> object:
         gc.collect()
         alive.append(sum(r() is not None for r in refs))
-        frame = read(*args, **kwargs)
-        refs.append(weakref.ref(frame))
-        return frame
+        table = read(path)
+        refs.append(weakref.ref(table))
+        return table
 
-    monkeypatch.setattr(pd, "read_parquet", tracked)
+    monkeypatch.setattr(tables, "read", tracked)
     assert len(collect(tmp_path, 12)[0]) == 24
-    assert max(alive) <= 2 * 3, alive  # a chunk's results and curves, never the whole sweep's
+    assert len(refs) == 24 and max(alive) <= 2 * 3, alive  # a chunk's results and curves, never the whole sweep's
 
 
 slow = pytest.mark.slow
