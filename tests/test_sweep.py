@@ -267,6 +267,7 @@ def test_every_violated_bound_is_named_however_many() -> None:
         f"b{i} (mistakes 11 vs 10)" for i in range(1, 7)))
 
 
+@pytest.mark.e2e  # a 2-job sweep through the command
 def test_a_sweep_logs_one_line_per_job_and_each_bound_on_request(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
     argv = ["-m", "seed=0,1", "n=40", "d=3"]
     done = boundlab_in_process(*argv, cwd=tmp_path)
