@@ -175,6 +175,7 @@ def test_a_new_parent_has_no_earlier_runs_to_look_for(new: bool, tmp_path: Path,
 
 # ---------------------------------------------------------------- --help
 
+@pytest.mark.slow  # two fresh interpreters, one for each listing
 def test_help_lists_the_same_groups_from_one_repository_copy() -> None:
     """``boundlab --help`` answers Hydra's per-group questions from one copy of the repository: the
     text is the one Hydra's own listing gives, and Hydra's method keeps the signature replaced."""

@@ -33,6 +33,7 @@ def _own_context(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # ---------------------------------------------------------------- the sweep context
 
+@pytest.mark.slow  # a started interpreter reads it
 def test_the_context_is_one_variable_that_a_started_process_inherits() -> None:
     published = sweep.update(driver_pid=123, key="k1", size=4, start=1.5, parent_run_id="p" * 32, sweep_id="s-1")
     assert sweep.current() == published
@@ -90,6 +91,7 @@ def test_no_module_but_the_context_names_its_variable() -> None:
     assert named == ["sweep.py"]
 
 
+@pytest.mark.slow  # a fresh interpreter: what the import pulls in
 def test_the_job_entry_point_does_not_import_the_command() -> None:
     code = "import sys, pipeline.stages, pipeline.callbacks, pipeline.tracking; print('pipeline.cli' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
