@@ -114,16 +114,21 @@ def reads(experiment: str) -> list[str]:
     import hydra
     from omegaconf import OmegaConf
 
-    from pipeline.preflight import plan_of
+    from pipeline import hydra_seam
     from pipeline.paths import CONF_DIR
     from pipeline.schemas import register
 
     register()
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        plan = plan_of(["-m", f"experiment={experiment}"])
+        # the jobs of ``boundlab -m experiment=NAME``, split as pipeline.preflight.plan_of splits them, from the
+        # one composition of the experiment (plan_of's checks of a user's command line, two compositions
+        # more, have nothing to check in the package's own experiments)
         base = hydra.compose("config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
-        grid = set((base.hydra.sweeper.get("params") or {}).keys())
-        groups = {tuple(o for o in job if o.split("=", 1)[0] in ("algorithm", "dataset")) for job in plan.jobs}
+        params = base.hydra.sweeper.get("params") or {}
+        grid = set(params.keys())
+        jobs = hydra_seam.split_sweep(hydra_seam.parser().parse_overrides(
+            [f"{k}={v}" for k, v in params.items()] + [f"experiment={experiment}"]))
+        groups = {tuple(o for o in job if o.split("=", 1)[0] in ("algorithm", "dataset")) for job in jobs}
         text = ""
         for choice in sorted(groups):
             cfg = hydra.compose("config", overrides=[f"experiment={experiment}", *choice])

@@ -308,8 +308,14 @@ def _detectable(violated: Any, groups: list[int]) -> float | None:
     resampling seed keeps the figure reproducible). None: not even the bound x 0.001."""
     rng = np.random.default_rng(0)
     draws = [[rng.integers(0, n, n) for n in groups] for _ in range(RESAMPLES)]
+    need = DETECTION * RESAMPLES
     for s in PLANTED:
-        if sum(bool(violated(d, s)) for d in draws) >= DETECTION * RESAMPLES:
+        caught = missed = 0
+        for d in draws:  # counted until the count is decided either way: the same answer, a fraction of the tests
+            caught, missed = (caught + 1, missed) if violated(d, s) else (caught, missed + 1)
+            if caught >= need or RESAMPLES - missed < need:
+                break
+        if caught >= need:
             return s
     return None
 

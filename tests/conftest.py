@@ -58,6 +58,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     order = file_order([(_file(item.nodeid), _tier(m.name for m in item.iter_markers())) for item in items], known, ESTIMATE)
     rank = {file: k for k, file in enumerate(order)}
     items.sort(key=lambda item: rank[_file(item.nodeid)])  # stable: a file's tests keep their order
+    if items and all(_tier(m.name for m in item.iter_markers()) == "fast" for item in items):
+        _one_blas_thread()
+
+
+_LIMITS: list[object] = []  # the BLAS limit of this test process, kept for the session
+
+
+def _one_blas_thread() -> None:
+    """BLAS on one thread in a process that runs only fast tests (``-m "not slow and not long and not e2e"``).
+    Their matrices are small: OpenBLAS's second thread (one per core) mostly waits, spinning, on a core the
+    other xdist worker needs; one thread cut the fast tier's CPU time by about a fifth. Only there: a fast test
+    starts no process, so none compares this process's arithmetic with another's (a long dot product's
+    rounding can depend on BLAS's thread count); a run of other tiers keeps BLAS as the command has it."""
+    from threadpoolctl import threadpool_limits
+
+    _LIMITS.append(threadpool_limits(limits=1, user_api="blas"))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -68,8 +68,18 @@ def migrated_store(db: Path) -> str:
         mlflow.MlflowClient(tracking_uri=f"sqlite:///{where / 'mlflow.db'}").search_experiments()
         _TEMPLATE.append(where / "mlflow.db")
     if not db.exists():
+        import sqlite3
+
         db.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(_TEMPLATE[0], db)
+        # SQLite's backup, not a copy of the file: once pipeline.tracking's listener has put this process's stores
+        # in WAL mode, the template's last migrations can still be in its -wal file, which a file copy leaves out
+        # (the copy was then a schema revision behind, and MLflow refused it)
+        source, target = sqlite3.connect(_TEMPLATE[0]), sqlite3.connect(db)
+        try:
+            source.backup(target)
+        finally:
+            source.close()
+            target.close()
     return f"sqlite:///{db}"
 
 

@@ -61,6 +61,7 @@ def _agrees_with_files(res: api.Results, sweep_dir: Path) -> None:
     assert res.name == NAME and res.provenance["parent run"] == _parent(sweep_dir)
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 def test_load_from_the_sweep_directory_gives_the_files(sweep: tuple[Path, str]) -> None:
     sweep_dir, _ = sweep
     res = api.load(sweep_dir)
@@ -73,6 +74,7 @@ def test_load_from_the_sweep_directory_gives_the_files(sweep: tuple[Path, str]) 
     assert res.claim_verdicts == [] and res.claims.empty  # the sweep states no claims
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 def test_load_from_the_mlflow_parent_run_downloads_the_same(sweep: tuple[Path, str], tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     sweep_dir, uri = sweep
@@ -127,6 +129,7 @@ UNFINISHED = {
 }
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 @pytest.mark.parametrize("case", list(UNFINISHED))
 def test_an_interrupted_or_damaged_sweep_is_one_clear_exception(case: str, sweep: tuple[Path, str],
                                                                 tmp_path: Path) -> None:
@@ -144,6 +147,7 @@ def test_an_interrupted_or_damaged_sweep_is_one_clear_exception(case: str, sweep
     assert isinstance(caught.value, FileNotFoundError) and isinstance(caught.value, ValueError)
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 def test_an_experiments_damaged_results_name_its_stage(sweep: tuple[Path, str], tmp_path: Path) -> None:
     results = tmp_path / "results" / NAME
     results.mkdir(parents=True)
@@ -155,6 +159,7 @@ def test_an_experiments_damaged_results_name_its_stage(sweep: tuple[Path, str], 
         api.experiment(NAME, root=tmp_path)
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 def test_a_damaged_report_record_is_a_warning_not_an_error(sweep: tuple[Path, str], tmp_path: Path) -> None:
     """report/provenance.json only adds provenance: the results are whole, so they are still read."""
     results = tmp_path / "results" / NAME
@@ -171,6 +176,7 @@ def test_a_damaged_report_record_is_a_warning_not_an_error(sweep: tuple[Path, st
     assert len(res.table) == len(written) > 0 and set(res.table["run"]) == set(written["run"])
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 def test_a_parent_run_without_its_summary_is_an_unfinished_sweep(sweep: tuple[Path, str], tmp_path: Path) -> None:
     """A parent run whose aggregation was interrupted after logging its table: no metrics.json to judge by."""
     import mlflow
@@ -184,6 +190,7 @@ def test_a_parent_run_without_its_summary_is_an_unfinished_sweep(sweep: tuple[Pa
         api.load(run.info.run_id, tracking_uri=uri, dest=tmp_path / "downloaded")
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 def test_experiment_reads_results_with_its_claims_and_provenance(sweep: tuple[Path, str], tmp_path: Path) -> None:
     """A checkout after `dvc repro`: results/NAME, experiments/NAME.yaml, the stage's sweep dir and the report's record."""
     sweep_dir, _ = sweep
@@ -229,6 +236,7 @@ def _drew(ax: Axes) -> bool:
     return bool(ax.get_lines() or ax.collections or ax.images)
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 def test_every_figure_of_the_sweep_draws_into_the_given_axes(sweep: tuple[Path, str]) -> None:
     res = api.load(sweep[0])
     kinds = set()
@@ -249,6 +257,7 @@ def test_every_figure_of_the_sweep_draws_into_the_given_axes(sweep: tuple[Path, 
     assert len(ax.collections) >= 4  # the runs' points (and the violation region)
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 def test_a_panel_of_the_curves_goes_into_an_axes_and_every_panel_into_a_figure(sweep: tuple[Path, str]) -> None:
     res = api.load(sweep[0])
     ax = Figure().subplots()
@@ -269,6 +278,7 @@ def test_a_panel_of_the_curves_goes_into_an_axes_and_every_panel_into_a_figure(s
     assert res.plot("novikoff_curves").axes  # a new figure of every panel, as the pipeline saves it
 
 
+@pytest.mark.e2e  # reads the module's sweep, run through the command (boundlab_in_process)
 def test_the_pipeline_saves_figures_without_pyplot(sweep: tuple[Path, str], tmp_path: Path) -> None:
     """sweep_figures draws the plan's figures with no backend; the files are the sweep's, byte for byte."""
     res = api.load(sweep[0])

@@ -13,6 +13,7 @@ import pytest
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import ConfigCompositionException
+from helpers import migrated_store
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
@@ -159,7 +160,7 @@ def test_metric_history_keeps_the_ends_and_at_most_the_limit() -> None:
 @pytest.mark.parametrize("new", [True, False])
 def test_a_new_parent_has_no_earlier_runs_to_look_for(new: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(sweep.ENV, raising=False)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = migrated_store(tmp_path / "mlflow.db")  # about the runs' search, not the store's creation
     parent = tracking.start_parent(uri, "e", "p", "q", "s-1", tags={})
     tracking.announce_sweep(tmp_path, parent, "s-1", new=new)
     searched: list[str] = []
@@ -175,6 +176,7 @@ def test_a_new_parent_has_no_earlier_runs_to_look_for(new: bool, tmp_path: Path,
 
 # ---------------------------------------------------------------- --help
 
+@pytest.mark.slow  # two fresh interpreters, one for each listing
 def test_help_lists_the_same_groups_from_one_repository_copy() -> None:
     """``boundlab --help`` answers Hydra's per-group questions from one copy of the repository: the
     text is the one Hydra's own listing gives, and Hydra's method keeps the signature replaced."""

@@ -84,12 +84,14 @@ def test_svm_trains_on_a_draw_from_S_and_is_judged_on_all_of_S(source: str) -> N
 
 def test_the_training_excess_is_not_the_measured_one() -> None:
     """The excess on the training draw obeys RLM optimality (<= lam B^2 against the draw's own ball
-    minimum, by construction); the measured one is on S and is a different number."""
-    ds = MulticlassBundled(source="digits", sample=100).generate(np.random.default_rng(1))
-    svm = MulticlassSVM(B=10.0)
+    minimum, by construction); the measured one is on S and is a different number. Wine, 20 draws and a large
+    ball: an SVM that fits its few draws closely, the excess on S 0.28 above the training one (on digits, 1797 x 64,
+    the comparator over S alone took seconds)."""
+    ds = MulticlassBundled(source="wine", standardize=True, unit_ball=True, sample=20).generate(np.random.default_rng(1))
+    svm = MulticlassSVM(B=100.0)
     out = measure(svm, ds, np.random.default_rng(0))
-    train_excess = float(ghinge_losses(ds.X, ds.y, svm.W_).mean()) - ball_comparator(ds.X, ds.y, ds.k, 10.0).upper
-    assert train_excess <= out.stats["lam_uml"] * 10.0**2
+    train_excess = float(ghinge_losses(ds.X, ds.y, svm.W_).mean()) - ball_comparator(ds.X, ds.y, ds.k, 100.0).upper
+    assert train_excess <= out.stats["lam_uml"] * 100.0**2
     assert out.quantities["excess"] > train_excess + 0.1, (out.quantities["excess"], train_excess)
 
 

@@ -169,7 +169,7 @@ def _report(in_process, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
     return in_process(lambda: main([]), cwd=cwd, env=env)
 
 
-# not e2e: a 2-job DVC stage and the report (seconds), the fast tier's run of both entry points
+@pytest.mark.e2e  # a 2-job DVC stage and the report, through their entry points
 def test_report_from_a_small_sweep_has_every_claim_and_figure(tmp_path: Path, in_process) -> None:  # noqa: ANN001
     ws, env = _workspace(tmp_path), _env(tmp_path)
     stage = _stage(in_process, "perceptron_tight", cwd=ws, env=env)
@@ -268,6 +268,7 @@ def test_a_broken_learner_fails_the_report_stage_and_shows_in_the_report(tmp_pat
     assert parents and all(r.info.status == "FAILED" for r in parents)
 
 
+@pytest.mark.slow  # git init, add and commit of a fixture repository, then the git the code runs
 def test_the_commit_is_dirty_for_edited_code_but_not_for_the_lock_dvc_rewrites(tmp_path: Path,
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline import tracking

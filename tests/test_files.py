@@ -87,6 +87,7 @@ def test_markers_and_outputs_planted_as_links_keep_their_targets(tmp_path: Path,
     assert markers._read_marker(out / markers.MARKER)["key"] == "key"
 
 
+@pytest.mark.slow  # a process started and waited for: its pid is a dead process's
 def test_stale_temporary_files_of_dead_processes_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
     dead = _dead_pid()
     stale_file, stale_dir = tmp_path / f".results.parquet.{dead}.tmp", tmp_path / f".abc.x1y2.{dead}.tmp"

@@ -303,7 +303,7 @@ def test_multirun_on_margin_data(tmp_path: Path, boundlab_in_process) -> None:  
     assert (tmp_path / "sweep" / "halving_measured_vs_bound.png").exists()
 
 
-# not e2e: a 2-job sweep (seconds), the fast tier's one whole sweep (the job, the callbacks, tracking, figures)
+@pytest.mark.e2e  # a 2-job sweep through the command
 def test_multirun_on_finite_classes(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
     table = _multirun(tmp_path, boundlab_in_process, "algorithm=halving", "dataset=finite_class",
                       "dataset.cls=thresholds,conjunctions", "dataset.adversary=bisect", "n=300")

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # ruff, a process
 def test_ruff_reports_nothing() -> None:
     # --no-cache: the check leaves no .ruff_cache behind in the tree it checks
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)], cwd=ROOT,
@@ -17,6 +20,7 @@ def test_ruff_reports_nothing() -> None:
     assert proc.returncode == 0, f"ruff check (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
 
 
+@pytest.mark.slow  # mypy, a process
 def test_mypy_checks_the_contract_between_a_run_and_its_statistics() -> None:
     """The records a learner hands over (pipeline/contract.py, in Outcome: pipeline/learners/base.py) and the
     providers that read them (pipeline/statistics.py) type-check under [tool.mypy]: a provider reading a field
@@ -25,6 +29,7 @@ def test_mypy_checks_the_contract_between_a_run_and_its_statistics() -> None:
     assert proc.returncode == 0, f"mypy (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
 
 
+@pytest.mark.slow  # mypy, a process
 def test_mypy_would_catch_a_misread_record(tmp_path: Path) -> None:
     """The check can fail: a provider reading a field no record has, or a field of ``Outcome.run`` without
     checking which record it is, is an error under the same configuration."""

@@ -91,6 +91,7 @@ def test_the_report_flags_a_run_outside_the_pins(tmp_path: Path, monkeypatch: py
     assert "Package versions" not in report.render_html([], prov, tmp_path)
 
 
+@pytest.mark.slow  # pip freeze, a process
 def test_freeze_gives_pins_of_an_environment() -> None:
     frozen = pins.freeze(Path(sys.executable))
     assert frozen and all(pins.LINE.match(ln) for ln in frozen)

@@ -150,6 +150,12 @@ def _figures(table: pd.DataFrame, curves: pd.DataFrame) -> list[tuple[str, Figur
     return [(spec.stem, plots.draw(spec.kind, table, curves, **spec.kwargs)) for spec in plots.figure_plan(table, curves)]
 
 
+@pytest.fixture(scope="module")
+def orderings_figures() -> list[tuple[str, Figure]]:
+    """Every figure of the plan of :func:`_orderings`' runs, drawn once for the tests that only read them."""
+    return _figures(*_orderings())
+
+
 def _legends(fig: Figure) -> list:
     return list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
 
@@ -185,19 +191,19 @@ def _series_colours(fig: Figure) -> list[tuple[str, tuple]]:
 
 
 @pytest.mark.parametrize("which", ["orderings", "pegasos", "many"])
-def test_every_series_colour_reads_on_white(which: str) -> None:
+def test_every_series_colour_reads_on_white(which: str, request: pytest.FixtureRequest) -> None:
     """No series in a pale colour (viridis' yellow end, tab10's olive or orange): every line and point colour
     has a WCAG contrast of at least 3:1 against the white background, in every figure of the plan."""
     if which == "orderings":
-        table, curves = _orderings()
+        figures = request.getfixturevalue("orderings_figures")
     elif which == "pegasos":
-        table, curves = _table().assign(holds=True), pd.DataFrame(columns=["run", "quantity", "t", "empirical"])
+        figures = _figures(_table().assign(holds=True), pd.DataFrame(columns=["run", "quantity", "t", "empirical"]))
     else:  # many values of one setting: the whole range of the colormap is used
         table = pd.concat([_table().assign(holds=True, lam=lam, setting=lambda d, lam=lam: d["setting"] + f"-{lam}")
                            for lam in (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)], ignore_index=True)
         table["run"] = range(len(table))
-        curves = pd.DataFrame(columns=["run", "quantity", "t", "empirical"])
-    for stem, fig in _figures(table, curves):
+        figures = _figures(table, pd.DataFrame(columns=["run", "quantity", "t", "empirical"]))
+    for stem, fig in figures:
         for what, colour in _series_colours(fig):
             if colour[3] > 0:
                 assert _contrast(colour[:3]) >= 3.0, (stem, what, colour)
@@ -206,11 +212,10 @@ def test_every_series_colour_reads_on_white(which: str) -> None:
         assert min(_contrast(cmap(x)[:3]) for x in np.linspace(0, 1, 101)) >= 3.0, name
 
 
-def test_every_legend_lists_each_label_once_and_a_shared_bound_once_in_black() -> None:
+def test_every_legend_lists_each_label_once_and_a_shared_bound_once_in_black(orderings_figures) -> None:  # noqa: ANN001
     """Two learners in a panel of the curves name their seeds apart (never "seed 0" twice), and a bound the
     same for every ordering is one black line with one legend entry, not one per ordering."""
-    table, curves = _orderings()
-    figures = _figures(table, curves)
+    figures = orderings_figures
     assert {stem for stem, _ in figures} >= {"novikoff_curves", "mistakes_by_ordering"}
     for stem, fig in figures:
         for legend in _legends(fig):
@@ -231,10 +236,9 @@ def test_every_legend_lists_each_label_once_and_a_shared_bound_once_in_black() -
     assert [t.get_text() for t in plots._legend(ax).get_texts()] == ["bound"]
 
 
-def test_titles_name_the_learners_one_way() -> None:
+def test_titles_name_the_learners_one_way(orderings_figures) -> None:  # noqa: ANN001
     """A title names the learners by their registered names, never one re-cased beside another."""
-    table, curves = _orderings()
-    for stem, fig in _figures(table, curves):
+    for stem, fig in orderings_figures:
         titles = [fig._suptitle.get_text()] if fig._suptitle is not None else []
         titles += [ax.get_title() for ax in fig.axes]
         assert not any("Perceptron" in t for t in titles), (stem, titles)

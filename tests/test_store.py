@@ -115,6 +115,7 @@ def test_prune_dry_run_removes_nothing(tmp_path: Path, monkeypatch: pytest.Monke
     assert all(e.exists() for e in entries)
 
 
+@pytest.mark.slow  # a process started and waited for: its pid is a dead process's
 def test_prune_removes_unheld_locks_and_dead_temporaries_but_not_a_held_lock(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOUNDLAB_CACHE", str(tmp_path))

@@ -33,6 +33,7 @@ def _own_context(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # ---------------------------------------------------------------- the sweep context
 
+@pytest.mark.slow  # a started interpreter reads it
 def test_the_context_is_one_variable_that_a_started_process_inherits() -> None:
     published = sweep.update(driver_pid=123, key="k1", size=4, start=1.5, parent_run_id="p" * 32, sweep_id="s-1")
     assert sweep.current() == published
@@ -90,6 +91,7 @@ def test_no_module_but_the_context_names_its_variable() -> None:
     assert named == ["sweep.py"]
 
 
+@pytest.mark.slow  # a fresh interpreter: what the import pulls in
 def test_the_job_entry_point_does_not_import_the_command() -> None:
     code = "import sys, pipeline.stages, pipeline.callbacks, pipeline.tracking; print('pipeline.cli' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
@@ -267,6 +269,7 @@ def test_every_violated_bound_is_named_however_many() -> None:
         f"b{i} (mistakes 11 vs 10)" for i in range(1, 7)))
 
 
+@pytest.mark.e2e  # a 2-job sweep through the command
 def test_a_sweep_logs_one_line_per_job_and_each_bound_on_request(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
     argv = ["-m", "seed=0,1", "n=40", "d=3"]
     done = boundlab_in_process(*argv, cwd=tmp_path)

@@ -849,6 +849,7 @@ def _db(path: Path) -> None:
             conn.execute(f"CREATE TABLE {table} (x)")
 
 
+@pytest.mark.slow  # as root, the check runs in a forked child that drops root (_check_as_nobody)
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 def test_read_only_sqlite_file_is_refused(open_dir: Path) -> None:
     """chmod 444 on the database: the check writes for real (as an unprivileged user when run as root)."""
@@ -859,6 +860,7 @@ def test_read_only_sqlite_file_is_refused(open_dir: Path) -> None:
     assert why is not None and "cannot be written" in why and "readonly" in why
 
 
+@pytest.mark.slow  # as root, the check runs in a forked child that drops root (_check_as_nobody)
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 def test_sqlite_file_in_a_read_only_directory_is_refused(open_dir: Path) -> None:
     """A writable file in a directory that is not: SQLite cannot make its journal, so no run can be written."""
