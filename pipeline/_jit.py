@@ -114,36 +114,6 @@ def dot(a, b):  # noqa: ANN001, ANN202
     return (s0 + s1) + (s2 + s3)
 
 
-@helper
-def dot_pair(a, b):  # noqa: ANN001, ANN202
-    """(a.b, b.b), each in the order of :func:`dot` (the same bits as two calls), in one loop: the two sums'
-    eight chains of additions overlap, where two calls would run one sum's four after the other's."""
-    d = a.shape[0]
-    quads = d >> 2
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    r0 = 0.0
-    r1 = 0.0
-    r2 = 0.0
-    r3 = 0.0
-    for q in range(quads):
-        j = 4 * q
-        s0 += a[j] * b[j]
-        r0 += b[j] * b[j]
-        s1 += a[j + 1] * b[j + 1]
-        r1 += b[j + 1] * b[j + 1]
-        s2 += a[j + 2] * b[j + 2]
-        r2 += b[j + 2] * b[j + 2]
-        s3 += a[j + 3] * b[j + 3]
-        r3 += b[j + 3] * b[j + 3]
-    for j in range(4 * quads, d):
-        s0 += a[j] * b[j]
-        r0 += b[j] * b[j]
-    return (s0 + s1) + (s2 + s3), (r0 + r1) + (r2 + r3)
-
-
 # --- Error-free transformations (Ogita, Rump & Oishi, "Accurate sum and dot product", SIAM J. Sci. Comput.
 # 26(6), 2005, section 2), written once for every compiled kernel that needs them (Dot2 in
 # pipeline.solvers.dual). Inlined, they compile to the same operations in the same order as written out

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline._jit import dot, dot_pair, dot_row
+from pipeline._jit import dot, dot_row
 from pipeline.data import MarginBinary, Stream, certify
 from pipeline.learners import Perceptron
 from pipeline.learners.perceptron import TIES, dot_kernel, perceptron_kernel
@@ -32,8 +32,6 @@ def test_dot_helpers_sum_in_the_documented_fixed_order(d: int) -> None:
     expected = fixed_order(w, X[1])
     for value in (dot_row(w, X, 1), dot_row.py(w, X, 1), dot(w, X[1]), dot.py(w, X[1]), dot_kernel(w, X[1])):
         assert value == expected  # bit for bit, compiled and plain
-    for pair in (dot_pair(w, X[1]), dot_pair.py(w, X[1])):  # Pegasos' v.buf and buf.buf in one loop
-        assert tuple(pair) == (expected, fixed_order(X[1], X[1]))
     assert abs(expected - float(np.dot(w, X[1]))) <= 1e-12 * max(1.0, float(np.abs(w) @ np.abs(X[1])))
 
 

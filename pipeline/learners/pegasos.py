@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline._jit import dot, dot_pair, dot_row, kernel
+from pipeline._jit import dot, dot_row, kernel
 from pipeline.contract import SvmRun
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.base import planned_shape
@@ -110,7 +110,8 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
             new_a = 1.0 / t
         if n_active > 0:
             c = 1.0 / (lam * t * k * new_a)
-            vb, bb = dot_pair(v, buf)
+            vb = dot(v, buf)
+            bb = dot(buf, buf)
             grad2[r] = lam * lam * a * a * vv - 2.0 * lam * a * vb / k + bb / (k * k)
             vv += 2.0 * c * vb + c * c * bb
             Ac = A * c
