@@ -18,6 +18,7 @@ import pytest
 from helpers import migrated_store
 from hydra import compose, initialize_config_dir
 
+from pipeline import hydra_seam
 from pipeline.bounds import BOUNDS
 from pipeline.preflight import plan_of
 from pipeline.config import build
@@ -84,14 +85,17 @@ def test_experiment_states_question_and_claims(name: str) -> None:
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_both_scales_compose_and_paper_is_larger(name: str) -> None:
+    """The jobs are composed as the pre-flight composes them (``hydra_seam.Composer``: Hydra's composition of
+    the config-group choices once, each job's plain ``key=value`` overrides applied by Hydra's own code;
+    tests/test_compose_once.py checks that equals Hydra's composition of the whole job)."""
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         small = plan_of(["-m", f"experiment={name}"]).jobs
         paper = plan_of(["-m", f"experiment={name}", "scale=paper"]).jobs
-    assert 2 <= len(small) < len(paper)
-    for job in (small[0], small[-1], paper[-1]):
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-            build(compose("config", overrides=job))  # every value valid
+        assert 2 <= len(small) < len(paper)
+        composer = hydra_seam.Composer()
+        for job in (small[0], small[-1], paper[-1]):
+            build(composer(job))  # every value valid
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
