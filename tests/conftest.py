@@ -184,12 +184,36 @@ def boundlab_in_process():  # noqa: ANN201
     return _boundlab_in_process
 
 
+@pytest.fixture(scope="module")
+def _compositions() -> dict[str, dict]:
+    """The pre-flight's compositions, kept for one test module: {config directory: the compose-once store}."""
+    return {}
+
+
 @pytest.fixture
-def one_line_error(capsys: pytest.CaptureFixture):  # noqa: ANN201
+def one_line_error(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, _compositions: dict[str, dict]):  # noqa: ANN201
     """``one_line_error(argv)``: the command's pre-flight check on ``argv`` must stop with exit code 2 and
-    one line 'boundlab: error: ...' on stderr, which is returned."""
+    one line 'boundlab: error: ...' on stderr, which is returned.
+
+    The whole pre-flight runs, as the command runs it; only its compose-once cache (``hydra_seam.Composer``,
+    one Hydra composition per choice of config groups, each job's plain ``key=value`` overrides applied by
+    Hydra's own code to an unpickled copy) lives for the test module instead of one command, keyed by the
+    config directory the pre-flight reads (a test may point ``pipeline.preflight.CONF_DIR`` elsewhere). A
+    module's hundreds of bad values over the same few groups then cost one composition each group choice
+    (~60 ms) instead of one each value; the checks, and the line a user sees, are the same: a value that
+    does not apply is composed by Hydra itself, as in the command (tests/test_config.py
+    ``test_preflight_composes_each_job_as_hydra_does``)."""
+    from pipeline import hydra_seam
+    from pipeline import preflight as pre
     from pipeline.preflight import preflight
     from pipeline.schemas import register
+
+    class Composer(hydra_seam.Composer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cache.store = _compositions.setdefault(str(pre.CONF_DIR), {})
+
+    monkeypatch.setattr(hydra_seam, "Composer", Composer)
 
     def check(argv: list[str]) -> str:
         register()
