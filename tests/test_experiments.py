@@ -32,10 +32,26 @@ BOUND_NAMES = {b.name: b for b in BOUNDS}
 TINY = ["n=40", "d=3", "T=200"]
 
 
+# This module's compositions, by choice of config groups (hydra_seam.Compositions' store): an experiment's
+# tests share its composition, Hydra composing it once.
+COMPOSED: dict = {}
+
+
+def _composer() -> hydra_seam.Composer:
+    """The pre-flight's composer (inside ``initialize_config_dir``), with this module's store."""
+    composer = hydra_seam.Composer()
+    composer.cache.store = COMPOSED
+    return composer
+
+
 def _compose(overrides: list[str]):  # noqa: ANN202
+    """The job's config as the pre-flight composes it (``hydra_seam.Composer``, without the ``hydra`` node,
+    which no test here reads): Hydra's composition of its config-group choices, once for this module, its
+    plain ``key=value`` overrides applied to a copy by Hydra's own code (tests/test_config.py
+    ``test_preflight_composes_each_job_as_hydra_does``: equal to Hydra's composition of the whole job)."""
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return compose("config", overrides=overrides, return_hydra_config=True)
+        return _composer()(overrides)
 
 
 def test_the_issue_lists_every_experiment() -> None:
@@ -93,7 +109,7 @@ def test_both_scales_compose_and_paper_is_larger(name: str) -> None:
         small = plan_of(["-m", f"experiment={name}"]).jobs
         paper = plan_of(["-m", f"experiment={name}", "scale=paper"]).jobs
         assert 2 <= len(small) < len(paper)
-        composer = hydra_seam.Composer()
+        composer = _composer()
         for job in (small[0], small[-1], paper[-1]):
             build(composer(job))  # every value valid
 
