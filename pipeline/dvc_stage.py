@@ -114,20 +114,18 @@ def reads(experiment: str) -> list[str]:
     import hydra
     from omegaconf import OmegaConf
 
-    from pipeline import hydra_seam
     from pipeline.paths import CONF_DIR
+    from pipeline.preflight import sweep_jobs
     from pipeline.schemas import register
 
     register()
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        # the jobs of ``boundlab -m experiment=NAME``, split as pipeline.preflight.plan_of splits them, from the
-        # one composition of the experiment (plan_of's checks of a user's command line, two compositions
-        # more, have nothing to check in the package's own experiments)
+        # the jobs of ``boundlab -m experiment=NAME`` as pipeline.preflight.plan_of finds them, from the one
+        # composition of the experiment (plan_of's checks of a user's command line, two compositions more,
+        # have nothing to check in the package's own experiments)
         base = hydra.compose("config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
-        params = base.hydra.sweeper.get("params") or {}
-        grid = set(params.keys())
-        jobs = hydra_seam.split_sweep(hydra_seam.parser().parse_overrides(
-            [f"{k}={v}" for k, v in params.items()] + [f"experiment={experiment}"]))
+        grid = set((base.hydra.sweeper.get("params") or {}).keys())
+        jobs = sweep_jobs(base, [f"experiment={experiment}"])
         groups = {tuple(o for o in job if o.split("=", 1)[0] in ("algorithm", "dataset")) for job in jobs}
         text = ""
         for choice in sorted(groups):

@@ -428,7 +428,7 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             else:
                 _panel_bands(ax_, measured, bounds, levels, steps, cmap, drawn)
             ax_.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
-            positive = all(bool(np.all(c["empirical"] > 0)) for c in [c for _, c in measured] + bounds)
+            positive = all(bool(np.all(c["empirical"] > 0)) for c in [*(m for _, m in measured), *bounds])
             ax_.set(xscale="log", yscale="log" if positive else "symlog")
         for ax_ in axes.flat[len(groups):]:
             ax_.set_visible(False)

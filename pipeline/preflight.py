@@ -14,7 +14,7 @@ import hashlib
 import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import hydra
 from omegaconf import DictConfig
@@ -137,6 +137,13 @@ class Plan:
         return hashlib.sha256("\0".join(kept).encode()).hexdigest()[:10]
 
 
+def sweep_jobs(base: Any, overrides: Sequence[str]) -> list[list[str]]:
+    """The jobs of a sweep whose composed config (with its Hydra node) is ``base``: the sweeper's ``params``
+    first, then the command line's ``overrides``, split as Hydra's basic sweeper splits them."""
+    params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
+    return hydra_seam.split_sweep(hydra_seam.parser().parse_overrides(params + list(overrides)))
+
+
 def plan_of(argv: Sequence[str]) -> Plan:
     """The jobs that ``boundlab argv`` would run (each as its override list)."""
     from pipeline.params import UserError
@@ -166,8 +173,7 @@ def plan_of(argv: Sequence[str]) -> Plan:
     _check_pack(base, overrides)
     if base.hydra.job.get("chdir"):  # set by an experiment file
         raise UserError(f"hydra.job.chdir=true: {NO_CHDIR}")
-    params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
-    jobs = hydra_seam.split_sweep(hydra_seam.parser().parse_overrides(params + list(args.overrides)))
+    jobs = sweep_jobs(base, args.overrides)
     if any(o.is_sweep_override() and o.key_or_group in ("name", "experiment") for o in overrides):
         for job in jobs:  # swept names are checked one by one (the pre-flight then refuses more than one)
             check_names(parse_overrides(job), checked)

@@ -3,8 +3,8 @@ concatenating them, in a fraction of the memory and time.
 
 A sweep's end reads two small tables per job (a few rows each, ~50 columns) or per packed part.
 ``pd.read_parquet`` spends ~3 ms converting each one to pandas, and each small frame carries ~0.1 MB
-of overhead until it is concatenated. At 10,000 jobs, the end step spent 90 s reading. Its peak was
-~3.5 times the size of the table it built (docs/performance.md, "Large sweeps").
+of overhead until it is concatenated. At 10,000 jobs, the end step spent 93 s reading. Its peak grew by
+~3.6 times the size of the table it built (docs/performance.md, "Large sweeps").
 
 Here each file is read as an Arrow table. A run of consecutive tables with one schema (the usual
 case: the jobs of one experiment) is joined in Arrow and converted to pandas once, at the end. Tables

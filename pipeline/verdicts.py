@@ -312,7 +312,10 @@ def _detectable(violated: Any, groups: list[int]) -> float | None:
     for s in PLANTED:
         caught = missed = 0
         for d in draws:  # counted until the count is decided either way: the same answer, a fraction of the tests
-            caught, missed = (caught + 1, missed) if violated(d, s) else (caught, missed + 1)
+            if violated(d, s):
+                caught += 1
+            else:
+                missed += 1
             if caught >= need or RESAMPLES - missed < need:
                 break
         if caught >= need:
