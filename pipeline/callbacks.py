@@ -26,7 +26,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from pipeline import sweep
+from pipeline import sweep, tables
 from pipeline.verdicts import VIOLATED, sweep_line
 
 log = logging.getLogger("boundlab")
@@ -44,7 +44,6 @@ def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None) -
     settings per pack (``pipeline.pack``): its jobs' rows are read from the packs' parts, in the same order.
     The tables are the frames ``pd.concat`` of each file's ``pd.read_parquet`` gives, gathered as Arrow
     tables and converted once (pipeline.tables: at 10,000 jobs, a quarter of the time and less memory)."""
-    from pipeline import tables
     from pipeline.markers import finished
 
     results, curves = tables.Gather(), tables.Gather()
@@ -233,7 +232,8 @@ class SweepCallback(Callback):
         sweep.current().ended().publish()
         staging = sweep_dir / f".aggregate.{os.getpid()}.tmp"
         try:
-            problems = self._aggregate(config, sweep_dir, size or None, staging)
+            with tables.one_heap():  # the end's tables, verdicts and figures: one heap, not two (pipeline.tables)
+                problems = self._aggregate(config, sweep_dir, size or None, staging)
         except KeyboardInterrupt:
             _end_parent(self.uri, self.parent_id, "KILLED")
             raise

@@ -384,17 +384,13 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
         raise TypeError(f"ax must be a matplotlib Axes, Figure, SubFigure or None, not {type(ax).__name__}")
     ncols = int(np.ceil(np.sqrt(len(groups))))
     nrows = int(np.ceil(len(groups) / ncols))
-    wanted = {quantity, f"bound/{bound}"} | {f"{p}/{q}" for p in rows.get("part", pd.Series(dtype=object)).dropna().unique()
-                                                 if isinstance(p, str) and p for q in (quantity, f"bound/{bound}")}
-    relevant = curves[curves["run"].isin(rows["run"]) & curves["quantity"].isin(wanted)]
-    # each run's curves as row positions (one pass, not one per run), read as two arrays when drawn: a frame
-    # per curve cost ~5 kB each, 100 MB at 10,000 runs (docs/performance.md, "Large sweeps")
-    by_run = relevant.groupby(["run", "quantity"], sort=False).indices
-    t_all, value_all = relevant["t"].to_numpy(), relevant["empirical"].to_numpy()
-    no_rows = np.empty(0, dtype=np.intp)
+    # each run's curves as row positions, read as two arrays when drawn: a frame per curve cost ~5 kB each,
+    # 100 MB at 10,000 runs, and a copy of the table's relevant rows ~40 MB (docs/performance.md, "Large sweeps")
+    by_run = _curve_rows(curves)
+    t_all, value_all = curves["t"].to_numpy(), curves["empirical"].to_numpy()
 
-    def curve(key: tuple[str, str]) -> _Curve:
-        at = by_run.get(key, no_rows)
+    def curve(key: tuple[str, str]) -> _Curve:  # a run's quantity (or a part's: 'part/quantity')
+        at = by_run.get(key, slice(0, 0))
         return _Curve(t_all[at], value_all[at])
 
     # a series (a line) is a run: its learner when the figure has several, the settings swept beside the
@@ -407,6 +403,8 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
         return ", ".join(([str(r.learner)] if learners else []) + [_fmt(c, getattr(r, c)) for c in extra]
                          + [f"seed {r.seed}"])
 
+    used = list(dict.fromkeys(c for c in ["run", "part", "theoretical", "applicable", "learner", "seed", *extra]
+                              if c in rows))
     drawn = _Drawn()
     own = ax is None
     with _style(own):
@@ -417,7 +415,7 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
         cmap = _cmap("tab10")
         for ax_, (key, sel) in zip(axes.flat, groups):
             measured, bounds, levels = [], [], []
-            for r in sel.itertuples():
+            for r in sel[used].itertuples():  # the columns read: a row of all ~50 cost ~1.7 kB, 17 MB at 10^4 runs
                 prefix = f"{r.part}/" if isinstance(getattr(r, "part", None), str) and r.part else ""
                 measured.append((r, curve((r.run, f"{prefix}{quantity}"))))
                 bounds.append(curve((r.run, f"{prefix}bound/{bound}")))
@@ -447,6 +445,27 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
         fig.suptitle(f"{title}\n{rows['formula'].iloc[0]}", fontsize=10)
         _layout(fig, own, rect=(0, 0.04 + 0.03 * ((len(labels) + 3) // 4), 1, 1))
     return _root(fig)
+
+
+def _curve_rows(curves: pd.DataFrame) -> dict[tuple[Any, Any], slice | np.ndarray]:
+    """Each (run, quantity) of the curves table: its rows, in order, as ``groupby(["run", "quantity"]).indices``
+    gives them (keys with a missing value left out). A key whose rows are consecutive (a sweep's tables are
+    gathered run by run, so every key's are) gets a slice, which reads the columns without a copy; only
+    scattered keys get their positions. Found from where adjacent rows change key: no copy of the table,
+    no factorized codes (a groupby over 10^6 rows held ~40 MB more)."""
+    n = len(curves)
+    if n == 0:
+        return {}
+    run, quantity = curves["run"].array, curves["quantity"].array
+    change = np.asarray(run[1:] != run[:-1], dtype=bool) | np.asarray(quantity[1:] != quantity[:-1], dtype=bool)
+    starts = np.concatenate(([0], np.flatnonzero(change) + 1))
+    stops = np.append(starts[1:], n)
+    segments: dict[tuple[Any, Any], list[tuple[int, int]]] = {}
+    for r, q, a, b in zip(run[starts], quantity[starts], starts.tolist(), stops.tolist()):
+        if not (pd.isna(r) or pd.isna(q)):
+            segments.setdefault((r, q), []).append((a, b))
+    return {key: slice(*parts[0]) if len(parts) == 1 else np.concatenate([np.arange(a, b) for a, b in parts])
+            for key, parts in segments.items()}
 
 
 @dataclass(frozen=True)
@@ -891,6 +910,9 @@ def draw(kind: str, table: pd.DataFrame, curves: pd.DataFrame, *, ax: Axes | Fig
 FIGURES_STAMP = ".figures.json"  # in a sweep directory: what its figures were drawn from (sweep_figures' reuse)
 
 
+_HASH_ROWS = 65536  # rows hashed at a time by _figures_key: its copies stay ~10 MB, not ~50 at 10^6 curve rows
+
+
 def _figures_key(table: pd.DataFrame, curves: pd.DataFrame) -> str:
     """What a sweep's figures are a function of: its two tables (content, columns, types), this module's source
     and matplotlib's version. Equal keys draw byte-identical files (the figures are deterministic)."""
@@ -899,7 +921,8 @@ def _figures_key(table: pd.DataFrame, curves: pd.DataFrame) -> str:
     h = hashlib.sha256()
     for frame in (table, curves):
         h.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode())
-        h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+        for start in range(0, len(frame), _HASH_ROWS):  # row hashes are per row: the same bytes as in one piece
+            h.update(pd.util.hash_pandas_object(frame.iloc[start:start + _HASH_ROWS], index=True).to_numpy().tobytes())
     h.update(Path(__file__).read_bytes())
     h.update(matplotlib.__version__.encode())
     return h.hexdigest()

@@ -16,8 +16,9 @@ parquet.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 CHUNK = 200  # files joined into one contiguous Arrow table at a time (at most this many small tables are held)
 
@@ -98,4 +99,23 @@ class Gather:
         return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
-__all__ = ["CHUNK", "Gather", "read", "to_pandas"]
+@contextmanager
+def one_heap() -> Iterator[None]:
+    """Arrow allocates from malloc inside the block, the heap pandas' numeric arrays come from.
+
+    pyarrow's default pool (mimalloc) keeps pages it freed for its own later use, and malloc does the
+    same. A sweep's end alternates between the two (Arrow: reading, string columns, their compute; numpy:
+    numbers, masks, hashes, the figures' grids), so each heap kept its own high-water mark. At 10,000 jobs
+    this held ~50 MB more at the end's peak (docs/performance.md, "Large sweeps"), for the same time.
+    Buffers keep the pool they came from: the previous pool is restored on leaving."""
+    import pyarrow as pa
+
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
+
+
+__all__ = ["CHUNK", "Gather", "one_heap", "read", "to_pandas"]

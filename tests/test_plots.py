@@ -350,3 +350,39 @@ def test_a_setting_of_many_runs_is_drawn_as_its_quantiles_and_still_counted_in_t
         assert tuple(np.round([y.min(), y.max()], 9)) in spans
         assert tuple(np.round(np.quantile(y, [0.05, 0.95]), 9)) in spans
     assert any("runs: median, 5-95 %" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+@pytest.mark.parametrize("dtype", ["str", object])
+@pytest.mark.parametrize("order", ["gathered", "shuffled"])
+def test_each_curves_rows_are_what_groupby_gives(dtype: object, order: str) -> None:
+    """plots._curve_rows is ``groupby(["run", "quantity"]).indices`` (keys with a missing value left out);
+    a key whose rows are consecutive, as a sweep gathers them, is a slice (read without a copy)."""
+    rng = np.random.default_rng(3)
+    keys = [(r, q) for r in ["r1", "r2", None, "r10"] for q in ["mistakes", "bound/novikoff", None]]
+    rows = [(r, q, t) for r, q in keys for t in range(1 + int(rng.integers(0, 4)))]
+    if order == "shuffled":
+        rows = [rows[i] for i in rng.permutation(len(rows))]
+    curves = pd.DataFrame(rows, columns=["run", "quantity", "t"]).astype({"run": dtype, "quantity": dtype})
+    curves["empirical"] = rng.random(len(curves))
+    got = plots._curve_rows(curves)
+    want = curves.groupby(["run", "quantity"], sort=False).indices
+    assert set(got) == set(want) and len(want) == 6
+    positions = np.arange(len(curves))
+    for key, at in want.items():
+        assert np.array_equal(positions[got[key]], at)
+        if order == "gathered":
+            assert isinstance(got[key], slice)
+    assert plots._curve_rows(curves.iloc[:0]) == {}
+
+
+def test_the_figures_key_hashed_in_pieces_is_the_key_hashed_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table()
+    curves = pd.DataFrame({"run": np.repeat(table["run"].to_numpy(), 5), "quantity": "suboptimality",
+                           "t": np.tile(np.arange(1, 6), len(table)), "empirical": np.arange(5 * len(table)) / 7})
+    monkeypatch.setattr(plots, "_HASH_ROWS", 10**9)
+    whole = plots._figures_key(table, curves)
+    monkeypatch.setattr(plots, "_HASH_ROWS", 7)
+    assert plots._figures_key(table, curves) == whole
+    changed = curves.copy()
+    changed.loc[len(changed) - 1, "empirical"] += 1e-12  # in the last piece
+    assert plots._figures_key(table, changed) != whole

@@ -102,3 +102,19 @@ def test_gathering_holds_a_chunk_of_small_tables_at_a_time(tmp_path: Path, monke
         gc.unfreeze()
     assert max(alive) <= 3 and alive[-1] == 0, alive
     assert len(gather.frame()) == 36
+
+
+def test_one_heap_allocates_from_malloc_and_restores_the_pool(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    before = pa.default_memory_pool().backend_name
+    frame = pd.DataFrame({"a": ["x", None, "y"], "b": [1.0, 2.0, 3.0]})
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    with tables.one_heap():
+        assert pa.default_memory_pool().backend_name == "system"
+        inside = tables.to_pandas(tables.read(tmp_path / "t.parquet"))
+    assert pa.default_memory_pool().backend_name == before
+    pd.testing.assert_frame_equal(inside, pd.read_parquet(tmp_path / "t.parquet"))
+    with pytest.raises(RuntimeError), tables.one_heap():
+        raise RuntimeError
+    assert pa.default_memory_pool().backend_name == before
