@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import pytest
 from helpers import file_order
@@ -96,10 +97,23 @@ def stats_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
+@pytest.fixture(scope="session")
+def _stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The directories of the tests' own MLflow stores: ``<this directory>/<n>``, n counting up."""
+    root = tmp_path_factory.mktemp("mlflow")
+    return (root / str(n) for n in itertools.count())
+
+
 @pytest.fixture(autouse=True)
-def _private_stores(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, stats_cache: Path) -> None:
-    """Every test tracks to its own MLflow store and caches statistics outside the project."""
-    db = tmp_path_factory.mktemp("mlflow") / "mlflow.db"
+def _private_stores(_stores: Iterator[Path], monkeypatch: pytest.MonkeyPatch, stats_cache: Path) -> None:
+    """Every test tracks to its own MLflow store and caches statistics outside the project.
+
+    Each store's directory is the next of one session directory's numbered subdirectories, not a
+    ``tmp_path_factory.mktemp`` of its own: mktemp finds its number by listing the whole base temporary
+    directory, which then held a directory per test run so far (quadratic in a worker's ~1,700 tests)."""
+    store = next(_stores)
+    store.mkdir()
+    db = store / "mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
     monkeypatch.setenv("BOUNDLAB_CACHE", str(stats_cache))
 
