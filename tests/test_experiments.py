@@ -73,11 +73,12 @@ def _compose_each_config_once(request: pytest.FixtureRequest, monkeypatch: pytes
 
     import hydra
     from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import DictConfig
 
     real = hydra.compose
 
     def compose(config_name: str | None = None, overrides: list[str] | None = None,
-                return_hydra_config: bool = False, strict: bool | None = None):  # noqa: ANN202
+                return_hydra_config: bool = False, strict: bool | None = None) -> DictConfig:
         path = GlobalHydra.instance().config_loader().get_search_path().get_path()
         key = (tuple((p.provider, p.path) for p in path), config_name, tuple(overrides or ()), return_hydra_config, strict)
         if key not in HYDRA_COMPOSED:
