@@ -54,8 +54,8 @@ def _compose(overrides: list[str]):  # noqa: ANN202
         return _composer()(overrides)
 
 
-# Hydra's own compositions (``hydra.compose``) in this module's fast tests, by config search path and
-# arguments: the pre-flight's check of ``experiment=NAME``, plan_of's composition of the sweep and
+# Hydra's own compositions (``hydra.compose``) in this module's fast tests, by config search path, arguments
+# and working directory: the pre-flight's check of ``experiment=NAME``, plan_of's composition of the sweep and
 # dvc_stage.reads each compose ``experiment=NAME`` with its hydra node, the same config four times an
 # experiment here. Each caller gets its own copy, so none sees another's edits.
 HYDRA_COMPOSED: dict = {}
@@ -80,9 +80,13 @@ def _compose_each_config_once(request: pytest.FixtureRequest, monkeypatch: pytes
     def compose(config_name: str | None = None, overrides: list[str] | None = None,
                 return_hydra_config: bool = False, strict: bool | None = None) -> DictConfig:
         path = GlobalHydra.instance().config_loader().get_search_path().get_path()
-        key = (tuple((p.provider, p.path) for p in path), config_name, tuple(overrides or ()), return_hydra_config, strict)
+        key = (tuple((p.provider, p.path) for p in path), config_name, tuple(overrides or ()), return_hydra_config, strict,
+               os.getcwd())  # Hydra records the working directory (hydra.runtime.cwd)
         if key not in HYDRA_COMPOSED:
-            HYDRA_COMPOSED[key] = hydra_seam._frozen(real(config_name, overrides, return_hydra_config, strict))
+            cfg = real(config_name, overrides, return_hydra_config, strict)
+            if return_hydra_config and cfg.hydra.job.env_copy:  # a copy of variables: depends on the environment
+                return cfg
+            HYDRA_COMPOSED[key] = hydra_seam._frozen(cfg)
         kept = HYDRA_COMPOSED[key]
         return pickle.loads(kept) if isinstance(kept, bytes) else copy.deepcopy(kept)
 
