@@ -205,22 +205,16 @@ def _compositions() -> dict[str, dict]:
 
 
 @pytest.fixture
-def one_line_error(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, _compositions: dict[str, dict]):  # noqa: ANN201
-    """``one_line_error(argv)``: the command's pre-flight check on ``argv`` must stop with exit code 2 and
-    one line 'boundlab: error: ...' on stderr, which is returned.
-
-    The whole pre-flight runs, as the command runs it; only its compose-once cache (``hydra_seam.Composer``,
-    one Hydra composition per choice of config groups, each job's plain ``key=value`` overrides applied by
-    Hydra's own code to an unpickled copy) lives for the test module instead of one command, keyed by the
-    config directory the pre-flight reads (a test may point ``pipeline.preflight.CONF_DIR`` elsewhere). A
-    module's hundreds of bad values over the same few groups then cost one composition each group choice
-    (~60 ms) instead of one each value; the checks, and the line a user sees, are the same: a value that
-    does not apply is composed by Hydra itself, as in the command (tests/test_config.py
-    ``test_preflight_composes_each_job_as_hydra_does``)."""
+def shared_compositions(monkeypatch: pytest.MonkeyPatch, _compositions: dict[str, dict]) -> None:
+    """The pre-flight's compose-once cache (``hydra_seam.Composer``: one Hydra composition per choice of config
+    groups, each job's plain ``key=value`` overrides applied by Hydra's own code to an unpickled copy) kept
+    for the test module instead of one command, keyed by the config directory the pre-flight reads (a test
+    may point ``pipeline.preflight.CONF_DIR`` elsewhere). The whole pre-flight still runs, as the command runs
+    it: a module's many command lines over the same few groups cost one composition each group choice
+    (~60 ms) instead of one each command line; a value that does not apply is composed by Hydra itself, as
+    in the command (tests/test_config.py ``test_preflight_composes_each_job_as_hydra_does``)."""
     from pipeline import hydra_seam
     from pipeline import preflight as pre
-    from pipeline.preflight import preflight
-    from pipeline.schemas import register
 
     class Composer(hydra_seam.Composer):
         def __init__(self) -> None:
@@ -228,6 +222,19 @@ def one_line_error(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatc
             self.cache.store = _compositions.setdefault(str(pre.CONF_DIR), {})
 
     monkeypatch.setattr(hydra_seam, "Composer", Composer)
+
+
+@pytest.fixture
+def one_line_error(capsys: pytest.CaptureFixture, shared_compositions: None):  # noqa: ANN201
+    """``one_line_error(argv)``: the command's pre-flight check on ``argv`` must stop with exit code 2 and
+    one line 'boundlab: error: ...' on stderr, which is returned.
+
+    The whole pre-flight runs, as the command runs it; only its compose-once cache lives for the test
+    module instead of one command (:func:`shared_compositions`): a module's hundreds of bad values over the
+    same few groups then cost one composition each group choice instead of one each value; the checks,
+    and the line a user sees, are the same."""
+    from pipeline.preflight import preflight
+    from pipeline.schemas import register
 
     def check(argv: list[str]) -> str:
         register()
@@ -239,4 +246,3 @@ def one_line_error(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatc
         return err
 
     return check
-
