@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import pytest
 from helpers import file_order
@@ -43,6 +44,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: hand the files out in the order below
         config.option.loadscopereorder = False
+    _rewrite_no_plugin_package()
+
+
+def _rewrite_no_plugin_package() -> None:
+    """Where Python writes no bytecode (``PYTHONDONTWRITEBYTECODE``), the packages of pytest's plug-ins that
+    are imported after this conftest (hypothesis' ~75 modules, the rest of hydra's) are not asserts-rewritten.
+
+    pytest rewrites the asserts of every installed package that ships a plug-in, for the messages of asserts
+    in the plug-ins' own fixtures (none is used here); it keeps the rewritten code as bytecode beside the
+    source, unless no bytecode may be written: then each test process parsed, rewrote and compiled them
+    again (collection 8.4 -> 7.0 s of CPU a process without it), where unmarked they load from the installed
+    bytecode. The tests' own files (``test_*.py``, conftest.py) are still rewritten: the asserts, their
+    outcomes and their messages are the same; the packages' own asserts still raise."""
+    if not sys.dont_write_bytecode:  # pytest caches the rewritten modules: a first run's cost only
+        return
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+    for hook in sys.meta_path:
+        marked = getattr(hook, "_must_rewrite", None) if isinstance(hook, AssertionRewritingHook) else None
+        if isinstance(marked, set):
+            marked.clear()
+            getattr(hook, "_marked_for_rewrite_cache", {}).clear()
 
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
@@ -96,10 +119,23 @@ def stats_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
+@pytest.fixture(scope="session")
+def _stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The directories of the tests' own MLflow stores: ``<this directory>/<n>``, n counting up."""
+    root = tmp_path_factory.mktemp("mlflow")
+    return (root / str(n) for n in itertools.count())
+
+
 @pytest.fixture(autouse=True)
-def _private_stores(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, stats_cache: Path) -> None:
-    """Every test tracks to its own MLflow store and caches statistics outside the project."""
-    db = tmp_path_factory.mktemp("mlflow") / "mlflow.db"
+def _private_stores(_stores: Iterator[Path], monkeypatch: pytest.MonkeyPatch, stats_cache: Path) -> None:
+    """Every test tracks to its own MLflow store and caches statistics outside the project.
+
+    Each store's directory is the next of one session directory's numbered subdirectories, not a
+    ``tmp_path_factory.mktemp`` of its own: mktemp finds its number by listing the whole base temporary
+    directory, which then held a directory per test run so far (quadratic in a worker's ~1,700 tests)."""
+    store = next(_stores)
+    store.mkdir()
+    db = store / "mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
     monkeypatch.setenv("BOUNDLAB_CACHE", str(stats_cache))
 
@@ -191,22 +227,16 @@ def _compositions() -> dict[str, dict]:
 
 
 @pytest.fixture
-def one_line_error(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, _compositions: dict[str, dict]):  # noqa: ANN201
-    """``one_line_error(argv)``: the command's pre-flight check on ``argv`` must stop with exit code 2 and
-    one line 'boundlab: error: ...' on stderr, which is returned.
-
-    The whole pre-flight runs, as the command runs it; only its compose-once cache (``hydra_seam.Composer``,
-    one Hydra composition per choice of config groups, each job's plain ``key=value`` overrides applied by
-    Hydra's own code to an unpickled copy) lives for the test module instead of one command, keyed by the
-    config directory the pre-flight reads (a test may point ``pipeline.preflight.CONF_DIR`` elsewhere). A
-    module's hundreds of bad values over the same few groups then cost one composition each group choice
-    (~60 ms) instead of one each value; the checks, and the line a user sees, are the same: a value that
-    does not apply is composed by Hydra itself, as in the command (tests/test_config.py
-    ``test_preflight_composes_each_job_as_hydra_does``)."""
+def shared_compositions(monkeypatch: pytest.MonkeyPatch, _compositions: dict[str, dict]) -> None:
+    """The pre-flight's compose-once cache (``hydra_seam.Composer``: one Hydra composition per choice of config
+    groups, each job's plain ``key=value`` overrides applied by Hydra's own code to an unpickled copy) kept
+    for the test module instead of one command, keyed by the config directory the pre-flight reads (a test
+    may point ``pipeline.preflight.CONF_DIR`` elsewhere). The whole pre-flight still runs, as the command runs
+    it: a module's many command lines over the same few groups cost one composition each group choice
+    (~60 ms) instead of one each command line; a value that does not apply is composed by Hydra itself, as
+    in the command (tests/test_config.py ``test_preflight_composes_each_job_as_hydra_does``)."""
     from pipeline import hydra_seam
     from pipeline import preflight as pre
-    from pipeline.preflight import preflight
-    from pipeline.schemas import register
 
     class Composer(hydra_seam.Composer):
         def __init__(self) -> None:
@@ -214,6 +244,19 @@ def one_line_error(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatc
             self.cache.store = _compositions.setdefault(str(pre.CONF_DIR), {})
 
     monkeypatch.setattr(hydra_seam, "Composer", Composer)
+
+
+@pytest.fixture
+def one_line_error(capsys: pytest.CaptureFixture, shared_compositions: None):  # noqa: ANN201
+    """``one_line_error(argv)``: the command's pre-flight check on ``argv`` must stop with exit code 2 and
+    one line 'boundlab: error: ...' on stderr, which is returned.
+
+    The whole pre-flight runs, as the command runs it; only its compose-once cache lives for the test
+    module instead of one command (:func:`shared_compositions`): a module's hundreds of bad values over the
+    same few groups then cost one composition each group choice instead of one each value; the checks,
+    and the line a user sees, are the same."""
+    from pipeline.preflight import preflight
+    from pipeline.schemas import register
 
     def check(argv: list[str]) -> str:
         register()
@@ -225,4 +268,3 @@ def one_line_error(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatc
         return err
 
     return check
-

@@ -365,16 +365,35 @@ def peak_bytes(fn) -> int:  # noqa: ANN001
 TINY = ["n=40", "d=3", "T=200"]
 
 
-def compose_tiny(overrides: list[str]):  # noqa: ANN201
-    """The job config of ``overrides`` at the tiny size :data:`TINY`."""
-    from hydra import compose, initialize_config_dir
+# The jobs' compositions in this test process, by config directory, then by choice of config groups
+# (hydra_seam.Compositions' store): the hundreds of extreme values of tests/test_run.py, and the sizes of
+# tests/test_params.py, differ in plain ``key=value`` overrides only, over a few group choices.
+COMPOSED: dict[str, dict] = {}
 
+
+def compose_job(overrides: list[str]):  # noqa: ANN201
+    """The job config of ``overrides`` composed as the pre-flight composes it (``hydra_seam.Composer``):
+    Hydra's composition of its config-group choices, once per test process, its plain ``key=value``
+    overrides applied to a copy by Hydra's own code (tests/test_config.py
+    ``test_preflight_composes_each_job_as_hydra_does``: equal to Hydra's composition of the whole job); a
+    value Hydra refuses is composed by Hydra itself, so the error is Hydra's. Hydra's composition of each
+    job was ~0.07 s, most of a tiny job's time."""
+    from hydra import initialize_config_dir
+
+    from pipeline.hydra_seam import Composer
     from pipeline.paths import CONF_DIR
     from pipeline.schemas import register
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return compose("config", overrides=[*TINY, *overrides])
+        composer = Composer()
+        composer.cache.store = COMPOSED.setdefault(str(CONF_DIR), {})
+        return composer(list(overrides))
+
+
+def compose_tiny(overrides: list[str]):  # noqa: ANN201
+    """The job config of ``overrides`` at the tiny size :data:`TINY` (:func:`compose_job`)."""
+    return compose_job([*TINY, *overrides])
 
 
 def tiny_outcome(overrides: list[str]) -> tuple[str, object]:

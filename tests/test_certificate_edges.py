@@ -51,16 +51,27 @@ def first_bad_pivot(K: np.ndarray) -> Fraction | None:
     """Gaussian elimination on the float matrix K taken exactly: the first pivot <= 0, or None.
 
     All pivots > 0 <=> K positive definite (Sylvester); a first non-positive pivot p < 0 makes a leading
-    principal minor negative, so K is not even positive semi-definite."""
+    principal minor negative, so K is not even positive semi-definite.
+
+    Pivot k depends on the leading (k+1) x (k+1) block alone, so the elimination is done on that block as it
+    grows (Crout's order): row and column k are brought through steps 0..k-1 only when k is reached, each
+    entry by the same exact subtractions, in the same order, as eliminating the whole matrix step by step
+    gives it. A first bad pivot at k costs ~k^3/3 exact operations, not ~n^2 k."""
     A = [[Fraction(float(v)) for v in row] for row in K]
     n = len(A)
+    f = [[Fraction(0)] * n for _ in range(n)]  # f[i][s]: step s's multiplier of row i (A[i][s] / A[s][s] then)
     for k in range(n):
+        for i in range(k):  # column k, rows above the pivot: after steps 0..i-1, what row i keeps
+            for s in range(i):
+                A[i][k] -= f[i][s] * A[s][k]
+        for j in range(k):  # row k, left of the pivot: after steps 0..j-1, then its multiplier for step j
+            for s in range(j):
+                A[k][j] -= f[k][s] * A[s][j]
+            f[k][j] = A[k][j] / A[j][j]
+        for s in range(k):  # the pivot, after steps 0..k-1
+            A[k][k] -= f[k][s] * A[s][k]
         if A[k][k] <= 0:
             return A[k][k]
-        for i in range(k + 1, n):
-            f = A[i][k] / A[k][k]
-            for j in range(k + 1, n):
-                A[i][j] -= f * A[k][j]
     return None
 
 

@@ -54,6 +54,45 @@ def _compose(overrides: list[str]):  # noqa: ANN202
         return _composer()(overrides)
 
 
+# Hydra's own compositions (``hydra.compose``) in this module's fast tests, by config search path, arguments
+# and working directory: the pre-flight's check of ``experiment=NAME``, plan_of's composition of the sweep and
+# dvc_stage.reads each compose ``experiment=NAME`` with its hydra node, the same config four times an
+# experiment here. Each caller gets its own copy, so none sees another's edits.
+HYDRA_COMPOSED: dict = {}
+
+
+@pytest.fixture(autouse=True)
+def _compose_each_config_once(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hydra.compose`` composes each distinct call once for this module (the fast tests only: the
+    ``e2e``, ``long`` and ``slow`` ones run the command as it runs): the same arguments over the same
+    config files give the same config, so the tests check what Hydra composes, once."""
+    if any(request.node.get_closest_marker(m) for m in ("e2e", "long", "slow")):
+        return
+    import copy
+    import pickle
+
+    import hydra
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import DictConfig
+
+    real = hydra.compose
+
+    def compose(config_name: str | None = None, overrides: list[str] | None = None,
+                return_hydra_config: bool = False, strict: bool | None = None) -> DictConfig:
+        path = GlobalHydra.instance().config_loader().get_search_path().get_path()
+        key = (tuple((p.provider, p.path) for p in path), config_name, tuple(overrides or ()), return_hydra_config, strict,
+               os.getcwd())  # Hydra records the working directory (hydra.runtime.cwd)
+        if key not in HYDRA_COMPOSED:
+            cfg = real(config_name, overrides, return_hydra_config, strict)
+            if return_hydra_config and cfg.hydra.job.env_copy:  # a copy of variables: depends on the environment
+                return cfg
+            HYDRA_COMPOSED[key] = hydra_seam._frozen(cfg)
+        kept = HYDRA_COMPOSED[key]
+        return pickle.loads(kept) if isinstance(kept, bytes) else copy.deepcopy(kept)
+
+    monkeypatch.setattr(hydra, "compose", compose)
+
+
 def test_the_issue_lists_every_experiment() -> None:
     asked = {"perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "worst_case",
              "halving_classes",

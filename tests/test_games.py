@@ -73,26 +73,36 @@ def wm_mistakes(t: np.ndarray, beta: Fraction, sequence: list[tuple[int, int]]) 
     the experts with the fewest mistakes so far); returns (learner mistakes, each expert's mistakes)."""
     counts, mistakes = [0] * t.shape[1], 0
     for x, y in sequence:
-        lead = min(counts)
-        w = [Fraction(int(c == lead)) if beta == 0 else beta**c for c in counts]
-        plus = sum(wi for wi, v in zip(w, t[x]) if v > 0)
-        minus = sum(wi for wi, v in zip(w, t[x]) if v < 0)
-        mistakes += (1 if plus >= minus else -1) != y
-        counts = [c + (v != y) for c, v in zip(counts, t[x])]
+        missed, counts = wm_move(t, beta, counts, x, y)
+        mistakes += missed
     return mistakes, counts
+
+
+def wm_move(t: np.ndarray, beta: Fraction, counts: list[int], x: int, y: int) -> tuple[bool, list[int]]:
+    """One move of :func:`wm_mistakes`: (whether the learner errs on (x, y), each expert's mistakes after it)."""
+    lead = min(counts)
+    w = [Fraction(int(c == lead)) if beta == 0 else beta**c for c in counts]
+    plus = sum(wi for wi, v in zip(w, t[x]) if v > 0)
+    minus = sum(wi for wi, v in zip(w, t[x]) if v < 0)
+    return (1 if plus >= minus else -1) != y, [c + (v != y) for c, v in zip(counts, t[x])]
 
 
 def brute_wm(t: np.ndarray, beta: Fraction, m_star: int, horizon: int) -> int:
     """Max over every sequence of at most ``horizon`` (point, label) moves (any labels, repetitions allowed) whose
-    best expert ends with at most m* mistakes, each sequence simulated from scratch."""
+    best expert ends with at most m* mistakes. Every sequence is enumerated, depth first: a sequence's state
+    (learner and expert mistakes) is its prefix's after one more :func:`wm_move`, the state :func:`wm_mistakes`
+    reaches simulating it from scratch, so each prefix is simulated once, not once per sequence extending it."""
     moves = [(x, y) for x in range(t.shape[0]) for y in (-1, 1)]
-    best = 0
-    for length in range(horizon + 1):
-        for seq in itertools.product(moves, repeat=length):
-            mistakes, counts = wm_mistakes(t, beta, list(seq))
-            if min(counts) <= m_star:
-                best = max(best, mistakes)
-    return best
+
+    def best_from(mistakes: int, counts: list[int], left: int) -> int:
+        best = mistakes if min(counts) <= m_star else 0
+        if left:
+            for x, y in moves:
+                missed, after = wm_move(t, beta, counts, x, y)
+                best = max(best, best_from(mistakes + missed, after, left - 1))
+        return best
+
+    return best_from(0, [0] * t.shape[1], horizon)
 
 
 def random_table(rng: np.random.Generator, m: int, H: int) -> np.ndarray:

@@ -7,7 +7,7 @@ import math
 import warnings
 
 import pytest
-from hydra import compose, initialize_config_dir
+from helpers import compose_job
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,9 +15,7 @@ from pipeline import params
 from pipeline.config import TOP_LEVEL, build
 from pipeline.params import (BATCH, DELTA, INTERCEPT, LAM, POSITIVE, PROJECTION, RHO, T_STEPS, Param, ParamError, Rule,
                              UserError, above, at_least, one_of)
-from pipeline.paths import CONF_DIR
 from pipeline.plugins import DATASETS, LEARNERS
-from pipeline.schemas import register
 
 SHARED = (LAM, T_STEPS, DELTA, PROJECTION, INTERCEPT, BATCH, RHO)
 
@@ -100,9 +98,9 @@ GIB = 2**30
 
 
 def _compose(overrides: list[str]):  # noqa: ANN202
-    register()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return compose("config", overrides=overrides)
+    """The job's config as the pre-flight composes it (helpers.compose_job: Hydra composes each choice of
+    config groups once; the sizes are plain values set on a copy by Hydra's own code)."""
+    return compose_job(overrides)
 
 
 def _build(overrides: list[str]) -> object:

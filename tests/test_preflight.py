@@ -16,6 +16,10 @@ from pipeline.preflight import preflight
 from pipeline.schemas import register
 
 
+# Every command line here is checked with the pre-flight's compose-once cache kept for the module
+# (tests/conftest.py shared_compositions): one Hydra composition per choice of config groups.
+pytestmark = pytest.mark.usefixtures("shared_compositions")
+
 NAME_RULE = "must be a plain name"
 BY_NAME = "an experiment is chosen by name, not by path"
 

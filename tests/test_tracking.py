@@ -780,6 +780,7 @@ def _missing(module: str) -> bool:
     return importlib.util.find_spec(module) is None
 
 
+@pytest.mark.usefixtures("shared_compositions")  # the pre-flight's compositions, one per group choice for the module
 @pytest.mark.parametrize("how", ["env", "config"])
 @pytest.mark.parametrize(("uri", "why"), STORES, ids=[u for u, _ in STORES])
 def test_unusable_store_stops_before_any_work(uri: str, why: str, how: str, tmp_path: Path,
