@@ -44,28 +44,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: hand the files out in the order below
         config.option.loadscopereorder = False
-    _rewrite_no_plugin_package()
-
-
-def _rewrite_no_plugin_package() -> None:
-    """Where Python writes no bytecode (``PYTHONDONTWRITEBYTECODE``), the packages of pytest's plug-ins
-    (hypothesis, hydra, anyio, ...: ~180 modules) are not asserts-rewritten on import in this process.
-
-    pytest rewrites the asserts of every installed package that ships a plug-in, for the messages of
-    asserts in the plug-ins' own fixtures (none here: hydra's and anyio's fixtures are unused); it keeps the
-    rewritten code as bytecode beside the source, unless no bytecode may be written: then each test process
-    parsed, rewrote and compiled them again, ~2.5 s a process, and imports them from the installed bytecode
-    instead once unmarked. The tests' own files (``test_*.py``, conftest.py) are still rewritten: the
-    asserts, their outcomes and their messages are the same; the packages' own asserts still raise."""
-    if not sys.dont_write_bytecode:  # pytest caches the rewritten modules: a first run's cost only
-        return
-    from _pytest.assertion.rewrite import AssertionRewritingHook
-
-    for hook in sys.meta_path:
-        marked = getattr(hook, "_must_rewrite", None) if isinstance(hook, AssertionRewritingHook) else None
-        if isinstance(marked, set):
-            marked.clear()
-            getattr(hook, "_marked_for_rewrite_cache", {}).clear()
 
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
