@@ -366,13 +366,25 @@ TINY = ["n=40", "d=3", "T=200"]
 
 
 # The jobs' compositions in this test process, by config directory, then by choice of config groups
-# (hydra_seam.Compositions' store): the hundreds of extreme values of tests/test_run.py, and the sizes of
-# tests/test_params.py, differ in plain ``key=value`` overrides only, over a few group choices.
+# (hydra_seam.Compositions' store): the hundreds of extreme values of tests/test_run.py, the sizes of
+# tests/test_params.py, the options of tests/test_config.py and the experiments of tests/test_experiments.py
+# differ in plain ``key=value`` overrides only, over a few group choices.
 COMPOSED: dict[str, dict] = {}
 
 
+def composer():  # noqa: ANN201
+    """The pre-flight's composer (``hydra_seam.Composer``) with this process's store of compositions, for
+    use inside ``initialize_config_dir(CONF_DIR)``."""
+    from pipeline.hydra_seam import Composer
+    from pipeline.paths import CONF_DIR
+
+    made = Composer()
+    made.cache.store = COMPOSED.setdefault(str(CONF_DIR), {})
+    return made
+
+
 def compose_job(overrides: list[str]):  # noqa: ANN201
-    """The job config of ``overrides`` composed as the pre-flight composes it (``hydra_seam.Composer``):
+    """The job config of ``overrides`` composed as the pre-flight composes it (:func:`composer`):
     Hydra's composition of its config-group choices, once per test process, its plain ``key=value``
     overrides applied to a copy by Hydra's own code (tests/test_config.py
     ``test_preflight_composes_each_job_as_hydra_does``: equal to Hydra's composition of the whole job); a
@@ -380,15 +392,12 @@ def compose_job(overrides: list[str]):  # noqa: ANN201
     job was ~0.07 s, most of a tiny job's time."""
     from hydra import initialize_config_dir
 
-    from pipeline.hydra_seam import Composer
     from pipeline.paths import CONF_DIR
     from pipeline.schemas import register
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        composer = Composer()
-        composer.cache.store = COMPOSED.setdefault(str(CONF_DIR), {})
-        return composer(list(overrides))
+        return composer()(list(overrides))
 
 
 def compose_tiny(overrides: list[str]):  # noqa: ANN201

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import compose_job
 from hydra import compose, initialize_config_dir
 
 from pipeline.preflight import preflight
@@ -17,25 +18,6 @@ from pipeline.schemas import register
 
 GROUPS = {g: sorted(p.stem for p in (CONF_DIR / g).glob("*.yaml")) for g in ("algorithm", "dataset", "experiment")}
 TINY = ["n=50", "d=3", "T=500"]
-
-
-# This module's compositions, by choice of config groups (hydra_seam.Compositions' store): the options,
-# experiments and learners below share them, each composed by Hydra once.
-COMPOSED: dict = {}
-
-
-def compose_job(overrides: list[str]):  # noqa: ANN201
-    """The job's config as the pre-flight composes it (``hydra_seam.Composer``): Hydra's composition of its
-    config-group choices, once for this module, and its plain ``key=value`` overrides applied to a copy by
-    Hydra's own code (``test_preflight_composes_each_job_as_hydra_does``: equal to Hydra's composition of
-    the whole job); anything that fails is composed by Hydra itself, so errors are Hydra's."""
-    from pipeline.hydra_seam import Composer
-
-    register()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        composer = Composer()
-        composer.cache.store = COMPOSED
-        return composer(overrides)
 
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g, opts in GROUPS.items() for o in opts])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import migrated_store
+from helpers import compose_job, composer, migrated_store
 from hydra import compose, initialize_config_dir
 
 from pipeline import hydra_seam
@@ -30,28 +30,6 @@ ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "experiments").glob("*.yaml"))
 BOUND_NAMES = {b.name: b for b in BOUNDS}
 TINY = ["n=40", "d=3", "T=200"]
-
-
-# This module's compositions, by choice of config groups (hydra_seam.Compositions' store): an experiment's
-# tests share its composition, Hydra composing it once.
-COMPOSED: dict = {}
-
-
-def _composer() -> hydra_seam.Composer:
-    """The pre-flight's composer (inside ``initialize_config_dir``), with this module's store."""
-    composer = hydra_seam.Composer()
-    composer.cache.store = COMPOSED
-    return composer
-
-
-def _compose(overrides: list[str]):  # noqa: ANN202
-    """The job's config as the pre-flight composes it (``hydra_seam.Composer``, without the ``hydra`` node,
-    which no test here reads): Hydra's composition of its config-group choices, once for this module, its
-    plain ``key=value`` overrides applied to a copy by Hydra's own code (tests/test_config.py
-    ``test_preflight_composes_each_job_as_hydra_does``: equal to Hydra's composition of the whole job)."""
-    register()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return _composer()(overrides)
 
 
 # Hydra's own compositions (``hydra.compose``) in this module's fast tests, by config search path, arguments
@@ -129,7 +107,7 @@ def test_dvc_runs_every_experiment_once_then_the_report_over_all() -> None:
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_states_question_and_claims(name: str) -> None:
-    cfg = _compose([f"experiment={name}"])
+    cfg = compose_job([f"experiment={name}"])
     assert cfg.name == name and len(str(cfg.question)) > 40
     assert cfg.claims, f"{name}: no claims"
     for claim in cfg.claims:
@@ -148,14 +126,14 @@ def test_both_scales_compose_and_paper_is_larger(name: str) -> None:
         small = plan_of(["-m", f"experiment={name}"]).jobs
         paper = plan_of(["-m", f"experiment={name}", "scale=paper"]).jobs
         assert 2 <= len(small) < len(paper)
-        composer = _composer()
+        job_config = composer()
         for job in (small[0], small[-1], paper[-1]):
-            build(composer(job))  # every value valid
+            build(job_config(job))  # every value valid
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_runs_tiny_with_every_claimed_bound(name: str) -> None:
-    cfg = _compose([f"experiment={name}", *TINY])
+    cfg = compose_job([f"experiment={name}", *TINY])
     table = run(build(cfg)).table
     assert {c.bound for c in cfg.claims} <= set(table["bound"])
     deterministic = table[(table["guarantee"] == "D") & table["applicable"].astype(bool)]
@@ -180,7 +158,7 @@ def test_claims_are_true_and_informative_on_the_small_grid(name: str) -> None:
     somewhere on the grid, and the conditions particular sentences state."""
     from pipeline.verdicts import VIOLATED, judge_claim, summarize
 
-    cfg = _compose([f"experiment={name}"])
+    cfg = compose_job([f"experiment={name}"])
     table = _reduced_small_grid(name)
     metrics = summarize(table)
     for claim in cfg.claims:
@@ -244,7 +222,7 @@ def test_report_from_a_small_sweep_has_every_claim_and_figure(tmp_path: Path, in
     for fig in figures:  # every figure on the experiment's page, as the report's own copy (self-contained)
         assert f"alt='{fig.stem}' src='../figures/perceptron_tight/{fig.stem}.png'" in own and f"{fig.stem}.png" in summary
         assert (ws / "report" / "figures" / "perceptron_tight" / fig.name).read_bytes() == fig.read_bytes()
-    cfg = _compose(["experiment=perceptron_tight"])
+    cfg = compose_job(["experiment=perceptron_tight"])
     for claim in cfg.claims:
         assert f"<code>{claim.bound}</code>" in page and f"`{claim.bound}`" in summary
         assert verdicts["verdicts"][f"perceptron_tight/{claim.bound}"] == "holds"
