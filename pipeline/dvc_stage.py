@@ -127,9 +127,11 @@ def reads(experiment: str) -> list[str]:
         grid = set((base.hydra.sweeper.get("params") or {}).keys())
         jobs = sweep_jobs(base, [f"experiment={experiment}"])
         groups = {tuple(o for o in job if o.split("=", 1)[0] in ("algorithm", "dataset")) for job in jobs}
+        chosen = base.hydra.runtime.choices  # a job choosing what the experiment chose is the base itself
         text = ""
         for choice in sorted(groups):
-            cfg = hydra.compose("config", overrides=[f"experiment={experiment}", *choice])
+            same = all(chosen.get(group) == option for group, option in (o.split("=", 1) for o in choice))
+            cfg = base if same else hydra.compose("config", overrides=[f"experiment={experiment}", *choice])
             text += OmegaConf.to_yaml({"algorithm": cfg.algorithm, "dataset": cfg.dataset}, resolve=False)
     return [k for k in PARAMS if k in ("scale", "seed") or k in grid or "${" + k + "}" in text]
 

@@ -42,6 +42,7 @@ import numpy as np
 ALPHA = 0.05
 TRUNCATION = 0.75  # c: the largest fraction of the capital at risk on one value (Waudby-Smith & Ramdas use 1/2 or 3/4)
 GRID = 2049  # thresholds per range when a limit is computed
+BLOCK = 1 << 20  # values x thresholds in one block of a limit's tests (8 MB a float64 array)
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,15 @@ def test_above(x, m, lo, hi, alpha: float = ALPHA, n: int | None = None) -> Test
     return _outcome(_log_capital(z - u_m, cap, n or x.size, alpha), alpha)
 
 
+def _blocks(rows: int) -> list[tuple[int, int]]:
+    """The blocks [a, b) of grid thresholds tested at once: a block of (values x thresholds) holds at most
+    :data:`BLOCK` numbers (at least one threshold), so a limit's memory does not grow with the number of values
+    times the grid. Each threshold's column is computed alone (sums run down the values), so blocks of any
+    width give the same bits."""
+    step = max(1, BLOCK // max(rows, 1))
+    return [(a, min(a + step, GRID)) for a in range(0, GRID, step)]
+
+
 def upper_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
     """The one-sided (1 - alpha) upper confidence limit of the mean of ``x`` in [lo, hi] (scalars): the largest
     threshold the test of "mean >= threshold" does not reject, on a grid of the range (rounded up); inf when
@@ -145,8 +155,10 @@ def upper_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
     u = (grid - lo) / (hi - lo)
     ux = ((x - lo) / (hi - lo))[:, None]
     cap = np.where(u < 1.0, TRUNCATION / np.maximum(1.0 - u, 1e-300), 1e6)[None, :]
-    log_k = _log_capital(u[None, :] - ux, np.broadcast_to(cap, (x.size, grid.size)), x.size, alpha)
-    kept = np.max(log_k, axis=0) < math.log(1.0 / alpha)
+    kept = np.empty(GRID, dtype=bool)
+    for a, b in _blocks(x.size):
+        log_k = _log_capital(u[None, a:b] - ux, np.broadcast_to(cap[:, a:b], (x.size, b - a)), x.size, alpha)
+        kept[a:b] = np.max(log_k, axis=0) < math.log(1.0 / alpha)
     if not kept.any():
         return float(lo)
     i = int(np.nonzero(kept)[0].max())
@@ -156,7 +168,9 @@ def upper_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
 def lower_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
     """The one-sided (1 - alpha) lower confidence limit of the mean of ``x`` in [lo, hi] (``hi`` may be
     infinite): the smallest threshold the test of "mean <= threshold" does not reject (rounded down);
-    -inf when ``lo`` is infinite."""
+    -inf when ``lo`` is infinite. With ``hi`` infinite, every threshold of the grid is tested as
+    :func:`test_above` tests it (its scale, bets and p-value, the same operations column by column), in
+    blocks of thresholds rather than one call per threshold."""
     x = np.asarray(x, dtype=np.float64).ravel()
     if not math.isfinite(lo) or x.size == 0:
         return -math.inf
@@ -164,6 +178,17 @@ def lower_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
         return -upper_limit(-x, -hi, -lo, alpha)
     top = float(max(x.max(), lo)) + 1e-300
     grid = np.linspace(lo, top, GRID)
-    kept = [not test_above(x, g, lo, math.inf, alpha).reject for g in grid]
-    i = int(np.argmax(kept)) if any(kept) else grid.size - 1
+    # test_above's scale of a bet with no top: the distance from lo to the threshold (at lo itself: a tiny one)
+    scale = np.maximum(grid - lo, 1e-12 * max(abs(lo), 1.0))
+    u_m = (grid - lo) / scale
+    cap = np.where(u_m > 0.0, TRUNCATION / np.maximum(u_m, 1e-300), np.inf)
+    cap = np.where(np.isfinite(cap), cap, 1e6)
+    kept = np.empty(GRID, dtype=bool)
+    for a, b in _blocks(x.size):
+        z = (x[:, None] - lo) / scale[None, a:b]
+        log_k = _log_capital(z - u_m[None, a:b], np.broadcast_to(cap[None, a:b], z.shape), x.size, alpha)
+        for j, best in enumerate(np.max(log_k, axis=0).tolist(), start=a):  # _outcome's p, column by column
+            p = min(1.0, math.exp(-best)) if best > 0 else 1.0
+            kept[j] = not p <= alpha
+    i = int(np.argmax(kept)) if kept.any() else grid.size - 1
     return float(grid[max(i - 1, 0)])

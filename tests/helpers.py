@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -445,3 +447,17 @@ def assert_sound(overrides: list[str], keys: set[str]) -> None:
     if {"gamma_lo", "gamma_hi"} <= set(table):
         lo, hi = table["gamma_lo"], table["gamma_hi"]
         assert not (lo > hi).any(), f"{overrides}: gamma_lo > gamma_hi reached a bound"
+
+
+@contextlib.contextmanager
+def serving(server):  # noqa: ANN001, ANN201
+    """``server`` (a socketserver) answering from a daemon thread until the block ends, then shut down and
+    closed. serve_forever looks for the shutdown request every poll_interval seconds (0.5 by default): each
+    fixture's teardown waited up to that long, so it looks every 10 ms."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

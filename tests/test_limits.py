@@ -62,6 +62,28 @@ def test_limits_cover_the_mean(dist, n, seed) -> None:  # noqa: ANN001
     assert cover_hi >= 0.95 - slack and cover_lo >= 0.95 - slack
 
 
+@settings(max_examples=12, deadline=None)
+@given(values=st.lists(st.floats(0.0, 50.0), min_size=1, max_size=25), lo=st.sampled_from([0.0, -3.0, 1e-9, 7.5]),
+       block=st.sampled_from([1, 7, 100, limits.BLOCK]))
+def test_the_limits_are_the_grid_thresholds_the_tests_keep(values, lo, block) -> None:  # noqa: ANN001
+    """A limit is its definition, computed in blocks of thresholds of any width: the lower limit without a top
+    is the grid threshold before the first that :func:`limits.test_above` does not reject (one call per
+    threshold, the test itself); the upper limit of a finite range is the same whatever the block."""
+    x = lo + np.asarray(values)
+    top = float(max(x.max(), lo)) + 1e-300
+    grid = np.linspace(lo, top, limits.GRID)
+    kept = [not limits.test_above(x, g, lo, math.inf).reject for g in grid]
+    i = int(np.argmax(kept)) if any(kept) else grid.size - 1
+    whole = limits.upper_limit(x, lo, lo + 60.0)
+    original = limits.BLOCK
+    try:
+        limits.BLOCK = block
+        assert limits.lower_limit(x, lo, math.inf) == grid[max(i - 1, 0)]
+        assert limits.upper_limit(x, lo, lo + 60.0) == whole
+    finally:
+        limits.BLOCK = original
+
+
 def test_a_rare_large_value_cannot_make_a_false_bound_hold() -> None:
     # 0 in 98 % of seeds, the top of [0, 1] in 2 %: a bound 20 % below the mean 0.02; the t limit says
     # "holds" whenever the rare value is missing from the sample (most samples of 30)

@@ -10,14 +10,13 @@ import http.server
 import os
 import shutil
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
 
-from helpers import tiny_results
+from helpers import serving, tiny_results
 from pipeline import report
 
 NAME = "tiny"
@@ -193,11 +192,8 @@ class _Unavailable(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def unavailable_server() -> Iterator[str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(server):
+        yield f"http://127.0.0.1:{server.server_address[1]}"
 
 
 @pytest.mark.parametrize("store", ["closed port", "closed port, a password in the URI",

@@ -17,7 +17,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 from helpers import all_runs as _all_runs
 from helpers import fault_env as _env
 from helpers import mlflow_store as _store
+from helpers import serving
 from helpers import sweep_runs as _runs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -223,13 +223,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def guarded() -> Iterator[_Server]:
     server = _Server((HOST, 0), _Handler)
     server.seen = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _url(server: _Server, userinfo: str = "") -> str:
