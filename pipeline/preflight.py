@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 
 import pipeline.sweep  # noqa: F401 - registers the config's ${boundlab:...} resolver before any composition
 from pipeline import hydra_seam
@@ -150,6 +150,7 @@ def plan_of(argv: Sequence[str]) -> Plan:
 
     args = hydra_seam.parse_command_line(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
+        _check_info_command(args)
         return Plan()
     overrides = hydra_seam.parser().parse_overrides(args.overrides)  # sweep values included: parsed as a whole
     checked: set[str] = set()
@@ -183,6 +184,40 @@ def plan_of(argv: Sequence[str]) -> Plan:
 
         plan.ray_init = OmegaConf.to_container(base.hydra.launcher.ray.init, resolve=True)
     return plan
+
+
+def _check_info_command(args: Any) -> None:
+    """``--help``, ``--hydra-help``, ``--cfg`` and ``--info`` compose the config with the command's overrides, as
+    a run does: a bad override, or two of Hydra's commands at once, is refused here in the run's one line,
+    not by Hydra's traceback or its multi-line error. ``--info plugins`` and shell completion compose nothing
+    (completion reads its own arguments, e.g. ``install=bash``)."""
+    from pipeline.params import UserError
+
+    if not (args.help or args.hydra_help):  # Hydra shows a help whatever else the command asks
+        asked = [flag for flag, on in (("--run", args.run), ("-m", args.multirun), ("--cfg", args.cfg),
+                                       ("--info", args.info is not None), ("--shell-completion", args.shell_completion))
+                 if on]
+        if len(asked) > 1:
+            raise UserError(f"{' and '.join(asked)}: one at a time (-m runs a sweep, --cfg prints the config, --info "
+                            "describes it, --shell-completion completes a command line)")
+    if args.shell_completion or args.info == "plugins" or not args.overrides:
+        return
+    overrides = hydra_seam.parser().parse_overrides(args.overrides)
+    swept = [o.input_line for o in overrides if o.is_sweep_override()]
+    if swept:  # Hydra composes these commands as one run, with or without -m
+        raise UserError(f"{swept[0]}: --help, --cfg and --info show one job's config: give the key one value")
+    check_names(overrides)
+    from pipeline.config import build
+
+    try:
+        cfg = hydra.compose("config", overrides=list(args.overrides), return_hydra_config=True)
+        with open_dict(cfg):
+            del cfg["hydra"]
+        build(cfg)  # the values checked as a run checks them: what is shown is a job that would run
+    except UserError:
+        raise
+    except Exception as e:  # noqa: BLE001 - explained as a run's composition is (pipeline.explain)
+        raise UserError(explain(e, list(args.overrides))) from None
 
 
 NO_CHDIR = ("boundlab runs every job in the command's directory (relative data paths, the cache and the tracking "

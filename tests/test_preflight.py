@@ -109,6 +109,42 @@ def test_bad_input_is_one_line_naming_the_key(argv: list[str], named: str, one_l
     assert named in err, err
 
 
+# Hydra's commands that show instead of run (--help, --hydra-help, --cfg/-c, --info) compose the config with the
+# command's overrides: a bad one is the run's one line, never Hydra's traceback or its multi-line error
+INFO_BAD = [
+    (["--help", "foo"], "Error parsing override 'foo'"),
+    (["foo", "--hydra-help"], "Error parsing override 'foo'"),
+    (["-c", "job", "seed=["], "no viable alternative"),
+    (["--help", "experiment=nope"], "experiment=nope: unknown experiment"),
+    (["--cfg", "job", "algorithm=pegasus"], "did you mean pegasos?"),
+    (["--cfg", "hydra", "hydra.job.chdri=true"], "did you mean hydra.job.chdir?"),
+    (["--info", "config", "zzz=1"], "zzz: unknown key"),
+    (["--cfg", "job", "algorithm=pegasos", "algorithm.lamda=0.1"], "did you mean algorithm.lam?"),
+    (["--help", "seed=abc"], "seed='abc': must be an integer >= 0"),
+    (["--cfg", "job", "n=-3"], "n=-3: must be an integer >= 2"),
+    (["--cfg", "job", "seed=0,1"], "seed=0,1: --help, --cfg and --info show one job's config: give the key one value"),
+    (["-m", "--help", "seed=0,1"], "give the key one value"),
+    (["-m", "--cfg", "job"], "-m and --cfg: one at a time"),
+    (["--info", "all", "--cfg", "job"], "--cfg and --info: one at a time"),
+]
+
+
+@pytest.mark.parametrize(("argv", "named"), INFO_BAD, ids=[" ".join(a) for a, _ in INFO_BAD])
+def test_a_command_that_shows_the_config_refuses_bad_input_in_one_line(argv: list[str], named: str,
+                                                                        one_line_error) -> None:  # noqa: ANN001
+    err = one_line_error(argv)
+    assert named in err, err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--help", "algorithm=pegasos", "seed=3"], ["-m", "--help"],
+                                  ["--cfg", "job", "experiment=perceptron_margin"], ["--info", "plugins", "zzz=1"],
+                                  ["--hydra-help", "gamma=0.2"], ["-sc", "install=bash"]])
+def test_a_command_that_shows_the_config_passes_good_input(argv: list[str]) -> None:
+    register()
+    plan = preflight(argv)
+    assert not plan.jobs and not plan.multirun
+
+
 @pytest.mark.parametrize("argv", [
     ["name=my_sweep-2.v1"], ["name=2024"], ["experiment=perceptron_margin"], ["-m", "experiment=perceptron_tight"],
     ["++gamma=0.2"], ["+claims=[]"], ["-m", "seed=0,1", "+hydra.launcher.ray.init._temp_dir=/tmp/x"],
