@@ -8,6 +8,7 @@ catalog. The table in docs/datasets.md is this command's output (a test checks i
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -65,9 +66,35 @@ def table() -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+USAGE = """usage: boundlab-datasets
+
+Prints the bundled binary tasks (scikit-learn's breast_cancer, iris, wine, digits), raw and standardized,
+with their certified statistics as a Markdown table: n, d, the radius R, the certified interval of the best
+margin gamma*, separability, and Novikoff's bound (R/gamma_lo)^2; each row's overrides select the task
+(dataset=bundled dataset.source=... dataset.positive=...). docs/datasets.md shows the table. Takes no
+arguments."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``boundlab-datasets``: the table on stdout (exit 0); ``--help``: what it prints; anything else: one line
+    and exit 2, before any dataset is certified. Quiet when the reader of stdout has gone
+    (:func:`pipeline.interrupts.until_the_reader_leaves`)."""
+    from pipeline.interrupts import until_the_reader_leaves
+
+    return until_the_reader_leaves(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
+
+
+def _main(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    if argv:
+        print(f"boundlab-datasets: error: {argv[0]!r}: the command takes no arguments ('boundlab-datasets --help' "
+              "says what it prints)", file=sys.stderr)
+        return 2
     print(table())
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

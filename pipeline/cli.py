@@ -43,13 +43,13 @@ class _Rounds(Exception):
 
 def command() -> NoReturn:
     """The ``boundlab`` console script: :func:`main`, then the process ends at once
-    (:func:`pipeline.interrupts.quick_exit`: the exit handlers run, the modules are not torn down). An
-    exception other than ``SystemExit`` takes Python's own way out (its traceback, then the teardown)."""
+    (:func:`pipeline.interrupts.quick_exit`: the exit handlers run, the modules are not torn down), quietly
+    when the reader of its output has gone (``boundlab --help | head -1``). An exception other than
+    ``SystemExit`` takes Python's own way out (its traceback, then the teardown)."""
     try:
-        main()
+        interrupts.quick_exit(interrupts.until_the_reader_leaves(main))
     except SystemExit as e:
         interrupts.quick_exit(e.code)
-    interrupts.quick_exit(0)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

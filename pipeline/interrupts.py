@@ -256,3 +256,53 @@ def quick_exit(code: object = 0) -> NoReturn:
         except (OSError, ValueError):  # a closed pipe: nothing left to say
             pass
     os._exit(status)
+
+
+CLOSED_PIPE = 128 + signal.SIGPIPE  # the status a shell gives a command its closed pipe ended (141)
+
+
+def _reader_gone() -> NoReturn:
+    """stdout's reader has gone: stdout is pointed at /dev/null, so that flushing it at exit cannot raise
+    again (the signal module's "Note on SIGPIPE"), and the command ends with :data:`CLOSED_PIPE`."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.__stdout__.fileno())
+    os.close(devnull)
+    raise SystemExit(CLOSED_PIPE)
+
+
+class _Stdout:
+    """sys.stdout, whose write or flush to a reader that has gone raises SystemExit(:data:`CLOSED_PIPE`): not an
+    Exception, so that Hydra's own reporting of errors (which prints ``--cfg``'s config) does not turn it into a
+    traceback. Everything else is the stream's own."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            _reader_gone()
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _reader_gone()
+
+
+def until_the_reader_leaves(main: Callable[[], int | None]) -> int | None:
+    """``main()`` as a command runs it: if the reader of its stdout has gone (``boundlab --cfg job | head -1``),
+    the command ends quietly with :data:`CLOSED_PIPE` (by SystemExit) instead of a ``BrokenPipeError``
+    traceback. sys.stdout is wrapped (:class:`_Stdout`) while ``main`` runs."""
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)
+    try:
+        return main()
+    except BrokenPipeError:  # a write that went around sys.stdout
+        _reader_gone()
+    finally:
+        sys.stdout = stdout

@@ -953,11 +953,26 @@ def _refused(argv: list[str]) -> str | None:
     return None
 
 
+USAGE = """usage: python -m pipeline.report [NAME ...]
+
+The report over the experiments' results (results/NAME/, written by each experiment's sweep: dvc repro NAME):
+per claim its verdict, the evidence, the figures and the provenance, in report/index.html, with summary.md,
+verdicts.json and claims.json beside it, logged to MLflow as one run. With NAMEs (experiments/NAME.yaml), only
+those experiments; without, every experiment with results. The DVC stage 'report' runs it (dvc repro report).
+
+Exit codes: 0 written and logged, no claim fails; 1 a claim fails, or the report could not be written (the
+previous one is unchanged); 2 an unknown name or unreadable results (nothing written); 3 written but not logged
+(the tracking store cannot be reached). docs/report.md explains how to read it."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m pipeline.report [NAME ...]``. Exit codes: 0 written and logged, nothing fails; 1 a claim
     fails (or the report could not be written: the previous one is unchanged); 2 unknown names or unreadable
     results (nothing written); 3 written but not logged to MLflow (the store cannot be reached)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
     refused = _refused(argv)
     if refused:
         _error(refused)
@@ -987,4 +1002,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pipeline.interrupts import until_the_reader_leaves
+
+    sys.exit(until_the_reader_leaves(main))

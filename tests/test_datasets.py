@@ -178,6 +178,17 @@ def test_the_datasets_page_table_is_the_catalog_command_output() -> None:
     assert catalog.table() in (ROOT / "docs" / "datasets.md").read_text()
 
 
+def test_the_catalog_command_explains_itself_and_refuses_arguments(capsys: pytest.CaptureFixture,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """--help says what it prints; an argument is one line and exit 2; neither certifies a dataset."""
+    monkeypatch.setattr(catalog, "table", lambda: pytest.fail("the table was computed"))
+    assert catalog.main(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: boundlab-datasets\n")
+    assert catalog.main(["iris"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("boundlab-datasets: error: 'iris': the command takes no arguments")
+
+
 def test_witness_certificate_still_matches_solver_on_generated_data(tmp_path: Path) -> None:
     ds = MarginBinary(gamma=0.2, rho=1.0, n=200, d=4).generate(np.random.default_rng(3))
     s = certify_sample(ds.X, ds.y, tmp_path)

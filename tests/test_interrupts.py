@@ -463,3 +463,54 @@ def test_quick_exit_ends_as_sys_exit_would(tmp_path: Path, code: str, status: in
     assert log_file.read_text() == "last line\n"
     assert (tmp_path / "t.log.joined").exists() == (thread == "thread")
 
+
+
+class _GoneReader:
+    """A stdout whose reader has gone: every write raises BrokenPipeError, as a closed pipe's does."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("how", ["print", "write", "around"])
+def test_a_reader_that_has_gone_ends_the_command_quietly(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether the command prints, writes to sys.stdout inside code that reports every Exception (Hydra's
+    printing of --cfg), or writes around sys.stdout: SystemExit with the closed pipe's status, stdout pointed
+    at /dev/null (recorded here, not done to the test's own stdout), and sys.stdout given back."""
+    moved: list[int] = []
+    monkeypatch.setattr(interrupts.os, "dup2", lambda fd, to: moved.append(to))
+    gone = _GoneReader()
+    monkeypatch.setattr(sys, "stdout", gone)
+
+    def main() -> int:
+        if how == "print":
+            print("text")
+        elif how == "write":
+            try:
+                sys.stdout.write("text")
+            except Exception:  # noqa: BLE001 - what Hydra's run_and_report does with an error
+                return 1
+        else:
+            raise BrokenPipeError(32, "Broken pipe")
+        return 0
+
+    with pytest.raises(SystemExit) as stop:
+        interrupts.until_the_reader_leaves(main)
+    assert stop.value.code == interrupts.CLOSED_PIPE == 141
+    assert moved == [sys.__stdout__.fileno()] and sys.stdout is gone
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["--help"], ["--cfg", "job"]])
+def test_the_command_piped_into_a_reader_that_has_gone_says_nothing(argv: list[str]) -> None:
+    """``boundlab --cfg job | head -1`` with the reader gone before the first line: exit 141, no traceback."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([*_command(), *argv], stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr) == (interrupts.CLOSED_PIPE, "")

@@ -97,6 +97,15 @@ def test_unreadable_results_are_one_line_naming_the_file_and_keep_the_previous_r
     assert _files(ws) == before  # the previous report whole, nothing staged left behind
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["-h"], [NAME, "--help"]])
+def test_help_says_what_the_report_is_and_writes_nothing(argv: list[str], ws: Path, capsys: pytest.CaptureFixture) -> None:
+    before = _files(ws)
+    assert report.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m pipeline.report [NAME ...]") and "Exit codes: 0" in out
+    assert _files(ws) == before
+
+
 def test_a_named_experiment_without_its_summary_is_one_line(ws: Path, capsys: pytest.CaptureFixture) -> None:
     """results.parquet but no metrics.json (a publication cut short): a report naming it says what is missing."""
     (ws / "results" / NAME / "metrics.json").unlink()
