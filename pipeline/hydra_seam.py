@@ -44,10 +44,10 @@ import functools
 import pickle
 import uuid
 import warnings
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NoReturn, Sequence
 
-__all__ = ["ComposeOnce", "Composer", "Compositions", "apply_overrides", "basic_sweeper", "execute_job",
-           "knows_its_jobs", "launch_keeping_plugins", "list_groups_once", "parse_command_line",
+__all__ = ["CommandLineError", "ComposeOnce", "Composer", "Compositions", "apply_overrides", "basic_sweeper",
+           "execute_job", "knows_its_jobs", "launch_keeping_plugins", "list_groups_once", "parse_command_line",
            "parse_overrides", "parser", "split_sweep"]
 
 
@@ -77,12 +77,25 @@ def parse_overrides(lines: Iterable[str]) -> list:
     return [_override(line) for line in lines]
 
 
+class CommandLineError(ValueError):
+    """Hydra's argument parser refused the command line: argparse's message, without the usage lines it would
+    print before exiting."""
+
+
 def parse_command_line(argv: Sequence[str]) -> Any:
     """``argv`` read by Hydra's own argument parser (private: ``hydra._internal.utils.get_args_parser``):
-    ``.overrides``, ``.multirun``, ``.help``, ``.hydra_help``, ``.cfg``, ``.info``, ``.shell_completion``."""
+    ``.overrides``, ``.multirun``, ``.help``, ``.hydra_help``, ``.cfg``, ``.info``, ``.shell_completion``, and
+    the flags that choose another config (``.config_name``, ``.config_path``, ``.config_dir``,
+    ``.experimental_rerun``). What it refuses raises :class:`CommandLineError`."""
     from hydra._internal.utils import get_args_parser
 
-    return get_args_parser().parse_args(list(argv))
+    parser = get_args_parser()
+
+    def refuse(message: str) -> NoReturn:
+        raise CommandLineError(message)
+
+    parser.error = refuse  # argparse's own: prints the usage and exits
+    return parser.parse_args(list(argv))
 
 
 def basic_sweeper() -> type:

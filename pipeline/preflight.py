@@ -148,7 +148,7 @@ def plan_of(argv: Sequence[str]) -> Plan:
     """The jobs that ``boundlab argv`` would run (each as its override list)."""
     from pipeline.params import UserError
 
-    args = hydra_seam.parse_command_line(argv)
+    args = command_line(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
         _check_info_command(args)
         return Plan()
@@ -381,7 +381,37 @@ class _CheckProgress:
 
 def argv_overrides(argv: Sequence[str]) -> list[str]:
     """The override arguments of a command line (Hydra's own flags left out)."""
-    return list(hydra_seam.parse_command_line(argv).overrides)
+    return list(command_line(argv).overrides)
+
+
+ANOTHER_CONFIG = {
+    "--config-name": "boundlab runs its own config (conf/config.yaml), the one its pre-flight checks before any work",
+    "--config-path": "boundlab runs its own config directory (conf/), the one its pre-flight checks before any work",
+    "--config-dir": "boundlab composes its own config directory (conf/) alone, the one its pre-flight checks",
+    "--experimental-rerun": "boundlab reruns nothing from a saved config: run the same command again (its finished "
+                            "jobs are reused; force=true runs them again)",
+}
+
+
+def command_line(argv: Sequence[str]) -> Any:
+    """``argv`` as Hydra reads it (:func:`hydra_seam.parse_command_line`), refused in one line (UserError) when
+    Hydra's parser refuses it or when it asks Hydra for another config than the one the pre-flight checks."""
+    from pipeline.params import UserError
+
+    try:
+        args = hydra_seam.parse_command_line(argv)
+    except hydra_seam.CommandLineError as e:
+        stray = str(e).startswith("unrecognized arguments:") and any("=" in a for a in str(e).split(":", 1)[1].split())
+        raise UserError(f"{e}" + (" (Hydra's flags come before the overrides: boundlab -m key=value ...)"
+                                  if stray else "")) from None
+    for flag, attr in (("--config-name", "config_name"), ("--config-path", "config_path"),
+                       ("--config-dir", "config_dir"), ("--experimental-rerun", "experimental_rerun")):
+        value = getattr(args, attr)
+        if value is not None and not (attr == "config_name" and value == "config"):
+            how = ("choose what runs with overrides (experiment=NAME, algorithm=..., dataset=...); a learner, "
+                   "dataset or bound of your own is a plug-in (docs/plugins.md)") if attr != "experimental_rerun" else ""
+            raise UserError(f"{flag} {value}: {ANOTHER_CONFIG[flag]}" + (f"; {how}" if how else ""))
+    return args
 
 
 def checked_plan(argv: list[str], in_round: bool = False) -> Plan:

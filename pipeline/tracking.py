@@ -217,7 +217,21 @@ def _check_store(uri: str) -> str | None:
         return _check_driver(uri)
     if scheme in ("http", "https"):
         return _probe_server(uri)
-    return None
+    if scheme in MLFLOW_SCHEMES or scheme in _plugin_schemes():
+        return None
+    return (f"MLflow has no store for {scheme or uri}: URIs; use a SQLite store (sqlite:////absolute/path/mlflow.db), "
+            "a tracking server (http://host:port) or a database (postgresql://, mysql://, mssql://)")
+
+
+MLFLOW_SCHEMES = ("databricks", "databricks-uc", "uc")  # MLflow's own stores not checked above
+
+
+def _plugin_schemes() -> set[str]:
+    """The URI schemes of the MLflow tracking-store plug-ins installed (entry points, read without importing
+    mlflow)."""
+    from importlib.metadata import entry_points
+
+    return {ep.name.lower() for ep in entry_points(group="mlflow.tracking_store")}
 
 
 def _check_sqlite(uri: str) -> str | None:

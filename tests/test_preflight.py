@@ -125,6 +125,15 @@ INFO_BAD = [
     (["--cfg", "job", "seed=0,1"], "seed=0,1: --help, --cfg and --info show one job's config: give the key one value"),
     (["-m", "--help", "seed=0,1"], "give the key one value"),
     (["-m", "--cfg", "job"], "-m and --cfg: one at a time"),
+    # what Hydra's argument parser refuses: argparse's message alone, not its usage lines
+    (["hydra/launcher=joblib", "-m", "seed=0,1"], "unrecognized arguments: seed=0,1 (Hydra's flags come before"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--info", "foo"], "argument --info/-i: invalid choice: 'foo'"),
+    # Hydra's flags that would run another config than the one the pre-flight checks
+    (["-cn", "nope"], "--config-name nope: boundlab runs its own config (conf/config.yaml)"),
+    (["--config-dir", "/tmp"], "--config-dir /tmp: boundlab composes its own config directory"),
+    (["-cp", "elsewhere"], "--config-path elsewhere: boundlab runs its own config directory"),
+    (["--experimental-rerun", "config.pickle"], "run the same command again"),
     (["--info", "all", "--cfg", "job"], "--cfg and --info: one at a time"),
 ]
 
@@ -138,7 +147,8 @@ def test_a_command_that_shows_the_config_refuses_bad_input_in_one_line(argv: lis
 
 @pytest.mark.parametrize("argv", [["--help"], ["--help", "algorithm=pegasos", "seed=3"], ["-m", "--help"],
                                   ["--cfg", "job", "experiment=perceptron_margin"], ["--info", "plugins", "zzz=1"],
-                                  ["--hydra-help", "gamma=0.2"], ["-sc", "install=bash"]])
+                                  ["--hydra-help", "gamma=0.2"], ["-sc", "install=bash"],
+                                  ["--config-name", "config", "--cfg", "job"]])
 def test_a_command_that_shows_the_config_passes_good_input(argv: list[str]) -> None:
     register()
     plan = preflight(argv)

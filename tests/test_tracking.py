@@ -766,6 +766,8 @@ STORES = [
     ("mysql://user@localhost/boundlab", "database driver MySQLdb"),
     ("mssql://user@localhost/boundlab", "database driver"),
     ("postgresql+pg8000://user@localhost/boundlab", "database driver pg8000"),
+    ("ftp://host/mlflow", "MLflow has no store for ftp: URIs; use a SQLite store"),
+    ("s3://bucket/runs", "MLflow has no store for s3: URIs"),  # an artifact location, not a tracking store
 ]
 
 
@@ -799,7 +801,15 @@ def test_unusable_store_stops_before_any_work(uri: str, why: str, how: str, tmp_
 
 def test_a_database_with_its_driver_installed_passes() -> None:
     assert check_store("sqlite:///" + str(Path(tempfile.gettempdir()) / "boundlab-probe-absent.db")) is None
-    assert check_store("databricks") is None
+    assert check_store("databricks") is None and check_store("databricks://profile") is None
+
+
+def test_a_tracking_store_plugins_scheme_is_mlflows_to_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scheme an installed MLflow plug-in registers (entry point group mlflow.tracking_store) passes; the
+    same scheme without the plug-in is refused."""
+    assert "MLflow has no store for custom: URIs" in check_store("custom://host/store")
+    monkeypatch.setattr(tracking, "_plugin_schemes", lambda: {"custom"})
+    assert check_store("custom://host/store") is None
 
 
 def _check_as_nobody(uri: str) -> str | None:
