@@ -191,6 +191,10 @@ def _check_info_command(args: Any) -> None:
     a run does: a bad override, or two of Hydra's commands at once, is refused here in the run's one line,
     not by Hydra's traceback or its multi-line error. ``--info plugins`` and shell completion compose nothing
     (completion reads its own arguments, e.g. ``install=bash``)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from pipeline.config import build
     from pipeline.params import UserError
 
     if not (args.help or args.hydra_help):  # Hydra shows a help whatever else the command asks
@@ -207,16 +211,12 @@ def _check_info_command(args: Any) -> None:
     if swept:  # Hydra composes these commands as one run, with or without -m
         raise UserError(f"{swept[0]}: --help, --cfg and --info show one job's config: give the key one value")
     check_names(overrides)
-    from pipeline.config import build
-
     try:
         cfg = hydra.compose("config", overrides=list(args.overrides), return_hydra_config=True)
         with open_dict(cfg):
             del cfg["hydra"]
         build(cfg)  # the values checked as a run checks them: what is shown is a job that would run
-    except UserError:
-        raise
-    except Exception as e:  # noqa: BLE001 - explained as a run's composition is (pipeline.explain)
+    except (HydraException, OmegaConfBaseException) as e:  # explained as a run's composition is
         raise UserError(explain(e, list(args.overrides))) from None
 
 

@@ -201,10 +201,13 @@ def check_store(uri: str) -> str | None:
     return redact(why) if why else None
 
 
+MLFLOW_SCHEMES = ("databricks", "databricks-uc", "uc")  # MLflow's own stores, taken as they are (bare or as a scheme)
+
+
 def _check_store(uri: str) -> str | None:
     from urllib.parse import urlsplit
 
-    if uri.lower() in ("databricks", "databricks-uc", "uc"):  # MLflow's URIs that are not paths
+    if uri.lower() in MLFLOW_SCHEMES:  # MLflow's URIs that are not paths
         return None
     scheme = urlsplit(uri).scheme.lower() if "://" in uri or uri.lower().startswith("file:") else ""
     engine = scheme.split("+", 1)[0]
@@ -221,9 +224,6 @@ def _check_store(uri: str) -> str | None:
         return None
     return (f"MLflow has no store for {scheme or uri}: URIs; use a SQLite store (sqlite:////absolute/path/mlflow.db), "
             "a tracking server (http://host:port) or a database (postgresql://, mysql://, mssql://)")
-
-
-MLFLOW_SCHEMES = ("databricks", "databricks-uc", "uc")  # MLflow's own stores not checked above
 
 
 def _plugin_schemes() -> set[str]:
