@@ -220,13 +220,31 @@ PLOTS = (
 )
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--write-dvc-yaml"]:
-        Path("dvc.yaml").write_text(dvc_yaml())
-        sys.exit(0)
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m pipeline.dvc_stage EXPERIMENT | --write-dvc-yaml")
-    from pipeline.interrupts import quick_exit
+USAGE = """usage: python -m pipeline.dvc_stage EXPERIMENT | --write-dvc-yaml
 
-    stage(sys.argv[1])
-    quick_exit(0)  # without the interpreter's teardown of MLflow and numba (~1 s a stage)
+EXPERIMENT: runs boundlab -m experiment=EXPERIMENT with the overrides of params.yaml and publishes its results
+into results/EXPERIMENT: the stage of that name in dvc.yaml (dvc repro EXPERIMENT; dvc exp run -S gamma=0.2
+changes the sweep). --write-dvc-yaml: writes dvc.yaml from the experiments' configs. docs/reproduce.md explains
+the main job."""
+
+
+def main(argv: list[str]) -> int:
+    """The command line of this module (its stages' ``cmd`` in dvc.yaml); the status to exit with."""
+    if argv and argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    if argv == ["--write-dvc-yaml"]:
+        Path("dvc.yaml").write_text(dvc_yaml())
+        return 0
+    if len(argv) != 1:
+        print(f"boundlab: error: {USAGE.splitlines()[0]} (--help says what each does)", file=sys.stderr)
+        return 2
+    stage(argv[0])
+    return 0
+
+
+if __name__ == "__main__":
+    from pipeline.interrupts import quick_exit, until_the_reader_leaves
+
+    # without the interpreter's teardown of MLflow and numba (~1 s a stage); quiet when stdout's reader has gone
+    quick_exit(until_the_reader_leaves(lambda: main(sys.argv[1:])))

@@ -105,6 +105,19 @@ def test_dvc_runs_every_experiment_once_then_the_report_over_all() -> None:
     assert all((ROOT / p).parent.name in EXPERIMENTS or p.startswith("report/") for p in dvc["plots"])
 
 
+def test_the_stage_command_says_what_it_does(capsys: pytest.CaptureFixture) -> None:
+    """``python -m pipeline.dvc_stage --help``: its usage, exit 0 (it was read as an experiment's name); no
+    argument or two: one line, exit 2, nothing run."""
+    from pipeline import dvc_stage
+
+    assert dvc_stage.main(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: python -m pipeline.dvc_stage EXPERIMENT | --write-dvc-yaml\n")
+    for argv in ([], ["perceptron_margin", "worst_case"]):
+        assert dvc_stage.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("boundlab: error: usage: python -m pipeline.dvc_stage"), err
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_states_question_and_claims(name: str) -> None:
     cfg = compose_job([f"experiment={name}"])
