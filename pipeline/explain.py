@@ -114,7 +114,35 @@ def _key_hint(key: str, job: Sequence[str]) -> str:
         takes = [f"{parent}.{s}" for s in siblings if s != "name"]
         return (f"{parent}={choices[parent]} takes {', '.join(takes)}; for another option's key, choose that option "
                 f"too ({parent}=OPTION {key}=...)")
+    group = next((g for g in SWITCHED_GROUPS if key.startswith(g.replace("/", ".") + ".")), None)
+    if group:  # hydra.launcher.n_jobs without hydra/launcher=joblib
+        owners = _options_taking(group, key, [o for o in rest if not o.startswith(f"{group}=")])
+        if owners:
+            return (f"a key of {' and '.join(f'{group}={o}' for o in owners)}, not of {group}={choices.get(group)}: "
+                    f"choose it too ({group}={owners[0]} {key}=...)")
     return ""
+
+
+SWITCHED_GROUPS = ("hydra/launcher", "hydra/sweeper")  # Hydra's groups whose options take keys of their own
+
+
+def _options_taking(group: str, key: str, overrides: list[str]) -> list[str]:
+    """The options of the config group ``group`` whose composed config has ``key`` (dotted, e.g.
+    ``hydra.launcher.ray.init.num_cpus``), each composed with ``overrides`` (only on the way to an error message:
+    one composition per option)."""
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    absent = object()
+    owners = []
+    for option in GlobalHydra.instance().config_loader().get_group_options(group):
+        try:
+            cfg = hydra.compose("config", overrides=[*overrides, f"{group}={option}"], return_hydra_config=True)
+        except Exception:  # noqa: BLE001, S112 - only a hint; an option that does not compose here takes nothing
+            continue
+        if OmegaConf.select(cfg, key, default=absent) is not absent:
+            owners.append(option)
+    return owners
 
 
 def _looks_like_path(key: str, value: str) -> bool:

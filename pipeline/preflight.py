@@ -163,7 +163,8 @@ def plan_of(argv: Sequence[str]) -> Plan:
     except Exception as e:  # Hydra composes a sweep's fixed overrides before choosing the swept options
         swept = [o.key_or_group for o in overrides if o.is_sweep_override()]
         why = explain(e, fixed)
-        if swept and "unknown key" in why and "did you mean" not in why:
+        key = why.split(":", 1)[0]  # a key of a swept group's options: dataset.k with -m dataset=a,b
+        if "unknown key" in why and "did you mean" not in why and any(key.startswith(g.replace("/", ".") + ".") for g in swept):
             raise UserError(f"{why} (in a sweep over {', '.join(swept)}, the fixed keys must exist without the "
                             "swept options: name the group option on the command line, e.g. dataset=multiclass_margin)") from None
         if "unknown key" in why:

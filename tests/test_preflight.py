@@ -88,6 +88,11 @@ BAD = [
     (["-m", "seed=0,1", "hydra/launcher=jobib"], "unknown hydra/launcher; did you mean joblib?"),
     (["experiment=perceptron_margn"], "unknown experiment; did you mean perceptron_margin or"),
     (["zzz=1"], "zzz: unknown key; 'boundlab --help' lists every key"),  # nothing close: no guess
+    # a key of another launcher than the one chosen: which launcher takes it
+    (["-m", "seed=0,1", "hydra.launcher.n_jobs=2"], ("hydra.launcher.n_jobs: unknown key; a key of hydra/launcher=joblib, "
+                                                     "not of hydra/launcher=basic: choose it too (hydra/launcher=joblib "
+                                                     "hydra.launcher.n_jobs=...)")),
+    (["seed=0", "hydra.launcher.ray.remote.num_cpus=2"], "a key of hydra/launcher=ray, not of hydra/launcher=basic"),
     # the one key of the log: true or false
     (["log.bounds=yes"], "log.bounds='yes': must be true (a sweep logs every bound of every job"),
     (["-m", "seed=0,1", "log.bounds=1"], "log.bounds=1: must be true"),
@@ -97,6 +102,15 @@ BAD = [
 @pytest.mark.parametrize("argv", [["zzz=1"], ["-m", "seed=0,1", "hydra/sweeper=nope"], ["experiment=../x"]])
 def test_nothing_close_is_no_guess(argv: list[str], one_line_error) -> None:  # noqa: ANN001
     assert "did you mean" not in one_line_error(argv)
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["-m", "dataset=margin_binary,multiclass_margin", "dataset.k=3"], True),  # k: a key of one swept option only
+    (["-m", "seed=0,1", "hydra.launcher.zzz=2"], False),  # no option of any group takes it: no sweep to blame
+    (["-m", "seed=0,1", "zzz=1"], False),
+])
+def test_the_sweep_hint_is_given_only_for_a_key_of_a_swept_group(argv: list[str], hint: bool, one_line_error) -> None:  # noqa: ANN001
+    assert ("the fixed keys must exist without the swept options" in one_line_error(argv)) == hint
 
 
 def test_the_bad_input_table_is_broad() -> None:
