@@ -127,3 +127,14 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     packed = report["packed"]
     assert set(packed["seconds"]) == {"20", "60"} and packed["per_run_seconds"] > 0 and packed["peak_resident_GB"] > 0
     assert "| measurement |" in proc.stdout
+
+
+def test_the_pegasos_ladder_times_every_part_against_the_margins_pass() -> None:
+    """benchmarks/pegasos_parts.py at a tiny size: each rung of the ladder and the kernel itself are timed, as
+    shares of the margins-only pass (timings not asserted; docs/performance.md quotes the full-size run)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import pegasos_parts
+
+    out = pegasos_parts.ladder(rows=2000, d=10, reps=1)
+    assert list(out) == ["margins", "+ index", "+ step reads", "+ 1/t", "+ per-step record", "kernel"]
+    assert out["margins"]["median"] == 1.0 and all(r["seconds_min"] > 0 and r["median"] > 0 for r in out.values())
