@@ -129,10 +129,10 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert "| measurement |" in proc.stdout
 
 
-def test_the_pegasos_ladder_times_every_part_against_the_margins_pass() -> None:
+def test_the_pegasos_ladder_times_every_part_against_the_margins_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     """benchmarks/pegasos_parts.py at a tiny size: each rung of the ladder and the kernel itself are timed, as
     shares of the margins-only pass (timings not asserted; docs/performance.md quotes the full-size run)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import pegasos_parts
 
     out = pegasos_parts.ladder(rows=2000, d=10, reps=1)
