@@ -128,7 +128,7 @@ SWITCHED_GROUPS = ("hydra/launcher", "hydra/sweeper")  # Hydra's groups whose op
 
 def _options_taking(group: str, key: str, overrides: list[str]) -> list[str]:
     """The options of the config group ``group`` whose composed config has ``key`` (dotted, e.g.
-    ``hydra.launcher.ray.init.num_cpus``), each composed with ``overrides`` (only on the way to an error message:
+    ``hydra.launcher.ray.remote.num_cpus``), each composed with ``overrides`` (only on the way to an error message:
     one composition per option)."""
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
@@ -140,7 +140,7 @@ def _options_taking(group: str, key: str, overrides: list[str]) -> list[str]:
             cfg = hydra.compose("config", overrides=[*overrides, f"{group}={option}"], return_hydra_config=True)
         except Exception:  # noqa: BLE001, S112 - only a hint; an option that does not compose here takes nothing
             continue
-        if OmegaConf.select(cfg, key, default=absent) is not absent:
+        if OmegaConf.select(cfg, key, default=absent, throw_on_resolution_failure=False) is not absent:
             owners.append(option)
     return owners
 
