@@ -124,13 +124,20 @@ def test_above(x, m, lo, hi, alpha: float = ALPHA, n: int | None = None) -> Test
         return Test(1.0, False, False)
     if np.any(m < lo):  # a threshold below the range's bottom: every mean is above it
         return Test(0.0, True, True, 1)
-    # the scale of a bet: the range where it is finite, else the distance from lo to the threshold
-    scale = np.where(np.isfinite(hi), hi - lo, np.maximum(m - lo, 1e-12 * np.maximum(np.abs(lo), 1.0)))
+    scale, u_m, cap = _above_bets(m, lo, hi)
     z = (x - lo) / scale
+    return _outcome(_log_capital(z - u_m, cap, n or x.size, alpha), alpha)
+
+
+def _above_bets(m, lo, hi):  # noqa: ANN001, ANN202
+    """The bets of :func:`test_above` at the thresholds ``m`` (elementwise with ``lo``, ``hi``): the scale of
+    a bet (the range where it is finite, else the distance from lo to the threshold), the threshold on that
+    scale, and the largest admissible bet. :func:`lower_limit` takes its grid's from here too."""
+    scale = np.where(np.isfinite(hi), hi - lo, np.maximum(m - lo, 1e-12 * np.maximum(np.abs(lo), 1.0)))
     u_m = (m - lo) / scale
     cap = np.where(u_m > 0.0, TRUNCATION / np.maximum(u_m, 1e-300), np.inf)
     cap = np.where(np.isfinite(cap), cap, 1e6)  # a threshold at lo itself: any value above it refutes H0
-    return _outcome(_log_capital(z - u_m, cap, n or x.size, alpha), alpha)
+    return scale, u_m, cap
 
 
 def _blocks(rows: int) -> list[tuple[int, int]]:
@@ -178,11 +185,7 @@ def lower_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
         return -upper_limit(-x, -hi, -lo, alpha)
     top = float(max(x.max(), lo)) + 1e-300
     grid = np.linspace(lo, top, GRID)
-    # test_above's scale of a bet with no top: the distance from lo to the threshold (at lo itself: a tiny one)
-    scale = np.maximum(grid - lo, 1e-12 * max(abs(lo), 1.0))
-    u_m = (grid - lo) / scale
-    cap = np.where(u_m > 0.0, TRUNCATION / np.maximum(u_m, 1e-300), np.inf)
-    cap = np.where(np.isfinite(cap), cap, 1e6)
+    scale, u_m, cap = _above_bets(grid, lo, math.inf)  # test_above's bets at each threshold
     kept = np.empty(GRID, dtype=bool)
     for a, b in _blocks(x.size):
         z = (x[:, None] - lo) / scale[None, a:b]

@@ -385,12 +385,17 @@ def argv_overrides(argv: Sequence[str]) -> list[str]:
     return list(command_line(argv).overrides)
 
 
-ANOTHER_CONFIG = {
-    "--config-name": "boundlab runs its own config (conf/config.yaml), the one its pre-flight checks before any work",
-    "--config-path": "boundlab runs its own config directory (conf/), the one its pre-flight checks before any work",
-    "--config-dir": "boundlab composes its own config directory (conf/) alone, the one its pre-flight checks",
-    "--experimental-rerun": "boundlab reruns nothing from a saved config: run the same command again (its finished "
-                            "jobs are reused; force=true runs them again)",
+CHOOSE = ("choose what runs with overrides (experiment=NAME, algorithm=..., dataset=...); a learner, dataset or bound "
+          "of your own is a plug-in (docs/plugins.md)")
+ANOTHER_CONFIG = {  # Hydra's flags that would run another config than the one the pre-flight checks
+    "config_name": ("--config-name", f"boundlab runs its own config (conf/config.yaml), the one its pre-flight checks "
+                                     f"before any work; {CHOOSE}"),
+    "config_path": ("--config-path", f"boundlab runs its own config directory (conf/), the one its pre-flight checks "
+                                     f"before any work; {CHOOSE}"),
+    "config_dir": ("--config-dir", f"boundlab composes its own config directory (conf/) alone, the one its "
+                                   f"pre-flight checks; {CHOOSE}"),
+    "experimental_rerun": ("--experimental-rerun", "boundlab reruns nothing from a saved config: run the same command "
+                                                   "again (its finished jobs are reused; force=true runs them again)"),
 }
 
 
@@ -405,13 +410,10 @@ def command_line(argv: Sequence[str]) -> Any:
         stray = str(e).startswith("unrecognized arguments:") and any("=" in a for a in str(e).split(":", 1)[1].split())
         raise UserError(f"{e}" + (" (Hydra's flags come before the overrides: boundlab -m key=value ...)"
                                   if stray else "")) from None
-    for flag, attr in (("--config-name", "config_name"), ("--config-path", "config_path"),
-                       ("--config-dir", "config_dir"), ("--experimental-rerun", "experimental_rerun")):
+    for attr, (flag, why) in ANOTHER_CONFIG.items():
         value = getattr(args, attr)
         if value is not None and not (attr == "config_name" and value == "config"):
-            how = ("choose what runs with overrides (experiment=NAME, algorithm=..., dataset=...); a learner, "
-                   "dataset or bound of your own is a plug-in (docs/plugins.md)") if attr != "experimental_rerun" else ""
-            raise UserError(f"{flag} {value}: {ANOTHER_CONFIG[flag]}" + (f"; {how}" if how else ""))
+            raise UserError(f"{flag} {value}: {why}")
     return args
 
 

@@ -966,9 +966,7 @@ previous one is unchanged); 2 an unknown name or unreadable results (nothing wri
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pipeline.report [NAME ...]``. Exit codes: 0 written and logged, nothing fails; 1 a claim
-    fails (or the report could not be written: the previous one is unchanged); 2 unknown names or unreadable
-    results (nothing written); 3 written but not logged to MLflow (the store cannot be reached)."""
+    """``python -m pipeline.report [NAME ...]``, as :data:`USAGE` says (its exit codes among it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
