@@ -81,9 +81,13 @@ def _log_capital(payoff: np.ndarray, cap: np.ndarray, n: int, alpha: float) -> n
         return np.cumsum(np.log1p(lam * payoff), axis=0)
 
 
+def _p_value(best: float) -> float:
+    """The p-value of a capital process whose largest log-capital is ``best`` (Ville's inequality)."""
+    return min(1.0, math.exp(-best)) if best > 0 else 1.0
+
+
 def _outcome(log_k: np.ndarray, alpha: float) -> Test:
-    best = float(np.max(log_k))
-    p = min(1.0, math.exp(-best)) if best > 0 else 1.0
+    p = _p_value(float(np.max(log_k)))
     crossed = np.nonzero(log_k >= math.log(1.0 / alpha))[0]
     return Test(p, p <= alpha, True, int(crossed[0]) + 1 if crossed.size else None)
 
@@ -191,7 +195,6 @@ def lower_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
         z = (x[:, None] - lo) / scale[None, a:b]
         log_k = _log_capital(z - u_m[None, a:b], np.broadcast_to(cap[None, a:b], z.shape), x.size, alpha)
         for j, best in enumerate(np.max(log_k, axis=0).tolist(), start=a):  # _outcome's p, column by column
-            p = min(1.0, math.exp(-best)) if best > 0 else 1.0
-            kept[j] = not p <= alpha
+            kept[j] = not _p_value(best) <= alpha
     i = int(np.argmax(kept)) if kept.any() else grid.size - 1
     return float(grid[max(i - 1, 0)])
