@@ -9,7 +9,8 @@ repetitions of that ratio).
 Sections: ``kernels`` (one pass of the Perceptron and of Pegasos against scikit-learn with the same
 semantics and against the streaming floor, one compiled read of the same array), ``kernel_pegasos``
 (against a straightforward NumPy implementation), ``cache`` (a new process loads compiled kernels from
-disk), ``startup`` (``boundlab --help``, a rejected config), ``single`` (the default ``boundlab`` against a
+disk), ``startup`` (``boundlab --help``, a rejected config), ``compose`` (a composition of boundlab's config by
+Hydra's own loader against the same with ``pipeline.hydra_seam``'s two patches), ``single`` (the default ``boundlab`` against a
 bare Hydra app's single run), ``stream`` (T examples generated in chunks, never materialised: wall time and
 peak memory), ``files`` (the whole ``boundlab dataset=file`` run on generated files of 1e5 and 1e6 rows and a
 sparse one: wall time and peak memory, benchmarks/bench_files.py) and ``sweep`` (sweeps of each job kind of
@@ -342,6 +343,52 @@ def bench_startup(reps: int) -> dict[str, Any]:
     return out
 
 
+COMPOSE_JOBS = (["seed=1"], ["algorithm=pegasos", "T=100"], ["experiment=perceptron_margin"], ["dataset=bundled"])
+
+
+def bench_compose(reps: int, per: int) -> dict[str, Any]:
+    """One composition of boundlab's config (``load_configuration``, the ``hydra`` node included, as the
+    run and each composed sweep job do) by Hydra's own loader, against the same loader with the seam's
+    shallow repository copy and kept config reads (``pipeline.hydra_seam.copy_repositories_shallow``,
+    ``keep_config_reads``), alternating per repetition in this process. Each repetition composes the
+    :data:`COMPOSE_JOBS` ``per`` times; both must give the same configs."""
+    from hydra import initialize_config_dir
+    from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    from pipeline import hydra_seam
+    from pipeline.paths import CONF_DIR
+    from pipeline.schemas import register
+
+    register()
+    hydra_seam.copy_repositories_shallow()
+    hydra_seam.keep_config_reads()
+    patched = {"boundlab": (CachingConfigRepository.__init__, ConfigRepository.load_config)}
+    patched["hydra"] = (patched["boundlab"][0].hydras, patched["boundlab"][1].hydras)
+    configs: dict[str, list[str]] = {}
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        loader = GlobalHydra.instance().config_loader()
+
+        def compose(name: str) -> Callable[[], None]:
+            def run() -> None:
+                CachingConfigRepository.__init__, ConfigRepository.load_config = patched[name]
+                try:
+                    configs[name] = [OmegaConf.to_yaml(loader.load_configuration("config", overrides=[*job, f"seed={i}"],
+                                                                                 run_mode=RunMode.RUN))
+                                     for i in range(per) for job in COMPOSE_JOBS]
+                finally:
+                    CachingConfigRepository.__init__, ConfigRepository.load_config = patched["boundlab"]
+            return run
+
+        times = round_robin({name: compose(name) for name in ("hydra", "boundlab")}, reps)
+    each = per * len(COMPOSE_JOBS)
+    return {"ms_per_composition": {k: spread([1e3 * t / each for t in v]) for k, v in times.items()},
+            "hydra_over_boundlab": ratios(times, "hydra", "boundlab"), "compositions_per_rep": each,
+            "same_configs": configs["hydra"] == configs["boundlab"]}
+
+
 def bench_single(reps: int) -> dict[str, Any]:
     """The default ``boundlab`` (one run: data, certificate, learner, bounds, MLflow run) against a bare
     Hydra app's single run, alternating, each in a new process with its own output directory."""
@@ -567,7 +614,7 @@ def breakdown(job_args: list[str], env: dict[str, str], reps: int) -> dict[str, 
 
 # --- main -------------------------------------------------------------------------------------------
 
-SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "single", "one_run", "stream", "files", "sweep", "packed")
+SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "compose", "single", "one_run", "stream", "files", "sweep", "packed")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -593,14 +640,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     reps = args.reps or (2 if args.tiny else 5)
     n, dims, max_entries = (2000, [10, 100], 1e6) if args.tiny else (args.n, [10, 100, 1000], args.max_entries)
     earlier = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
+    for stale in ("reps", "tiny"):  # once top-level, they described only the last section measured
+        earlier.pop(stale, None)
+    earlier.get("machine", {}).pop("load_average_at_start", None)
+    # what each section was measured under: its own date, load, repetitions and command, kept with it when a
+    # later --only re-measures other sections (the machine is shared: a section's load is its own)
+    measured: dict[str, Any] = earlier.get("sections_measured", {})
     report: dict[str, Any] = earlier | {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                          "processor": platform.machine(), "load_average_at_start": os.getloadavg()},
-                              "reps": reps, "tiny": args.tiny}
+                                                    "processor": platform.machine()},
+                                        "sections_measured": measured}
     steps: dict[str, Callable[[], Any]] = {
         "kernels": lambda: bench_kernels(n, dims, reps, int(max_entries)),
         "kernel_pegasos": lambda: bench_kernel_pegasos(*((100, 3, 500) if args.tiny else (2000, 10, 20_000)), reps),
         "cache": lambda: bench_cache(1 if args.tiny else 3),
         "startup": lambda: bench_startup(reps),
+        "compose": lambda: bench_compose(reps, 2 if args.tiny else 10),
         "stream": lambda: bench_stream(*((20_000, 10, 5000) if args.tiny else (int(args.stream_T), 10, 250_000))),
         "single": lambda: bench_single(1 if args.tiny else reps),
         "files": lambda: bench_files(args.tiny),
@@ -612,9 +666,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     for name in SECTIONS:
         if name in only:
-            print(f"{name}: starting (load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)", file=sys.stderr)
+            load = os.getloadavg()
+            print(f"{name}: starting (load average {load[0]:.2f} on {os.cpu_count()} cores)", file=sys.stderr)
             t = time.perf_counter()
             report[name] = steps[name]()
+            measured[name] = {"date": time.strftime("%Y-%m-%d"), "load_average_at_start": load,
+                              "load_average_at_end": os.getloadavg(), "reps": reps, "tiny": args.tiny,
+                              "seconds": round(time.perf_counter() - t, 1),
+                              "command": " ".join(["python benchmarks/bench.py", *(argv if argv is not None else sys.argv[1:])])}
             print(f"{name}: done in {time.perf_counter() - t:.1f} s", file=sys.stderr)
             args.out.write_text(json.dumps(report, indent=2) + "\n")  # partial results survive a later failure
     print(table(report))
@@ -667,6 +726,11 @@ def table(report: dict[str, Any]) -> str:
     for key, r in report.get("startup", {}).items():
         what = "`boundlab --help`" if key == "help" else "`boundlab gamma=2.0` (a rejected config)"
         lines.append(f"| {what} (s) | {_r(r['seconds'])} | {_target(r['seconds']['median'], 1.0, unit=' s')} (median) |")
+    if "compose" in report:
+        r = report["compose"]
+        lines.append(f"| a composition of boundlab's config, Hydra's own / with the seam's shallow copy and kept reads | "
+                     f"{_r(r['hydra_over_boundlab'])}x ({r['ms_per_composition']['hydra']['median']:.0f} ms vs "
+                     f"{r['ms_per_composition']['boundlab']['median']:.0f} ms; same configs: {r['same_configs']}) | |")
     if "single" in report:
         r = report["single"]
         lines.append(f"| default `boundlab` (one run) / a bare Hydra app's single run | {_r(r['boundlab_over_bare_hydra'])}x "

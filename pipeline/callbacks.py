@@ -38,13 +38,34 @@ def _job_dirs(sweep_dir: Path, size: int | None) -> list[Path]:
     return sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
 
 
+READERS = 4  # threads reading the jobs' tables at a sweep's end (pyarrow reads without the GIL)
+WINDOW = 64  # jobs read ahead of the one being gathered, at most
+
+
+def _read_job(job_dir: Path) -> tuple[Any, Any] | Exception | None:
+    """A finished job's (results, curve) Arrow tables; None for a job not finished; the error for tables
+    that cannot be read (``OSError``: gone or unreadable; ``ValueError``: not parquet, damaged)."""
+    from pipeline.markers import finished
+
+    if not finished(job_dir):
+        return None
+    try:
+        return tables.read(job_dir / "results.parquet"), tables.read(job_dir / "curve.parquet")
+    except (OSError, ValueError) as e:
+        return e
+
+
 def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None) -> tuple[Any, Any, list[Path]]:
     """Concatenate the results and curves of the sweep's ``size`` jobs (all job directories if None),
     in job order; list the jobs that failed or left no readable results. ``pack``: a packed sweep's
     settings per pack (``pipeline.pack``): its jobs' rows are read from the packs' parts, in the same order.
     The tables are the frames ``pd.concat`` of each file's ``pd.read_parquet`` gives, gathered as Arrow
-    tables and converted once (pipeline.tables: at 10,000 jobs, a quarter of the time and less memory)."""
-    from pipeline.markers import finished
+    tables and converted once (pipeline.tables: at 10,000 jobs, a quarter of the time and less memory).
+    The files are read by :data:`READERS` threads, :data:`WINDOW` jobs ahead at most, and gathered in job
+    order; a phase that lasts logs its progress."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipeline.progress import Progress
 
     results, curves = tables.Gather(), tables.Gather()
     if pack and size:
@@ -53,18 +74,21 @@ def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None) -
         failed = packed.collect(sweep_dir, size, pack, results, curves)
         return results.frame(), curves.frame(), failed
     failed = []
-    for j in _job_dirs(sweep_dir, size):
-        if not finished(j):
-            failed.append(j)
-            continue
-        try:
-            table, curve = tables.read(j / "results.parquet"), tables.read(j / "curve.parquet")
-        except (OSError, ValueError) as e:  # marked done, table gone or damaged: the job has no result
-            log.error("job %s: marked done but its tables cannot be read (%s: %s)", j, type(e).__name__, e)
-            failed.append(j)
-            continue
-        results.add(table)
-        curves.add(curve)
+    jobs = _job_dirs(sweep_dir, size)
+    progress = Progress("the sweep's end: reading the jobs' tables", total=len(jobs), unit="jobs")
+    with ThreadPoolExecutor(READERS, thread_name_prefix="boundlab-collect") as pool:
+        for start in range(0, len(jobs), WINDOW):
+            window = jobs[start:start + WINDOW]
+            for j, read in zip(window, pool.map(_read_job, window)):
+                if read is None:
+                    failed.append(j)
+                elif isinstance(read, Exception):  # marked done, table gone or damaged: the job has no result
+                    log.error("job %s: marked done but its tables cannot be read (%s: %s)", j, type(read).__name__, read)
+                    failed.append(j)
+                else:
+                    results.add(read[0])
+                    curves.add(read[1])
+            progress.update(start + len(window))
     return results.frame(), curves.frame(), failed
 
 

@@ -18,6 +18,10 @@ private, and why boundlab needs it:
   group? an attribute of the implementation, not of the ``ConfigLoader`` interface), and
   ``ConfigLoaderImpl.get_group_options``, replaced while ``--help`` lists the groups
   (:func:`list_groups_once`, with the private ``_parse_overrides_and_create_caching_repo``).
+- ``hydra._internal.config_repository.CachingConfigRepository``: its constructor's deep copy of the whole
+  repository, made shallow (:func:`copy_repositories_shallow`), for every composition in the process; and
+  ``ConfigRepository.load_config``, whose results for config files are kept by the files' bytes
+  (:func:`keep_config_reads`), with the private ``_find_object_source`` and ``_normalize_file_name``.
 - ``hydra_plugins.hydra_joblib_launcher._core`` (``launch``, ``execute_job``) and ``Singleton._instances``:
   :func:`launch_keeping_plugins` swaps the worker function for :func:`execute_job`, which hands a worker's
   plugin registry on to its next job instead of rescanning the plugins for every job.
@@ -47,8 +51,8 @@ import warnings
 from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 __all__ = ["CommandLineError", "ComposeOnce", "Composer", "Compositions", "apply_overrides", "basic_sweeper",
-           "execute_job", "knows_its_jobs", "launch_keeping_plugins", "list_groups_once", "parse_command_line",
-           "parse_overrides", "parser", "split_sweep"]
+           "copy_repositories_shallow", "execute_job", "keep_config_reads", "knows_its_jobs", "launch_keeping_plugins",
+           "list_groups_once", "parse_command_line", "parse_overrides", "parser", "split_sweep"]
 
 
 # ---------------------------------------------------------------- the command line
@@ -154,6 +158,99 @@ def cache_interpolation_parses() -> None:
         omegaconf.base.parse = functools.lru_cache(maxsize=4096)(omegaconf.grammar_parser.parse)
 
 
+def copy_repositories_shallow() -> None:
+    """Every composition starts with ``CachingConfigRepository(loader.repository)``, whose constructor
+    deep-copies the loader's repository "to avoid mutating it with initialize_sources()" (Hydra's comment).
+    That copy takes the structured-config source's ``ConfigStore`` along, with every schema registered in the
+    process (Hydra's, the launchers', boundlab's): ~6 ms a composition, a quarter of composing one of
+    boundlab's configs, and most of the time tests spend composing. ``ConfigRepository.initialize_sources``
+    only binds the repository's ``sources`` to a new list, so a shallow copy keeps the loader's repository
+    unchanged just as well; and ``ConfigStore.load`` hands out a copy of each node, so no composition changes
+    the store. A repository of another type keeps Hydra's deep copy. Installed once per process;
+    tests/test_compose_once.py fails when Hydra's constructor or ``initialize_sources`` changes, and checks
+    that compositions equal Hydra's own."""
+    from hydra._internal import config_repository
+
+    caching = config_repository.CachingConfigRepository
+    if getattr(caching.__init__, "boundlab_shallow", False):
+        return
+    hydras = caching.__init__
+
+    def __init__(self: Any, delegate: Any) -> None:
+        if type(delegate) is not config_repository.ConfigRepository:
+            hydras(self, delegate)
+            return
+        self.delegate = copy.copy(delegate)
+        self.cache = {}
+
+    __init__.boundlab_shallow = True  # type: ignore[attr-defined]
+    __init__.hydras = hydras  # type: ignore[attr-defined]
+    caching.__init__ = __init__
+
+
+_READS: dict = {}  # (scheme, provider, path, config name, the file's bytes) -> the pickled ConfigResult
+
+
+def keep_config_reads() -> None:
+    """Hydra reads and parses every config file again for each composition (a new caching repository each
+    time): YAML parsing and ``OmegaConf.create`` are a quarter of composing one of boundlab's configs.
+    ``ConfigRepository.load_config`` now keeps what it returned for a file (``file://``) or package resource
+    (``pkg://``), pickled, keyed by the file's bytes, and hands out an unpickled copy; the file is read again
+    each time, so an edited file is parsed again, even within the same second and at the same size. Other
+    sources (structured configs) and anything that does not pickle are Hydra's as before. Installed once per
+    process; tests/test_compose_once.py fails when the lines of Hydra's sources this repeats (where a config
+    name's file is) change."""
+    from hydra._internal import config_repository
+    from hydra.core.object_type import ObjectType
+
+    repository = config_repository.ConfigRepository
+    if getattr(repository.load_config, "boundlab_kept", False):
+        return
+    hydras = repository.load_config
+
+    def load_config(self: Any, config_path: str) -> Any:
+        source = self._find_object_source(config_path=config_path, object_type=ObjectType.CONFIG)
+        text = _config_bytes(source, config_path)
+        if text is None:
+            return hydras(self, config_path)
+        key = (source.scheme(), source.provider, source.path, config_path, text)
+        kept = _READS.get(key)
+        if kept is not None:
+            return pickle.loads(kept)
+        result = hydras(self, config_path)
+        if result is not None and _config_bytes(source, config_path) == text:  # not edited while Hydra read it
+            try:
+                kept = pickle.dumps(result, pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, TypeError, AttributeError):
+                return result
+            if len(_READS) >= 4096:  # a long process that writes many configs (a test session): start again
+                _READS.clear()
+            _READS[key] = kept
+        return result
+
+    load_config.boundlab_kept = True  # type: ignore[attr-defined]
+    load_config.hydras = hydras  # type: ignore[attr-defined]
+    repository.load_config = load_config
+
+
+def _config_bytes(source: Any, config_path: str) -> bytes | None:
+    """The bytes of the file a ``file://`` or ``pkg://`` source reads for ``config_path``, found as its
+    ``load_config`` finds it; None for another source or a file that cannot be read."""
+    import os
+    from importlib import resources
+
+    if source is None or source.scheme() not in ("file", "pkg"):
+        return None
+    name = source._normalize_file_name(config_path)
+    try:
+        if source.scheme() == "file":
+            with open(os.path.realpath(os.path.join(source.path, name)), "rb") as f:
+                return f.read()
+        return resources.files(source.path).joinpath(name).read_bytes()
+    except (OSError, ValueError, TypeError, ImportError):
+        return None
+
+
 class Compositions:
     """The compose-once cache: one composition per choice of config groups, copied per job (:func:`_frozen`).
 
@@ -180,6 +277,8 @@ class Compositions:
         self.store: dict = {} if store is None else store
         self.groups: dict[str, bool] = {}  # key -> whether it names a config group (the repository asks its sources)
         cache_interpolation_parses()
+        copy_repositories_shallow()
+        keep_config_reads()
 
     def _group(self, key: str) -> bool:
         if key not in self.groups:

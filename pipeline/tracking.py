@@ -935,19 +935,20 @@ _CARRIED_TAGS = ("boundlab.config_hash", "boundlab.data_hash", "boundlab.holds",
 CHILDREN_PAGE = 200  # runs per page of a search for a parent's children (:func:`_children`)
 
 
-def _children(client: Any, exp_id: str, parent_id: str) -> list[tuple[str, str | None]]:
+def _children(client: Any, exp_id: str, parent_id: str, light_only: bool = False) -> list[tuple[str, str | None]]:
     """(run id, the run it links or None) of each live child run of ``parent_id``, in MLflow's search order
-    (a light child's ``boundlab.reused_from`` tag names the run it links: :func:`link_reused`).
+    (a light child's ``boundlab.reused_from`` tag names the run it links: :func:`link_reused`); with
+    ``light_only``, of its light children only (the store finds them by their tag).
 
     Read a page of :data:`CHILDREN_PAGE` runs at a time, each page's runs dropped before the next: a search
     returns every run whole (its params, metrics and tags), ~0.1 MB each in memory, and a sweep's parent has
     one child per job, so one search of them all made the end of a sweep of 3,000 jobs ~300 MB larger
     (docs/performance.md). What is kept is two ids a child."""
+    query = f"tags.mlflow.parentRunId = '{parent_id}'" + (f" and tags.`{REUSED_FROM}` LIKE '%'" if light_only else "")
     out: list[tuple[str, str | None]] = []
     token = None
     while True:
-        page = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'",
-                                  max_results=CHILDREN_PAGE, page_token=token)
+        page = client.search_runs([exp_id], filter_string=query, max_results=CHILDREN_PAGE, page_token=token)
         out += [(c.info.run_id, c.data.tags.get(REUSED_FROM)) for c in page]
         token = page.token
         if not token or not page:
@@ -970,9 +971,12 @@ def link_reused(uri: str, parent_id: str, run_ids: Iterable[str]) -> dict[str, s
     client = _client(uri)
     parent = client.get_run(parent_id)
     exp_id = parent.info.experiment_id
-    children = _children(client, exp_id, parent_id)
+    reused = list(dict.fromkeys(run_ids))
+    # With no run to link, only the light children can need a change (a rerun let them go): the parent's own
+    # children, one a job, are not read (50 pages of whole runs, ~24 s at the end of a sweep of 10,000 jobs).
+    children = _children(client, exp_id, parent_id, light_only=not reused)
     own = {run_id for run_id, source in children if source is None}  # already this parent's own children
-    wanted = [r for r in dict.fromkeys(run_ids) if r not in own]  # (a rerun of the same sweep reusing its own job)
+    wanted = [r for r in reused if r not in own]  # (a rerun of the same sweep reusing its own job)
     linked: dict[str, str] = {}
     for run_id, source in children:
         if source is None:

@@ -124,9 +124,20 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert report["kernel_pegasos"]["max_average_coefficient_difference"] < 1e-9
     assert report["stream"]["T"] == 20_000 and report["stream"]["mistakes"] > 0
     assert set(report["startup"]) == {"help", "config_error"}
+    assert report["compose"]["same_configs"] is True and report["compose"]["compositions_per_rep"] == 8
     packed = report["packed"]
     assert set(packed["seconds"]) == {"20", "60"} and packed["per_run_seconds"] > 0 and packed["peak_resident_GB"] > 0
     assert "| measurement |" in proc.stdout
+    # each section keeps what it was measured under, when a later run re-measures another one
+    first = report["sections_measured"]
+    assert set(first) == set(report) - {"machine", "sections_measured"}
+    assert all(m["tiny"] and m["reps"] == 2 and len(m["load_average_at_start"]) == 3 for m in first.values())
+    again = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--tiny", "--only", "startup",
+                            "--reps", "1", "--out", str(out)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    second = json.loads(out.read_text())["sections_measured"]
+    assert second["startup"]["reps"] == 1 and "--only startup" in second["startup"]["command"]
+    assert {k: v for k, v in second.items() if k != "startup"} == {k: v for k, v in first.items() if k != "startup"}
 
 
 def test_the_pegasos_ladder_times_every_part_against_the_margins_pass(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -71,16 +71,32 @@ def test_collect_in_chunks_is_one_concatenation(tmp_path: Path, monkeypatch: pyt
     assert table.to_parquet() == whole.to_parquet()
 
 
+def test_collect_shows_its_progress_on_a_long_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """A sweep's end reads every job's tables (~20 s at 10,000 jobs): a line every few seconds, in job order."""
+    from pipeline import callbacks, progress
+
+    _varied_jobs(tmp_path, 5)
+    monkeypatch.setattr(progress, "EVERY", 0.0)
+    monkeypatch.setattr(callbacks, "WINDOW", 2)
+    with caplog.at_level("INFO", logger="boundlab"):
+        assert len(collect(tmp_path, 5)[0]) == 10
+    lines = [r.getMessage() for r in caplog.records if "[progress]" in r.getMessage()]
+    assert [line.split(" (")[1].split(" of")[0] for line in lines] == ["2", "4", "5"], lines
+    assert all(line.startswith("[progress] the sweep's end: reading the jobs' tables:") for line in lines)
+
+
 def test_collect_holds_a_chunk_of_job_tables_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The aggregation's memory: each job's tables are let go once their chunk is gathered (kept to the end,
-    they made a sweep's peak grow by ~0.05 MB a job: docs/performance.md)."""
+    they made a sweep's peak grow by ~0.05 MB a job: docs/performance.md); the readers run a window ahead."""
     import gc
     import weakref
 
-    from pipeline import tables
+    from pipeline import callbacks, tables
 
     _varied_jobs(tmp_path, 12)
     monkeypatch.setattr(tables, "CHUNK", 3)
+    monkeypatch.setattr(callbacks, "WINDOW", 2)
     read, alive = tables.read, []
     refs: list[weakref.ref] = []
 
@@ -100,7 +116,8 @@ def test_collect_holds_a_chunk_of_job_tables_at_a_time(tmp_path: Path, monkeypat
         assert len(collect(tmp_path, 12)[0]) == 24
     finally:
         gc.unfreeze()
-    assert len(refs) == 24 and max(alive) <= 2 * 3, alive  # a chunk's results and curves, never the whole sweep's
+    # a chunk's results and curves and a window's, never the whole sweep's
+    assert len(refs) == 24 and max(alive) <= 2 * (3 + 2), alive
 
 
 slow = pytest.mark.slow

@@ -303,3 +303,108 @@ def test_interpolation_parses_are_kept_and_resolve_as_before() -> None:
     for _ in range(2):
         with pytest.raises(GrammarParseError):
             OmegaConf.create({"bad": "${oops"}).bad  # noqa: B018 - reading the node resolves it
+
+
+def test_what_the_shallow_repository_copy_relies_on_in_hydra() -> None:
+    """``hydra_seam.copy_repositories_shallow`` replaces Hydra's deep copy: fails when Hydra's constructor
+    copies anything else, or when ``initialize_sources`` (what the copy protects the original from) starts
+    changing the repository in place instead of binding a new list."""
+    from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
+
+    from pipeline.hydra_seam import copy_repositories_shallow
+
+    copy_repositories_shallow()
+    constructor = CachingConfigRepository.__init__
+    assert constructor.boundlab_shallow
+    body = [line.strip() for line in inspect.getsource(constructor.hydras).splitlines()[1:] if line.strip()]
+    assert body == ["# copy the underlying repository to avoid mutating it with initialize_sources()",
+                    "self.delegate = copy.deepcopy(delegate)",
+                    "self.cache: Dict[str, Optional[ConfigResult]] = {}"], body
+    source = inspect.getsource(ConfigRepository.initialize_sources)
+    assert "self.sources = []" in source and source.count("self.") == 3  # the new list, its appends, _get_scheme
+    assert "self.sources.append(source)" in source and "self._get_scheme(" in source
+    copy_repositories_shallow()  # once per process: not wrapped twice
+    assert CachingConfigRepository.__init__ is constructor
+
+
+@pytest.mark.parametrize("overrides", [["seed=3"], ["algorithm=pegasos", "T=10"], ["experiment=perceptron_margin"],
+                                       ["hydra.searchpath=[pkg://hydra.conf]", "seed=2"]])
+def test_compositions_on_a_shallow_copy_and_kept_reads_equal_hydras_own(loader, overrides: list[str]) -> None:  # noqa: ANN001
+    """The same config, node for node, composed on Hydra's deep copy from files read afresh, and on the
+    shallow copy from kept reads (twice); the loader's own repository keeps its sources, also when a
+    ``hydra.searchpath`` makes the composition set new ones."""
+    from hydra._internal.config_repository import CachingConfigRepository
+
+    from hydra._internal.config_repository import ConfigRepository
+
+    from pipeline.hydra_seam import copy_repositories_shallow, keep_config_reads
+
+    copy_repositories_shallow()
+    keep_config_reads()
+    shallow, kept = CachingConfigRepository.__init__, ConfigRepository.load_config
+    sources = list(loader.repository.sources)
+    composed = {}
+    for name, constructor, load in (("Hydra's", shallow.hydras, kept.hydras), ("ours", shallow, kept), ("ours, again", shallow, kept)):
+        CachingConfigRepository.__init__, ConfigRepository.load_config = constructor, load
+        try:
+            cfg = loader.load_configuration("config", overrides=list(overrides), run_mode=RunMode.RUN)
+        finally:
+            CachingConfigRepository.__init__, ConfigRepository.load_config = shallow, kept
+        composed[name] = OmegaConf.to_yaml(cfg)
+        assert loader.repository.sources == sources
+    assert composed["Hydra's"] == composed["ours"] == composed["ours, again"]
+
+
+def test_what_the_kept_config_reads_rely_on_in_hydra() -> None:
+    """``hydra_seam.keep_config_reads`` finds a config name's file as Hydra's sources do: fails when those
+    lines change."""
+    from hydra._internal.config_repository import ConfigRepository
+    from hydra._internal.core_plugins.file_config_source import FileConfigSource
+    from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
+
+    from pipeline.hydra_seam import keep_config_reads
+
+    keep_config_reads()
+    kept = ConfigRepository.load_config
+    assert kept.boundlab_kept
+    assert "config_path=config_path, object_type=ObjectType.CONFIG" in inspect.getsource(kept.hydras)
+    assert "ret = source.load_config(config_path=config_path)" in inspect.getsource(kept.hydras)
+    for cls, line in ((FileConfigSource, "full_path = os.path.realpath(os.path.join(self.path, normalized_config_path))"),
+                      (ImportlibResourcesConfigSource, "res = resources.files(self.path).joinpath(normalized_config_path)")):
+        source = inspect.getsource(cls.load_config)
+        assert "normalized_config_path = self._normalize_file_name(config_path)" in source and line in source, cls
+    keep_config_reads()  # once per process: not wrapped twice
+    assert ConfigRepository.load_config is kept
+
+
+def _tiny_loader(conf: Path):  # noqa: ANN202
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_config_search_path
+
+    return ConfigLoaderImpl(config_search_path=create_config_search_path(str(conf)))
+
+
+def test_a_kept_config_read_is_parsed_once_and_again_when_the_file_changes(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second composition parses no file; a file rewritten at once, to the same size, is parsed again."""
+    from pipeline.hydra_seam import keep_config_reads
+
+    keep_config_reads()
+    (tmp_path / "g").mkdir()
+    (tmp_path / "config.yaml").write_text("defaults:\n  - g: one\n  - _self_\na: 1\n")
+    (tmp_path / "g" / "one.yaml").write_text("b: 10\n")
+    parsed = []
+    load = OmegaConf.load
+    monkeypatch.setattr(OmegaConf, "load", staticmethod(lambda f: parsed.append(getattr(f, "name", f)) or load(f)))
+    loader = _tiny_loader(tmp_path)
+    compose = lambda: loader.load_configuration("config", overrides=[], run_mode=RunMode.RUN)  # noqa: E731
+    first = compose()
+    assert (first.a, first.g.b) == (1, 10) and any(name.endswith("one.yaml") for name in parsed)
+    parsed.clear()
+    again = compose()
+    assert (again.a, again.g.b) == (1, 10) and parsed == []  # Hydra's own files too
+    again.g.b = 11  # a composition's config is its own: the next one is not changed by it
+    (tmp_path / "g" / "one.yaml").write_text("b: 20\n")  # same size, same second
+    third = compose()
+    assert (third.a, third.g.b) == (1, 20) and [name for name in parsed if "one.yaml" in name]
+    assert compose().g.b == 20

@@ -247,6 +247,13 @@ def test_link_reused_reads_the_children_a_page_at_a_time(tmp_path: Path, monkeyp
     children = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
     assert {c.info.run_id for c in children} == {*own, kept[sid]}
     assert client.get_run(gone).info.lifecycle_stage == "deleted"
+    # nothing to link (the usual end of a sweep): only the light children are read, found by their tag
+    pages.clear()
+    assert tracking.link_reused(uri, parent_id, []) == {}
+    assert pages == [2]  # one page: the one light child left, not the parent's 6 children
+    children = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    assert {c.info.run_id for c in children} == set(own)
+    assert client.get_run(kept[sid]).info.lifecycle_stage == "deleted"
 
 
 def test_a_reused_run_becomes_a_light_child_of_the_new_sweeps_parent_once(tmp_path: Path) -> None:
