@@ -176,16 +176,16 @@ def copy_repositories_shallow() -> None:
         return
     hydras = caching.__init__
 
-    def __init__(self: Any, delegate: Any) -> None:
+    def shallow(self: Any, delegate: Any) -> None:
         if type(delegate) is not config_repository.ConfigRepository:
             hydras(self, delegate)
             return
         self.delegate = copy.copy(delegate)
         self.cache = {}
 
-    __init__.boundlab_shallow = True  # type: ignore[attr-defined]
-    __init__.hydras = hydras  # type: ignore[attr-defined]
-    caching.__init__ = __init__
+    shallow.boundlab_shallow = True  # type: ignore[attr-defined]
+    shallow.hydras = hydras  # type: ignore[attr-defined]
+    caching.__init__ = shallow
 
 
 _READS: dict = {}  # (scheme, provider, path, config name, the file's bytes) -> the pickled ConfigResult

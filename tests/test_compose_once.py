@@ -344,7 +344,8 @@ def test_compositions_on_a_shallow_copy_and_kept_reads_equal_hydras_own(loader, 
     shallow, kept = CachingConfigRepository.__init__, ConfigRepository.load_config
     sources = list(loader.repository.sources)
     composed = {}
-    for name, constructor, load in (("Hydra's", shallow.hydras, kept.hydras), ("ours", shallow, kept), ("ours, again", shallow, kept)):
+    contenders = (("Hydra's", shallow.hydras, kept.hydras), ("ours", shallow, kept), ("ours, again", shallow, kept))
+    for name, constructor, load in contenders:
         CachingConfigRepository.__init__, ConfigRepository.load_config = constructor, load
         try:
             cfg = loader.load_configuration("config", overrides=list(overrides), run_mode=RunMode.RUN)
