@@ -333,9 +333,7 @@ def test_compositions_on_a_shallow_copy_and_kept_reads_equal_hydras_own(loader, 
     """The same config, node for node, composed on Hydra's deep copy from files read afresh, and on the
     shallow copy from kept reads (twice); the loader's own repository keeps its sources, also when a
     ``hydra.searchpath`` makes the composition set new ones."""
-    from hydra._internal.config_repository import CachingConfigRepository
-
-    from hydra._internal.config_repository import ConfigRepository
+    from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
 
     from pipeline.hydra_seam import copy_repositories_shallow, keep_config_reads
 
@@ -405,6 +403,7 @@ def test_a_kept_config_read_is_parsed_once_and_again_when_the_file_changes(tmp_p
     again = compose()
     assert (again.a, again.g.b) == (1, 10) and parsed == []  # Hydra's own files too
     again.g.b = 11  # a composition's config is its own: the next one is not changed by it
+    assert compose().g.b == 10 and parsed == []
     (tmp_path / "g" / "one.yaml").write_text("b: 20\n")  # same size, same second
     third = compose()
     assert (third.a, third.g.b) == (1, 20) and [name for name in parsed if "one.yaml" in name]
