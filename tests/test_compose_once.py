@@ -402,8 +402,9 @@ def test_a_kept_config_read_is_parsed_once_and_again_when_the_file_changes(tmp_p
     parsed.clear()
     again = compose()
     assert (again.a, again.g.b) == (1, 10) and parsed == []  # Hydra's own files too
-    again.g.b = 11  # a composition's config is its own: the next one is not changed by it
-    assert compose().g.b == 10 and parsed == []
+    handed = loader.repository.load_config("g/one")  # each read is a copy: changing one changes no later one
+    handed.config.b = 11
+    assert loader.repository.load_config("g/one").config.b == 10 and parsed == []
     (tmp_path / "g" / "one.yaml").write_text("b: 20\n")  # same size, same second
     third = compose()
     assert (third.a, third.g.b) == (1, 20) and [name for name in parsed if "one.yaml" in name]
