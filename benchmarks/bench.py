@@ -141,8 +141,9 @@ def _pegasos_arrays(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
 
     m, d = X.shape
     grid = log_grid(m, SNAPSHOTS)
-    return {"idx": index_stream("inorder", y, m, 1, np.random.default_rng(0)), "grid": grid, "ref": np.zeros(m),
-            "s": np.ones(m), "out": PegasosSteps.empty(m, grid.size, d)}
+    # the hinge objective, as a default run: unit weights and no reference (None, as Pegasos.run passes them)
+    return {"idx": index_stream("inorder", y, m, 1, np.random.default_rng(0)), "grid": grid, "ref": None,
+            "s": None, "out": PegasosSteps.empty(m, grid.size, d)}
 
 
 def _pegasos_call(X: np.ndarray, y: np.ndarray, lam: float, a: dict[str, Any]) -> np.ndarray:
@@ -160,12 +161,13 @@ def pegasos_pass(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
     return _pegasos_call(X, y, lam, _pegasos_arrays(X, y))
 
 
-def pegasos_kernel_alone(X: np.ndarray, y: np.ndarray, lam: float) -> Callable[[], None]:
+def pegasos_kernel_alone(X: np.ndarray, y: np.ndarray, lam: float, s: np.ndarray | None = None,
+                         ref: np.ndarray | None = None) -> Callable[[], None]:
     """:func:`pegasos_pass` with its arrays allocated, and touched, once beforehand: what the per-step work
     costs without the fresh memory a run allocates (the index stream, the per-step loss, sub-gradient norm
-    and active flag: 28 bytes a step)."""
-    arrays = _pegasos_arrays(X, y)
-    arrays["ref"][...] = 0  # touch every page; the reference margins stay zero
+    and active flag: 28 bytes a step). ``s`` and ``ref``: the weights and reference margins a weighted or
+    transfer objective reads at every step (None: the hinge objective's, which the kernel does not read)."""
+    arrays = _pegasos_arrays(X, y) | {"s": s, "ref": ref}
     for name in ("loss", "active", "grad2", "avg", "last"):
         getattr(arrays["out"], name)[...] = 0
     return lambda: _pegasos_call(X, y, lam, arrays)

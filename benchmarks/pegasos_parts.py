@@ -5,12 +5,15 @@ to the one before, timed round robin with the real kernel.
 1. ``margins``: y_i w.x_i per row in the fixed order of ``dot_row``, stored (``margins_kernel``'s loop, into
    an array allocated beforehand, as the kernel's arrays are);
 2. ``+ index``: the row of each step read from the index stream (``idx[r, 0]``), as Pegasos reads it;
-3. ``+ step reads``: the step's reference margin and example weight read, the margin ref_i + y_i w.x_i;
-4. ``+ 1/t``: the scale a = 1/t computed (a division a step) and summed (A += a), the margin ref_i + y_i a w.x_i;
-5. ``+ per-step record``: the step's loss, active flag and squared sub-gradient norm computed and written,
+3. ``+ 1/t``: the scale a = 1/t computed (a division a step) and summed (A += a), the margin y_i a w.x_i;
+4. ``+ per-step record``: the step's loss, active flag and squared sub-gradient norm computed and written,
    as the regret bounds read them (what ``PegasosSteps`` holds);
-6. ``kernel``: Pegasos' own kernel (``PegasosCore.advance``, every array allocated and touched beforehand),
-   which also updates v and z on the active steps and writes the snapshots.
+5. ``kernel``: Pegasos' own kernel (``PegasosCore.advance``, every array allocated and touched beforehand), for
+   the hinge objective as a default run passes it (unit weights, no reference: nothing more read a step),
+   which also updates v and z on the active steps and writes the snapshots;
+6. ``+ step reads``: 4 with the step's example weight and reference margin read (the margin ref_i + y_i a
+   w.x_i), as the weighted and transfer objectives need;
+7. ``kernel, weights read``: the kernel given those two arrays.
 
 Each share is of the ``margins`` pass, min and median over the rounds (``--reps``), with the load average at
 the start. The ladder's passes are benchmarks only: what they compute is not what a run computes.
@@ -51,21 +54,16 @@ def margins_indexed(X, y, w, idx, out):  # noqa: ANN001, ANN201
 
 
 @kernel
-def margins_step_reads(X, y, w, idx, ref, s, out):  # noqa: ANN001, ANN201
-    for r in range(idx.shape[0]):
-        i = idx[r, 0]
-        out[r] = ref[i] + y[i] * dot_row(w, X, i) + 0.0 * s[i]
-    return 0
-
-
-@kernel
 def margins_scaled(X, y, w, idx, ref, s, out):  # noqa: ANN001, ANN201
     A = 0.0
     for r in range(idx.shape[0]):
         i = idx[r, 0]
         a = 1.0 / (r + 1)
         A += a
-        out[r] = ref[i] + y[i] * a * dot_row(w, X, i) + 0.0 * s[i]
+        if ref is None:  # the hinge objective: no reads of the step's weight and reference margin (as the kernel)
+            out[r] = y[i] * a * dot_row(w, X, i)
+        else:
+            out[r] = ref[i] + y[i] * a * dot_row(w, X, i) + 0.0 * s[i]
     return A
 
 
@@ -78,11 +76,16 @@ def margins_recorded(X, y, w, idx, ref, s, lam, loss, active, grad2):  # noqa: A
         i = idx[r, 0]
         a = 1.0 / (r + 1)
         A += a
-        margin = ref[i] + y[i] * a * dot_row(w, X, i)
+        if ref is None:
+            margin = y[i] * a * dot_row(w, X, i)
+            weight = 1.0
+        else:
+            margin = ref[i] + y[i] * a * dot_row(w, X, i)
+            weight = s[i]
         if margin < 1.0:
-            loss[r] = half_lam * a * a * vv + s[i] * (1.0 - margin)
+            loss[r] = half_lam * a * a * vv + weight * (1.0 - margin)
             active[r] = 1
-            grad2[r] = lam * lam * a * a * vv - 2.0 * lam * a * margin + s[i]
+            grad2[r] = lam * lam * a * a * vv - 2.0 * lam * a * margin + weight
         else:
             loss[r] = half_lam * a * a * vv
             active[r] = 0
@@ -100,10 +103,11 @@ def ladder(rows: int, d: int, reps: int, lam: float = 1e-4) -> dict[str, dict[st
     times = round_robin({
         "margins": lambda: margins_into(X, y, w, out),
         "+ index": lambda: margins_indexed(X, y, w, idx, out),
-        "+ step reads": lambda: margins_step_reads(X, y, w, idx, ref, s, out),
-        "+ 1/t": lambda: margins_scaled(X, y, w, idx, ref, s, out),
-        "+ per-step record": lambda: margins_recorded(X, y, w, idx, ref, s, lam, loss, active, grad2),
+        "+ 1/t": lambda: margins_scaled(X, y, w, idx, None, None, out),
+        "+ per-step record": lambda: margins_recorded(X, y, w, idx, None, None, lam, loss, active, grad2),
         "kernel": pegasos_kernel_alone(X, y, lam),
+        "+ step reads": lambda: margins_recorded(X, y, w, idx, ref, s, lam, loss, active, grad2),
+        "kernel, weights read": pegasos_kernel_alone(X, y, lam, s=s, ref=ref),
     }, reps)
     base = times["margins"]
     return {name: {"min": min(b / t for b, t in zip(base, ts)), "median": statistics.median(b / t for b, t in zip(base, ts)),

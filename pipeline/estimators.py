@@ -168,12 +168,12 @@ def _learn_pegasos(learner: Any, X: np.ndarray, y: np.ndarray, k: int, rng: np.r
     lam, T, batch = float(learner.lam), int(learner.T), int(learner.batch)
     weights = class_weights(y) if learner.objective == "balanced" else None
     idx = index_stream(learner.sampling, y, T, batch, rng)
-    s_step = weights if weights is not None and learner.sampling != "class_balanced" else np.ones(m)
+    s_step = weights if weights is not None and learner.sampling != "class_balanced" else None  # None: every weight 1
     radius = 1.0 / math.sqrt(lam) if learner.projection else 0.0
     if state is None:
         state = PegasosCore.start(d, lam, radius)
     grid = np.array([state.t + T], dtype=np.int64)  # one snapshot: the average after the last step
-    done = state.advance(X, y, idx, grid, s_step, np.zeros(m))
+    done = state.advance(X, y, idx, grid, s_step, None)
     learner.w_, learner.w_bar_, learner.t_ = state.u, done.avg[0], state.t
     return state
 

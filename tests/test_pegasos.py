@@ -143,16 +143,23 @@ def test_inorder_stream_is_the_sample_order_mod_m(T: int, k: int, m: int) -> Non
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 30), d=st.integers(1, 13), T=st.integers(1, 400),
        t0=st.sampled_from([0, 0, 1, 17, 10**6]), log_lam=st.floats(-6, 3), log_scale=st.sampled_from([-150, -3, 0, 2, 150]),
-       weighted=st.booleans(), transfer=st.booleans(), sampling=st.sampled_from(["iid", "perm", "inorder"]))
+       weighted=st.booleans(), transfer=st.booleans(), sampling=st.sampled_from(["iid", "perm", "inorder"]),
+       zeros=st.booleans())
 def test_single_kernel_is_the_general_kernel_bit_for_bit(seed, m, d, T, t0, log_lam, log_scale, weighted, transfer,  # noqa: ANN001
-                                                         sampling: str) -> None:
+                                                         sampling: str, zeros: bool) -> None:
     """Batch 1 without projection, PegasosCore.advance runs pegasos_single_kernel: every output (state, v, z, buf,
     the per-step loss and active flags, the snapshots) has the bits of the general compiled kernel, also when a run
     is continued (t0 > 0, a state with A != 0 and z != 0) and at tiny and huge row norms."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(m, d)) * 10.0**log_scale
+    if zeros:  # +0 and -0 entries and whole zero rows: the single kernel's shortcuts differ from 0 + x by a zero's sign
+        X[rng.random((m, d)) < 0.3] = -0.0
+        X[rng.random((m, d)) < 0.2] = 0.0
+        X[rng.random(m) < 0.3] = rng.choice([0.0, -0.0])
     y = np.where(rng.random(m) < 0.5, -1.0, 1.0)
     s = np.where(y > 0, 1.5, 0.75) if weighted else np.ones(m)
+    if weighted and zeros:  # some weights of 1: the shortcut of b = +-x, taken by the weighted kernel too
+        s[rng.random(m) < 0.5] = 1.0
     ref_margin = y * (X @ rng.normal(size=d)) * 10.0**-log_scale if transfer else np.zeros(m)
     idx = index_stream(sampling, y, T, 1, rng)
     lam = 10.0**log_lam
@@ -171,13 +178,16 @@ def test_single_kernel_is_the_general_kernel_bit_for_bit(seed, m, d, T, t0, log_
         o = fresh()
         fn(X, y, ref_margin, s, idx, lam, 0.0, t0, grid, state, v, z, buf, o.loss, o.active, o.avg, o.last, o.grad2)
         outs.append([state, v, z, buf, o.loss, o.active, o.avg, o.last, o.grad2])
-    state, v, z = (a.copy() for a in start)
-    core = PegasosCore(lam, 0.0, v, z, np.zeros(d), state, t0)
-    o = core.advance(X, y, idx, grid, s, ref_margin, out=fresh())
-    assert core.t == t0 + T
-    outs.append([core.scalars, core.v, core.z, core.buf, o.loss, o.active, o.avg, o.last, o.grad2])
-    for general, single, core_out in zip(*outs):
-        assert general.tobytes() == single.tobytes() == core_out.tobytes()
+    # through the core: with the arrays, then as a run passes them (None: unit weights, no reference), which
+    # compiles the kernel without the two reads a step
+    for s_arg, ref_arg in ((s, ref_margin), (s if weighted else None, ref_margin if transfer else None)):
+        state, v, z = (a.copy() for a in start)
+        core = PegasosCore(lam, 0.0, v, z, np.zeros(d), state, t0)
+        o = core.advance(X, y, idx, grid, s_arg, ref_arg, out=fresh())
+        assert core.t == t0 + T
+        outs.append([core.scalars, core.v, core.z, core.buf, o.loss, o.active, o.avg, o.last, o.grad2])
+    for general, *others in zip(*outs):
+        assert all(general.tobytes() == other.tobytes() for other in others)
 
 
 @pytest.mark.parametrize(("k", "projection", "transfer"), [(1, False, False), (1, False, True), (3, False, False),

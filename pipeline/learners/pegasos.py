@@ -147,11 +147,15 @@ def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state
     """:func:`pegasos_kernel` for k = 1 without projection (``radius`` is not read; :meth:`PegasosCore.advance`
     chooses it): the same arithmetic in the
     same order, so the same bits, with less work per step. 1/k, the batch loop and the projection are gone;
-    the snapshot test is one comparison; the update reads the row once, computing buf = s y x, v.buf,
-    buf.buf (the accumulators and order of :func:`pipeline._jit.dot`, v before its update) and the updates
-    of v and z in one pass. ``buf`` is read (zero on entry, as the general kernel expects) and left zero.
-    ``state[3]`` (q, the projection's restart mark) is neither read nor written: a = 1/t exactly. ``grad2`` as
-    in the general kernel."""
+    the snapshot test is one comparison; the update reads the row once, computing b = s y x, v.b, b.b (the
+    accumulators and order of :func:`pipeline._jit.dot`, v before its update) and the updates of v and z in
+    one pass. ``buf`` is not touched: the general kernel's b is 0 + s y x, which differs from s y x only in
+    the sign of a zero, and no sum here can turn that sign into a different bit (v, z and the accumulators
+    start at +0, and x + (-0) = x, +0 + (-0) = +0). ``s`` may be None (every weight 1) and ``ref_margin`` None
+    (a zero reference): numba compiles that case without the two reads a step, with the same bits (a weight of
+    1 multiplies exactly; a zero reference changes only the sign of a zero margin, which the comparison with 1
+    and 1 - margin ignore). ``state[3]`` (q, the projection's restart mark) is neither read nor written: a = 1/t
+    exactly. ``grad2`` as in the general kernel."""
     T = idx.shape[0]
     d = X.shape[1]
     quads = d >> 2
@@ -166,11 +170,19 @@ def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state
         t = t0 + r + 1
         i = idx[r, 0]
         p = dot_row(v, X, i)
-        margin = ref_margin[i] + y[i] * a * p
+        if ref_margin is None:  # a zero reference: 0 + x is x but for the sign of a zero, which the margin's uses ignore
+            margin = y[i] * a * p
+        else:
+            margin = ref_margin[i] + y[i] * a * p
         A += a
         new_a = 1.0 / t
         if margin < 1.0:
-            hinge = 0.0 + s[i] * (1.0 - margin)
+            if s is None:  # unit weights: 1 x is x
+                hinge = 0.0 + (1.0 - margin)
+                sy = y[i]
+            else:
+                hinge = 0.0 + s[i] * (1.0 - margin)
+                sy = s[i] * y[i]
             loss[r] = half_lam * a * a * vv + hinge
             active[r] = 1
             if t == snap_t:
@@ -178,50 +190,67 @@ def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state
                     avg[g, j] = (A * v[j] - z[j]) / t
             c = 1.0 / (lam * t * new_a)
             Ac = A * c
-            sy = s[i] * y[i]
-            vb0 = 0.0
-            vb1 = 0.0
-            vb2 = 0.0
-            vb3 = 0.0
-            bb0 = 0.0
-            bb1 = 0.0
-            bb2 = 0.0
-            bb3 = 0.0
-            for q in range(quads):
-                j = 4 * q
-                b0 = buf[j] + sy * X[i, j]
-                b1 = buf[j + 1] + sy * X[i, j + 1]
-                b2 = buf[j + 2] + sy * X[i, j + 2]
-                b3 = buf[j + 3] + sy * X[i, j + 3]
-                vb0 += v[j] * b0
-                vb1 += v[j + 1] * b1
-                vb2 += v[j + 2] * b2
-                vb3 += v[j + 3] * b3
-                bb0 += b0 * b0
-                bb1 += b1 * b1
-                bb2 += b2 * b2
-                bb3 += b3 * b3
-                v[j] += c * b0
-                v[j + 1] += c * b1
-                v[j + 2] += c * b2
-                v[j + 3] += c * b3
-                z[j] += Ac * b0
-                z[j + 1] += Ac * b1
-                z[j + 2] += Ac * b2
-                z[j + 3] += Ac * b3
-                buf[j] = 0.0
-                buf[j + 1] = 0.0
-                buf[j + 2] = 0.0
-                buf[j + 3] = 0.0
-            for j in range(4 * quads, d):
-                b0 = buf[j] + sy * X[i, j]
-                vb0 += v[j] * b0
-                bb0 += b0 * b0
-                v[j] += c * b0
-                z[j] += Ac * b0
-                buf[j] = 0.0
-            vb = (vb0 + vb1) + (vb2 + vb3)
-            bb = (bb0 + bb1) + (bb2 + bb3)
+            if sy == 1.0 or sy == -1.0:
+                # b = s y x = +-x exactly: v.b is sy p, the margin's dot product negated or not (a sum of negated
+                # terms is the negated sum, but for the sign of a zero, which grad2 and vv below ignore), and b.b
+                # is x.x; the update has no sum across j, so the compiler vectorizes it
+                vb = sy * p
+                bb0 = 0.0
+                bb1 = 0.0
+                bb2 = 0.0
+                bb3 = 0.0
+                for q in range(quads):
+                    j = 4 * q
+                    bb0 += X[i, j] * X[i, j]
+                    bb1 += X[i, j + 1] * X[i, j + 1]
+                    bb2 += X[i, j + 2] * X[i, j + 2]
+                    bb3 += X[i, j + 3] * X[i, j + 3]
+                for j in range(4 * quads, d):
+                    bb0 += X[i, j] * X[i, j]
+                bb = (bb0 + bb1) + (bb2 + bb3)
+                for j in range(d):
+                    b = sy * X[i, j]
+                    v[j] += c * b
+                    z[j] += Ac * b
+            else:
+                vb0 = 0.0
+                vb1 = 0.0
+                vb2 = 0.0
+                vb3 = 0.0
+                bb0 = 0.0
+                bb1 = 0.0
+                bb2 = 0.0
+                bb3 = 0.0
+                for q in range(quads):
+                    j = 4 * q
+                    b0 = sy * X[i, j]
+                    b1 = sy * X[i, j + 1]
+                    b2 = sy * X[i, j + 2]
+                    b3 = sy * X[i, j + 3]
+                    vb0 += v[j] * b0
+                    vb1 += v[j + 1] * b1
+                    vb2 += v[j + 2] * b2
+                    vb3 += v[j + 3] * b3
+                    bb0 += b0 * b0
+                    bb1 += b1 * b1
+                    bb2 += b2 * b2
+                    bb3 += b3 * b3
+                    v[j] += c * b0
+                    v[j + 1] += c * b1
+                    v[j + 2] += c * b2
+                    v[j + 3] += c * b3
+                    z[j] += Ac * b0
+                    z[j + 1] += Ac * b1
+                    z[j + 2] += Ac * b2
+                    z[j + 3] += Ac * b3
+                for j in range(4 * quads, d):
+                    b0 = sy * X[i, j]
+                    vb0 += v[j] * b0
+                    bb0 += b0 * b0
+                    v[j] += c * b0
+                    z[j] += Ac * b0
+                vb = (vb0 + vb1) + (vb2 + vb3)
+                bb = (bb0 + bb1) + (bb2 + bb3)
             grad2[r] = lam * lam * a * a * vv - 2.0 * lam * a * vb + bb  # the general kernel's, k = 1 (exact / 1)
             vv += 2.0 * c * vb + c * c * bb
         else:
@@ -289,18 +318,24 @@ class PegasosCore:
         """u_(t+1) = a v, the iterate after the last step (w minus the reference)."""
         return self.scalars[0] * self.v
 
-    def advance(self, X: np.ndarray, y: np.ndarray, idx: np.ndarray, grid: np.ndarray, s: np.ndarray,
-                ref_margin: np.ndarray, out: PegasosSteps | None = None) -> PegasosSteps:
+    def advance(self, X: np.ndarray, y: np.ndarray, idx: np.ndarray, grid: np.ndarray, s: np.ndarray | None,
+                ref_margin: np.ndarray | None, out: PegasosSteps | None = None) -> PegasosSteps:
         """Steps t+1 .. t+T over the (T, k) batches ``idx`` of (X, y) (C-contiguous float64), with per-example
-        weights ``s`` and margins of the reference ``ref_margin`` = y w_r.x; the snapshots at the steps of
-        ``grid`` (ascending). The kernel is chosen here: batch 1 without projection, the common case, runs
-        :func:`pegasos_single_kernel` (the bits of :func:`pegasos_kernel`, tests/test_pegasos.py), anything
-        else the general kernel. ``out`` (for len(idx) steps and grid.size snapshots): arrays to write into
-        (the benchmark's, allocated beforehand); fresh ones otherwise."""
-        T = idx.shape[0]
+        weights ``s`` (None: every weight 1) and margins of the reference ``ref_margin`` = y w_r.x (None: no
+        reference); the snapshots at the steps of ``grid`` (ascending). The kernel is chosen here: batch 1
+        without projection, the common case, runs :func:`pegasos_single_kernel` (the bits of
+        :func:`pegasos_kernel`, tests/test_pegasos.py), anything else the general kernel. ``out`` (for len(idx)
+        steps and grid.size snapshots): arrays to write into (the benchmark's, allocated beforehand); fresh ones
+        otherwise."""
+        T, m = idx.shape[0], y.shape[0]
         if out is None:
             out = PegasosSteps.empty(T, grid.shape[0], X.shape[1])
-        step = pegasos_single_kernel if idx.shape[1] == 1 and not self.radius > 0.0 else pegasos_kernel
+        if idx.shape[1] == 1 and not self.radius > 0.0:
+            step = pegasos_single_kernel
+        else:  # the general kernel reads both arrays
+            step = pegasos_kernel
+            s = np.ones(m) if s is None else s
+            ref_margin = np.zeros(m) if ref_margin is None else ref_margin
         step(X=X, y=y, ref_margin=ref_margin, s=s, idx=idx, lam=self.lam, radius=self.radius, t0=self.t, grid=grid,
              state=self.scalars, v=self.v, z=self.z, buf=self.buf, loss=out.loss, active=out.active, avg=out.avg,
              last=out.last, grad2=out.grad2)
@@ -533,7 +568,8 @@ class Pegasos(Learner):
         extra = r > 1 and not np.any(grid == r - 1)
         steps = np.union1d(grid, np.array([r - 1], dtype=grid.dtype)) if extra else grid
         core = PegasosCore.start(d, lam, radius)
-        done = core.advance(X, y, idx, steps, s_step, ref_margin)
+        unit = weights is None or self.sampling == "class_balanced"  # s_step is all ones
+        done = core.advance(X, y, idx, steps, None if unit else s_step, None if w_ref is None else ref_margin)
         loss, active, grad2, avg, last = done.loss, done.active, done.grad2, done.avg, done.last
         u_r = last[int(np.flatnonzero(steps == r - 1)[0])].copy() if r > 1 else np.zeros(d)
         if extra:  # the snapshots of the grid only
