@@ -4,6 +4,7 @@ the benchmark at a tiny size (its timings are not asserted: speed belongs in the
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -126,7 +127,9 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert set(report["startup"]) == {"help", "config_error"}
     assert report["compose"]["same_configs"] is True and report["compose"]["compositions_per_rep"] == 8
     packed = report["packed"]
-    assert set(packed["seconds"]) == {"20", "60"} and packed["per_run_seconds"] > 0 and packed["peak_resident_GB"] > 0
+    assert set(packed["seconds"]) == {"20", "60"} and all(t > 0 for t in packed["seconds"].values())
+    # the difference of two tiny sweeps' times is noise (it came out negative under load): finite, of any sign
+    assert math.isfinite(packed["per_run_seconds"]) and packed["peak_resident_GB"] > 0
     assert "| measurement |" in proc.stdout
     # each section keeps what it was measured under, when a later run re-measures another one
     first = report["sections_measured"]
@@ -147,5 +150,5 @@ def test_the_pegasos_ladder_times_every_part_against_the_margins_pass(monkeypatc
     import pegasos_parts
 
     out = pegasos_parts.ladder(rows=2000, d=10, reps=1)
-    assert list(out) == ["margins", "+ index", "+ step reads", "+ 1/t", "+ per-step record", "kernel"]
+    assert list(out) == ["margins", "+ index", "+ 1/t", "+ per-step record", "kernel", "+ step reads", "kernel, weights read"]
     assert out["margins"]["median"] == 1.0 and all(r["seconds_min"] > 0 and r["median"] > 0 for r in out.values())
