@@ -228,6 +228,13 @@ def _store(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     declared default when not given). Against the object's own class, so that a subclass's hand-written
     ``__init__`` can call ``super().__init__(**params)``."""
     params = type(obj).params
+    if not args and all(p.name in kwargs or p.default is not REQUIRED for p in params) \
+            and len(kwargs) == sum(p.name in kwargs for p in params):
+        # keywords only, each a declared one, every required one given: what binding would store, without
+        # building the signature (learners are made in the worst-case searches' inner loops)
+        for p in params:
+            setattr(obj, p.name, kwargs.get(p.name, p.default))
+        return
     try:
         bound = _signature(params).bind(obj, *args, **kwargs)
     except TypeError as e:  # an unknown keyword, a missing one, a positional argument

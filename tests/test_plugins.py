@@ -112,6 +112,34 @@ def test_parameters_are_declared_once(label: str, cls: type) -> None:
         cls(**required, no_such_key=1)
 
 
+def test_registering_again_stores_a_schema_only_when_it_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """schemas.register() runs at every pre-flight check: it keeps the store's entry for an unchanged schema
+    (making the structured node is most of its cost), and stores again one whose defaults changed, or one a
+    reset store lost."""
+    from hydra.core.config_store import ConfigStore
+
+    from pipeline.schemas import register
+
+    def entry() -> object:
+        return ConfigStore.instance().repo["schema"]["algorithm"]["perceptron.yaml"]
+
+    register()
+    first = entry()
+    register()
+    assert entry() is first
+    changed = tuple(p.but(default="mistake") if p.name == "tie" else p for p in Perceptron.params)
+    monkeypatch.setattr(Perceptron, "params", changed)
+    register()
+    assert entry() is not first and entry().node.tie == "mistake"
+    monkeypatch.undo()
+    register()
+    assert entry().node.tie == first.node.tie
+    again = entry()
+    del ConfigStore.instance().repo["schema"]["algorithm"]["perceptron.yaml"]
+    register()
+    assert entry() is not again and entry().node == again.node
+
+
 def test_the_generated_constructor_behaves_like_a_written_one() -> None:
     from pipeline.learners.base import Learner
     from pipeline.params import Param
