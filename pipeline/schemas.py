@@ -100,10 +100,11 @@ _STORED: dict[tuple[str, str], tuple[str, Any]] = {}  # (group, name) -> (repr o
 
 
 def _store_once(cs: Any, group: str, name: str, value: dict[str, object]) -> None:
-    """``cs.store(group=group, name=name, node=value)``, unless the store still holds the entry this process
-    stored for the same node: making the structured node is most of a store (~4 ms), and every pre-flight
-    check registers the schemas. The node is compared by ``repr`` (a default's type and the sign of a zero
-    count), the entry by identity (a store that was reset, or an entry replaced since, is stored again)."""
+    """``cs.store(group=group, name=name, node=value)``, unless the store still holds the entry this process stored for
+    the same node: making the structured nodes is most of a :func:`register` (6.2 ms against 0.2 ms for the
+    built-ins' schemas), and every pre-flight check registers them. The node is compared by ``repr`` (a default's
+    type and the sign of a zero count), the entry by identity (a store that was reset, or an entry replaced since,
+    is stored again)."""
     key, shown = (group, name), repr(value)
     entry = cs.repo
     for part in (*group.split("/"), f"{name}.yaml"):

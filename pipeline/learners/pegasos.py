@@ -144,18 +144,19 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
 
 @kernel
 def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last, grad2):  # noqa: ANN001, ANN201
-    """:func:`pegasos_kernel` for k = 1 without projection (``radius`` is not read; :meth:`PegasosCore.advance`
-    chooses it): the same arithmetic in the
-    same order, so the same bits, with less work per step. 1/k, the batch loop and the projection are gone;
-    the snapshot test is one comparison; the update reads the row once, computing b = s y x, v.b, b.b (the
-    accumulators and order of :func:`pipeline._jit.dot`, v before its update) and the updates of v and z in
-    one pass. ``buf`` is not touched: the general kernel's b is 0 + s y x, which differs from s y x only in
-    the sign of a zero, and no sum here can turn that sign into a different bit (v, z and the accumulators
-    start at +0, and x + (-0) = x, +0 + (-0) = +0). ``s`` may be None (every weight 1) and ``ref_margin`` None
-    (a zero reference): numba compiles that case without the two reads a step, with the same bits (a weight of
-    1 multiplies exactly; a zero reference changes only the sign of a zero margin, which the comparison with 1
-    and 1 - margin ignore). ``state[3]`` (q, the projection's restart mark) is neither read nor written: a = 1/t
-    exactly. ``grad2`` as in the general kernel."""
+    """:func:`pegasos_kernel` for k = 1 without projection (``radius`` is not read; :meth:`PegasosCore.advance` chooses
+    it): the same arithmetic in the same order, so the same bits, with less work per step. 1/k, the batch loop and
+    the projection are gone; the snapshot test is one comparison. An active step computes b = s y x, v.b and b.b
+    (the accumulators and order of :func:`pipeline._jit.dot`, v before its update) and updates v and z: in one pass
+    over the row, or, when s y = +-1 (b = +-x exactly), with v.b = s y p from the margin's own dot product p (the
+    same chains, negated exactly, but for the sign of a zero, which grad2 and ||v||^2 ignore), b.b = x.x, and the
+    update in a loop of its own that the compiler vectorizes. ``buf`` is not touched: the general kernel's b is 0 +
+    s y x, which differs from s y x only in the sign of a zero, and no sum here can turn that sign into a different
+    bit (v, z and the accumulators start at +0, and x + (-0) = x, +0 + (-0) = +0). ``s`` may be None (every weight
+    1) and ``ref_margin`` None (a zero reference): numba compiles that case without the two reads a step, with the
+    same bits (a weight of 1 multiplies exactly; a zero reference changes only the sign of a zero margin, which the
+    comparison with 1 and 1 - margin ignore). ``state[3]`` (q, the projection's restart mark) is neither read nor
+    written: a = 1/t exactly. ``grad2`` as in the general kernel."""
     T = idx.shape[0]
     d = X.shape[1]
     quads = d >> 2
@@ -191,23 +192,9 @@ def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state
             c = 1.0 / (lam * t * new_a)
             Ac = A * c
             if sy == 1.0 or sy == -1.0:
-                # b = s y x = +-x exactly: v.b is sy p, the margin's dot product negated or not (a sum of negated
-                # terms is the negated sum, but for the sign of a zero, which grad2 and vv below ignore), and b.b
-                # is x.x; the update has no sum across j, so the compiler vectorizes it
+                # b = +-x exactly: v.b = sy p and b.b = x.x (see above); no sum across j in the update
                 vb = sy * p
-                bb0 = 0.0
-                bb1 = 0.0
-                bb2 = 0.0
-                bb3 = 0.0
-                for q in range(quads):
-                    j = 4 * q
-                    bb0 += X[i, j] * X[i, j]
-                    bb1 += X[i, j + 1] * X[i, j + 1]
-                    bb2 += X[i, j + 2] * X[i, j + 2]
-                    bb3 += X[i, j + 3] * X[i, j + 3]
-                for j in range(4 * quads, d):
-                    bb0 += X[i, j] * X[i, j]
-                bb = (bb0 + bb1) + (bb2 + bb3)
+                bb = dot_row(X[i], X, i)
                 for j in range(d):
                     b = sy * X[i, j]
                     v[j] += c * b
