@@ -106,17 +106,19 @@ def _store_once(cs: Any, group: str, name: str, value: dict[str, object]) -> Non
     type and the sign of a zero count), the entry by identity (a store that was reset, or an entry replaced since,
     is stored again)."""
     key, shown = (group, name), repr(value)
+    previous = _STORED.get(key)
+    if previous is not None and previous[0] == shown and previous[1] is _entry(cs, group, name):
+        return
+    cs.store(group=group, name=name, node=value)
+    _STORED[key] = (shown, _entry(cs, group, name))
+
+
+def _entry(cs: Any, group: str, name: str) -> Any:
+    """The store's entry for ``group/name`` (None if it has none)."""
     entry = cs.repo
     for part in (*group.split("/"), f"{name}.yaml"):
         entry = entry.get(part) if isinstance(entry, dict) else None
-    previous = _STORED.get(key)
-    if previous is not None and previous[0] == shown and previous[1] is entry:
-        return
-    cs.store(group=group, name=name, node=value)
-    stored = cs.repo
-    for part in (*group.split("/"), f"{name}.yaml"):
-        stored = stored[part]
-    _STORED[key] = (shown, stored)
+    return entry
 
 
 def register() -> None:
