@@ -393,9 +393,10 @@ def bench_compose(reps: int, per: int) -> dict[str, Any]:
             "same_configs": configs["hydra"] == configs["boundlab"]}
 
 
-def bench_single(reps: int) -> dict[str, Any]:
+def bench_single(reps: int, warm: bool = True) -> dict[str, Any]:
     """The default ``boundlab`` (one run: data, certificate, learner, bounds, MLflow run) against a bare
-    Hydra app's single run, alternating, each in a new process with its own output directory."""
+    Hydra app's single run, alternating, each in a new process with its own output directory; ``warm``: each
+    contender once before the timed rounds (``--tiny`` leaves that out: its timings mean nothing)."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
@@ -407,7 +408,7 @@ def bench_single(reps: int) -> dict[str, Any]:
                                           f"hydra.run.dir={tmp_path / f'b{next(count)}'}"], tmp_path, env),
             "boundlab": lambda: _timed([*boundlab_cmd(), f"hydra.run.dir={tmp_path / f'o{next(count)}'}"], tmp_path, env),
         }
-        for f in contenders.values():  # warm-up: the store's tables, compiled kernels, the file cache
+        for f in contenders.values() if warm else ():  # warm-up: the store's tables, compiled kernels, the file cache
             f()
         times: dict[str, list[float]] = {k: [] for k in contenders}
         for _ in range(reps):
@@ -538,12 +539,13 @@ def _one_run(reps: int) -> dict[str, Any]:
     return one_run(["--reps", str(reps)])
 
 
-def bench_packed(sizes: list[int], pack: int, workers: int) -> dict[str, Any]:
+def bench_packed(sizes: list[int], pack: int, workers: int, warm: bool = True) -> dict[str, Any]:
     """A packed sweep of tiny runs (``pack=N``, joblib with ``workers`` processes) at two sizes: the per-run
     cost is the difference of their times over the difference of their runs, so the process start-up, the
     sweep's parent run, its figures and the first compilations are paid once and left out; the 100,000-run
     time is projected from both (fixed + 100,000 x per run). Peak memory: the largest peak resident set of
-    any one process of these commands, driver or worker (``getrusage(RUSAGE_CHILDREN)``)."""
+    any one process of these commands, driver or worker (``getrusage(RUSAGE_CHILDREN)``). ``warm``: a small
+    packed sweep first, so that both timed ones find the kernels compiled (``--tiny`` leaves it out)."""
     import resource
 
     out: dict[str, Any] = {"pack": pack, "workers": workers, "job": "n=200 d=5 (the Perceptron)"}
@@ -553,7 +555,8 @@ def bench_packed(sizes: list[int], pack: int, workers: int) -> dict[str, Any]:
                             "BOUNDLAB_CACHE": str(tmp_path / "cache")}
         base = [*boundlab_cmd(), "-m", "n=200", "d=5", f"pack={pack}", "hydra/launcher=joblib",
                 f"hydra.launcher.n_jobs={workers}"]
-        _timed([*base, "seed=range(0,4)", f"hydra.sweep.dir={tmp_path / 'warm'}"], tmp_path, env)  # kernels cached
+        if warm:  # kernels cached
+            _timed([*base, "seed=range(0,4)", f"hydra.sweep.dir={tmp_path / 'warm'}"], tmp_path, env)
         seconds = {}
         for runs in sizes:
             seconds[runs] = _timed([*base, f"seed=range(0,{runs})", f"hydra.sweep.dir={tmp_path / str(runs)}"],
@@ -660,11 +663,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "startup": lambda: bench_startup(reps),
         "compose": lambda: bench_compose(reps, 2 if args.tiny else 10),
         "stream": lambda: bench_stream(*((20_000, 10, 5000) if args.tiny else (int(args.stream_T), 10, 250_000))),
-        "single": lambda: bench_single(1 if args.tiny else reps),
+        "single": lambda: bench_single(1 if args.tiny else reps, warm=not args.tiny),
         "files": lambda: bench_files(args.tiny),
         "one_run": lambda: _one_run(1 if args.tiny else 3),
         "packed": lambda: bench_packed([20, 60] if args.tiny else [int(j) for j in str(args.packed).split(",")],
-                                       pack=20 if args.tiny else 1000, workers=2),
+                                       pack=20 if args.tiny else 1000, workers=2, warm=not args.tiny),
         "sweep": lambda: bench_sweeps([3] if args.tiny else [int(j) for j in str(args.jobs).split(",")],
                                       parallel=not args.no_parallel, tiny=args.tiny),
     }
