@@ -481,11 +481,12 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
 SWEEP_JOBS = {"perceptron n=200 d=5": ["n=200", "d=5"], "pegasos T=10000 d=20": ["algorithm=pegasos", "T=10000", "d=20"]}
 
 
-def bench_sweeps(sizes: list[int], parallel: bool, tiny: bool) -> dict[str, Any]:
-    """Every job kind of the issue at every size: per-job cost against a bare Hydra multirun, the joblib
-    launcher's speed-up; the breakdown of one job's cost once per kind (the largest size)."""
+def bench_sweeps(sizes: list[int], parallel: bool, tiny: bool, learners: set[str] | None = None) -> dict[str, Any]:
+    """Every job kind of the issue (or those of ``learners``) at every size: per-job cost against a bare Hydra
+    multirun, the joblib launcher's speed-up; the breakdown of one job's cost once per kind (the largest size)."""
     out: dict[str, Any] = {}
-    kinds = dict(list(SWEEP_JOBS.items())[:1]) if tiny else SWEEP_JOBS
+    kinds = {k: v for k, v in SWEEP_JOBS.items() if learners is None or k.split()[0] in learners}
+    kinds = dict(list(kinds.items())[:1]) if tiny else kinds
     for kind, args in kinds.items():
         for jobs in sizes:
             t = time.perf_counter()
@@ -637,6 +638,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--stream-T", type=float, default=1e8, help="examples of the streamed run")
     ap.add_argument("--jobs", default="100,1000", help="comma-separated sweep sizes of the sweep comparison")
     ap.add_argument("--no-parallel", action="store_true", help="skip the joblib sweep")
+    ap.add_argument("--learners", default=None,
+                    help="comma-separated job kinds of the sweep section, by learner: "
+                         f"{', '.join(k.split()[0] for k in SWEEP_JOBS)} (default both)")
     ap.add_argument("--packed", default="2000,10000", help="the two sizes (runs) of the packed sweep")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = ap.parse_args(argv)
@@ -644,6 +648,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     unknown = only - set(SECTIONS)
     if unknown:
         ap.error(f"unknown section(s) {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
+    learners = set(args.learners.split(",")) if args.learners else None
+    if learners and learners - {k.split()[0] for k in SWEEP_JOBS}:
+        ap.error(f"--learners: choose from {', '.join(k.split()[0] for k in SWEEP_JOBS)}")
     reps = args.reps or (2 if args.tiny else 5)
     n, dims, max_entries = (2000, [10, 100], 1e6) if args.tiny else (args.n, [10, 100, 1000], args.max_entries)
     earlier = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
@@ -669,7 +676,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "packed": lambda: bench_packed([20, 60] if args.tiny else [int(j) for j in str(args.packed).split(",")],
                                        pack=20 if args.tiny else 1000, workers=2, warm=not args.tiny),
         "sweep": lambda: bench_sweeps([3] if args.tiny else [int(j) for j in str(args.jobs).split(",")],
-                                      parallel=not args.no_parallel, tiny=args.tiny),
+                                      parallel=not args.no_parallel, tiny=args.tiny, learners=learners),
     }
     for name in SECTIONS:
         if name in only:

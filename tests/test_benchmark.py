@@ -152,3 +152,23 @@ def test_the_pegasos_ladder_times_every_part_against_the_margins_pass(monkeypatc
     out = pegasos_parts.ladder(rows=2000, d=10, reps=1)
     assert list(out) == ["margins", "+ index", "+ 1/t", "+ per-step record", "kernel", "+ step reads", "kernel, weights read"]
     assert out["margins"]["median"] == 1.0 and all(r["seconds_min"] > 0 and r["median"] > 0 for r in out.values())
+
+
+def test_the_sweep_section_runs_the_job_kinds_asked_for(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``bench.py --only sweep --learners perceptron`` times only the Perceptron's jobs (a sweep of 10,000 jobs
+    of each kind would take hours); an unknown kind is refused, naming the ones there are."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench
+
+    timed: list[list[str]] = []
+    monkeypatch.setattr(bench, "bench_sweep", lambda jobs, args, parallel, breakdown_too: timed.append(args) or {})
+    bench.bench_sweeps([5], parallel=False, tiny=False, learners={"perceptron"})
+    assert timed == [["n=200", "d=5"]]
+    timed.clear()
+    bench.bench_sweeps([5], parallel=False, tiny=False)
+    assert timed == list(bench.SWEEP_JOBS.values()) and len(timed) == 2
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--only", "sweep", "--learners", "perceptron,svm", "--out", str(tmp_path / "b.json")])
+    assert stop.value.code == 2 and "--learners: choose from perceptron, pegasos" in capsys.readouterr().err
+    assert not (tmp_path / "b.json").exists()
