@@ -14,8 +14,9 @@ directory; its wall time and peak resident memory (``os.wait4``'s rusage of that
 and a watchdog kills it above ``rss_limit`` bytes (read from /proc where there is one). The certificate's
 relative gap is read from the run's log line ``data file: ... (relative gap G)``.
 
-``files(tiny=True)`` uses small sizes so a test can run it in seconds; ``files(tiny=False)`` the sizes of
-the performance issue (1e5 x 100, 1e6 x 100, sparse 1e5 x 1e5 with 50 non-zeros a row).
+``files(tiny=True)`` uses small sizes and leaves out "large" (dense again, the same code), so a test can run it
+in seconds; ``files(tiny=False)`` the sizes of the performance issue (1e5 x 100, 1e6 x 100, sparse 1e5 x 1e5
+with 50 non-zeros a row).
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def data_bytes(path: Path) -> int:
 
 
 def files(tiny: bool) -> dict:
-    """Generate the three files in a temporary directory and time the whole command on each.
+    """Generate the files (three; two with ``tiny``) in a temporary directory and time the whole command on each.
 
     Returns ``{name: {"shape", "seconds", "peak_rss_bytes", "data_bytes", "rss_per_data_byte", "gap",
     "exit_code", "killed"}}`` for name in dense, large, sparse (``tiny``: dense and sparse).
