@@ -172,3 +172,7 @@ def test_the_sweep_section_runs_the_job_kinds_asked_for(monkeypatch: pytest.Monk
         bench.main(["--only", "sweep", "--learners", "perceptron,svm", "--out", str(tmp_path / "b.json")])
     assert stop.value.code == 2 and "--learners: choose from perceptron, pegasos" in capsys.readouterr().err
     assert not (tmp_path / "b.json").exists()
+    # each kind is held to its own target in the table: issue 34's 1.25 for small jobs, 1.5 for Pegasos' larger one
+    row = {"per_job_over_bare_hydra": 1.3, "per_job_seconds": {"boundlab": 0.13, "bare_hydra": 0.1}}
+    lines = bench.table({"sweep": {f"{kind}, 10 jobs": row for kind in bench.SWEEP_JOBS}}).splitlines()
+    assert [ln.rsplit("|", 2)[-2].strip() for ln in lines[2:]] == ["<= 1.25: not met", "<= 1.5: met"]
