@@ -504,8 +504,8 @@ def test_a_plugins_impossible_value_fails_the_job_naming_it(liar: Path, tmp_path
 
 @pytest.mark.slow  # the installed command with a fake distribution on its PYTHONPATH
 def test_the_same_plugin_telling_the_truth_passes(liar: Path, tmp_path: Path, boundlab) -> None:  # noqa: ANN001
-    """The control of the test above, once for its five cases: the same plug-in, command and store pass
-    when the learner reports an honest count, so those failures are the lies, not the set-up."""
+    """The control of the test above, once for its five cases: the same plug-in and command, on a store of the
+    same kind, pass when the learner reports an honest count, so those failures are the lies, not the set-up."""
     honest = boundlab("algorithm=liar", "algorithm.lie=honest", "n=30", cwd=tmp_path, env=_env(liar, tracking=tmp_path))
     assert honest.returncode == 0 and "liar_bound" in honest.stdout, honest.stderr[-2000:]
 
