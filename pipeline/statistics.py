@@ -103,18 +103,33 @@ def pegasos_constant(R: float, lam: float, projection: bool, s_max: float = 1.0,
     return g * g * (1.0 + 8.0 * UNIT_ROUNDOFF)
 
 
+def iterate_ball(run: StronglyConvexRun) -> dict[str, float]:
+    """The ball every iterate of a Pegasos-family run lies in, around its start w_1, and the Lipschitz constant
+    of its objective's loss part (docs/bounds.md section 4, "Ranges from the theory"): ``iterate_radius`` r is
+    the projection's radius, or s_max G_x / lam without projection (by induction, u_(t+1) = (1 - 1/t) u_t +
+    (1/(lam t)) g_t with ||g_t|| <= s_max G_x, G_x the feature radius); ``loss_lipschitz`` L = G_x times the
+    mean of the objective's weights (1 unweighted; the imbalanced objective's weights average 1), each rounded up."""
+    weights = getattr(run, "weights", None)
+    mean_w = 1.0 if weights is None else float(np.max([1.0, math.fsum(np.asarray(weights, dtype=np.float64)) / len(weights)
+                                                      * (1.0 + 4.0 * UNIT_ROUNDOFF)]))
+    up = 1.0 + 8.0 * UNIT_ROUNDOFF
+    r = run.radius if run.projection else run.s_max * run.feature_radius / run.lam * up
+    return {"iterate_radius": float(r) * up, "loss_lipschitz": float(run.feature_radius * mean_w) * up}
+
+
 def _constant(ds: Any, learner: Any, out: Outcome) -> Outcome:
     """c from the run's feature radius (the data's R; the feature space's for kernels; sqrt(2) R for the
-    multivector map), its projection ball and its largest class weight."""
+    multivector map), its projection ball and its largest class weight; beside it the iterates' ball
+    (:func:`iterate_ball`), which the ranges of the suboptimalities read."""
     run = record_of(out, StronglyConvexRun)
     c = pegasos_constant(run.feature_radius, run.lam, run.projection, run.s_max, run.radius)
-    return Outcome(quantities={}, curves={}, trace={}, stats={"c": c})
+    return Outcome(quantities={}, curves={}, trace={}, stats={"c": c, **iterate_ball(run)})
 
 
 def _first_part_constant(ds: Any, learner: Any, out: Outcome) -> Outcome:
-    """One-vs-all: the first binary problem's c, reported beside the run (each part is judged with its own)."""
+    """One-vs-all: the first binary problem's c and ball, reported beside the run (each part is judged with its own)."""
     first = next(iter(out.parts.values()))
-    return Outcome(quantities={}, curves={}, trace={}, stats={"c": first.stats["c"]})
+    return Outcome(quantities={}, curves={}, trace={}, stats={k: first.stats[k] for k in ("c", *_BALL) if k in first.stats})
 
 
 # --- Certified optima of the Pegasos family (docs/bounds.md sections 4-6, 8) ------------------------------
@@ -494,7 +509,8 @@ _PEGASOS_STATS = ("T", "lam", "c", "regret_still", "sampling", "delta", "f_star_
 _HELD_OUT = ("risk_hinge", "risk_hinge_lo", "risk_hinge_hi", "risk_01", "risk_01_lo", "risk_01_hi", "n_test")
 _HELD_OUT_COST = (*_HELD_OUT, "risk_cost", "risk_cost_lo", "risk_cost_hi")  # risk_cost*: a cost other than 0-1
 _HELD_OUT_REFERENCE = "docs/bounds.md section 9 (Student t and Hoeffding, Clopper-Pearson; pipeline.risk)"
-_C_REFERENCE = "P11 Thm 1 (c = G^2); docs/bounds.md sections 4, 5, 8"
+_C_REFERENCE = "P11 Thm 1 (c = G^2); docs/bounds.md sections 4, 5, 8 (the iterates' ball: \"Ranges from the theory\")"
+_BALL = ("iterate_radius", "loss_lipschitz")
 
 # --- The exact worst case of Halving's game, beside its bound -------------------------------------------
 
@@ -563,7 +579,7 @@ PROVIDERS: tuple[Provider, ...] = (
              "docs/bounds.md section 3, 'The exact game' (pipeline.solvers.games)"),
     Provider("comparators", None, ("comparators",), _comparators,
              "docs/bounds.md section 2: the generator's w* and soft-margin SVM directions", needs_sample=True),
-    Provider("svm_constant", SvmRun, ("c",), _constant, _C_REFERENCE, layout={"stats": _PEGASOS_STATS}),
+    Provider("svm_constant", SvmRun, ("c", *_BALL), _constant, _C_REFERENCE, layout={"stats": _PEGASOS_STATS}),
     Provider("svm_optimum", SvmRun, (*_OPTIMUM, *_PEGASOS_QUANTITIES, *_TELESCOPED, "suboptimality_random",
                                      "suboptimality_random_low"),
              _svm_optimum,
@@ -572,21 +588,21 @@ PROVIDERS: tuple[Provider, ...] = (
     Provider("svm_hindsight", SvmRun, ("regret_hindsight", "regret_hindsight_low", "regret_still_hindsight"), _hindsight,
              "docs/bounds.md section 4, regret_hindsight (the run's own steps as an SVM objective, SDCA duality gap)",
              needs_sample=True),
-    Provider("kernel_svm_constant", KernelSvmRun, ("c",), _constant, _C_REFERENCE,
+    Provider("kernel_svm_constant", KernelSvmRun, ("c", *_BALL), _constant, _C_REFERENCE,
              layout={"stats": ("T", "lam", "R", "regret_still", "c")}),
     Provider("kernel_svm_optimum", KernelSvmRun, (*_OPTIMUM, *_PEGASOS_QUANTITIES), _kernel_svm_optimum,
              "docs/bounds.md section 5 (kernel SDCA duality gap, pipeline.solvers.dual)",
              layout={"stats": ("T", "lam", "R", "regret_still", "c", "sampling", "delta", "f_star_lo", "f_star_hi",
                                "dual_gap", "f_start", "gram_min_eig", "gram_shift"),
                      "trace": ("active", "loss", "comparator_loss")}),
-    Provider("crammer_singer_constant", CrammerSingerRun, ("c",), _constant, _C_REFERENCE,
+    Provider("crammer_singer_constant", CrammerSingerRun, ("c", *_BALL), _constant, _C_REFERENCE,
              layout={"stats": ("T", "lam", "R", "c")}),
     Provider("crammer_singer_optimum", CrammerSingerRun, (*_OPTIMUM, *_PEGASOS_QUANTITIES), _crammer_singer_optimum,
              "docs/bounds.md section 8 (the multiclass SVM's certified optimum, pipeline.solvers.multiclass)",
              layout={"stats": ("T", "lam", "R", "c", "regret_still", "sampling", "delta", "f_star_lo", "f_star_hi",
                                "dual_gap", "f_start", "k", *_HELD_OUT),
                      "trace": ("loss", "comparator_loss", "mistake")}),
-    Provider("one_vs_all_constant", OneVsAllRun, ("c",), _first_part_constant, _C_REFERENCE),
+    Provider("one_vs_all_constant", OneVsAllRun, ("c", *_BALL), _first_part_constant, _C_REFERENCE),
     Provider("sgd_comparator", MulticlassSgdRun,
              ("u_norm2", "regret_still", "comparator_lower", "comparator_upper", "comparator_how", "regret", "excess",
               "excess_upper_comparator"), _sgd_comparator,

@@ -157,7 +157,7 @@ class Bound:
             "trivial_text": self.trivial_text,
         }
         lo, hi = self.range(declared) if self.range is not None else (math.nan, math.nan)
-        row |= {"range_lo": float(lo), "range_hi": float(hi)}
+        row |= {"range_lo": float(lo), "range_hi": float(hi), "range_source": str(getattr(self.range, "name", ""))}
         reason = self.applies(declared)
         if reason is not None:
             return row | {"theoretical": math.nan, "trivial": math.nan, "ratio": math.nan, "max_ratio_over_t": math.nan,

@@ -15,6 +15,7 @@ import math
 from pipeline.bounds.base import Bound, Stats
 from pipeline.numerics import UNIT_ROUNDOFF
 from pipeline.bounds.pegasos import pegasos_bounds
+from pipeline.bounds.ranges import rlm_norm, sgd_growth
 
 _UP = 1.0 + 32.0 * UNIT_ROUNDOFF  # rounding of a few products and a square root, upwards
 
@@ -77,13 +78,14 @@ COR17_2 = Bound(
     learner="multiclass_sgd",
     guarantee="E",
     quantity="excess",
-    requires=("B", "rho", "T", "comparator_upper", "zero_loss_lo"),
+    requires=tuple(dict.fromkeys(("B", "rho", "T", "comparator_upper", "zero_loss_lo", *sgd_growth.requires))),
     reference="UML Cor. 17.2 ([S3]); docs/bounds.md section 7",
     formula="E L_D(w_bar) - min_(||u||<=B) L_D(u) <= B rho / sqrt(T), rho = 2R",
     value=lambda s: s["B"] * s["rho"] / math.sqrt(s["T"]) * _UP,
     trivial=_zero_excess,
     trivial_text=_ZERO_EXCESS,
     quantity_low="excess_upper_comparator",
+    range=sgd_growth,
 )
 
 COR17_2_SHARP = Bound(
@@ -92,13 +94,14 @@ COR17_2_SHARP = Bound(
     learner="multiclass_sgd",
     guarantee="E",
     quantity="excess",
-    requires=("B", "eta", "rho_sharp", "T", "comparator_upper", "zero_loss_lo"),
+    requires=tuple(dict.fromkeys(("B", "eta", "rho_sharp", "T", "comparator_upper", "zero_loss_lo", *sgd_growth.requires))),
     reference="UML Thm 14.8 / Cor. 14.12 with ||v_t|| <= rho' = sqrt(2) R; docs/bounds.md section 7",
     formula="E L_D(w_bar) - min_(||u||<=B) L_D(u) <= B^2/(2 eta T) + eta rho'^2 / 2",
     value=lambda s: (s["B"] ** 2 / (2.0 * s["eta"] * s["T"]) + s["eta"] * s["rho_sharp"] ** 2 / 2.0) * _UP,
     trivial=_zero_excess,
     trivial_text=_ZERO_EXCESS,
     quantity_low="excess_upper_comparator",
+    range=sgd_growth,
 )
 
 COR17_1 = Bound(
@@ -107,13 +110,14 @@ COR17_1 = Bound(
     learner="multiclass_svm",
     guarantee="E",
     quantity="excess",
-    requires=("B", "rho", "m", "comparator_upper", "zero_loss_lo"),
+    requires=tuple(dict.fromkeys(("B", "rho", "m", "comparator_upper", "zero_loss_lo", *rlm_norm.requires))),
     reference="UML Cor. 17.1 (via Cor. 13.8) ([S3]); docs/bounds.md section 7",
     formula="E L_D(W) - min_(||u||<=B) L_D(u) <= sqrt(8 rho^2 B^2 / m), lam = sqrt(2 rho^2 / (B^2 m))",
     value=lambda s: math.sqrt(8.0 * s["rho"] ** 2 * s["B"] ** 2 / s["m"]) * _UP,
     trivial=_zero_excess,
     trivial_text=_ZERO_EXCESS,
     quantity_low="excess_upper_comparator",
+    range=rlm_norm,
 )
 
 MULTICLASS_BOUNDS: tuple[Bound, ...] = (

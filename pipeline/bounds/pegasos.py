@@ -7,10 +7,12 @@ they read is a statistic (:func:`pipeline.statistics.pegasos_constant`).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from pipeline.bounds.base import Bound, Stats
+from pipeline.bounds.ranges import pegasos_ball
 from pipeline.numerics import UNIT_ROUNDOFF
 
 
@@ -36,11 +38,10 @@ def _start_gap(s: Stats) -> float:
     return float(s["f_start"] - s["f_star_hi"])
 
 
-def _nonnegative(s: Stats) -> tuple[float, float]:
-    """The range of a suboptimality f(w) - f*: at least 0, since f* is the minimum; no finite top is known
-    that is within orders of magnitude of the bounds (the iterates' ball gives f(w) <= 1 + 3 R^2 / (2 lam)), so
-    none is declared: a violation can be shown from a lower limit, "holds" never from samples alone."""
-    return 0.0, math.inf
+def _ranged(bound: Bound) -> Bound:
+    """``bound`` with the range the iterates' ball gives its suboptimality (:data:`pipeline.bounds.ranges.pegasos_ball`:
+    [0, f(w_1) + lam r^2 / 2 + L r - f*_lo], docs/bounds.md section 4, "Ranges from the theory"), reading its statistics."""
+    return replace(bound, range=pegasos_ball, requires=tuple(dict.fromkeys((*bound.requires, *pegasos_ball.requires))))
 
 
 def _high_probability(s: Stats) -> str | None:
@@ -82,7 +83,7 @@ def pegasos_bounds(learner: str, prefix: str = "", cost: bool = False) -> tuple[
             trivial_text="the regret of the learner that stays at w_1, (1/T) sum_t [f_t(w_1) - f_t(u)]",
             anytime="trace",
         ),
-        Bound(
+        _ranged(Bound(
             name=f"{prefix}expectation",
             title="Expected suboptimality",
             learner=learner,
@@ -97,9 +98,8 @@ def pegasos_bounds(learner: str, prefix: str = "", cost: bool = False) -> tuple[
             trivial=_start_gap,
             trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
             quantity_low="suboptimality_low",
-            range=_nonnegative,
-        ),
-        Bound(
+        )),
+        _ranged(Bound(
             name=f"{prefix}high_probability",
             title="High-probability suboptimality",
             learner=learner,
@@ -113,8 +113,7 @@ def pegasos_bounds(learner: str, prefix: str = "", cost: bool = False) -> tuple[
             trivial=_start_gap,
             trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
             quantity_low="suboptimality_low",
-            range=_nonnegative,
-        ),
+        )),
         Bound(
             name=f"{prefix}last_iterate",
             title="Last iterate",
@@ -138,7 +137,7 @@ def _whole_sample(s: Stats) -> str | None:
     return None
 
 
-FULL_BATCH = Bound(
+FULL_BATCH = _ranged(Bound(
     name="full_batch",
     title="Full-batch suboptimality",
     learner="pegasos",
@@ -153,10 +152,9 @@ FULL_BATCH = Bound(
     trivial=_start_gap,
     trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
     quantity_low="suboptimality_low",
-    range=_nonnegative,
-)
+))
 
-RANDOM_ITERATE = Bound(
+RANDOM_ITERATE = _ranged(Bound(
     name="random_iterate",
     title="Random iterate",
     learner="pegasos",
@@ -170,13 +168,12 @@ RANDOM_ITERATE = Bound(
     trivial=_start_gap,
     trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
     quantity_low="suboptimality_random_low",
-    range=_nonnegative,
-)
+))
 
 def _markov(name: str, title: str, iterate: str, quantity: str, reference: str) -> Bound:
     """The expectation bound turned into a (P) bound by Markov's inequality on the non-negative f(w) - f*:
     with probability >= 1 - delta, f(w) - f* <= c (1 + ln T) / (2 delta lam T), for the iterate ``iterate``."""
-    return Bound(
+    return _ranged(Bound(
         name=name,
         title=title,
         learner="pegasos",
@@ -190,8 +187,7 @@ def _markov(name: str, title: str, iterate: str, quantity: str, reference: str) 
         trivial=_start_gap,
         trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
         quantity_low=f"{quantity}_low",
-        range=_nonnegative,
-    )
+    ))
 
 
 RANDOM_MARKOV = _markov("random_iterate_markov", "Random iterate (Markov)", "w_r", "suboptimality_random",
@@ -233,7 +229,7 @@ MARKOV_AVERAGE = _markov("expectation_markov", "Averaged iterate (Markov)", "w_b
                          "P11 Cor. 1 in expectation with Markov's inequality on the non-negative f(w_bar) - f*; "
                          "docs/bounds.md section 4, expectation_markov")
 
-LEMMA3 = Bound(
+LEMMA3 = _ranged(Bound(
     name="random_iterate_lemma3",
     title="Random iterate (Lemma 3)",
     learner="pegasos",
@@ -248,9 +244,8 @@ LEMMA3 = Bound(
     trivial=_start_gap,
     trivial_text="f(w_1) - f*_hi, the suboptimality of the learner that never moves",
     quantity_low="suboptimality_random_low",
-    range=_nonnegative,
     failure=lambda s: min(1.0, 0.5 + s["delta"]),
-)
+))
 
 PEGASOS_BOUNDS = (*pegasos_bounds("pegasos"), FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV, MARKOV_AVERAGE, LEMMA3,
                   TELESCOPED, HINDSIGHT)
