@@ -220,6 +220,22 @@ def seeds_to_decide(x, b, lo, hi, alpha: float = ALPHA, most: int = 100_000) -> 
     return t.first if t.reject else None
 
 
+def floor_of(x, b, lo, hi, alpha: float = ALPHA, beta: float = BETA) -> float:  # noqa: ANN001
+    """:func:`floor_seeds` at observed values ``x`` against the bound ``b`` (per value, like ``lo`` and
+    ``hi``): at their mean and the bound's with one range; with ranges that differ, on the unit scale of each
+    value's range (the mean of (x - lo) / (hi - lo) against the mean of (b - lo) / (hi - lo)). inf when a top
+    is infinite (no number of values bounds the mean from above) or the mean is not below the bound."""
+    x, lo, hi, b = _as_arrays(x, lo, hi, b)
+    if x.size == 0 or not np.all(np.isfinite(hi)):
+        return math.inf
+    if np.all(lo == lo[0]) and np.all(hi == hi[0]):
+        return floor_seeds(float(x.mean()), float(b.mean()), float(lo[0]), float(hi[0]), alpha, beta)
+    if not np.all(np.isfinite(lo)):
+        return math.inf
+    w = hi - lo
+    return floor_seeds(float(np.mean((x - lo) / w)), float(np.mean((b - lo) / w)), 0.0, 1.0, alpha, beta)
+
+
 def _blocks(rows: int) -> list[tuple[int, int]]:
     """The blocks [a, b) of grid thresholds tested at once: a block of (values x thresholds) holds at most
     :data:`BLOCK` numbers (at least one threshold), so a limit's memory does not grow with the number of values

@@ -328,8 +328,11 @@ def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str
     (:mod:`pipeline.limits`): "holds" when the test of "mean >= bound" rejects, which needs the top of the
     quantity's declared range; "violated" when the test of "mean <= bound", from the lower estimate and the
     bottom of the range, rejects after Holm's correction over the given settings. The Student t limits are
-    given as description and decide nothing. ``planned``: the seed budget of a sequential sweep (the tests'
-    bets are tuned to it, so that stopping at any round keeps their level)."""
+    given as description and decide nothing. ``planned``: the seed budget of a sequential sweep (the tests are
+    anytime valid whatever it is: their bets depend on no planned count). ``floor_seeds``: the fewest seeds any
+    test could decide from at the observed mean, bound and range (:func:`pipeline.limits.floor_seeds`);
+    ``floor_ratio``: the seeds this test needs at the observed values (where it decided, or ``seeds_needed``)
+    over that floor."""
     out = []
     labels = setting_labels(rows)
     for key, sel in _settings(rows):
@@ -351,6 +354,8 @@ def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str
             "upper_decidable": hold.decidable, "lower_decidable": above.decidable, "sample": x,
             "first_holds": hold.first, "first_violated": above.first,
             "bracket": bool(np.any(x.up - x.low > 0.1 * np.abs(x.bound))),  # the estimates differ by > 10 % of the bound
+            # the information floor at the observed mean, bound and range (no test decides from fewer seeds)
+            "floor_seeds": limits.floor_of(x.up, x.bound, x.lo, x.hi, ALPHA) if len(sel) else math.inf,
         })
     for s, reject in zip(out, _holm([s["pvalue"] for s in out])):
         s["violated"] = reject
@@ -360,10 +365,13 @@ def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str
             if not s["upper_decidable"]:
                 s["blocked_by"] = "no upper end of the quantity's range is declared"
             else:
-                x, have = s["sample"], s["seeds"]
-                reps = lambda n, x=x: x.take(np.arange(n) % len(x.up))  # noqa: E731 - the observed values, repeated
-                s["seeds_needed"] = _needed(lambda n: reps(n).holds_at(1.0, planned or n).reject, have)  # noqa: B023 - called here
+                x = s["sample"]  # the observed values repeated: where the test's capital first reaches 1/alpha
+                s["seeds_needed"] = limits.seeds_to_decide(x.up, x.bound, x.lo, x.hi, ALPHA, MAX_N)
                 s["blocked_by"] = "seed noise" if s["seeds_needed"] else "the mean is not below the bound"
+        # floor_ratio: the seeds the test needs at the observed values (where it decided when it holds, else
+        # seeds_needed) over the floor at the observed mean; None when either is unknown or infinite
+        needed = s["first_holds"] if s["holds"] else s["seeds_needed"]
+        s["floor_ratio"] = needed / s["floor_seeds"] if needed and 0 < s["floor_seeds"] < math.inf else None
     return out
 
 
@@ -378,7 +386,7 @@ def _finite(v: Any) -> Any:
 
 def _public(s: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("label", "seeds", "mean", "bound", "trivial", "informative", "range", "lcl", "ucl", "t_ucl", "verdict",
-            "seeds_needed", "blocked_by")
+            "seeds_needed", "blocked_by", "floor_seeds", "floor_ratio")
     return {k: _finite(s[k]) for k in keys}
 
 
