@@ -67,15 +67,18 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
     the examples of margin < 1 (strict), u <- (1 - 1/t) u + (1/(lam t k)) sum_(A+) s_i y_i x_i;
     then the projection onto ||u|| <= radius if radius > 0. The shrink is the scale a (O(1) per step):
     without projection a = 1/t exactly, so v = (1/(lam k)) sum s y x is a plain sum.
-    ``state`` = [a, ||v||^2, A_t = sum_(s<=t) a_s, q]; z = sum_r A_r delta_r, so that
-    sum_(s<=t) u_s = A_t v_t - z_(t-1) (the running average without an O(d) step). At the steps listed
-    in ``grid`` the average (1/t) sum_(s<=t) u_s goes to ``avg`` and u_(t+1) to ``last``.
+    ``state`` = [a, ||v||^2, A_t = sum_(s<=t) a_s, q]. Without projection z = sum_r A_r delta_r, so that
+    sum_(s<=t) u_s = A_t v_t - z_(t-1) (the running average without an O(d) step). With projection z is the
+    plain running sum sum_(s<=t) u_s, one O(d) step each: the representation's increments (A c buf) scale with
+    the unprojected step ||x|| / lam, far above the ball's radius on long rows, and A v - z lost the average to
+    cancellation there (an average of norm 1e34 from iterates of norm 3.2, rows of norm 1e50: caught by its
+    range, docs/bounds.md section 4). At the steps listed in ``grid`` the average (1/t) sum_(s<=t) u_s goes to
+    ``avg`` and u_(t+1) to ``last``.
 
     Without projection a t stays 1 (a = 1/t). With it, a t shrinks by the projections' factors; once it falls
-    below 2^-8 q (q: its value at the last restart, 1 at the start) the representation restarts: the running
-    sum moves into z (z <- z - A v, A <- 0) and the scale into v (v <- a v, a <- 1, q <- t). Without that, a
-    underflowed within a few hundred steps on long rows (||v||^2 overflowing, the average lost), and the
-    cancellation in A v - z grew with the shrink; with it, A v and z stay within 2^8 t of the sum they give.
+    below 2^-8 q (q: its value at the last restart, 1 at the start) the representation restarts: the scale
+    moves into v (v <- a v, a <- 1, q <- t). Without that, a underflowed within a few hundred steps on long
+    rows (||v||^2 overflowing).
     """
     T, k = idx.shape
     d = X.shape[1]
@@ -100,10 +103,13 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
         loss[r] = 0.5 * lam * a * a * vv + hinge / k
         active[r] = n_active
         A += a
+        if radius > 0.0:  # z is the plain running sum of the iterates (their scale is the ball's, no cancellation)
+            for j in range(d):
+                z[j] += a * v[j]
         snap = g < grid.shape[0] and grid[g] == t
         if snap:
             for j in range(d):
-                avg[g, j] = (A * v[j] - z[j]) / t
+                avg[g, j] = (z[j] / t) if radius > 0.0 else (A * v[j] - z[j]) / t
         if radius > 0.0:
             new_a = a * (1.0 - 1.0 / t) if t > 1 else a  # u_1 = 0: nothing to shrink
         else:
@@ -114,7 +120,7 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
             bb = dot(buf, buf)
             grad2[r] = lam * lam * a * a * vv - 2.0 * lam * a * vb / k + bb / (k * k)
             vv += 2.0 * c * vb + c * c * bb
-            Ac = A * c
+            Ac = A * c if radius == 0.0 else 0.0
             for j in range(d):
                 v[j] += c * buf[j]
                 z[j] += Ac * buf[j]
@@ -128,7 +134,6 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
                 a *= radius / math.sqrt(norm2)
                 if a * t < RESTART * q:
                     for j in range(d):
-                        z[j] -= A * v[j]
                         v[j] *= a
                     vv = dot(v, v)
                     A = 0.0
