@@ -15,7 +15,7 @@ from pathlib import Path
 
 # The main job's experiments, in the docs' order (docs/experiments.md): dvc.yaml has one stage for each.
 EXPERIMENTS = ("perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "worst_case",
-               "halving_classes", "pegasos_convergence", "pegasos_high_probability", "pegasos_sampling",
+               "halving_classes", "pegasos_convergence", "pegasos_expectation", "pegasos_high_probability", "pegasos_sampling",
                "pegasos_imbalanced", "pegasos_transfer", "pegasos_full_batch", "kernel_pegasos", "kernel_pegasos_projection",
                "multiclass_sgd_rate", "multiclass_svm_samples", "multiclass_pegasos_projection", "multiclass_cost",
                "real_data_margins")
