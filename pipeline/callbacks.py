@@ -108,6 +108,44 @@ def _job_label(job_dir: Path) -> str:
     return f"{job_dir} ({chosen})" if chosen else str(job_dir)
 
 
+def _overrides(job_dir: Path) -> list[str]:
+    """The overrides that chose a job (a packed sweep's member: as its pack recorded them); [] if unknown."""
+    from pipeline.pack import member_overrides
+
+    listed = member_overrides(job_dir)
+    if listed is not None:
+        return listed
+    try:
+        lines = (job_dir / ".hydra" / "overrides.yaml").read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [line.removeprefix("- ").strip() for line in lines if line.startswith("- ")]
+
+
+def failures(sweep_dir: Path, failed: list[Path]) -> list[dict[str, Any]]:
+    """What the verdicts need of each failed job (``pipeline.verdicts.summarize``, docs/bounds.md section 9,
+    "Missing runs"): a label relative to the sweep (its directory, or pack and index, and its overrides), the
+    overrides, and the record of its error where the job left one (``pipeline.stages.failure_record``: the
+    kind, a RangeError's bound, value and range, the learner, setting and parameters); a job without one
+    (interrupted, lost, its tables unreadable, a pack that failed whole) is a failed job whose setting is
+    found from its overrides, if at all."""
+    from pipeline.pack import member_failure
+    from pipeline.stages import read_failure
+
+    out = []
+    for job_dir in failed:
+        overrides = _overrides(job_dir)
+        record = member_failure(job_dir) or read_failure(job_dir)
+        try:
+            where = job_dir.relative_to(sweep_dir).as_posix()
+        except ValueError:
+            where = job_dir.name
+        where = where.replace("/run-", " run ") if "/run-" in where else f"job {where}"
+        chosen = " ".join(overrides)
+        out.append((record or {}) | {"label": f"{where} ({chosen})" if chosen else where, "overrides": overrides})
+    return out
+
+
 def _publish(staged: list[Path], sweep_dir: Path) -> list[Path]:
     """Move staged files into the sweep directory (``os.replace``: each appears whole or not at all)."""
     final = []
@@ -136,13 +174,15 @@ def _stop(what: str, error: BaseException) -> None:
     raise SystemExit(1) from error
 
 
-def summary(table: Any, config: DictConfig | None = None) -> dict[str, Any]:
+def summary(table: Any, config: DictConfig | None = None, failed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Per bound, the sweep's verdict and the numbers behind it (:func:`pipeline.verdicts.summarize`); a
-    sweep of ``seeds=auto`` is judged by anytime-valid tests tuned to its seed budget."""
+    sweep of ``seeds=auto`` is judged by anytime-valid tests tuned to its seed budget. ``failed``: the
+    sweep's failed jobs (:func:`failures`): never "holds" from the survivors, and a run that contradicted a
+    bound's declared range refutes that bound (docs/bounds.md section 9, "Missing runs")."""
     from pipeline.verdicts import summarize
 
     planned = int(config.seed_budget) if config is not None and config.get("seeds") == "auto" else None
-    return summarize(table, planned=planned)
+    return summarize(table, planned=planned, failed=failed) if failed else summarize(table, planned=planned)
 
 
 LAST: dict[str, Any] = {}  # the last sweep this process aggregated: its summary and claims (pipeline.cli's rounds)
@@ -279,7 +319,8 @@ class SweepCallback(Callback):
         table, curves, failed = collect(sweep_dir, size, pack)
         staging.mkdir(parents=True, exist_ok=True)
         staged: list[Path] = []
-        stats = summary(table, config) | {"failed_jobs": len(failed)}  # the tables and verdicts first: no figure can lose them
+        # the tables and verdicts first: no figure can lose them; the failed jobs count against the bounds they concern
+        stats = summary(table, config, failures(sweep_dir, failed)) | {"failed_jobs": len(failed)}
         figures_failed: list[str] = []
         if len(table):
             table.to_parquet(staging / "results.parquet", index=False)

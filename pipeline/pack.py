@@ -11,7 +11,8 @@ The pack job (:func:`run_pack`) composes each member's config from one compositi
 (``pipeline.hydra_seam.Composer``, what the pre-flight uses), builds and runs it exactly as a job does
 (``pipeline.run.prepare``/``run``), and writes the members' rows in parts of :data:`PART` members
 (``results-part-00003.parquet``, ``curves-part-00003.parquet``), each followed by its marker
-(``part-00003.json``: the members' config keys, code and input files; the members that failed). A rerun of
+(``part-00003.json``: the members' config keys, code and input files; the members that failed, and
+the kind of each one's error, as a job's ``error.json`` holds it). A rerun of
 the same command skips the parts whose marker matches and runs the rest: an interrupted pack resumes at
 its first missing part. Members are not put into or reused from the job store, and no per-member
 ``trace.npz``, ``data.npz`` or MLflow child run is written: the pack has one child run (its index, size
@@ -189,12 +190,16 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
 
     results, curves, marker = _part_paths(out, p)
     marker.unlink(missing_ok=True)
-    tables, curve_tables, failed = [], [], {}
+    tables, curve_tables, failed, kinds = [], [], {}, {}
     for i, spec in enumerate(specs):
         try:
             result = _run_member(spec)
         except Exception as e:  # noqa: BLE001 - recorded in the part; the sweep's end reports it
             failed[str(first + i)] = tracking.redact(f"{type(e).__name__}: {e}")
+            try:  # its kind, as a job's error.json holds it (a RangeError is evidence against its bound)
+                kinds[str(first + i)] = stages.failure_record(e, spec, " ".join(members[i]))
+            except Exception:  # noqa: BLE001 - the message in "failed" still tells
+                pass
             log.error("%s: run %d (%s) FAILED: %s", label, first + i, " ".join(members[i]), failed[str(first + i)])
             continue
         tables.append(result.table)
@@ -205,7 +210,8 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
         table.to_parquet(tmp, index=False)
     with files.staged(curves) as tmp:
         curve.to_parquet(tmp, index=False)
-    files.write_text(marker, json.dumps({"members": identities, "first": first, "failed": failed}) + "\n")
+    files.write_text(marker, json.dumps({"members": identities, "first": first, "failed": failed, "errors": kinds},
+                                        default=str) + "\n")
     log.info("%s%s: %d runs%s: %s", stages.progress(first + len(specs) - 1), f"{label} part {p + 1}/{parts}",
              len(specs) - len(failed), f" ({len(failed)} FAILED)" if failed else "", part_summary(table))
     return bool(failed)
@@ -305,17 +311,48 @@ def member_path(sweep_dir: Path, n: int, job: int) -> Path:
     return sweep_dir / pack_dir_name(job // n) / f"run-{job}"
 
 
+def _member(path: Path) -> int | None:
+    """The sweep's index of the member ``path`` names (:func:`member_path`), None for another path."""
+    if not (path.parent.name.startswith("pack-") and path.name.startswith("run-")):
+        return None
+    try:
+        return int(path.name.removeprefix("run-"))
+    except ValueError:
+        return None
+
+
+def member_overrides(path: Path) -> list[str] | None:
+    """A member's overrides, from its pack's ``members.json`` (None: not a member's path, or not recorded)."""
+    job = _member(path)
+    if job is None:
+        return None
+    try:
+        listed = json.loads((path.parent / "members.json").read_text())
+        return [str(o) for o in listed["members"][job - int(listed["first"])]]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def member_failure(path: Path) -> dict[str, Any] | None:
+    """A failed member's record of its error (``pipeline.stages.failure_record``), from its part's marker; None
+    when the member is not named there (its part was never written whole, or a marker of an older version)."""
+    job = _member(path)
+    if job is None:
+        return None
+    for marker in sorted(path.parent.glob("part-*.json")):
+        found = (_read_marker(marker) or {}).get("errors")
+        if isinstance(found, dict) and isinstance(found.get(str(job)), dict):
+            return found[str(job)]
+    return None
+
+
 def member_label(path: Path) -> str | None:
     """A failed member as a reader finds it: its pack directory, its index and overrides (None for a path
     that is not a member's)."""
-    if not (path.parent.name.startswith("pack-") and path.name.startswith("run-")):
+    job = _member(path)
+    if job is None:
         return None
-    job = int(path.name.removeprefix("run-"))
-    try:
-        listed = json.loads((path.parent / "members.json").read_text())
-        chosen = " ".join(listed["members"][job - int(listed["first"])])
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        chosen = ""
+    chosen = " ".join(member_overrides(path) or [])
     return f"{path.parent} run {job}" + (f" ({chosen})" if chosen else "")
 
 
@@ -350,5 +387,5 @@ def collect(sweep_dir: Path, size: int, n: int, results: Any, curves: Any) -> li
     return failed
 
 
-__all__ = ["KEY", "PART", "collect", "decode", "encode", "member_label", "member_path", "pack_overrides", "packs_of",
-           "part_complete", "run_pack"]
+__all__ = ["KEY", "PART", "collect", "decode", "encode", "member_failure", "member_label", "member_overrides",
+           "member_path", "pack_overrides", "packs_of", "part_complete", "run_pack"]

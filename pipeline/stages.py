@@ -6,8 +6,10 @@ and never imports the command itself. The DVC stage is ``pipeline.dvc_stage``.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import sys
 import time
 import traceback
@@ -206,6 +208,73 @@ def _name_of_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
+FAILURE = "error.json"  # beside error.txt: the failure's kind, read at the sweep's end (pipeline.callbacks.failures)
+_RANGE = re.compile(r"^bound (?P<bound>\S+?)(?: \(learner \S+\))?: the measured (?P<quantity>\S+) is (?P<value>.+?), "
+                    r"outside the range (?P<range>\[[^\]]*\])")
+_NAMED = re.compile(r"^(?P<who>bound|learner) (?P<name>[^\s:(]+)")
+
+
+def _plain(value: Any) -> Any:
+    """A parameter's value as JSON holds it (numbers, strings, booleans, None; anything else as its text)."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+def failure_record(e: BaseException, spec: Any = None, name: str = "") -> dict[str, Any]:
+    """What the sweep's end needs of a failed job to judge without it (docs/bounds.md section 9, "Missing
+    runs"): the error's kind and message; the bound or learner an ``ImpossibleValue`` names; for a
+    ``RangeError`` (a measurement outside the range a bound declares: evidence against that bound) the bound,
+    the quantity, the value and the range; and, when the job's spec was built, its run name, learner, setting
+    (the run's key without its seed, the ``setting`` column of the survivors' rows) and parameters."""
+    from pipeline import tracking
+    from pipeline.bounds.base import ImpossibleValue, RangeError
+
+    message = tracking.redact(str(e))
+    record: dict[str, Any] = {"kind": type(e).__name__, "message": message, "range_error": isinstance(e, RangeError)}
+    if isinstance(e, ImpossibleValue) and (named := _NAMED.match(message)):
+        record[named["who"]] = named["name"]
+    if isinstance(e, RangeError) and (found := _RANGE.match(message)):
+        record |= {"bound": found["bound"], "quantity": found["quantity"], "value": found["value"], "range": found["range"]}
+    if name:
+        record["run_name"] = name
+    if spec is not None:
+        try:
+            record |= {"learner": spec.learner.name, "setting": spec.key(seeded=False), "run": spec.key(),
+                       "params": {k: _plain(v) for k, v in spec.params().items()}}
+            if record["range_error"] and record.get("bound"):
+                from pipeline.bounds import bounds_for
+
+                record["guarantee"] = next((b.guarantee for b in bounds_for(spec.learner.name)
+                                            if b.name == record["bound"]), None)
+        except Exception:  # noqa: BLE001 - a spec that cannot say more: the kind and message still tell
+            pass
+    return record
+
+
+def write_failure(out: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` (:func:`failure_record`) as ``error.json`` beside the job's ``error.txt`` (after it: a
+    reader takes it only when it is not older than ``error.txt``)."""
+    from pipeline import files
+
+    files.write_text(out / FAILURE, json.dumps(record, default=str) + "\n")
+
+
+def read_failure(job_dir: Path) -> dict[str, Any] | None:
+    """A failed job's :func:`failure_record`, or None: no ``error.json``, one older than the job's ``error.txt``
+    (written by an earlier attempt), unreadable, or no ``error.txt`` at all (the job did not fail by an error)."""
+    try:
+        error, record = (job_dir / "error.txt").stat(), job_dir / FAILURE
+        if record.stat().st_mtime_ns < error.st_mtime_ns:
+            return None
+        found = json.loads(record.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 class JobLife:
     """One Hydra job's lifecycle as a context manager: hold its directory -> check whether it is done ->
     its identity in the job store -> reuse a stored result or run -> record -> release.
@@ -337,6 +406,7 @@ class JobLife:
             markers.invalidate(out)
             out.mkdir(parents=True, exist_ok=True)
             files.write_text(out / "error.txt", f"{e}\n")
+            write_failure(out, failure_record(e, spec, self.name))
             log.error("%s%s: %s", self.step, self.name, e)
             return None
         markers.invalidate(out)
@@ -380,6 +450,10 @@ class JobLife:
             files.write_text(out / "error.txt", error)
         except OSError as disk:
             log.error("%s%s: cannot record its failure in %s: %s", step, name, out, _name_of_error(disk))
+        try:  # its kind, for the sweep's end (a RangeError is evidence against its bound); error.txt is written first
+            write_failure(out, failure_record(e, getattr(self, "spec", None), name))
+        except Exception as why:  # noqa: BLE001 - error.txt still tells; the sweep's end counts the job as failed
+            log.error("%s%s: cannot record its failure's kind in %s: %s", step, name, out, _name_of_error(why))
         try:
             if not down:
                 (self.tracker or self._open_run()).fail(e)

@@ -447,8 +447,10 @@ def _sequential_note(planned: int | None, at: int | None) -> str:
     return f" ({where}anytime-valid tests of a sequential sweep with a budget of {planned} seeds)"
 
 
-def _judge_expectation(applicable: Any, power: bool = True, planned: int | None = None) -> tuple[Judgement, dict[str, Any]]:
+def _judge_expectation(applicable: Any, power: bool = True, planned: int | None = None,
+                       lost: Mapping[str, Any] | None = None) -> tuple[Judgement, dict[str, Any]]:
     settings = expectation_settings(applicable, planned)
+    _mark_missing(settings, lost, "seeds_needed")
     informative = [s for s in settings if s["informative"]]
     violated = [s for s in settings if s["verdict"] == VIOLATED]
     holding = [s for s in informative if s["verdict"] == HOLDS]
@@ -473,7 +475,7 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
         "seeds_needed": max((s["seeds_needed"] for s in open_ if s["seeds_needed"]), default=None)
         if not any(s["blocked_by"] and not s["seeds_needed"] for s in open_) else None,
         "blocked_by": blocked, "tightness": tight, "detects_scale": detects,
-        "per_setting": [_public(s) for s in settings],
+        "per_setting": [_public(s) | _missing_public(s) for s in settings],
     }
     if planned:
         extra["seed_budget"] = planned
@@ -492,8 +494,10 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
     if not informative:
         return Judgement(INCONCLUSIVE, f"{head}: the bound is vacuous (not below the trivial value) in every setting",
                          decided), extra
+    if open_ and not [s for s in open_ if s["blocked_by"] != MISSING]:
+        return Judgement(INCONCLUSIVE, f"{head}; {len(holding)} hold, {_only_missing(open_)}{note}", decided), extra
     if open_:
-        s = max(open_, key=lambda s: ratio(s, s["mean"]))
+        s = max((s for s in open_ if s["blocked_by"] != MISSING), key=lambda s: ratio(s, s["mean"]))
         desc = f"mean {s['mean']:.4g} vs bound {s['bound']:.4g}"
         if math.isfinite(s["t_ucl"]):
             desc += f" (Student t upper limit {s['t_ucl']:.4g}, a description that decides nothing)"
@@ -560,7 +564,8 @@ def probability_settings(informative: Any, planned: int | None = None) -> list[d
         own = sel["failure"] if "failure" in sel and sel["failure"].notna().all() else None
         delta = float(own.mean()) if own is not None else float(sel["delta"].mean()) if "delta" in sel else ALPHA
         lo, hi = binomial_limits(k_low, n)[0], binomial_limits(k, n)[1]
-        out.append({"label": labels[key], "runs": n, "seeds": _units(sel), "violations": k, "violations_low": k_low,
+        out.append({"setting": key if isinstance(key, tuple) else (key,),
+                    "label": labels[key], "runs": n, "seeds": _units(sel), "violations": k, "violations_low": k_low,
                     "delta": delta, "lcl": lo, "ucl": hi, "pvalue": _binomial_p(k_low, n, delta),
                     "ratio": (low / sel["theoretical"]).to_numpy(dtype=np.float64),
                     "ratio_up": sel["max_ratio_over_t"].to_numpy(dtype=np.float64),
@@ -582,10 +587,12 @@ def probability_settings(informative: Any, planned: int | None = None) -> list[d
     return out
 
 
-def _judge_probability(applicable: Any, power: bool = True, planned: int | None = None) -> tuple[Judgement, dict[str, Any]]:
+def _judge_probability(applicable: Any, power: bool = True, planned: int | None = None,
+                       lost: Mapping[str, Any] | None = None) -> tuple[Judgement, dict[str, Any]]:
     all_settings = len(_settings(applicable))
     informative = applicable[applicable["informative"].astype(bool)]
     settings = probability_settings(informative, planned)
+    _mark_missing(settings, lost, "runs_needed")
     n = len(informative)
     k = sum(s["violations"] for s in settings)
     violated = [s for s in settings if s["verdict"] == VIOLATED]
@@ -613,7 +620,7 @@ def _judge_probability(applicable: Any, power: bool = True, planned: int | None 
              "runs_needed": max((s["runs_needed"] or MAX_N for s in open_), default=None),
              "tightness": tight, "detects_scale": detects,
              "per_setting": [{k_: s[k_] for k_ in ("label", "runs", "seeds", "violations", "delta", "lcl", "ucl", "verdict",
-                                                   "runs_needed")} for s in settings]}
+                                                   "runs_needed")} | _missing_public(s) for s in settings]}
     decided = "one-sided 95 % Clopper-Pearson limit per setting"
     if planned:  # the per-setting tests are the betting ones: the power figures follow them
         extra["seed_budget"] = planned
@@ -630,8 +637,10 @@ def _judge_probability(applicable: Any, power: bool = True, planned: int | None 
         return Judgement(VIOLATED, f"{head}; {s['label']}: {s['violations_low']} of {s['runs']} above the bound, 95 % lower "
                          f"limit {s['lcl']:.3g} > delta {s['delta']:g} (Holm-corrected, p = {s['pvalue']:.2g}){note}",
                          decided + " (lower), Holm-corrected"), extra
+    if open_ and not [s for s in open_ if s.get("blocked_by") != MISSING]:
+        return Judgement(INCONCLUSIVE, f"{head}; {_only_missing(open_)}{note}", decided), extra
     if open_:
-        s = max(open_, key=lambda s: s["ucl"] - s["delta"])
+        s = max((s for s in open_ if s.get("blocked_by") != MISSING), key=lambda s: s["ucl"] - s["delta"])
         need = s["runs_needed"]
         more = (f"about {need} distinct seeds in that setting (there are {s['runs']}) would settle it at the observed rate"
                 if need else "more seeds, added in rounds, may settle it" if planned and s["violations"] < s["runs"] * s["delta"]
@@ -647,23 +656,49 @@ def _judge_probability(applicable: Any, power: bool = True, planned: int | None 
                      f"vs {w['delta']:g} ({w['label']}){note}", decided + ("" if planned else " (upper)")), extra
 
 
-def summarize(table: Any, planned: int | None = None) -> dict[str, Any]:
+def summarize(table: Any, planned: int | None = None, failed: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Per bound, the sweep's verdict and the numbers behind it (``metrics.json``): runs, applicable and
-    informative counts, ratio range, then the guarantee type's own statistics (docs/bounds.md, "How a verdict is decided")."""
+    informative counts, ratio range, then the guarantee type's own statistics (docs/bounds.md, "How a verdict is decided").
+
+    ``failed``: the sweep's failed jobs, one mapping each (``pipeline.callbacks.failures``): ``label``, and
+    where known ``learner``, ``setting`` (the ``setting`` key of its rows, had it run), ``overrides`` (what
+    chose it: its setting is found from them when ``setting`` is not known), and for a job that failed with a
+    ``RangeError`` ``range_error`` true with the ``bound``, ``quantity``, ``value`` and ``range`` it names.
+    A bound is never "holds" from the runs that survived (:func:`judge_bound`); a bound whose declared range a
+    run contradicted is violated there, even when no run of it survived (docs/bounds.md section 9, "Missing
+    runs"). Without failed jobs the summary is exactly the one without the argument."""
+    failed = [dict(f) for f in failed or ()]
     out: dict[str, Any] = {"runs": int(table["run"].nunique()) if len(table) else 0}  # distinct jobs
     for bound, rows in table.groupby("bound", sort=True) if len(table) else []:
-        out[bound] = judge_bound(rows, planned=planned)
+        out[bound] = judge_bound(rows, planned=planned, failed=failed) if failed else judge_bound(rows, planned=planned)
+    refuted = sorted({str(f["bound"]) for f in failed if f.get("range_error") and f.get("bound")} - set(out))
+    for bound in refuted:  # every run of the bound failed, some contradicting its range: refuted with no row left
+        records = [f for f in failed if f.get("range_error") and str(f.get("bound")) == bound]
+        guarantee = next((str(f["guarantee"]) for f in records if f.get("guarantee")), "")
+        s = {"guarantee": guarantee, "runs": 0, "applicable": 0, "informative": 0, "max_ratio": None, "min_ratio": None,
+             "violations": 0}
+        out[bound] = s | _refuted(records, 0) | {"decided_by": RANGE_RULE}
     return out
 
 
-def judge_bound(rows: Any, power: bool = True, planned: int | None = None) -> dict[str, Any]:
+def judge_bound(rows: Any, power: bool = True, planned: int | None = None,
+                failed: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The summary of one bound's rows: counts, ratio range, verdict, evidence and what decided it, and with
     ``power`` what the evidence could have caught: the tightness factor (the largest k such that bound / k
     still holds) and the mildest planted error detected with probability >= 0.8 (``detects_scale``: the
-    bound x that scale is caught)."""
+    bound x that scale is caught).
+
+    ``failed``: the sweep's failed jobs (:func:`summarize`). A run that contradicted this bound's declared
+    range makes it violated, naming the run, the value and the range; any other failed job of its learner
+    whose setting it applies in (or whose setting is not known) is missing evidence: the bound is then at
+    best inconclusive (each (E)/(P) setting missing a job, and a (D) bound's whole sweep), and a violation
+    among the survivors stays one. The summary then carries ``missing_jobs`` (and ``range_violations``)
+    with a few labels."""
     guarantee = str(rows["guarantee"].iloc[0])
     listed = len(rows)
     rows = distinct(rows)
+    refuting, missing = _failed_against(str(rows["bound"].iloc[0]) if "bound" in rows else "", rows, failed or ())
+    lost = _lost(rows, missing) if missing else None
     applicable = rows[rows["applicable"].astype(bool)]
     s: dict[str, Any] = {
         "guarantee": guarantee, "runs": len(rows), "applicable": len(applicable),
@@ -679,16 +714,161 @@ def judge_bound(rows: Any, power: bool = True, planned: int | None = None) -> di
         j, extra = _judge_deterministic(applicable)
         s |= extra
     elif guarantee == "E":
-        j, extra = _judge_expectation(applicable, power, planned)
+        j, extra = _judge_expectation(applicable, power, planned, lost)
         s |= extra
     elif guarantee == "P":
-        j, extra = _judge_probability(applicable, power, planned)
+        j, extra = _judge_probability(applicable, power, planned, lost)
         s |= extra
     else:
         j = Judgement(NOT_APPLICABLE, f"guarantee type {guarantee!r}: nothing to judge")
     if listed > len(rows):
         j.evidence += f" ({listed - len(rows)} repeated listing(s) of the same jobs counted once)"
+    if missing:
+        labels = [str(f.get("label", "a job")) for f, _ in missing]
+        s |= {"missing_jobs": len(missing), "missing_examples": labels[:MISSING_SHOWN]}
+        said = _jobs_phrase(labels)
+        if lost and lost["absent"]:
+            said += f" ({len(lost['absent'])} of them in a setting with no surviving run)"
+        if j.verdict == HOLDS:
+            j = Judgement(INCONCLUSIVE, f"{j.evidence}; but {said}: their runs are missing, and the runs that survived are "
+                          "not a sample: a bound is never shown to hold without them", j.decided_by)
+        elif j.verdict == VIOLATED:
+            j.evidence += f"; also {said} (their runs are missing; a violation among the survivors stands)"
+        else:
+            j.evidence += f"; {said}: their runs are missing, and the runs that survived are not a sample"
+    if refuting:
+        s |= _refuted(refuting, len(rows))
+        return s | {"decided_by": RANGE_RULE}
     return s | {"verdict": j.verdict, "evidence": j.evidence, "decided_by": j.decided_by}
+
+
+# --- Missing runs: failed jobs (docs/bounds.md section 9, "Missing runs") -----------------------------------
+
+MISSING = "failed jobs: their runs are missing"  # blocked_by of a setting that holds from its survivors alone
+MISSING_SHOWN = 5  # failed jobs named in a summary (their count is always given)
+RANGE_RULE = "the bound's declared range, every run"
+_NOT_SETTING = {"hydra", "experiment", "force", "name", "question", "tracking", "scale", "log", "pack", "pack_members",
+                "seed", "seeds", "seed_budget"}  # overrides that name, steer or seed a sweep: not a setting's parameter
+
+
+def _jobs_phrase(labels: list[str]) -> str:
+    """'2 job(s) failed: job 3 (seed=3), job 17 (seed=17)' (the first few, then how many more)."""
+    more = len(labels) - MISSING_SHOWN
+    shown = ", ".join(labels[:MISSING_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    return f"{len(labels)} job(s) failed: {shown}"
+
+
+def _same(value: Any, text: str) -> bool:
+    """Whether a table's ``value`` is what an override spelt ``text`` (0.1 is 1e-1; true is True)."""
+    try:
+        return float(value) == float(text)
+    except (TypeError, ValueError):
+        return str(value).lower() == str(text).strip("'\"").lower()
+
+
+def _place(f: Mapping[str, Any], rows: Any) -> list[str] | None:
+    """The settings (``setting`` keys) a failed job belongs to: its recorded setting, else the settings of
+    ``rows`` whose parameters match every override of the job that names a column (the seed aside); None
+    when it cannot be told (no setting column, no override naming a column, or none matching)."""
+    if "setting" not in rows:
+        return None
+    if f.get("setting"):
+        return [str(f["setting"])]
+    keep = np.ones(len(rows), dtype=bool)
+    compared = False
+    for override in f.get("overrides") or ():
+        key, sep, value = str(override).lstrip("+~").partition("=")
+        name = key.rsplit(".", 1)[-1]
+        if not sep or key.split(".")[0] in _NOT_SETTING or name in _NOT_SETTING or name not in rows:
+            continue
+        keep &= rows[name].map(lambda v, value=value: _same(v, value)).to_numpy(dtype=bool)
+        compared = True
+    found = sorted(set(rows.loc[keep, "setting"].astype(str))) if compared else []
+    return found or None
+
+
+def _failed_against(bound: str, rows: Any, failed: Iterable[Mapping[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """The failed jobs that concern a bound's (distinct) ``rows``: those whose run contradicted its declared
+    range (a ``RangeError`` naming it), and those missing from its evidence, each with its settings
+    (:func:`_place`; None: every setting). A job of another learner is not missing here, nor one whose
+    setting is known and where no surviving run finds the bound applicable."""
+    learners = set(rows["learner"].astype(str)) if "learner" in rows else None
+    refuting, missing = [], []
+    for f in failed:
+        if f.get("range_error") and str(f.get("bound")) == bound:
+            refuting.append(f)
+            continue
+        if f.get("learner") and learners is not None and str(f["learner"]) not in learners:
+            continue
+        places = _place(f, rows)
+        if places is not None:
+            there = rows[rows["setting"].astype(str).isin(places)]
+            if len(there) and not there["applicable"].astype(bool).any():
+                continue  # the bound does not apply in its setting (every surviving run there says so)
+        missing.append((f, places))
+    return refuting, missing
+
+
+def _lost(rows: Any, missing: list[Any]) -> dict[str, Any]:
+    """The failed jobs' labels by setting key (``by_setting``), those of every setting (``everywhere``: the
+    setting not known) and those of settings with no row here (``absent``)."""
+    known = set(rows["setting"].astype(str)) if "setting" in rows else set()
+    by_setting: dict[str, list[str]] = {}
+    everywhere, absent = [], []
+    for f, places in missing:
+        label = str(f.get("label", "a job"))
+        if places is None:
+            everywhere.append(label)
+            continue
+        if not set(places) & known:
+            absent.append(label)
+        for key in places:
+            by_setting.setdefault(key, []).append(label)
+    return {"by_setting": by_setting, "everywhere": everywhere, "absent": absent}
+
+
+def _mark_missing(settings: list[dict[str, Any]], lost: Mapping[str, Any] | None, needed: str) -> None:
+    """Each setting's failed jobs (``missing``); one that holds from its survivors alone is inconclusive,
+    blocked by them (no number of seeds settles it: the failed jobs do)."""
+    if not lost:
+        return
+    for s in settings:
+        key = str(s["setting"][0]) if s.get("setting") else None
+        labels = [*lost["by_setting"].get(key, []), *lost["everywhere"]]
+        if not labels:
+            continue
+        s["missing"] = labels
+        if s["verdict"] == HOLDS:
+            s["verdict"], s["blocked_by"], s[needed] = INCONCLUSIVE, MISSING, None
+
+
+def _missing_public(s: Mapping[str, Any]) -> dict[str, Any]:
+    return {"missing_jobs": len(s["missing"]), "missing_examples": s["missing"][:MISSING_SHOWN]} if s.get("missing") else {}
+
+
+def _only_missing(open_: list[Mapping[str, Any]]) -> str:
+    s = open_[0]
+    return f"{len(open_)} would hold from their surviving runs alone but miss failed jobs, e.g. {s['label']}"
+
+
+def _refuted(records: list[Mapping[str, Any]], runs: int) -> dict[str, Any]:
+    """The verdict of a bound whose declared range runs contradicted (``RangeError``): violated there, naming
+    each run, its value and the range (the range is part of the bound's claim), whatever the other runs show."""
+    labels = [str(f.get("label", "a job")) for f in records]
+
+    def one(f: Mapping[str, Any]) -> str:
+        if f.get("value") is not None and f.get("range"):
+            return (f"{f.get('label', 'a job')}: measured {f.get('quantity') or 'quantity'} {f['value']}, outside "
+                    f"the declared range {f['range']}")
+        return f"{f.get('label', 'a job')}: {f.get('message', 'RangeError')}"
+
+    shown = "; ".join(one(f) for f in records[:MISSING_SHOWN]) + (
+        f"; and {len(records) - MISSING_SHOWN} more" if len(records) > MISSING_SHOWN else "")
+    others = f", whatever the other {runs} runs show" if runs else ""
+    evidence = (f"{len(records)} run(s) contradicted the range the bound declares for its quantity (RangeError): {shown}; "
+                f"the range is part of the bound's claim, so the bound is refuted there{others}")
+    return {"range_violations": len(records), "range_examples": labels[:MISSING_SHOWN], "verdict": VIOLATED,
+            "evidence": evidence}
 
 
 def power_phrase(s: Mapping[str, Any]) -> str:
