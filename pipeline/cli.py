@@ -136,8 +136,8 @@ def _sequential(argv: list[str], budget: int, step: int) -> None:
             print(f"boundlab: seeds=auto: done after {n} seeds per setting" + (f"; {', '.join(decided)}" if decided else "")
                   + "; nothing left that more seeds could decide", flush=True)
             return
-        needs = {b: stats[b].get("seeds_needed") for b in open_ if isinstance(stats.get(b), dict)}
-        if n < budget and needs and all(not k or k > budget for k in needs.values()):
+        needs = {b: stats[b]["seeds_needed"] for b in open_ if isinstance(stats.get(b), dict) and "seeds_needed" in stats[b]}
+        if n < budget and open_ and len(needs) == len(open_) and all(not k or k > budget for k in needs.values()):
             # the plan from the observed values: no claim left open is decided within the budget (stopping for
             # futility never makes a "holds" or "violated" more likely: the tests are anytime-valid)
             plan = ", ".join(f"{b} (needs about {k} seeds)" if k else f"{b} (not within {MAX_PLAN} seeds)"

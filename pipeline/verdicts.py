@@ -342,14 +342,15 @@ def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str
         hold, above = x.holds_at(1.0, planned), x.violated_at(1.0, planned)
         mean = float(sel["empirical"].mean())
         _, _, t_hi = t_limits(sel["empirical"].to_numpy(dtype=np.float64))
-        lo, hi = (float(x.lo[0]), float(x.hi[0])) if len(sel) else (-math.inf, math.inf)
-        constant = bool(np.all(x.lo == lo) and np.all(x.hi == hi))
-        ucl = limits.upper_limit(x.up, lo, hi) if constant and hold.decidable else math.inf
-        lcl = limits.lower_limit(x.low, lo, hi) if constant and above.decidable else -math.inf
+        # the limits beside the verdict: over the range that holds every value (each seed's own range when they
+        # differ, e.g. a top that reads the seed's sample, lies inside it: a wider range gives valid limits)
+        lo, hi = (float(x.lo.min()), float(x.hi.max())) if len(sel) else (-math.inf, math.inf)
+        ucl = limits.upper_limit(x.up, lo, hi) if hold.decidable else math.inf
+        lcl = limits.lower_limit(x.low, lo, hi) if above.decidable else -math.inf
         out.append({
             "setting": key if isinstance(key, tuple) else (key,), "label": labels[key], "seeds": n, "mean": mean,
             "bound": float(sel["theoretical"].mean()), "trivial": float(sel["trivial"].mean()),
-            "informative": bool(sel["informative"].astype(bool).all()), "range": [lo, hi] if constant else None,
+            "informative": bool(sel["informative"].astype(bool).all()), "range": [lo, hi],
             "ucl": ucl, "lcl": lcl, "t_ucl": t_hi, "pvalue": above.p, "holds": hold.reject,
             "upper_decidable": hold.decidable, "lower_decidable": above.decidable, "sample": x,
             "first_holds": hold.first, "first_violated": above.first,

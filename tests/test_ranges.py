@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pipeline.bounds import bounds_for
 from pipeline.bounds.base import RangeError
 from pipeline.bounds.ranges import SLACK, pegasos_ball, rlm_norm, sgd_growth, sgd_norm
-from pipeline.data import Dataset, MarginBinary, MulticlassMargin
+from pipeline.data import Dataset, MulticlassMargin
 from pipeline.data.certify import certify_sample
 from pipeline.learners import KernelPegasos, MulticlassPegasos, MulticlassSGD, MulticlassSVM, Pegasos
 from pipeline.statistics import measure
@@ -66,8 +66,8 @@ def _assert_inside(learner, ds, seed: int) -> dict:  # noqa: ANN001
        log_scale=st.floats(-2, 2), log_lam=st.floats(-4, 1), T=st.integers(1, 400), projection=st.booleans(),
        batch=st.integers(1, 4), objective=st.sampled_from(["hinge", "balanced", "transfer"]),
        sampling=st.sampled_from(["iid", "perm", "class_balanced"]), seed=st.integers(0, 2**16))
-def test_no_pegasos_measurement_leaves_its_range(kind, m, d, log_scale, log_lam, T, projection, batch, objective,  # noqa: ANN001
-                                                 sampling, seed) -> None:
+def test_no_pegasos_measurement_leaves_its_range(kind, m, d, log_scale, log_lam, T, projection, batch,  # noqa: ANN001
+                                                 objective, sampling, seed) -> None:  # noqa: ANN001
     if sampling == "class_balanced" and objective != "balanced" or objective == "balanced" and sampling == "perm":
         sampling = "iid"
     ds = _crafted(kind, m, d, 10.0**log_scale, seed)

@@ -77,6 +77,20 @@ def test_rounds_stop_as_soon_as_every_claim_is_decided(monkeypatch: pytest.Monke
     assert "b holds at 57 seeds" in capsys.readouterr().out
 
 
+def test_rounds_stop_when_the_plan_shows_the_budget_cannot_decide(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    """Every open claim needs more seeds than the budget at the observed values: the sweep stops after the round
+    and names them; one within the budget (or a claim with no plan) keeps it going."""
+    far = {"b": OPEN["b"] | {"seeds_needed": 600}}
+    calls = _fake_rounds(monkeypatch, [far])
+    cli._sequential(["-m", "x=1"], budget=100, step=25)
+    assert [c[-1] for c in calls] == ["seed=range(0,25)"]
+    assert "cannot decide b (needs about 600 seeds)" in capsys.readouterr().out
+    near = {"b": OPEN["b"] | {"seeds_needed": 60}}
+    calls = _fake_rounds(monkeypatch, [near, near, DONE])
+    cli._sequential(["-m", "x=1"], budget=100, step=25)
+    assert len(calls) == 3
+
+
 def test_rounds_end_at_the_budget(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
     calls = _fake_rounds(monkeypatch, [OPEN])
     cli._sequential(["-m"], budget=30, step=20)
