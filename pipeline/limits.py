@@ -215,9 +215,12 @@ def seeds_to_decide(x, b, lo, hi, alpha: float = ALPHA, most: int = 100_000) -> 
     x, lo, hi, b = _as_arrays(x, lo, hi, b)
     if x.size == 0:
         return None
-    reps = lambda v: np.resize(v, most)  # noqa: E731
-    t = test_below(reps(x), reps(b), reps(lo), reps(hi), alpha)
-    return t.first if t.reject else None
+    for length in sorted({min(most, 1 << 10), min(most, 1 << 14), most}):  # a prefix's crossing is the whole's
+        idx = np.arange(length) % x.size
+        t = test_below(x[idx], b[idx], lo[idx], hi[idx], alpha)
+        if t.reject:
+            return t.first
+    return None
 
 
 def floor_of(x, b, lo, hi, alpha: float = ALPHA, beta: float = BETA) -> float:  # noqa: ANN001

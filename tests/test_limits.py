@@ -165,6 +165,12 @@ def test_calibration_command_at_a_tiny_size(tmp_path: Path) -> None:
     # the pooled rule before issue 32 counted seed-correlated runs as independent: visibly wrong even at 60 sweeps
     assert r["size_probability"]["seed_correlated"]["bound 20 % low"]["rate_before"] > 0.1
     assert r["size_expectation"]["bounded"]["bound 2x"]["holds"] > 0.9  # and the new one has power where the truth is clear
+    for fam, row in r["size_expectation"].items():  # every family with a declared top can say "holds": its size can fail
+        assert (row["bound 2x"]["holds"] > 0) == ("note" not in row), fam
+        assert "floor_ratio" in row["bound 2x"] or "note" in row, fam
+    assert r["size_expectation"]["unbounded"]["note"].startswith("cannot hold by design")
+    assert {"n then 2n, at the bound", "every 10 up to 100, bound 5 % low"} <= set(r["growth"]["bounded"])
+    assert r["p_at_delta_exact"]["largest"] <= 0.05 and abs(r["p_at_delta_exact"]["at_60"] - 0.95 ** 60) < 1e-9
     power = r["power"]["by_guarantee"]
     assert power["D"]["0.99"] == {"claims": 1, "caught": 1, "rate": 1.0} and r["power"]["tight_caught_at_0.99"] is True
     assert power["E"]["0.1"]["caught"] == 1 and power["E"]["0.99"]["caught"] == 0  # mean 0.2 x the bound: 0.1 is caught
