@@ -576,7 +576,8 @@ def _experiment_section(e: Experiment, href: Callable[[Path], str]) -> list[str]
         parts.append(f"<div class='claim'>{shown}<div><h3>{_badge(v)} <code>{e_(v.bound)}</code> ({e_(v.guarantee)})</h3>"
                      f"<p>{e_(v.claim)}</p><dl><dt>evidence units</dt><dd>{_counts(v)}</dd><dt>evidence</dt>"
                      f"<dd>{e_(v.text)}</dd><dt>could have caught</dt><dd>{e_(v.power or '-')}</dd>"
-                     f"<dt>decided by</dt><dd>{e_(v.decided_by or '-')}</dd></dl></div></div>")
+                     f"<dt>decided by</dt><dd>{e_(v.decided_by or '-')}</dd>"
+                     + (f"<dt>design</dt><dd>{e_(v.design)}</dd>" if v.design else "") + "</dl></div></div>")
     if e.gaps:
         parts += ["<h3>The worst case beside the bound</h3>", *_gaps_table(e)]
     if e.comparison:
@@ -692,7 +693,7 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
     for e in experiments:
         for v in e.verdicts:
             lines.append(f"| {_md(e.name)} | `{_md(v.bound)}` | {v.guarantee} | **{v.status}** | {_counts(v)} | {_md(v.text)} "
-                         f"| {_md(v.power)} | {_md(v.decided_by)} |")
+                         f"| {_md(v.power)} | {_md(v.decided_by)}{_md(' (' + v.design + ')') if v.design else ''} |")
     for e in experiments:
         lines += ["", f"## {_md(e.name)}", "", _md(e.question), "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
         lines += [f"- **{v.status}** ({v.guarantee}) `{_md(v.bound)}`: {_md(v.claim)} {_md(v.text)}." for v in e.verdicts]

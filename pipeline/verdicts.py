@@ -282,20 +282,6 @@ def _largest_scale(ok: Any, top: float = 1e6) -> float | None:
     return math.exp(a)
 
 
-def _needed(decides: Any, have: int) -> int | None:
-    """The smallest n >= ``have`` (up to :data:`MAX_N`) at which ``decides(n)`` is true, for a property
-    monotone in n; None when even MAX_N does not."""
-    if not decides(MAX_N):
-        return None
-    lo, hi = have, MAX_N
-    if decides(lo):
-        return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if decides(mid) else (mid, hi)
-    return hi
-
-
 PLANTED = (0.99, 0.95, 0.9, 0.8, 0.7, 0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.001)  # bound scales tried for detection
 RESAMPLES = 100  # bootstrap resamples of the units behind a detection rate
 DETECTION = 0.8  # the detection probability a planted error is reported at
@@ -509,6 +495,10 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
                         "with no lower end declared either, no violation can be shown: the bound needs a declared range"))
         elif s["seeds_needed"]:
             more = f"about {s['seeds_needed']} distinct seeds (there are {s['seeds']}) would settle it by seed noise alone"
+            top, floor = (s.get("range") or [None, None])[1], s.get("floor_seeds")
+            if top is not None and math.isfinite(top) and s["bound"] > 0 and floor and math.isfinite(floor):
+                more += (f" (the range's top is {top / s['bound']:.3g} x the bound, and no valid test decides from fewer "
+                         f"than {math.ceil(floor)} seeds at these values)")
             if s.get("bracket"):
                 more += "; the comparator's bracket (upper minus lower estimate) is part of what blocks it"
         else:
@@ -737,10 +727,51 @@ def judge_bound(rows: Any, power: bool = True, planned: int | None = None,
             j.evidence += f"; also {said} (their runs are missing; a violation among the survivors stands)"
         else:
             j.evidence += f"; {said}: their runs are missing, and the runs that survived are not a sample"
+    if guarantee in ("E", "P") and len(applicable):
+        s["design"] = design(applicable, guarantee, planned)
     if refuting:
         s |= _refuted(refuting, len(rows))
         return s | {"decided_by": RANGE_RULE}
     return s | {"verdict": j.verdict, "evidence": j.evidence, "decided_by": j.decided_by}
+
+
+def design(applicable: Any, guarantee: str, planned: int | None = None) -> dict[str, Any]:
+    """The design an (E) or (P) verdict was decided under (docs/bounds.md section 9, "The design beside the
+    verdict"): the level, the test, the quantity's range over the settings and the name of its derivation
+    (docs/bounds.md section 4, "Ranges from the theory"), the distinct seeds per setting, the seed budget
+    (``planned``, a ``seeds=auto`` sweep's) and the stopping rule. In metrics.json, the sweep's log and the
+    report, beside the verdict."""
+    lo, hi = _range_columns(applicable)
+    sources = sorted({str(v) for v in applicable["range_source"] if isinstance(v, str) and v}) \
+        if "range_source" in applicable else []
+    seeds = [_units(sel) for _, sel in _settings(applicable)]
+    test = ("betting test of the mean (an average of three predictable-plug-in bettors), one-sided; Holm over the "
+            "settings for violated" if guarantee == "E" else
+            ("betting test of the violation rate, anytime-valid" if planned else
+             "one-sided Clopper-Pearson limit of the violation rate") + "; Holm over the settings for violated")
+    stopping = (f"seeds=auto: rounds until decided, or until the plan shows the budget of {planned} seeds cannot "
+                "decide (anytime-valid tests: any stopping round keeps the level)" if planned else
+                "a fixed set of seeds, judged once" + (" (anytime-valid: judging again after added seeds keeps the level)"
+                                                        if guarantee == "E" else ""))
+    return {"alpha": ALPHA, "test": test, "range": _finite([float(lo.min()), float(hi.max())]) if len(lo) else None,
+            "range_source": ", ".join(sources) or "none declared",
+            "seeds_per_setting": [min(seeds), max(seeds)] if seeds else None,
+            "seed_budget": planned, "stopping": stopping,
+            "student_t": "the t_ucl column describes the sample and decides nothing (invalid for deciding: no normality)"}
+
+
+def design_phrase(s: Mapping[str, Any]) -> str:
+    """The design of an (E)/(P) summary in a few words: 'alpha 0.05, range [0, 5.23] (pegasos_ball), 200 seeds a
+    setting, fixed seeds'."""
+    d = s.get("design")
+    if not d:
+        return ""
+    rng = d.get("range") or [None, None]
+    ends = "[" + ", ".join("inf" if v is None else f"{v:.3g}" for v in rng) + "]"
+    per = d.get("seeds_per_setting") or [0, 0]
+    seeds = f"{per[0]}" if per[0] == per[1] else f"{per[0]}-{per[1]}"
+    how = f"seeds=auto, budget {d['seed_budget']}" if d.get("seed_budget") else "fixed seeds"
+    return f"alpha {d['alpha']:g}, range {ends} ({d['range_source']}), {seeds} seeds a setting, {how}"
 
 
 # --- Missing runs: failed jobs (docs/bounds.md section 9, "Missing runs") -----------------------------------
@@ -895,7 +926,9 @@ def sweep_line(s: Mapping[str, Any]) -> str:
     verdict = s["verdict"].upper() if s["verdict"] == VIOLATED else s["verdict"]
     share = f" ({s['informative_share']})" if s.get("informative_share") else ""
     power = power_phrase(s)
-    return f"{verdict}{share}: {s['evidence']}" + (f" [power: {power}]" if power else "")
+    planned = design_phrase(s)
+    return (f"{verdict}{share}: {s['evidence']}" + (f" [power: {power}]" if power else "")
+            + (f" [design: {planned}]" if planned else ""))
 
 
 # --- Claims -------------------------------------------------------------------------------------------
@@ -919,6 +952,7 @@ class ClaimVerdict:
     power: str = ""
     ratio: float | None = None  # the claim's largest measured/bound: per run for (D)/(P), of a setting's mean for (E)
     informative_of: str = ""  # 'informative/total' in the verdict's own units (runs; settings for (E))
+    design: str = ""  # (E)/(P): the level, range and its source, seeds and stopping rule (design_phrase)
 
     @property
     def fails(self) -> bool:
@@ -958,7 +992,7 @@ def judge_claim(experiment: str, claim: Mapping[str, Any], metrics: Mapping[str,
         ratio = float(ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else None
         return ClaimVerdict(experiment, bound, guarantee, sentence, status, text, int(s.get("informative", 0)),
                             int(s.get("applicable", 0)), decided_by, str(s.get("informative_share", "")),
-                            s.get("tightness"), s.get("detects_scale"), power_phrase(s), ratio, of)
+                            s.get("tightness"), s.get("detects_scale"), power_phrase(s), ratio, of, design_phrase(s))
 
     if not isinstance(s, dict):
         return out(NOT_APPLICABLE, "the bound is not in the results")
