@@ -86,17 +86,80 @@ def verify_radius(ds: Dataset) -> None:
                         "from the vectors the learner sees (docs/plugins.md)")
 
 
+class InputChanged(UserError):
+    """A learner wrote into the data it was handed (:func:`check_unchanged`): its run is refused, whatever it
+    measured, since the sample it ran on is no longer the one whose statistics were certified."""
+
+
+def fingerprint(ds: object) -> dict[str, str]:
+    """Content hashes of every array a dataset holds (``X, y`` together: :func:`content_hash`, the run's
+    ``data_hash``; then each other array: ``hypotheses``, each of ``directions``, ``X_test``, a stream's
+    generating arrays, ...), by name. What a learner is handed must hash the same after its run.
+
+    Hashing, not read-only flags: numba compiles a second version of every kernel for read-only arrays
+    (seconds each on first use); one more pass of SHA-256 over the sample costs about as much as the
+    ``data_hash`` each run computes anyway (docs/plugins.md)."""
+    import dataclasses
+
+    import scipy.sparse
+
+    out: dict[str, str] = {}
+    X, y = getattr(ds, "X", None), getattr(ds, "y", None)
+    if X is not None and y is not None:
+        out["X, y"] = content_hash(X, y)
+    fields = ({f.name: getattr(ds, f.name, None) for f in dataclasses.fields(ds)} if dataclasses.is_dataclass(ds)
+              else dict(vars(ds)) if hasattr(ds, "__dict__") else {})
+    for name, value in fields.items():
+        if name in ("X", "y") and "X, y" in out:
+            continue
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for key, v in items:
+            if isinstance(v, np.ndarray) or scipy.sparse.issparse(v):
+                out[name.lstrip("_") + (f"[{key!r}]" if key is not None else "")] = _array_hash(v)
+    return out
+
+
+def _array_hash(a: Any) -> str:
+    import hashlib
+
+    import scipy.sparse
+
+    h = hashlib.sha256()
+    parts = [a.data, a.indices, a.indptr] if scipy.sparse.issparse(a) and hasattr(a, "indptr") else (
+        [a.toarray()] if scipy.sparse.issparse(a) else [a])
+    for p in parts:
+        p = np.asarray(p)
+        h.update(str((p.dtype.str, p.shape)).encode())
+        h.update(memoryview(np.ascontiguousarray(p)).cast("B") if p.dtype != object else repr(p.tolist()).encode())
+    return h.hexdigest()[:16]
+
+
+def check_unchanged(learner: str, before: dict[str, str], after: dict[str, str]) -> None:
+    """Raise :class:`InputChanged`, one line naming the learner and the arrays, if the data a learner was
+    handed changed during its run: it measured on another sample than the one whose statistics (R, the
+    margins) certify the bounds, and the data kept with the run would be the changed ones."""
+    changed = [k for k in before.keys() | after.keys() if before.get(k) != after.get(k)]
+    if changed:
+        order = list(before) + [k for k in after if k not in before]
+        names = ", ".join(k for k in order if k in changed)
+        raise InputChanged(f"learner {learner} changed its input data: {names} differ after its run from what it was "
+                           "handed; the run is refused and nothing of it is kept (a learner must copy an array before "
+                           "writing into it: docs/plugins.md)")
+
+
 def run(job: Job, ds: Dataset | None = None) -> Result:
     """Run ``job`` (on ``ds`` from :func:`prepare`, or freshly prepared). Data and algorithm draw from
     separate streams spawned from the job's seed."""
     ds = prepare(job) if ds is None else ds
     learner = job.learner
     algorithm_seed = _seeds(job)[1]
-    outcome = learner.run(ds, np.random.default_rng(algorithm_seed))
     streamed = ds.kind == "stream"
+    before = fingerprint(ds)  # what the learner is handed: it must find the same after its run
+    outcome = learner.run(ds, np.random.default_rng(algorithm_seed))
     # a stream is never materialised: no statistic read off the whole sample (the comparators' margins)
     bounds = [b for b in bounds_for(learner.name) if available(b, ds)]
     outcome = complete(ds, learner, outcome, bounds)  # the statistics these bounds read, from the providers
+    check_unchanged(learner.name, before, fingerprint(ds))
     stats = ds.stats.as_dict() | outcome.stats
 
     ident = {"run": job.key(), "setting": job.key(seeded=False), "experiment": job.experiment, "learner": learner.name,
@@ -104,7 +167,7 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
     context = job.params() | {k: stats[k] for k in ("T", "R", "gamma_lo", "gamma_hi", "gap", "separable") if k in stats}
     context |= {k: v for k, v in outcome.stats.items() if isinstance(v, (int, float, str, bool)) and k not in context}
     context |= {k: v for k, v in getattr(ds, "extra", {}).items() if k not in context}
-    context["data_hash"] = ds.data_hash if streamed else content_hash(ds.X, ds.y)
+    context["data_hash"] = ds.data_hash if streamed else before["X, y"]
     rows, curves = [], {}
     parts = outcome.parts.items() if outcome.parts else [("", outcome)]
     for part, out in parts:  # one-vs-all: every binary problem is judged on its own
