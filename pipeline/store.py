@@ -11,11 +11,18 @@ read-only or full disk, a cache path that is a file) is said once by the command
 growth is the user's to bound: ``python -m pipeline.store status`` shows its size, ``python -m
 pipeline.store prune`` removes entries (by age, or the least recently used beyond a size) and the
 temporary files of processes that are gone.
+
+The store may live on a shared disk (docs/scale-out.md): nothing is written or removed outside it. Every
+path it writes or removes is reached from its root without following a symbolic link
+(``pipeline.locks.open_dir``, ``remove``): a link planted where an entry, the ``locks`` directory, a lock
+directory or the store itself belongs is refused with one line naming it (``pipeline.locks.Outside``, an
+``OSError``: the job runs without the store), and ``prune`` removes such links (the link, never its target).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -33,22 +40,44 @@ KEPT = ("results.parquet", "curve.parquet", "trace.npz", "data.npz")  # what a j
 
 
 def store_dir() -> Path:
-    """``jobs`` in the cache directory (``BOUNDLAB_CACHE``, else ``.cache`` in the project root)."""
-    return cache_dir() / "jobs"
+    """``jobs`` in the cache directory (``BOUNDLAB_CACHE``, else ``.cache`` in the project root). The cache
+    directory is the user's path and is resolved (it may be a link to a shared disk); ``jobs`` and
+    everything below it are the store's own, and never links (module docstring)."""
+    return Path(os.path.realpath(cache_dir())) / "jobs"
+
+
+def _in_store(path: Path) -> Path:
+    """``path``, checked to lie in the store with no symbolic link on its way (``pipeline.locks.confined``);
+    :class:`pipeline.locks.Outside` otherwise."""
+    from pipeline.locks import confined
+
+    return confined(path, store_dir())
+
+
+def _remove(path: Path) -> bool:
+    """Remove ``path`` (an entry, a lock directory, a link planted in the store: the link itself) inside the
+    store, never through a link (``pipeline.locks.remove``)."""
+    from pipeline.locks import remove
+
+    return remove(path, store_dir())
 
 
 def problem() -> str | None:
     """Why the store cannot keep jobs now (one clause), or None: its directory must be a directory this
     process can create files in (a real write: permission bits alone do not tell, e.g. as root or on a
     read-only mount). Also removes the temporary files that dead processes left there."""
+    from pipeline.locks import Outside, open_dir
+
     root = store_dir()
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        os.close(open_dir(root, root, make=True))
         with tempfile.NamedTemporaryFile(dir=root, prefix=".probe.", suffix=f".{os.getpid()}.tmp"):
             pass
+    except Outside as e:
+        return str(e)
     except OSError as e:
         return f"{root} cannot be written ({e.strerror or type(e).__name__})"
-    files.clean_stale(root)
+    _clean_stale(root)
     return None
 
 
@@ -57,7 +86,7 @@ def hold_identity(ident: str, waiting: Callable[[str], None] | None = None) -> i
     the same job) runs it: it is then found in the store, never run twice."""
     from pipeline.locks import hold
 
-    return hold(store_dir() / "locks" / ident, wait=True, waiting=waiting)
+    return hold(store_dir() / "locks" / ident, wait=True, waiting=waiting, root=store_dir())
 
 
 def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, Any] | None:
@@ -68,6 +97,7 @@ def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, A
 
     entry_dir = store_dir() / ident
     try:
+        _in_store(entry_dir / ENTRY)  # a linked entry (or marker) is not the store's: never reused nor touched
         entry = json.loads((entry_dir / ENTRY).read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         return None
@@ -84,7 +114,10 @@ def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, A
         return None
     if not alive:
         return None
-    os.utime(entry_dir / ENTRY)  # used now: pruning by size removes the least recently used first
+    try:  # used now: pruning by size removes the least recently used first
+        os.utime(_in_store(entry_dir / ENTRY), follow_symlinks=False)
+    except OSError:
+        return None
     return entry | {"dir": str(entry_dir)}
 
 
@@ -92,22 +125,23 @@ def put(ident: str, out: Path, entry: Mapping[str, Any]) -> None:
     """Keep the finished job in ``out`` as the store's entry ``ident`` (copies, staged and renamed into
     place: a reader sees a whole entry or none; a forced rerun replaces the earlier entry). A failure
     (a full disk) leaves no staging behind."""
+    from pipeline.locks import open_dir
+
     root = store_dir()
-    root.mkdir(parents=True, exist_ok=True)
+    target = root / ident
+    os.close(open_dir(root, root, make=True))  # the store itself a real directory, not a link
+    # mkdtemp: a new directory of this process (mode 0700, O_EXCL), so nothing can be planted in it
     staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{ident}.", suffix=f".{os.getpid()}.tmp"))
     try:
         for name in KEPT:
             if (out / name).is_file():
                 shutil.copyfile(out / name, staging / name, follow_symlinks=False)
         (staging / ENTRY).write_text(json.dumps(dict(entry) | {"identity": ident}, sort_keys=True) + "\n")
-        target = root / ident
-        if target.is_symlink() or target.is_file():
-            target.unlink()
-        elif target.exists():
-            shutil.rmtree(target)
+        _remove(target)  # an earlier entry, or a link planted in its place (the link, never its target)
         os.replace(staging, target)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            _remove(staging)
 
 
 def reuse(entry: Mapping[str, Any], out: Path, experiment: str) -> None:
@@ -133,11 +167,8 @@ def reuse(entry: Mapping[str, Any], out: Path, experiment: str) -> None:
 
 def forget(ident: str) -> None:
     """Remove entry ``ident`` (found damaged): the job that runs now stores it again."""
-    target = store_dir() / ident
-    if target.is_symlink() or target.is_file():
-        target.unlink(missing_ok=True)
-    else:
-        shutil.rmtree(target, ignore_errors=True)
+    with contextlib.suppress(OSError):  # a link on the way is refused: nothing outside the store is removed
+        _remove(store_dir() / ident)
 
 
 def reused_run(out: Path) -> str | None:
@@ -170,9 +201,8 @@ def _entries(root: Path) -> list[tuple[Path, float, int]]:
 def prune(older_than_days: float | None = None, max_bytes: int | None = None, dry_run: bool = False) -> dict[str, int]:
     """Remove entries unused for more than ``older_than_days``, then the least recently used ones until the
     store holds at most ``max_bytes``; the lock files of entries no process holds; the temporary files of
-    dead processes. A removed entry only means its job runs again when a sweep reaches it. Returns counts."""
-    import fcntl
-
+    dead processes; the symbolic links planted in the store (each link, never its target). A removed entry
+    only means its job runs again when a sweep reaches it. Returns counts."""
     root = store_dir()
     entries = sorted(_entries(root), key=lambda e: e[1])
     now = time.time()
@@ -183,27 +213,94 @@ def prune(older_than_days: float | None = None, max_bytes: int | None = None, dr
         oldest = kept.pop(0)
         doomed.append(oldest)
         total -= oldest[2]
-    locks = 0
+    locks = links = 0
     if not dry_run:
         for entry, _, _ in doomed:
-            shutil.rmtree(entry, ignore_errors=True)
-        for lock_dir in (root / "locks").iterdir() if (root / "locks").is_dir() else ():
-            lock = lock_dir / ".lock"
-            if not lock.is_file() or lock.is_symlink():
+            with contextlib.suppress(OSError):
+                _remove(entry)
+        links = _remove_links(root)
+        locks = _prune_locks(root)
+    temps = 0 if dry_run else _clean_stale(root)
+    return {"entries": len(doomed), "bytes": sum(e[2] for e in doomed), "kept": len(kept), "kept_bytes": total,
+            "locks": locks, "temporary": temps, "links": links}
+
+
+def _links(directory: Path) -> list[Path]:
+    """The symbolic links directly in ``directory`` (a real directory of the store), never followed."""
+    try:
+        return [p for p in directory.iterdir() if p.is_symlink()]
+    except OSError:
+        return []
+
+
+def _remove_links(root: Path) -> int:
+    """Remove the symbolic links planted in the store, its ``locks`` directory and its lock directories
+    (each link itself, never its target: ``pipeline.locks.remove``); return how many."""
+    import stat
+
+    removed = 0
+    places = [root]
+    try:
+        if stat.S_ISDIR(os.lstat(root / "locks").st_mode):
+            places.append(root / "locks")
+            places += [d for d in (root / "locks").iterdir() if not d.is_symlink() and d.is_dir()]
+    except OSError:
+        pass
+    for place in places:
+        for link in _links(place):
+            with contextlib.suppress(OSError):
+                removed += _remove(link)
+    return removed
+
+
+def _prune_locks(root: Path) -> int:
+    """Remove the lock directories no process holds (each lock taken before its file is removed); return how
+    many. Reached without following a link (``pipeline.locks.open_dir``): a planted link is never locked,
+    written or removed through."""
+    import fcntl
+
+    from pipeline.locks import LOCK, Outside, open_dir
+
+    pruned = 0
+    try:
+        lock_dirs = [d for d in (root / "locks").iterdir() if not d.is_symlink()] if not (root / "locks").is_symlink() else []
+    except OSError:
+        return 0
+    for lock_dir in lock_dirs:
+        try:
+            dir_fd = open_dir(lock_dir, root)
+        except (Outside, OSError):
+            continue
+        try:
+            try:
+                fd = os.open(LOCK, os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
+            except OSError:  # no lock file there, or a link in its place (removed above, or refused)
                 continue
-            fd = files.open_lock(lock)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no process runs this job now
             except BlockingIOError:
                 os.close(fd)
                 continue
-            lock.unlink()  # while held: a waiter that wakes up sees another file and locks anew (locks.hold)
+            os.unlink(LOCK, dir_fd=dir_fd)  # while held: a waiter that wakes up sees another file and locks anew
             os.close(fd)
-            shutil.rmtree(lock_dir, ignore_errors=True)
-            locks += 1
-    temps = 0 if dry_run else files.clean_stale(root)
-    return {"entries": len(doomed), "bytes": sum(e[2] for e in doomed), "kept": len(kept), "kept_bytes": total,
-            "locks": locks, "temporary": temps}
+        finally:
+            os.close(dir_fd)
+        with contextlib.suppress(OSError):
+            _remove(lock_dir)
+        pruned += 1
+    return pruned
+
+
+def _clean_stale(root: Path) -> int:
+    """The temporary files of dead processes removed from the store (``pipeline.files.clean_stale``'s choice
+    of names, each removed through :func:`_remove`: a link, never its target)."""
+    removed = 0
+    for path in root.glob(".*.tmp") if root.is_dir() and not root.is_symlink() else ():
+        m = files._TEMP.match(path.name)
+        if m and int(m.group(1)) != os.getpid() and not files._alive(int(m.group(1))):
+            with contextlib.suppress(OSError):
+                removed += _remove(path)
+    return removed
 
 
 def _size(text: str) -> int:
@@ -250,7 +347,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     done = prune(args.older_than, args.max_size, args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     print(f"job store {root}: {verb} {done['entries']} entries ({done['bytes'] / 2**20:.1f} MiB), {done['locks']} unheld "
-          f"lock(s), {done['temporary']} temporary file(s) of dead processes; {done['kept']} entries "
+          f"lock(s), {done['temporary']} temporary file(s) of dead processes"
+          + (f", {done['links']} symbolic link(s) planted in the store" if done.get("links") else "")
+          + f"; {done['kept']} entries "
           f"({done['kept_bytes'] / 2**20:.1f} MiB) kept")
     return 0
 
