@@ -52,15 +52,22 @@ def _up(x: float) -> float:
 
 
 def _pegasos_top(s: Stats) -> tuple[float, float]:
-    """[0, f(w_1) + lam r^2 / 2 + L r - f*_lo], r = ``iterate_radius``, L = ``loss_lipschitz``."""
+    """[0, min(f(w_1) + lam r^2 / 2 + L r, the hull's top) - f*_lo], r = ``iterate_radius``, L = ``loss_lipschitz``,
+    the hull's top ``hull_top`` (the largest f on the polytope the binary runs' iterates lie in; NaN where not
+    searched, pipeline.statistics.hull_top): the iterates lie in both sets."""
     lam, r, lip = float(s["lam"]), float(s["iterate_radius"]), float(s["loss_lipschitz"])
     if not all(math.isfinite(v) for v in (lam, r, lip, float(s["f_start"]), float(s["f_star_lo"]))):
         return 0.0, math.inf
-    top = (float(s["f_start"]) * _UP + lam * r * r / 2.0 * _UP * _UP + lip * r * _UP) * _UP - float(s["f_star_lo"])
+    ball = (float(s["f_start"]) * _UP + lam * r * r / 2.0 * _UP * _UP + lip * r * _UP) * _UP
+    hull = float(s.get("hull_top", math.nan))
+    if math.isfinite(hull):  # the hull's vertices are w_1 (f_start) and the steps' ends (hull_top)
+        ball = min(ball, max(hull, float(s["f_start"]) * _UP))
+    top = ball - float(s["f_star_lo"])
     return 0.0, _up(top * _UP)
 
 
-pegasos_ball = Range("pegasos_ball", ("lam", "iterate_radius", "loss_lipschitz", "f_start", "f_star_lo"), _pegasos_top)
+pegasos_ball = Range("pegasos_ball", ("lam", "iterate_radius", "loss_lipschitz", "hull_top", "f_start", "f_star_lo"),
+                     _pegasos_top)
 
 
 def sgd_norm(s: Stats) -> float:
