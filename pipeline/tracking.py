@@ -14,6 +14,13 @@ A tracking server that stops answering mid-sweep costs each later job a few seco
 HTTP retries are bounded for this process (:data:`HTTP_DEFAULTS`), and once a job has seen the server
 down (:func:`is_connection_error`, :func:`mark_down`) the next ones fail at once (:func:`ensure_up` raises
 :class:`StoreDown`), in this process and, through a marker file in the sweep directory, in its siblings.
+
+A store that is locked by another process (SQLite's "database is locked"), that refuses the credentials
+(HTTP 401/403) or whose database fails (SQLAlchemy's ``OperationalError``) is treated the same way, wherever
+the call is made (a job, the sweep's start or end): every call of the client goes through :class:`_Guarded`,
+which turns such a failure into :class:`StoreDown`, one line naming the store, what happened and how to
+recover (:func:`store_problem`), never MLflow's SQL dump or a traceback. Runs it could not end are left to the
+same command run again, which ends them (:func:`resume_parent`).
 """
 
 from __future__ import annotations
@@ -281,6 +288,9 @@ def _check_sqlite(uri: str) -> str | None:
         finally:
             conn.close()
     except sqlite3.Error as e:
+        if _LOCK_TEXT.search(str(e)):
+            return (f"the database cannot be written: it is locked by another process ({e}); run the same command "
+                    "once that process lets it go (another command's write, a database browser)")
         return f"the database cannot be written ({e})"
     return _check_schema(path, tables, version)
 
@@ -378,24 +388,41 @@ PROBE_TIMEOUT_S = 3.0
 
 
 class StoreDown(Exception):
-    """The tracking store is known to be down: raised by :func:`ensure_up` before a job touches it.
+    """The tracking store is known to be down, locked, refusing the credentials or failing: raised by
+    :func:`ensure_up` before a job touches it, and by every client call that finds it so (:class:`_Guarded`).
 
-    ``str(e)`` is the job's one line: "tracking server URI is down since TIME (REASON); finished jobs are
-    kept: run the same command when it is back" (URI and REASON redacted)."""
+    ``str(e)`` is one line: "tracking server URI is down since TIME (REASON); finished jobs are kept: run the
+    same command when it is back", or for the other ``kind``s (:data:`PROBLEMS`) "is locked by another process
+    since ...", "refuses these credentials since ...", "fails since ..." with how to recover (URI and REASON
+    redacted)."""
 
-    def __init__(self, uri: str, since: float, reason: str) -> None:
-        self.uri, self.since, self.reason = redact(uri), since, redact(reason)
-        kind = "server" if _is_http(uri) else "store"
-        super().__init__(f"tracking {kind} {self.uri} is {_down_phrase(since, self.reason)}; "
-                         "finished jobs are kept: run the same command when it is back")
+    def __init__(self, uri: str, since: float, reason: str, kind: str = "down") -> None:
+        self.uri, self.since, self.reason, self.kind = redact(uri), since, redact(reason), kind
+        what = "server" if _is_http(uri) else "store"
+        _, recover = PROBLEMS.get(kind, PROBLEMS["down"])
+        super().__init__(f"tracking {what} {self.uri} {_down_phrase(since, self.reason, kind)}; finished jobs are "
+                         f"kept: {recover}")
+
+
+# what each kind of store failure is called, and how to recover: the rest of the one line (StoreDown)
+PROBLEMS = {
+    "down": ("is down", "run the same command when it is back"),
+    "locked": ("is locked by another process",
+               "run the same command once that process lets it go (another command's write, a database browser)"),
+    "refused": ("refuses these credentials",
+                f"set valid ones ({USERNAME_ENV} and {PASSWORD_ENV}, or in the URI) and run the same command"),
+    "failing": ("fails", "run the same command once it works again"),
+}
 
 
 def _is_http(uri: str) -> bool:
     return uri.lower().startswith(("http://", "https://"))
 
 
-def _down_phrase(since: float, reason: str) -> str:
-    return f"down since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since))} ({reason})"
+def _down_phrase(since: float, reason: str, kind: str = "down") -> str:
+    """"is down since TIME (REASON)", or what ``kind`` says instead of "is down" (:data:`PROBLEMS`)."""
+    what = PROBLEMS.get(kind, PROBLEMS["down"])[0]
+    return f"{what} since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since))} ({reason})"
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -460,6 +487,61 @@ def is_connection_error(exc: BaseException) -> bool:
     return False
 
 
+_LOCK_TEXT = re.compile(r"database is locked|database table is locked|lock wait timeout|could not obtain lock|"
+                        r"deadlock detected|Deadlock found", re.IGNORECASE)
+_DB_ERROR_TEXT = re.compile(r"\((?:sqlite3|psycopg2?|pymysql|MySQLdb|pg8000|pyodbc)[\w.]*\.OperationalError\)\s*([^\n]*)")
+
+
+def _http_status(e: BaseException) -> int | None:
+    """The HTTP status a failure of a call to a server carries: MLflow's exception (its error code, e.g.
+    UNAUTHENTICATED = 401) or requests' ``HTTPError`` (an artifact upload)."""
+    response = getattr(e, "response", None)
+    code = getattr(response, "status_code", None)
+    if isinstance(code, int):
+        return code
+    if hasattr(e, "get_http_status_code") and hasattr(e, "error_code"):  # MlflowException and its kinds
+        try:
+            return int(e.get_http_status_code())
+        except Exception:  # noqa: BLE001 - an MLflow without the mapping
+            return None
+    return None
+
+
+def store_problem(exc: BaseException) -> tuple[str, str] | None:
+    """(kind, reason) when ``exc``, raised by a call to the tracking store, means the store cannot take calls
+    now, whatever the call: ``down`` (:func:`is_connection_error`), ``locked`` (SQLite's "database is locked",
+    another database's lock timeout), ``refused`` (HTTP 401 or 403: the credentials) or ``failing`` (any other
+    ``OperationalError`` of the database: a disk I/O error, a file it cannot open). None for an error of the
+    call itself (a bad parameter, a run that does not exist). ``reason``: one short clause, redacted, never the
+    SQL statement or its parameters."""
+    if isinstance(exc, StoreDown):
+        return exc.kind, exc.reason
+    if is_connection_error(exc):
+        return "down", _reason(exc)
+    chain = _chain(exc)
+    for e in chain:
+        status = _http_status(e)
+        if status in (401, 403):
+            code = getattr(e, "error_code", None)
+            return "refused", redact(f"HTTP {status}" + (f" {code}" if isinstance(code, str) and code else ""))
+    for e in chain:
+        text = str(e)
+        inner = text.splitlines()[0] if text else type(e).__name__
+        match = _DB_ERROR_TEXT.search(text)
+        if match:  # MLflow's message quoting SQLAlchemy's: "(sqlite3.OperationalError) database is locked ..."
+            inner = match[1]
+        is_db_error = type(e).__name__ == "OperationalError" or match is not None
+        if is_db_error and _LOCK_TEXT.search(inner):
+            return "locked", redact(inner.strip())[:200]
+    for e in chain:
+        text = str(e)
+        match = _DB_ERROR_TEXT.search(text)
+        if type(e).__name__ == "OperationalError" or match is not None:
+            inner = match[1] if match else re.sub(r"^\([\w.]+\)\s*", "", text.splitlines()[0] if text else "")
+            return "failing", redact(f"OperationalError: {inner.strip()}")[:200]
+    return None
+
+
 def _reason(exc: BaseException | str) -> str:
     """The short cause of a failure: the innermost socket-level error behind it, redacted."""
     if isinstance(exc, str):
@@ -489,7 +571,7 @@ def _read_marker(uri: str, sweep_dir: Path | str | None) -> dict[str, Any] | Non
         return None
     try:
         return {"since": float(data["since"]), "checked": float(data["checked"]), "reason": str(data["reason"]),
-                "driver": data.get("driver")}
+                "kind": str(data.get("kind") or "down"), "driver": data.get("driver")}
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -502,22 +584,31 @@ def _write_marker(uri: str, sweep_dir: Path | str | None, state: Mapping[str, An
         path.parent.mkdir(parents=True, exist_ok=True)
         files.write_text(path, json.dumps({  # staged: a sibling never reads half of it, nor writes through a link
             "uri": redact(uri), "since": state["since"], "checked": state["checked"], "reason": redact(state["reason"]),
-            "driver": sweep.current().driver_pid, "pid": os.getpid()}) + "\n")
+            "kind": state.get("kind", "down"), "driver": sweep.current().driver_pid, "pid": os.getpid()}) + "\n")
     except OSError:  # the marker only saves the siblings time: this process knows anyway
         pass
 
 
-def mark_down(uri: str, sweep_dir: Path | str | None = None, reason: BaseException | str = "") -> None:
+def mark_down(uri: str, sweep_dir: Path | str | None = None, reason: BaseException | str = "",
+              kind: str | None = None) -> None:
     """Record that the store ``uri`` is down: in this process, and (``sweep_dir``: the sweep directory)
     in the marker file ``.boundlab_store_down`` there, which the sweep's other worker processes read.
 
     ``reason``: the exception that showed it (its socket-level cause is kept) or a text; stored redacted.
     The first time it was seen down is kept across calls. Call it when :func:`is_connection_error` is
-    true of what a tracking call raised."""
+    true of what a tracking call raised. ``kind``: what :func:`store_problem` calls it (``down`` by default;
+    ``locked``, ``refused``, ``failing``), kept with it: the one line says it, and the recheck asks the
+    credentials of a store that refused them."""
     key = redact(uri)
     now = time.time()
+    sweep_dir = sweep_dir if sweep_dir is not None else _SWEEP_DIRS.get(key)
     known = _DOWN.get(key) or _read_marker(uri, sweep_dir) or {}
-    state = {"since": known.get("since", now), "checked": now, "reason": _reason(reason) or "no answer"}
+    if kind is None:
+        found = store_problem(reason) if isinstance(reason, BaseException) else None
+        kind = found[0] if found else "down"
+    why = (store_problem(reason) or ("", ""))[1] if isinstance(reason, BaseException) and kind != "down" else ""
+    state = {"since": known.get("since", now), "checked": now, "reason": why or _reason(reason) or "no answer",
+             "kind": kind}
     _DOWN[key] = state
     _write_marker(uri, sweep_dir, state)
 
@@ -531,11 +622,15 @@ def mark_up(uri: str, sweep_dir: Path | str | None = None) -> None:
         path.unlink(missing_ok=True)
 
 
-def _probe(uri: str) -> str | None:
-    """One quick look at whether the store answers: None if it does, else why not."""
+def _probe(uri: str, kind: str = "down") -> str | None:
+    """One quick look at whether the store answers (and, after a refusal, takes the credentials): None if it
+    does, else why not."""
     if _is_http(uri):
-        return _probe_server(uri, timeout=PROBE_TIMEOUT_S, credentials=False)
+        return _probe_server(uri, timeout=PROBE_TIMEOUT_S, credentials=kind == "refused")
     return check_store(uri)
+
+
+_SWEEP_DIRS: dict[str, Path | str] = {}  # redacted uri -> the sweep directory of this process's latest job
 
 
 def known_down(uri: str, sweep_dir: Path | str | None = None) -> str | None:
@@ -547,23 +642,26 @@ def known_down(uri: str, sweep_dir: Path | str | None = None) -> str | None:
     that still does not is recorded down again (so the siblings trust it for another minute). Cheap
     when nothing is known (a dict look-up and a missing file)."""
     key = redact(uri)
+    if sweep_dir is not None:  # where this process's later calls record what they find (_Guarded)
+        _SWEEP_DIRS[key] = sweep_dir
     state = _DOWN.get(key)
     marker = _read_marker(uri, sweep_dir)
     if marker is not None and (state is None or marker["checked"] > state["checked"]):
         current_driver = sweep.current().driver_pid
         if marker.get("driver") != current_driver:  # left by an earlier command: never trusted unchecked
             marker["checked"] = 0.0
-        state = _DOWN[key] = {k: marker[k] for k in ("since", "checked", "reason")}
+        state = _DOWN[key] = {k: marker[k] for k in ("since", "checked", "reason", "kind")}
     if state is None:
         return None
     if time.time() - state["checked"] > RECHECK_S:
-        why = _probe(uri)
+        kind = state.get("kind", "down")
+        why = _probe(uri, kind)
         if why is None:
             mark_up(uri, sweep_dir)
             return None
-        mark_down(uri, sweep_dir, why)
+        mark_down(uri, sweep_dir, why if kind == "down" else state["reason"], kind)  # a lock: its first words
         state = _DOWN[key]
-    return _down_phrase(state["since"], state["reason"])
+    return _down_phrase(state["since"], state["reason"], state.get("kind", "down")).removeprefix("is ")
 
 
 def ensure_up(uri: str, sweep_dir: Path | str | None = None) -> None:
@@ -571,7 +669,24 @@ def ensure_up(uri: str, sweep_dir: Path | str | None = None) -> None:
     at once, without a request. Call it before a job opens its run."""
     if known_down(uri, sweep_dir) is not None:
         state = _DOWN[redact(uri)]
-        raise StoreDown(uri, state["since"], state["reason"])
+        raise StoreDown(uri, state["since"], state["reason"], state.get("kind", "down"))
+
+
+def recheck(uri: str) -> None:
+    """At a sweep's start and end: a store this process found down, locked or refusing is looked at again at
+    once (one quick request, :func:`_probe`), not trusted for the rest of :data:`RECHECK_S`: a lock released,
+    credentials restored or a server back since then let the sweep go on (a command run again in the same
+    process, a notebook's, starts afresh). Nothing is asked of a store not known down."""
+    key = redact(uri)
+    state = _DOWN.get(key)
+    if state is None:
+        return
+    kind = state.get("kind", "down")
+    why = _probe(uri, kind)
+    if why is None:
+        mark_up(uri, _SWEEP_DIRS.get(key))
+    else:
+        mark_down(uri, None, why if kind == "down" else state["reason"], kind)
 
 
 def sweep_context(sweep_dir: Path) -> tuple[str | None, str]:
@@ -620,10 +735,68 @@ _CLIENTS: dict[str, Any] = {}  # uri -> client: a sweep's jobs in one process sh
 
 
 def _client(uri: str):  # noqa: ANN202
-    """The process's MLflow client of ``uri`` (one per store: opening one costs ~10 ms a job)."""
+    """The process's MLflow client of ``uri`` (one per store: opening one costs ~10 ms a job), guarded
+    (:class:`_Guarded`): a store down, locked, refusing or failing is one :class:`StoreDown`."""
     if uri not in _CLIENTS:
-        _CLIENTS[uri] = _open_client(uri)
+        _guard_known(uri)
+        try:
+            _CLIENTS[uri] = _Guarded(uri, _open_client(uri))
+        except Exception as e:
+            raise _classified(uri, e) from e
     return _CLIENTS[uri]
+
+
+def _guard_known(uri: str) -> None:
+    """:class:`StoreDown` at once when this process knows the store down (no request; the knowledge is
+    checked again once :data:`RECHECK_S` old, :func:`known_down`)."""
+    if redact(uri) in _DOWN:
+        ensure_up(uri)
+
+
+def _classified(uri: str, error: BaseException) -> BaseException:
+    """``error`` as a call to the store ``uri`` raised it, or, when it means the store cannot take calls now
+    (:func:`store_problem`), :class:`StoreDown` for it, the store recorded so for this process and its
+    sweep's other workers (:func:`mark_down`)."""
+    if isinstance(error, StoreDown):
+        return error
+    found = store_problem(error)
+    if found is None:
+        return error
+    kind, _ = found
+    mark_down(uri, None, error, kind)
+    state = _DOWN[redact(uri)]
+    return StoreDown(uri, state["since"], state["reason"], kind)
+
+
+class _Guarded:
+    """An MLflow client whose every call that finds the store down, locked, refusing the credentials or
+    failing raises :class:`StoreDown` (one line, :func:`store_problem`) instead of MLflow's exception (whose
+    text is the SQL statement and its parameters, hundreds of lines), and that fails at once, without a
+    request, while the store is known so. Everything else passes through unchanged."""
+
+    def __init__(self, uri: str, client: Any) -> None:
+        self._uri, self._inner = uri, client
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("_uri", "_inner"):  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
+        value = getattr(self._inner, name)
+        if name.startswith("_") or not callable(value):
+            return value
+        uri = self._uri
+
+        @functools.wraps(value)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            _guard_known(uri)
+            try:
+                return value(*args, **kwargs)
+            except Exception as e:
+                classified = _classified(uri, e)
+                if classified is e:
+                    raise
+                raise classified from e
+
+        return call
 
 
 def _close_clients() -> None:
@@ -631,6 +804,7 @@ def _close_clients() -> None:
     tearing its modules down (:func:`pipeline.interrupts.quick_exit`): SQLite folds its write-ahead log
     into the database file when the last connection closes, so no ``-wal``/``-shm`` file stays beside it."""
     for client in _CLIENTS.values():
+        client = getattr(client, "_inner", client)
         engine = getattr(getattr(getattr(client, "_tracking_client", None), "store", None), "engine", None)
         try:
             if engine is not None:
@@ -653,6 +827,7 @@ def _open_client(uri: str):  # noqa: ANN202
         plain, credentials = split_credentials(uri)
         os.environ.update(credentials)
         return mlflow.MlflowClient(tracking_uri=plain)
+    _quiet_database_errors()
     path = _sqlite_path(uri)
     if path is None:
         return mlflow.MlflowClient(tracking_uri=uri)
@@ -670,6 +845,24 @@ def _open_client(uri: str):  # noqa: ANN202
         return mlflow.MlflowClient(tracking_uri=uri)
     finally:
         os.close(fd)
+
+
+class _StoreProblemFilter:
+    """Drops MLflow's own log record of a database error that :class:`_Guarded` reports as one line (MLflow
+    logs every SQLAlchemy ``OperationalError`` with its traceback, the SQL statement and its parameters: 325
+    lines for a sweep's end on a locked SQLite store)."""
+
+    def filter(self, record: Any) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(error, BaseException) and store_problem(error) is not None)
+
+
+def _quiet_database_errors() -> None:
+    import logging
+
+    logger = logging.getLogger("mlflow.store.db.utils")
+    if not any(isinstance(f, _StoreProblemFilter) for f in logger.filters):
+        logger.addFilter(_StoreProblemFilter())
 
 
 _WAL: list[bool] = []  # the listener below is installed once per process
@@ -743,6 +936,8 @@ def experiment_id(uri: str, name: str) -> str:
         location = (Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
     try:
         created = client.create_experiment(name, artifact_location=location, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+    except StoreDown:
+        raise
     except Exception:  # created meanwhile by another process
         exp = client.get_experiment_by_name(name)
         if exp is None:
@@ -760,7 +955,7 @@ def _set_kind(client: Any, exp_id: str) -> None:
     try:
         client.set_experiment_tag(exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
     except Exception as e:
-        if is_connection_error(e):
+        if isinstance(e, StoreDown) or is_connection_error(e):
             raise
         logging.getLogger("boundlab").debug("experiment %s: %s not set (%s: %s)", exp_id, EXPERIMENT_KIND_TAG,
                                             type(e).__name__, redact(str(e)))
@@ -814,6 +1009,7 @@ def _log(client: Any, run_id: str, params: Mapping[str, Any] = {}, metrics: Iter
 def start_parent(uri: str, experiment: str, name: str, question: str, sweep_id: str, tags: Mapping[str, str],
                  params: Mapping[str, str] = {}) -> str:
     """Create the sweep's parent run (with the client API: safe when jobs share the process)."""
+    recheck(uri)
     client = _client(uri)
     run = client.create_run(
         experiment_id(uri, experiment),
@@ -841,9 +1037,13 @@ def resume_parent(uri: str, sweep_dir: Path, params: Mapping[str, str] | None = 
     if found is None:
         return None
     parent_id, sweep_id = found
+    _SWEEP_DIRS[redact(uri)] = sweep_dir  # a store found down from here on is recorded for the sweep's workers
+    recheck(uri)
     client = _client(uri)
     try:
         parent = client.get_run(parent_id)
+    except StoreDown:
+        raise
     except Exception:  # noqa: BLE001 - another store, or the run was purged
         return None
     if parent.info.lifecycle_stage != "active":
@@ -862,9 +1062,12 @@ def resume_parent(uri: str, sweep_dir: Path, params: Mapping[str, str] | None = 
     return parent_id, sweep_id, stale
 
 
-def end_children(uri: str, parent_id: str, reason: str) -> int:
-    """End the parent's child runs still RUNNING as KILLED with ``reason`` (their processes are gone: a
-    stopped sweep's workers, or an earlier start of the sweep). Returns how many."""
+def end_children(uri: str, parent_id: str, reason: str, status: str = "KILLED") -> int:
+    """End the parent's child runs still RUNNING as KILLED (or ``status``) with ``reason`` (their processes
+    are gone: a stopped sweep's workers, or an earlier start of the sweep). Returns how many. A store known
+    down (locked, refusing) is not called: nothing is ended, the next run of the command ends them."""
+    if _left_to_rerun(uri):
+        return 0
     client = _client(uri)
     parent = client.get_run(parent_id)
     stale = client.search_runs(
@@ -874,8 +1077,15 @@ def end_children(uri: str, parent_id: str, reason: str) -> int:
     )
     for run in stale:
         client.set_tag(run.info.run_id, "boundlab.error", redact(reason))
-        client.set_terminated(run.info.run_id, status="KILLED")
+        client.set_terminated(run.info.run_id, status=status)
     return len(stale)
+
+
+def _left_to_rerun(uri: str) -> bool:
+    """Whether this process knows the store ``uri`` down (locked, refusing, failing): the runs an ending sweep
+    would end are then left RUNNING, said by the sweep's one line, and the same command run again ends them
+    (:func:`resume_parent`)."""
+    return redact(uri) in _DOWN and known_down(uri) is not None
 
 
 def is_finished(uri: str, run_id: str) -> bool:
@@ -888,12 +1098,20 @@ def is_finished(uri: str, run_id: str) -> bool:
 
 
 def end_run(uri: str, run_id: str, status: str) -> None:
+    """End run ``run_id`` ``status``; on a store known down (locked, refusing) nothing is called: the sweep's
+    one line already says so, and the same command run again ends it (:func:`resume_parent`)."""
+    if _left_to_rerun(uri):
+        return
     _client(uri).set_terminated(run_id, status=status)
 
 
 def finish_parent(uri: str, run_id: str, artifacts: Iterable[Path], metrics: Mapping[str, float], failed: bool,
                   tags: Mapping[str, str] = {}) -> None:
-    """End a parent run: its metrics (non-finite values left out), tags (e.g. each bound's verdict), files."""
+    """End a parent run: its metrics (non-finite values left out), tags (e.g. each bound's verdict), files.
+    Its children still RUNNING are ended KILLED first: their jobs are over (a job whose store failed while
+    it ended its run leaves it so). A store this process found down is looked at again first (:func:`recheck`)."""
+    recheck(uri)
+    end_children(uri, run_id, "its job ended without ending its run (the tracking store failed meanwhile)")
     client = _client(uri)
     _log(client, run_id, metrics=[(k, v, 0) for k, v in metrics.items() if math.isfinite(v)], tags=tags)
     for path in artifacts:
@@ -968,6 +1186,7 @@ def link_reused(uri: str, parent_id: str, run_ids: Iterable[str]) -> dict[str, s
     A reused run the store no longer has is skipped. Returns {reused run id: light child id}."""
     from mlflow.entities import Metric, Param
 
+    recheck(uri)  # the sweep's end: a store found down during the jobs is looked at again first
     client = _client(uri)
     parent = client.get_run(parent_id)
     exp_id = parent.info.experiment_id
@@ -993,7 +1212,7 @@ def link_reused(uri: str, parent_id: str, run_ids: Iterable[str]) -> dict[str, s
         try:
             run = client.get_run(source)
         except Exception as e:  # purged meanwhile: nothing to link
-            if is_connection_error(e):
+            if isinstance(e, StoreDown) or is_connection_error(e):
                 raise
             continue
         origin = client.get_experiment(run.info.experiment_id).name if run.info.experiment_id != exp_id else None

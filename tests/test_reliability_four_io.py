@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers import compose_tiny, migrated_store
 
-from pipeline import locks, store
+from pipeline import locks, store, tracking
 from pipeline.params import UserError
 
 # --------------------------------------------------------------------------- 4. a learner that changes its input
@@ -313,3 +314,342 @@ def test_a_sweep_with_a_planted_lock_directory_writes_nothing_outside(tmp_path: 
     assert "2 runs in" in done.stdout
     assert f"{root / 'locks'} is a symbolic link" in done.stdout + done.stderr
     assert _snapshot(tmp_path / "outside") == before
+
+
+# --------------------------------------------------------------------------- 5. the tracking store failing mid-sweep
+
+
+def _mlflow_lock_error() -> BaseException:
+    """What MLflow raises for a write to a SQLite store another process holds: an MlflowException raised from
+    SQLAlchemy's OperationalError raised from sqlite3's (the message quotes the SQL and its parameters)."""
+    import sqlalchemy.exc
+    from mlflow.exceptions import MlflowException
+
+    try:
+        try:
+            try:
+                raise sqlite3.OperationalError("database is locked")
+            except sqlite3.OperationalError as e:
+                raise sqlalchemy.exc.OperationalError("INSERT INTO params (key, value) VALUES (?, ?)", [("a", "b")] * 50,
+                                                      e) from e
+        except sqlalchemy.exc.OperationalError as e:
+            raise MlflowException(message=e) from e
+    except MlflowException as e:
+        return e
+
+
+def _refusal(status: int) -> BaseException:
+    """What MLflow raises when the server answers 401 or 403 (mlflow.utils.rest_utils.verify_rest_response)."""
+    from mlflow.exceptions import MlflowException, get_error_code
+
+    body = "You are not authenticated." if status == 401 else "Permission denied"
+    return MlflowException(f"API request to endpoint /api/2.0/mlflow/runs/log-batch failed with error code {status} "
+                           f"!= 200. Response body: '{body}'", error_code=get_error_code(status))
+
+
+def _http_error(status: int) -> BaseException:
+    import requests
+
+    response = requests.Response()
+    response.status_code = status
+    return requests.HTTPError(f"{status} Client Error: FORBIDDEN for url: http://h/api/2.0/mlflow-artifacts/x",
+                              response=response)
+
+
+def _disk_error() -> BaseException:
+    import sqlalchemy.exc
+
+    try:
+        raise sqlite3.OperationalError("disk I/O error")
+    except sqlite3.OperationalError as e:
+        return sqlalchemy.exc.OperationalError("SELECT 1", (), e)
+
+
+def _not_found() -> BaseException:
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST
+
+    return MlflowException("Run 'abc' not found", error_code=RESOURCE_DOES_NOT_EXIST)
+
+
+@pytest.mark.parametrize(("make", "kind", "reason"), [
+    (_mlflow_lock_error, "locked", "database is locked"),
+    (lambda: sqlite3.OperationalError("database table is locked"), "locked", "database table is locked"),
+    (lambda: _refusal(401), "refused", "HTTP 401"),
+    (lambda: _refusal(403), "refused", "HTTP 403"),
+    (lambda: _http_error(403), "refused", "HTTP 403"),
+    (_disk_error, "failing", "disk I/O error"),
+    (lambda: ConnectionRefusedError(111, "Connection refused"), "down", "Connection refused"),
+    (_not_found, None, None),
+    (lambda: ValueError("a bad value of the call"), None, None),
+], ids=["mlflow-lock", "table-lock", "401", "403", "artifact-403", "disk", "refused-connection", "not-found", "value"])
+def test_a_store_failure_is_classified_in_one_clause(make, kind: str | None, reason: str | None) -> None:  # noqa: ANN001
+    found = tracking.store_problem(make())
+    if kind is None:
+        assert found is None
+        return
+    assert found is not None and found[0] == kind and reason in found[1] and "\n" not in found[1], found
+    assert "INSERT" not in found[1] and len(found[1]) <= 300
+
+
+@pytest.fixture
+def fresh_tracking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No store known down, no client cached: each test opens its own."""
+    monkeypatch.setattr(tracking, "_DOWN", {})
+    monkeypatch.setattr(tracking, "_CLIENTS", {})
+    monkeypatch.setattr(tracking, "_EXPERIMENTS", {})
+    monkeypatch.setattr(tracking, "_SWEEP_DIRS", {}, raising=False)
+
+
+@pytest.fixture
+def short_busy_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLflow waits 20 s for a SQLite lock on each call (its sessions' ``PRAGMA busy_timeout = 20000``): 0.3 s here,
+    so that a lock held throughout costs the test a fraction of a second per call. Only the wait is shortened: the
+    lock, its error and everything boundlab does with it are the real ones."""
+    import sqlalchemy.sql
+
+    import mlflow.store.db.utils as db_utils
+
+    class _Sql:
+        def __getattr__(self, name: str):  # noqa: ANN204
+            return getattr(sqlalchemy.sql, name)
+
+        @staticmethod
+        def text(statement: str):  # noqa: ANN205
+            return sqlalchemy.sql.text(statement.replace("busy_timeout = 20000", "busy_timeout = 300"))
+
+    monkeypatch.setattr(db_utils, "sql", _Sql())
+
+
+class _Locker:
+    """An exclusive lock on a SQLite store, held from a second connection (as another process's write holds it)."""
+
+    def __init__(self, db: Path) -> None:
+        self.db, self.conn = db, None
+
+    def take(self) -> None:
+        if self.conn is None:
+            self.conn = sqlite3.connect(self.db, isolation_level=None, timeout=30)
+            self.conn.execute("BEGIN EXCLUSIVE")
+
+    def release(self) -> None:
+        if self.conn is not None:
+            self.conn.execute("ROLLBACK")
+            self.conn.close()
+            self.conn = None
+
+
+class _MlflowLog(list):
+    """MLflow's own log records of level ERROR (its database errors are logged with the SQL and a traceback)."""
+
+    def __init__(self) -> None:
+        import logging
+
+        super().__init__()
+        self.handler = logging.Handler(logging.ERROR)
+        self.handler.emit = self.append
+
+
+@pytest.fixture
+def mlflow_errors() -> _MlflowLog:
+    import logging
+
+    log = _MlflowLog()
+    logger = logging.getLogger("mlflow")
+    logger.addHandler(log.handler)
+    yield log
+    logger.removeHandler(log.handler)
+
+
+def _after(monkeypatch: pytest.MonkeyPatch, target: str, calls: int, action) -> None:  # noqa: ANN001
+    """Run ``action()`` once, before call number ``calls`` of ``target`` ("module:Attr.path")."""
+    import functools
+    import importlib
+
+    module_name, _, path = target.partition(":")
+    owner = importlib.import_module(module_name)
+    *parents, attr = path.split(".")
+    for p in parents:
+        owner = getattr(owner, p)
+    original = getattr(owner, attr)
+    seen = [0]
+
+    @functools.wraps(original)
+    def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen[0] += 1
+        if seen[0] == calls:
+            action()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, attr, wrapped)
+
+
+class _Revoked:
+    """Credentials revoked on a server: from ``revoke()`` on, every call of MLflow's client raises what MLflow
+    raises for the server's answer (401, or 403), until ``restore()``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+        import functools
+
+        import mlflow
+
+        self.on, self.status = False, status
+        for name in dir(mlflow.MlflowClient):
+            method = getattr(mlflow.MlflowClient, name)
+            if name.startswith("_") or not callable(method):
+                continue
+
+            def make(method):  # noqa: ANN001, ANN202
+                @functools.wraps(method)
+                def call(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+                    if self.on:
+                        raise _refusal(self.status)
+                    return method(*args, **kwargs)
+
+                return call
+
+            monkeypatch.setattr(mlflow.MlflowClient, name, make(method))
+
+    def revoke(self) -> None:
+        self.on = True
+
+    def restore(self) -> None:
+        self.on = False
+
+
+SWEEP = ["-m", "seed=0,1,2", "n=50", "name=store_fault"]
+
+
+def _sweep(boundlab_in_process, tmp_path: Path, env: dict[str, str]):  # noqa: ANN001, ANN202
+    return boundlab_in_process(*SWEEP, f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path, env=env)
+
+
+def _one_line_each(done, what: str, recover: str) -> list[str]:  # noqa: ANN001
+    """The lines that speak of the store's failure: each one line naming the store, what happened and how to
+    recover; no SQL, no traceback anywhere."""
+    text = done.stdout + done.stderr
+    assert "[SQL:" not in text and "Traceback" not in text and "[parameters:" not in text, text[-3000:]
+    lines = [line for line in text.splitlines() if what in line]
+    assert lines, text[-3000:]
+    assert all("tracking store sqlite:///" in line and recover in line for line in lines), lines
+    end = [line for line in done.stderr.splitlines() if line.startswith("boundlab: ")]
+    assert len(end) == 1 and what in end[0], done.stderr[-3000:]
+    return lines
+
+
+def _statuses(uri: str) -> tuple[list[str], list[tuple[str, str]]]:
+    from helpers import sweep_runs
+
+    parents, children = sweep_runs(uri, "store_fault")
+    return ([p.info.status for p in parents],
+            sorted((c.data.tags["mlflow.runName"], c.info.status) for c in children))
+
+
+def _completes(boundlab_in_process, tmp_path: Path, env: dict[str, str], uri: str) -> None:  # noqa: ANN001
+    """The same command, once the store is back, completes what is missing and ends what was left open."""
+    again = _sweep(boundlab_in_process, tmp_path, env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    parents, children = _statuses(uri)
+    assert parents == ["FINISHED"], parents
+    assert children == [(f"perceptron seed={s} n=50", "FINISHED") for s in range(3)], children
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures("fresh_tracking", "short_busy_wait")
+@pytest.mark.parametrize("when", ["mid", "end"])
+def test_a_store_locked_by_another_process_gets_one_line_and_the_same_command_completes(
+        when: str, tmp_path: Path, boundlab_in_process, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+        mlflow_errors: _MlflowLog) -> None:
+    """The issue's example: a store locked while a sweep ran failed the sweep's end, left the parent RUNNING and
+    printed 325 lines of SQL. Locked after the first job (mid) or once every job has finished (end)."""
+    uri = migrated_store(tmp_path / "mlflow.db")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+    locker = _Locker(tmp_path / "mlflow.db")
+    if when == "mid":
+        _after(monkeypatch, "pipeline.tracking:JobRun.finish", 2, locker.take)
+    else:
+        _after(monkeypatch, "pipeline.tracking:link_reused", 1, locker.take)
+    try:
+        done = _sweep(boundlab_in_process, tmp_path, env)
+    finally:
+        locker.release()
+    assert done.returncode == 1
+    lines = _one_line_each(done, "is locked by another process", "run the same command once that process lets it go")
+    assert len(lines) == (3 if when == "mid" else 1), lines  # mid: two jobs and the end
+    assert not mlflow_errors, [r.getMessage()[:200] for r in mlflow_errors]
+    parents, children = _statuses(uri)
+    assert ("perceptron seed=0 n=50", "FINISHED") in children  # a finished run is kept
+    _completes(boundlab_in_process, tmp_path, env, uri)
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures("fresh_tracking", "short_busy_wait")
+def test_a_store_locked_at_the_sweeps_start_gets_one_line(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Locked before the command (its pre-flight says so, before any work) or between the pre-flight and the parent
+    run (the sweep's start says so): one line each, how to recover, nothing run."""
+    uri = migrated_store(tmp_path / "mlflow.db")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+    locker = _Locker(tmp_path / "mlflow.db")
+    locker.take()
+    try:
+        before = _sweep(boundlab_in_process, tmp_path, env)
+    finally:
+        locker.release()
+    assert before.returncode == 2 and before.stderr.count("\n") == 1, before.stderr
+    assert "is locked by another process" in before.stderr and "run the same command once" in before.stderr
+    _after(monkeypatch, "pipeline.tracking:start_parent", 1, locker.take)
+    try:
+        started = _sweep(boundlab_in_process, tmp_path, env)
+    finally:
+        locker.release()
+    assert started.returncode == 1
+    _one_line_each(started, "is locked by another process", "run the same command once that process lets it go")
+    assert not list((tmp_path / "sweep").glob("*/done.json"))
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures("fresh_tracking")
+@pytest.mark.parametrize(("status", "when"), [(401, "mid"), (403, "end")])
+def test_credentials_revoked_mid_sweep_get_one_line_and_the_same_command_completes(
+        status: int, when: str, tmp_path: Path, boundlab_in_process, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The issue's example: credentials revoked mid-sweep left a parent and a child RUNNING on the server, with
+    three different error lines. Now each line is the same one, and the same command with valid credentials ends
+    what was left open and runs what is missing."""
+    uri = migrated_store(tmp_path / "mlflow.db")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+    revoked = _Revoked(monkeypatch, status)
+    if when == "mid":  # revoked while the second job logs its results: its run stays open
+        _after(monkeypatch, "pipeline.tracking:JobRun.finish", 2, revoked.revoke)
+    else:
+        _after(monkeypatch, "pipeline.tracking:link_reused", 1, revoked.revoke)
+    done = _sweep(boundlab_in_process, tmp_path, env)
+    revoked.restore()
+    assert done.returncode == 1
+    lines = _one_line_each(done, "refuses these credentials", "set valid ones (MLFLOW_TRACKING_USERNAME")
+    assert all(f"(HTTP {status}" in line for line in lines), lines
+    import re
+
+    same = {re.sub(r"since \S+ \S+ ", "since TIME ", line[line.index("tracking store"):]) for line in lines}
+    assert len(same) == 1, "\n".join(lines)  # the same line each time (a SQLite store's probe cannot see a refusal)
+    _completes(boundlab_in_process, tmp_path, env, uri)
+
+
+@pytest.mark.usefixtures("fresh_tracking", "short_busy_wait")
+def test_a_jobs_run_on_a_locked_store_fails_the_next_job_at_once(tmp_path: Path) -> None:
+    """Without a sweep: the job's call that meets the lock is one StoreDown, and the next job's, without a request."""
+    uri = migrated_store(tmp_path / "mlflow.db")
+    run = tracking.JobRun(uri, experiment="e", name="job 0", parent_id=None, tags={})
+    locker = _Locker(tmp_path / "mlflow.db")
+    locker.take()
+    try:
+        with pytest.raises(tracking.StoreDown, match="is locked by another process since .* \\(database is locked\\)"):
+            run.fail(RuntimeError("any"))
+        import time
+
+        started = time.perf_counter()
+        with pytest.raises(tracking.StoreDown):
+            tracking.JobRun(uri, experiment="e", name="job 1", parent_id=None, tags={})
+        assert time.perf_counter() - started < 0.2
+    finally:
+        locker.release()
