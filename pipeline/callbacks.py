@@ -55,10 +55,13 @@ def _read_job(job_dir: Path) -> tuple[Any, Any] | Exception | None:
         return e
 
 
-def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None) -> tuple[Any, Any, list[Path]]:
+def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None,
+            attempt: float | None = None) -> tuple[Any, Any, list[Path]]:
     """Concatenate the results and curves of the sweep's ``size`` jobs (all job directories if None),
     in job order; list the jobs that failed or left no readable results. ``pack``: a packed sweep's
-    settings per pack (``pipeline.pack``): its jobs' rows are read from the packs' parts, in the same order.
+    settings per pack (``pipeline.pack``): its jobs' rows are read from the packs' parts, in the same order,
+    only from the parts complete and current for this run of the sweep (``attempt``: its start; a pack that
+    failed whole or did not run counts each of its members as failed).
     The tables are the frames ``pd.concat`` of each file's ``pd.read_parquet`` gives, gathered as Arrow
     tables and converted once (pipeline.tables: at 10,000 jobs, a quarter of the time and less memory).
     The files are read by :data:`READERS` threads, :data:`WINDOW` jobs ahead at most, and gathered in job
@@ -71,7 +74,7 @@ def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None) -
     if pack and size:
         from pipeline import pack as packed
 
-        failed = packed.collect(sweep_dir, size, pack, results, curves)
+        failed = packed.collect(sweep_dir, size, pack, results, curves, attempt)
         return results.frame(), curves.frame(), failed
     failed = []
     jobs = _job_dirs(sweep_dir, size)
@@ -122,20 +125,21 @@ def _overrides(job_dir: Path) -> list[str]:
     return [line.removeprefix("- ").strip() for line in lines if line.startswith("- ")]
 
 
-def failures(sweep_dir: Path, failed: list[Path]) -> list[dict[str, Any]]:
+def failures(sweep_dir: Path, failed: list[Path], attempt: float | None = None) -> list[dict[str, Any]]:
     """What the verdicts need of each failed job (``pipeline.verdicts.summarize``, docs/bounds.md section 9,
     "Missing runs"): a label relative to the sweep (its directory, or pack and index, and its overrides), the
     overrides, and the record of its error where the job left one (``pipeline.stages.failure_record``: the
     kind, a RangeError's bound, value and range, the learner, setting and parameters); a job without one
     (interrupted, lost, its tables unreadable, a pack that failed whole) is a failed job whose setting is
-    found from its overrides, if at all."""
+    found from its overrides, if at all. ``attempt``: the sweep's start; a packed member's record is read only
+    from a part marker of this run of the sweep (``pipeline.pack.member_failure``)."""
     from pipeline.pack import member_failure
     from pipeline.stages import read_failure
 
     out = []
     for job_dir in failed:
         overrides = _overrides(job_dir)
-        record = member_failure(job_dir) or read_failure(job_dir)
+        record = member_failure(job_dir, attempt) or read_failure(job_dir)
         try:
             where = job_dir.relative_to(sweep_dir).as_posix()
         except ValueError:
@@ -291,13 +295,13 @@ class SweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        size = sweep.current().size
+        size, attempt = sweep.current().size, sweep.current().start
         # From here this hook owns the parent run: pipeline.cli's interrupt handler must not end it twice.
         sweep.current().ended().publish()
         staging = sweep_dir / f".aggregate.{os.getpid()}.tmp"
         try:
             with tables.one_heap():  # the end's tables, verdicts and figures: one heap, not two (pipeline.tables)
-                problems = self._aggregate(config, sweep_dir, size or None, staging)
+                problems = self._aggregate(config, sweep_dir, size or None, staging, attempt)
         except KeyboardInterrupt:
             _end_parent(self.uri, self.parent_id, "KILLED")
             raise
@@ -311,16 +315,18 @@ class SweepCallback(Callback):
             print("boundlab: sweep " + "; ".join(problems), file=sys.stderr)
             raise SystemExit(1)
 
-    def _aggregate(self, config: DictConfig, sweep_dir: Path, size: int | None, staging: Path) -> list[str]:
-        """Collect, stage, publish and log the sweep's files; end the parent. Returns what to report."""
+    def _aggregate(self, config: DictConfig, sweep_dir: Path, size: int | None, staging: Path,
+                   attempt: float | None = None) -> list[str]:
+        """Collect, stage, publish and log the sweep's files; end the parent. Returns what to report. ``attempt``:
+        the sweep's start (``pipeline.sweep.Sweep.start``), what a pack of this run of the sweep recorded."""
         from pipeline import markers, plots, store, tracking
 
         pack = config.get("pack")
-        table, curves, failed = collect(sweep_dir, size, pack)
+        table, curves, failed = collect(sweep_dir, size, pack, attempt if pack else None)
         staging.mkdir(parents=True, exist_ok=True)
         staged: list[Path] = []
         # the tables and verdicts first: no figure can lose them; the failed jobs count against the bounds they concern
-        stats = summary(table, config, failures(sweep_dir, failed)) | {"failed_jobs": len(failed)}
+        stats = summary(table, config, failures(sweep_dir, failed, attempt if pack else None)) | {"failed_jobs": len(failed)}
         figures_failed: list[str] = []
         if len(table):
             table.to_parquet(staging / "results.parquet", index=False)

@@ -98,13 +98,65 @@ def _read_marker(path: Path) -> dict[str, Any] | None:
     return done if isinstance(done, dict) and isinstance(done.get("members"), list) else None
 
 
+def read_part(out: Path, p: int, identities: list[list[Any]]) -> tuple[Any, Any, dict[str, Any]] | str:
+    """Part ``p`` of the pack in ``out`` as (results, curves, marker) Arrow tables and record when it is complete
+    and current: its marker readable and naming exactly ``identities`` (the members' config keys, code and input
+    files as they are now), both tables readable, and its results holding a row of every member the marker does
+    not name as failed. Otherwise why not, in words. The one predicate of a part: a pack's rerun runs the parts
+    it refuses (:func:`part_complete`) and the sweep's end (:func:`collect`) reads only the parts it accepts."""
+    from pipeline import tables
+
+    results, curves, marker = _part_paths(out, p)
+    if not marker.exists():
+        return "not written"
+    done = _read_marker(marker)
+    if done is None or not isinstance(done.get("failed") or {}, dict):
+        return f"its marker {marker.name} is unreadable or not a part's marker"
+    if done["members"] != identities:
+        return (f"its marker {marker.name} is stale: written for other settings, another version of the code they run "
+                "or other input files")
+    try:
+        table, curve = tables.read(results), tables.read(curves)
+    except Exception as e:  # noqa: BLE001 - a damaged file raises whatever its reader meets (ArrowInvalid, OSError, ...)
+        return f"its tables cannot be read ({type(e).__name__}: {e})"
+    failed = done.get("failed") or {}
+    first = done.get("first")
+    if not isinstance(first, int):
+        return f"its marker {marker.name} does not say which runs it holds"
+    want = {str(ident[0]) for i, ident in enumerate(identities) if str(first + i) not in failed}
+    have = set(map(str, table.column("run").to_pylist())) if "run" in table.column_names else set()
+    if want - have:
+        return f"its results table lacks the rows of {len(want - have)} of its runs (damaged or replaced)"
+    return table, curve, done
+
+
 def part_complete(out: Path, p: int, identities: list[list[Any]]) -> bool:
     """Whether part ``p`` of the pack in ``out`` holds every member of ``identities``, finished by the same
-    code on the same inputs, with its tables there."""
-    results, curves, marker = _part_paths(out, p)
-    done = _read_marker(marker)
-    return (done is not None and done["members"] == identities and not done.get("failed")
-            and results.is_file() and curves.is_file())
+    code on the same inputs, with its tables there and readable (:func:`read_part`) and no member failed."""
+    got = read_part(out, p, identities)
+    return not isinstance(got, str) and not got[2].get("failed")
+
+
+def current_members(out: Path, attempt: float | None = None) -> tuple[int, list[list[Any]]] | str:
+    """The first run number and the members' identities of the pack in ``out`` as its last attempt computed
+    them, when that attempt belongs to this run of the sweep (``attempt``: the sweep's start,
+    ``pipeline.sweep.Sweep.start``; None: not checked) and did not fail as a whole; otherwise why not. A pack
+    that failed whole, stopped before it built its members or never ran in this sweep has no current part:
+    each of its members counts as failed, whatever earlier attempts left (:func:`collect`)."""
+    if (out / "error.txt").exists():
+        return f"the pack failed as a whole (see {out / 'error.txt'})"
+    try:
+        listed = json.loads((out / "members.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return "the pack never started (no readable members.json)"
+    if not isinstance(listed, dict) or not isinstance(listed.get("first"), int):
+        return "its members.json is not a pack's"
+    if attempt is not None and listed.get("attempt") != attempt:
+        return "the pack did not run in this sweep (its members.json is an earlier run's)"
+    identities = listed.get("identities")
+    if not isinstance(identities, list):
+        return "the pack stopped before it built its members"
+    return listed["first"], identities
 
 
 def part_summary(table: Any) -> str:
@@ -244,7 +296,7 @@ def run_pack(cfg: Any) -> None:
     import pandas as pd
     from hydra.core.hydra_config import HydraConfig
 
-    from pipeline import files, hydra_seam, locks, stages, tracking
+    from pipeline import files, hydra_seam, locks, stages, sweep, tracking
     from pipeline.config import build
 
     hc = HydraConfig.get()
@@ -258,26 +310,32 @@ def run_pack(cfg: Any) -> None:
     lock = locks.hold(out, wait=True, waiting=lambda pid: log.warning("%s: waiting for process %s, which holds %s",
                                                                       label, pid, out))
     tracker: tracking.JobRun | None = None
+    attempt = sweep.current().start  # this run of the sweep: the sweep's end trusts only what this attempt vouched for
     try:
-        compose = hydra_seam.Composer()
-        specs = [build(compose(list(m))) for m in members]
-        force = any(s.force for s in specs)
-        identities = [_identity(s) for s in specs]
-        pack_key = hashlib.sha256(json.dumps([i[0] for i in identities]).encode()).hexdigest()[:16]
         earlier = (out / "members.json").exists()  # an earlier start of this pack: its run is replaced
-        files.write_text(out / "members.json", json.dumps({"first": first, "members": members}) + "\n")
-        size = part_size(len(members))
-        parts = range(math.ceil(len(members) / size))
-        todo = [p for p in parts if force or not part_complete(out, p, identities[p * size:(p + 1) * size])]
         try:
             done = json.loads((out / "done.json").read_text())
         except (OSError, UnicodeDecodeError, ValueError):
             done = None
-        if not todo and done == {"key": pack_key, "members": len(members)}:
-            log.info("%s: already done in %s, skipped (force=true reruns it)", label, out)
-            return
+        # this attempt starts: nothing an earlier one left stands for it until its parts are checked against the
+        # members as they are now (a fault from here on, before or after, is this attempt's: error.txt)
         (out / "done.json").unlink(missing_ok=True)
         (out / "error.txt").unlink(missing_ok=True)
+        listed = {"first": first, "members": members, "attempt": attempt}
+        files.write_text(out / "members.json", json.dumps(listed) + "\n")
+        compose = hydra_seam.Composer()
+        specs = [build(compose(list(m))) for m in members]
+        force = any(s.force for s in specs)
+        identities = json.loads(json.dumps([_identity(s) for s in specs], default=str))  # as a marker reads them back
+        files.write_text(out / "members.json", json.dumps(listed | {"identities": identities}) + "\n")
+        pack_key = hashlib.sha256(json.dumps([i[0] for i in identities]).encode()).hexdigest()[:16]
+        size = part_size(len(members))
+        parts = range(math.ceil(len(members) / size))
+        todo = [p for p in parts if force or not part_complete(out, p, identities[p * size:(p + 1) * size])]
+        if not todo and done == {"key": pack_key, "members": len(members)}:
+            files.write_text(out / "done.json", json.dumps(done) + "\n")
+            log.info("%s: already done in %s, skipped (force=true reruns it)", label, out)
+            return
         if len(todo) < len(parts):
             log.info("%s: %d of %d parts already done in %s; %s", label, len(parts) - len(todo), len(parts), out,
                      "running the rest" if todo else "recording its run")
@@ -333,14 +391,29 @@ def member_overrides(path: Path) -> list[str] | None:
         return None
 
 
-def member_failure(path: Path) -> dict[str, Any] | None:
+def member_failure(path: Path, attempt: float | None = None) -> dict[str, Any] | None:
     """A failed member's record of its error (``pipeline.stages.failure_record``), from its part's marker; None
-    when the member is not named there (its part was never written whole, or a marker of an older version)."""
+    when the member is not named there (its part was never written whole, or a marker of an older version), or
+    when that marker is not current (:func:`current_members` with the sweep's ``attempt``, and the part's
+    members as they are now): an earlier attempt's record never speaks for this one."""
     job = _member(path)
     if job is None:
         return None
-    for marker in sorted(path.parent.glob("part-*.json")):
-        found = (_read_marker(marker) or {}).get("errors")
+    current = current_members(path.parent, attempt)
+    if isinstance(current, str):
+        if attempt is not None or (path.parent / "error.txt").exists():
+            return None
+        markers = [_read_marker(m) or {} for m in sorted(path.parent.glob("part-*.json"))]  # no attempt to check against
+    else:
+        first, identities = current
+        size = part_size(len(identities))
+        if not 0 <= job - first < len(identities):
+            return None
+        p = (job - first) // size
+        done = _read_marker(_part_paths(path.parent, p)[2]) or {}
+        markers = [done] if done.get("members") == identities[p * size:(p + 1) * size] else []
+    for done in markers:
+        found = done.get("errors")
         if isinstance(found, dict) and isinstance(found.get(str(job)), dict):
             return found[str(job)]
     return None
@@ -356,30 +429,35 @@ def member_label(path: Path) -> str | None:
     return f"{path.parent} run {job}" + (f" ({chosen})" if chosen else "")
 
 
-def collect(sweep_dir: Path, size: int, n: int, results: Any, curves: Any) -> list[Path]:
+def collect(sweep_dir: Path, size: int, n: int, results: Any, curves: Any, attempt: float | None = None) -> list[Path]:
     """Add the result and curve tables of a packed sweep of ``size`` jobs in packs of ``n`` to the gatherers
     ``results`` and ``curves`` (``pipeline.tables.Gather``), part by part in job order; return the members
-    that failed or left no readable results (:func:`member_path`)."""
-    from pipeline import tables
-
+    that failed or left no readable results (:func:`member_path`). Only what this run of the sweep vouched for
+    is read (``attempt``: the sweep's start, ``pipeline.sweep.Sweep.start``; None: not checked): a pack that
+    failed whole, never ran in this sweep or stopped before it built its members counts each of its members as
+    failed (:func:`current_members`), and so does a part that is not complete and current (:func:`read_part`,
+    the predicate a rerun uses to decide what to run again): stale, damaged, truncated or gone."""
     failed = []
     size_of_part = part_size(n)
     for k in range(math.ceil(size / n)):
         out = sweep_dir / pack_dir_name(k)
         count = min(n, size - k * n)
+        current = current_members(out, attempt)
+        if isinstance(current, str) or current[0] != k * n or len(current[1]) != count:
+            why = current if isinstance(current, str) else "its members.json is for another grid"
+            log.error("%s: runs %d-%d count as failed: %s", out, k * n, k * n + count - 1, why)
+            failed += [member_path(sweep_dir, n, j) for j in range(k * n, k * n + count)]
+            continue
+        identities = current[1]
         for p in range(math.ceil(count / size_of_part)):
             lo, hi = k * n + p * size_of_part, min(k * n + (p + 1) * size_of_part, k * n + count)
-            result_path, curve_path, marker = _part_paths(out, p)
-            done = _read_marker(marker)
-            if done is None:
+            got = read_part(out, p, identities[p * size_of_part:(p + 1) * size_of_part])
+            if isinstance(got, str):  # stale, damaged or gone: its members have no result (a rerun runs the part)
+                if got != "not written":
+                    log.error("%s part %d (runs %d-%d): %s; its runs count as failed", out, p, lo, hi - 1, got)
                 failed += [member_path(sweep_dir, n, j) for j in range(lo, hi)]
                 continue
-            try:
-                table, part_curve = tables.read(result_path), tables.read(curve_path)
-            except (OSError, ValueError) as e:  # marked done, table gone or damaged: its members have no result
-                log.error("%s: marked done but its tables cannot be read (%s: %s)", marker, type(e).__name__, e)
-                failed += [member_path(sweep_dir, n, j) for j in range(lo, hi)]
-                continue
+            table, part_curve, done = got
             if table.num_rows:
                 results.add(table)
                 curves.add(part_curve)
@@ -387,5 +465,5 @@ def collect(sweep_dir: Path, size: int, n: int, results: Any, curves: Any) -> li
     return failed
 
 
-__all__ = ["KEY", "PART", "collect", "decode", "encode", "member_failure", "member_label", "member_overrides",
-           "member_path", "pack_overrides", "packs_of", "part_complete", "run_pack"]
+__all__ = ["KEY", "PART", "collect", "current_members", "decode", "encode", "member_failure", "member_label",
+           "member_overrides", "member_path", "pack_overrides", "packs_of", "part_complete", "read_part", "run_pack"]
