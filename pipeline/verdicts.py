@@ -43,18 +43,52 @@ ALPHA = round(1.0 - LEVEL, 12)  # 0.05
 MAX_N = 100_000  # the largest number of seeds or runs an inconclusive verdict asks for
 
 
+# --- Safe arithmetic: every mean and quotient quoted as evidence ---------------------------------------
+
+def mean_of(values: Any) -> float:
+    """The mean of ``values`` (a pandas column skips NaN, as ``Series.mean`` does), never overflowing: finite values
+    near the largest double (two of 1e308 average 1e308, not inf) are averaged on the scale of the largest of
+    them. Infinite only when a value is; NaN for no value (or +inf with -inf). Ordinary values give exactly
+    what ``values.mean()`` gives: the one path for every mean a verdict or its evidence quotes."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = float(values.mean()) if hasattr(values, "mean") else float(np.mean(np.asarray(values, dtype=np.float64)))
+    if math.isfinite(mean):
+        return mean
+    x = np.asarray(values, dtype=np.float64).ravel()
+    x = x[~np.isnan(x)]
+    if not x.size or not np.isfinite(x).all():
+        return mean
+    scale = float(np.max(np.abs(x)))
+    return float(scale * np.mean(x / scale))
+
+
+def quotient(a: float, b: float) -> float:
+    """``a / b`` as a verdict's evidence quotes it, never raising: over 0 it is +inf for a > 0, -inf for a < 0
+    and 0 for a = 0 (no run above a bound of 0); NaN when either is NaN; inf / inf is NaN."""
+    a, b = float(a), float(b)
+    if b == 0.0:
+        return math.nan if math.isnan(a) else math.copysign(math.inf, a) if a else 0.0
+    return a / b
+
+
 # --- Intervals (the only place they are computed) ----------------------------------------------------
 
 def t_limits(values: Iterable[float], level: float = LEVEL) -> tuple[float, float, float]:
     """Mean and the one-sided ``level`` lower and upper Student t limits of the mean ((-inf, inf) for
-    fewer than 2 values)."""
+    fewer than 2 values). Finite values near the largest double are taken on the scale of the largest of them
+    (:func:`mean_of`): no overflow to an infinite mean or a NaN spread."""
     from scipy import stats
 
     x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
-    mean = float(x.mean()) if x.size else math.nan
+    mean = mean_of(x) if x.size else math.nan
     if x.size < 2:
         return mean, -math.inf, math.inf
-    half = float(stats.t.ppf(level, x.size - 1)) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sd = float(x.std(ddof=1))
+    if not math.isfinite(sd) and np.isfinite(x).all():
+        scale = float(np.max(np.abs(x)))
+        sd = scale * float((x / scale).std(ddof=1))
+    half = float(stats.t.ppf(level, x.size - 1)) * sd / math.sqrt(x.size)
     return mean, mean - half, mean + half
 
 
@@ -326,7 +360,7 @@ def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str
         x = _sample(sel)
         n = _units(sel)
         hold, above = x.holds_at(1.0, planned), x.violated_at(1.0, planned)
-        mean = float(sel["empirical"].mean())
+        mean = mean_of(sel["empirical"])
         _, _, t_hi = t_limits(sel["empirical"].to_numpy(dtype=np.float64))
         # the limits beside the verdict: over the range that holds every value (each seed's own range when they
         # differ, e.g. a top that reads the seed's sample, lies inside it: a wider range gives valid limits)
@@ -335,7 +369,7 @@ def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str
         lcl = limits.lower_limit(x.low, lo, hi) if above.decidable else -math.inf
         out.append({
             "setting": key if isinstance(key, tuple) else (key,), "label": labels[key], "seeds": n, "mean": mean,
-            "bound": float(sel["theoretical"].mean()), "trivial": float(sel["trivial"].mean()),
+            "bound": mean_of(sel["theoretical"]), "trivial": mean_of(sel["trivial"]),
             "informative": bool(sel["informative"].astype(bool).all()), "range": [lo, hi],
             "ucl": ucl, "lcl": lcl, "t_ucl": t_hi, "pvalue": above.p, "holds": hold.reject,
             "upper_decidable": hold.decidable, "lower_decidable": above.decidable, "sample": x,
@@ -395,8 +429,10 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     where = sorted(set(applicable.get("judged_at", ["T only"])))
     at = " and ".join(where)
     identities = applicable[_flag(applicable, "identity")]
-    tight = (1.0 / float(inform["max_ratio_over_t"].max()) if informative and not len(violated) and not len(straddling)
-             else None)
+    # every informative run measured at most 0 (e.g. no mistake at all): any smaller positive bound still holds
+    largest = float(inform["max_ratio_over_t"].max()) if informative else math.nan
+    tight = ((quotient(1.0, largest) if largest > 0 else math.inf) if informative and not len(violated)
+             and not len(straddling) else None)
     extra = {"violations": len(violated), "max_ratio_over_t": worst, "judged_at": at,
              "informative_share": f"{informative} of {_n(n, 'run')} informative",
              "tightness": tight if tight is None or math.isfinite(tight) else MAX_TIGHT,
@@ -408,9 +444,10 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
                          f"measured/bound {worst:.4g}; e.g. run {runs} (a bug until proven otherwise)", "every run"), extra
     checks = ""
     if len(identities):
-        gaps = (identities["theoretical"] - identities["empirical"]) / identities["allowance"]
+        gaps = [quotient(t - e, a) for t, e, a in zip(identities["theoretical"], identities["empirical"],
+                                                       identities["allowance"])]
         checks = (f"; {len(identities)} run(s) an identity up to rounding, counted as consistency checks, not evidence "
-                  f"(bound - measured at most {float(gaps.max()):.3g} x the rounding allowance)")
+                  f"(bound - measured at most {max(gaps):.3g} x the rounding allowance)")
     if len(straddling):
         runs = _examples(straddling)
         return Judgement(INCONCLUSIVE, f"0 violations in {n} runs, but in {len(straddling)} of them the comparator's bracket "
@@ -442,7 +479,7 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
     violated = [s for s in settings if s["verdict"] == VIOLATED]
     holding = [s for s in informative if s["verdict"] == HOLDS]
     open_ = [s for s in informative if s["verdict"] == INCONCLUSIVE]
-    ratio = lambda s, v: v / s["bound"] if s["bound"] > 0 else math.inf  # noqa: E731
+    ratio = lambda s, v: quotient(v, s["bound"]) if s["bound"] > 0 else math.inf  # noqa: E731
     worst = max(settings, key=lambda s: ratio(s, s["mean"]))
     seeds = sorted({s["seeds"] for s in settings})
     samples = [s["sample"] for s in informative]
@@ -553,7 +590,7 @@ def probability_settings(informative: Any, planned: int | None = None) -> list[d
         k_low = int((low > sel["theoretical"]).sum())
         # the bound's own failure probability where it declares one (e.g. 1/2 + delta), else the run's delta
         own = sel["failure"] if "failure" in sel and sel["failure"].notna().all() else None
-        delta = float(own.mean()) if own is not None else float(sel["delta"].mean()) if "delta" in sel else ALPHA
+        delta = mean_of(own) if own is not None else mean_of(sel["delta"]) if "delta" in sel else ALPHA
         lo, hi = binomial_limits(k_low, n)[0], binomial_limits(k, n)[1]
         out.append({"setting": key if isinstance(key, tuple) else (key,),
                     "label": labels[key], "runs": n, "seeds": _units(sel), "violations": k, "violations_low": k_low,
@@ -642,7 +679,7 @@ def _judge_probability(applicable: Any, power: bool = True, planned: int | None 
         return Judgement(INCONCLUSIVE, f"{head}; {len(open_)} setting(s) undecided, e.g. {s['label']}: {s['violations']} of "
                          f"{s['runs']}, 95 % limits [{s['lcl']:.3g}, {s['ucl']:.3g}] straddle delta {s['delta']:g}; {more}{note}",
                          decided), extra
-    w = max(settings, key=lambda s: s["ucl"] / s["delta"])
+    w = max(settings, key=lambda s: quotient(s["ucl"], s["delta"]))
     return Judgement(HOLDS, f"{head}; every informative setting's 95 % upper limit <= its delta, largest {w['ucl']:.3g} "
                      f"vs {w['delta']:g} ({w['label']}){note}", decided + ("" if planned else " (upper)")), extra
 
