@@ -123,6 +123,40 @@ class Bound:
             raise RangeError(f"bound {self.name}: the measured {self.quantity} is {value}, outside the range "
                              f"[{lo:g}, {hi:g}] the bound declares for it: a bug in the learner or in the bound's range")
 
+    def failure_probability(self, declared: Stats, stats: Stats) -> float:
+        """The probability with which this bound may fail in a run: its ``failure`` where it declares one, else
+        for a (P) bound the run's ``delta`` (NaN when neither is given). Raise :class:`ImpossibleValue`, naming
+        the bound, for one that is not a probability (NaN, below 0 or above 1): no run is judged against it."""
+        if self.failure is not None:
+            value, what = self.failure(declared), "failure probability"
+        elif self.guarantee == "P" and "delta" in stats:
+            value, what = stats["delta"], "failure probability (the run's delta)"
+        else:
+            return math.nan
+        try:
+            p = float(value)
+        except (TypeError, ValueError):
+            p = math.nan
+        if not 0.0 <= p <= 1.0:  # NaN too
+            raise ImpossibleValue(f"bound {self.name}: its {what} is {value!r}, not a probability in [0, 1]: a bug in the bound "
+                                  "(docs/plugins.md)")
+        return p
+
+    def rounding_allowance(self, declared: Stats) -> float:
+        """The rounding allowance included in the bound's value (NaN when it declares none). Raise
+        :class:`ImpossibleValue`, naming the bound, for one that is not a finite number >= 0."""
+        if self.allowance is None:
+            return math.nan
+        value = self.allowance(declared)
+        try:
+            a = float(value)
+        except (TypeError, ValueError):
+            a = math.nan
+        if not (math.isfinite(a) and a >= 0.0):
+            raise ImpossibleValue(f"bound {self.name}: its rounding allowance is {value!r}, not a finite number >= 0: a bug in "
+                                  "the bound (docs/plugins.md)")
+        return a
+
     def evaluate(self, stats: Stats, empirical: Mapping[str, float],
                  steps: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """One row of the results table: the bound next to the measured quantity, with its trivial
@@ -181,12 +215,19 @@ class Bound:
         if math.isnan(theoretical):
             raise ImpossibleValue(f"bound {self.name}: its value is not a number on statistics {declared}: a bug in the bound")
         judged = judge_row(measured, theoretical, trivial, prefix)
-        allowance = float(self.allowance(declared)) if self.allowance is not None else math.nan
+        # what the verdict reads beside the value, checked as the value is: a probability in [0, 1], an allowance >= 0
+        allowance = self.rounding_allowance(declared)
+        failure = self.failure_probability(declared, stats)
         gap = theoretical - float(measured)
         identity = bool(judged["holds"]) and 0.0 <= gap <= 2.0 * allowance  # False when there is no allowance (NaN)
         if judged["invalid"]:  # a per-step trace that is not a number: never compared, the run fails
             raise ImpossibleValue(f"bound {self.name} (learner {self.learner}): {judged['invalid']}: a bug in the learner's "
                                   "trace or the bound's curve")
+        certain = self.guarantee == "P" and failure >= 1.0  # may fail in every run: a statement about no run
+        reason = (f"an identity up to rounding: bound - measured = {gap:.3g} <= 2 x the rounding allowance {allowance:.3g} "
+                  "(a consistency check, not evidence)") if identity else (
+            f"vacuous: the bound may fail with probability {failure:g}, so no run can count against it or for it"
+            if certain else (self.note(declared) or ""))
         return row | {
             "judged_at": judged_at,
             "theoretical": theoretical,
@@ -194,15 +235,14 @@ class Bound:
             "ratio": float(judged["ratio"]),
             "max_ratio_over_t": float(judged["max_ratio_over_t"]),
             "holds": judged["holds"],
-            "informative": judged["informative"] and not identity,
+            "informative": judged["informative"] and not identity and not certain,
             "applicable": True,
-            "reason": (f"an identity up to rounding: bound - measured = {gap:.3g} <= 2 x the rounding allowance {allowance:.3g} "
-                       "(a consistency check, not evidence)") if identity else (self.note(declared) or ""),
+            "reason": reason,
             "comparator": comparator,
             "identity": identity,
             "allowance": allowance,
             # above the bound at the upper estimate only: the comparator's bracket straddles it, no violation shown
             "straddles": bool(self.quantity_low) and prefix is None and judged["holds"] is False
             and float(row["empirical_low"]) <= theoretical,
-            "failure": float(self.failure(declared)) if self.failure is not None else math.nan,
+            "failure": failure if self.failure is not None else math.nan,
         }
