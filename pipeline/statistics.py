@@ -132,15 +132,16 @@ def hull_top(run: StronglyConvexRun) -> float:
     reference's margins. Rounded up: the Gram's rounding (at most (d + 2) u R^2 an entry for the linear kernel;
     the kernel run's own K is exact by definition) charged to every hinge, and the sums' rounding. NaN (no top
     from the hull) for a sample above :data:`HULL_MAX` examples or a run of another kind."""
-    X = getattr(run, "X", None)
-    K = getattr(run, "K", None)
+    X: Any = getattr(run, "X", None)
+    K: Any = getattr(run, "K", None)
     y = np.asarray(getattr(run, "y", np.zeros(0)), dtype=np.float64)
     m = y.shape[0]
     if m == 0 or m > HULL_MAX or (X is None and K is None) or (X is not None and hasattr(X, "toarray")) \
             or isinstance(run, CrammerSingerRun):
         return math.nan
     lam = float(run.lam)
-    w = np.ones(m) if getattr(run, "weights", None) is None else np.asarray(run.weights, dtype=np.float64)
+    weights = getattr(run, "weights", None)
+    w = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)
     step = np.asarray(getattr(run, "s_step", np.ones(m)), dtype=np.float64)
     ref = np.asarray(getattr(run, "ref_margin", np.zeros(m)), dtype=np.float64)
     if X is not None:
