@@ -123,7 +123,7 @@ def spec_plots(repo: Path) -> list[str]:
 
 @pytest.mark.slow  # DVC reads this repository's dvc.lock, params and claims.json
 def test_this_repositorys_comparison_fits_a_terminal() -> None:
-    """On the main job itself: ``dvc exp show`` has at most 80 columns (every claim one of them), and
+    """On the main job itself: ``dvc exp show`` has at most 90 columns (every claim one of them), and
     ``dvc metrics diff --all`` (HEAD against the workspace) prints every claim in lines of at most 160."""
     bindir = Path(sys.executable).parent
     env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
@@ -136,7 +136,9 @@ def test_this_repositorys_comparison_fits_a_terminal() -> None:
     claims = json.loads((ROOT / "report" / "claims.json").read_text())
     header = run("exp", "show", "--csv", "-n", "1").splitlines()[0].split(",")
     shown = [c for c in header if c not in ("rev", "typ", "parent")]  # the CSV's own columns, not the table's
-    assert len(shown) <= 80, (len(shown), shown)
+    # 90: 54 claims, 6 params, 28 dependencies and 2 of bookkeeping since the four experiments that decide the (E)
+    # claims (issue 49); it was 80. One column per claim does not scale: issue 52's per-experiment summary is the fix.
+    assert len(shown) <= 90, (len(shown), shown)
     assert set(claims) <= set(header)
     table = run("metrics", "diff", "HEAD", "--all")
     assert all(name in table for name in claims)
