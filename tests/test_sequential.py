@@ -89,6 +89,10 @@ def test_rounds_stop_when_the_plan_shows_the_budget_cannot_decide(monkeypatch: p
     calls = _fake_rounds(monkeypatch, [near, near, DONE])
     cli._sequential(["-m", "x=1"], budget=100, step=25)
     assert len(calls) == 3
+    above = {"b": OPEN["b"] | {"seeds_needed": None}}  # the mean not below the bound: more seeds may show a violation
+    calls = _fake_rounds(monkeypatch, [above, above, DONE])
+    cli._sequential(["-m", "x=1"], budget=100, step=25)
+    assert len(calls) == 3
 
 
 def test_rounds_end_at_the_budget(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
