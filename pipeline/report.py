@@ -693,7 +693,7 @@ def render_markdown(experiments: list[Experiment], prov: dict[str, Any], out_dir
     for e in experiments:
         for v in e.verdicts:
             lines.append(f"| {_md(e.name)} | `{_md(v.bound)}` | {v.guarantee} | **{v.status}** | {_counts(v)} | {_md(v.text)} "
-                         f"| {_md(v.power)} | {_md(v.decided_by)}{_md(' (' + v.design + ')') if v.design else ''} |")
+                         f"| {_md(v.power)} | {_md(v.decided_by)}" + (f" ({_md(v.design)})" if v.design else "") + " |")
     for e in experiments:
         lines += ["", f"## {_md(e.name)}", "", _md(e.question), "", f"{e.runs} runs; failed jobs: {max(e.failed_jobs, 0)}.", ""]
         lines += [f"- **{v.status}** ({v.guarantee}) `{_md(v.bound)}`: {_md(v.claim)} {_md(v.text)}." for v in e.verdicts]
