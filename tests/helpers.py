@@ -23,11 +23,9 @@ def with_sitecustomize(tmp_path: Path, code: str, env: dict[str, str]) -> dict[s
     return env | {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
 
 
-def inject_fault(monkeypatch, target: str, call: int = 0) -> None:  # noqa: ANN001
-    """In this process, what :data:`INJECTOR` does in a ``boundlab`` subprocess: wrap
-    ``target`` ("module:Attr.path") so that its call number ``call`` (0: every call) raises
-    RuntimeError('injected fault ...'). For a command run with ``boundlab_in_process``, whose jobs (basic
-    launcher) and callbacks run here; ``monkeypatch`` restores the original."""
+def wrap_call(monkeypatch, target: str, before) -> None:  # noqa: ANN001
+    """Wrap ``target`` ("module:Attr.path") in this process so that ``before(n)`` runs before its n-th call (n from
+    1), then the original; ``monkeypatch`` restores it."""
     import functools
     import importlib
 
@@ -40,13 +38,26 @@ def inject_fault(monkeypatch, target: str, call: int = 0) -> None:  # noqa: ANN0
     calls = [0]
 
     @functools.wraps(original)
-    def faulty(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         calls[0] += 1
-        if call in (0, calls[0]):
-            raise RuntimeError(f"injected fault in {path} (call {calls[0]})")
+        before(calls[0])
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(owner, attr, faulty)
+    monkeypatch.setattr(owner, attr, wrapped)
+
+
+def inject_fault(monkeypatch, target: str, call: int = 0) -> None:  # noqa: ANN001
+    """In this process, what :data:`INJECTOR` does in a ``boundlab`` subprocess: wrap
+    ``target`` ("module:Attr.path") so that its call number ``call`` (0: every call) raises
+    RuntimeError('injected fault ...'). For a command run with ``boundlab_in_process``, whose jobs (basic
+    launcher) and callbacks run here; ``monkeypatch`` restores the original."""
+    path = target.partition(":")[2]
+
+    def fault(n: int) -> None:
+        if call in (0, n):
+            raise RuntimeError(f"injected fault in {path} (call {n})")
+
+    wrap_call(monkeypatch, target, fault)
 
 
 _TEMPLATE: list[Path] = []  # an empty MLflow SQLite store with every migration applied, made once per process

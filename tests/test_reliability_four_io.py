@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import compose_tiny, migrated_store
+from helpers import compose_tiny, migrated_store, wrap_call
 
 from pipeline import locks, store, tracking
 from pipeline.params import UserError
@@ -463,25 +463,7 @@ def mlflow_errors() -> _MlflowLog:
 
 def _after(monkeypatch: pytest.MonkeyPatch, target: str, calls: int, action) -> None:  # noqa: ANN001
     """Run ``action()`` once, before call number ``calls`` of ``target`` ("module:Attr.path")."""
-    import functools
-    import importlib
-
-    module_name, _, path = target.partition(":")
-    owner = importlib.import_module(module_name)
-    *parents, attr = path.split(".")
-    for p in parents:
-        owner = getattr(owner, p)
-    original = getattr(owner, attr)
-    seen = [0]
-
-    @functools.wraps(original)
-    def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        seen[0] += 1
-        if seen[0] == calls:
-            action()
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(owner, attr, wrapped)
+    wrap_call(monkeypatch, target, lambda n: action() if n == calls else None)
 
 
 class _Revoked:
