@@ -235,7 +235,7 @@ class SweepCallback(Callback):
     uri: str = ""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from pipeline import locks
+        from pipeline import files, locks
 
         sweep_dir = Path(config.hydra.sweep.dir)
         global _sweep_lock
@@ -249,6 +249,7 @@ class SweepCallback(Callback):
             raise SystemExit(1) from None
         except Exception as e:  # noqa: BLE001 - a directory that cannot be created or locked (read-only, no flock)
             _stop(f"start (cannot take the sweep directory {sweep_dir})", e)
+        files.clean_stale(sweep_dir)  # what a killed end of this sweep left (its staging directory)
         try:
             self._start(config)
         except KeyboardInterrupt:
@@ -271,6 +272,10 @@ class SweepCallback(Callback):
             redact_saved(sweep_dir)
         swept = _swept(config)
         resumed = tracking.resume_parent(self.uri, sweep_dir, params=swept)  # None after another grid: new parent
+        orphans = tracking.end_orphaned_parents(self.uri, config.name, sweep_dir)
+        if orphans:
+            log.warning("sweep: %d earlier parent run(s) of %s were left RUNNING by a process that is gone (%s): "
+                        "ended KILLED; their finished jobs are kept", len(orphans), config.name, ", ".join(orphans[:5]))
         if resumed:
             self.parent_id, self.sweep_id, killed = resumed
             log.info("sweep %s: resuming in %s (parent run %s; %d interrupted run(s) marked KILLED)",

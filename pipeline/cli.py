@@ -11,6 +11,7 @@ private internals (the ``--help`` listing) it reaches through ``pipeline.hydra_s
 from __future__ import annotations
 
 import os
+import time
 import sys
 from typing import NoReturn, Sequence
 
@@ -36,9 +37,9 @@ def _app(cfg: DictConfig) -> None:
 class _Rounds(Exception):
     """The pre-flight found ``seeds=auto``: the command runs the sweep in rounds (:func:`_sequential`)."""
 
-    def __init__(self, budget: int, step: int) -> None:
-        super().__init__(budget, step)
-        self.budget, self.step = budget, step
+    def __init__(self, budget: int, step: int, minutes: float | None = None) -> None:
+        super().__init__(budget, step, minutes)
+        self.budget, self.step, self.minutes = budget, step, minutes
 
 
 def command() -> NoReturn:
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         _once(argv)
     except _Rounds as r:
-        _sequential(argv, r.budget, r.step)
+        _sequential(argv, r.budget, r.step, r.minutes)
 
 
 URI_KEYS = ("tracking.uri=", "+tracking.uri=", "++tracking.uri=")
@@ -113,18 +114,35 @@ def _open_claims(last: dict) -> list[str]:
     return open_
 
 
-def _sequential(argv: list[str], budget: int, step: int) -> None:
-    """``seeds=auto``: run the sweep with seeds 0..n-1 for n = step, 2 step, ... up to ``budget``, each round a
-    sweep of its own (earlier seeds' jobs are reused from the job store), until every (E)/(P) claim is decided
-    or cannot be by more seeds. The verdicts use anytime-valid tests tuned to the budget, so stopping at the
-    round where a claim is decided keeps their level (docs/bounds.md section 9)."""
+def _next_size(n: int, step: int, budget: int, needs: dict[str, int | None]) -> int:
+    """The seeds per setting of the round after one of ``n``: at least ``step`` more, and at once as many as
+    the plan of any open claim asks for (``needs``: its ``seeds_needed`` at the observed values) within the
+    budget, so that a claim the plan shows decidable is decided in one more round, not in many. The tests
+    are anytime-valid (docs/bounds.md section 9): where the rounds stop never changes their level."""
+    within = [k for k in needs.values() if k is not None and n < k <= budget]
+    return min(budget, max([n + step, *within]))
+
+
+def _sequential(argv: list[str], budget: int, step: int, minutes: float | None = None) -> None:
+    """``seeds=auto``: run the sweep with seeds 0..n-1, n growing in rounds up to ``budget`` (each round a
+    sweep of its own; earlier seeds' jobs are reused from the job store, also under ``force=true``: each
+    seed is rerun once per command), until every (E)/(P) claim is decided or cannot be by more seeds.
+    The first round has ``step`` seeds; each next one ``step`` more, or as many as the plan of an open claim
+    asks for (:func:`_next_size`). ``minutes``: a round that the last rounds' pace says would end after
+    that many minutes from the start is cut to what fits, and none starts when not one more seed fits.
+    The verdicts use anytime-valid tests, so stopping at any round keeps their level (docs/bounds.md
+    section 9)."""
     from pipeline import callbacks
 
-    sizes = list(range(step, budget, step)) + [budget]
-    for r, n in enumerate(sizes, 1):
-        print(f"boundlab: seeds=auto: round {r} of at most {len(sizes)}: seeds 0-{n - 1} (budget {budget})", flush=True)
+    began, n, done, spent, r = time.monotonic(), min(step, budget), 0, 0.0, 0
+    while True:
+        r += 1
+        print(f"boundlab: seeds=auto: round {r}: seeds 0-{n - 1} (budget {budget}"
+              + (f", {minutes:g} min" if minutes else "") + ")", flush=True)
         callbacks.LAST.clear()
-        _once([*argv, f"seed=range(0,{n})"], in_round=True)
+        t0 = time.monotonic()
+        _once([*argv, f"seed=range(0,{n})"], in_round=True, forced_from=done or None)
+        spent, done = spent + time.monotonic() - t0, n
         open_ = _open_claims(callbacks.LAST)
         stats = callbacks.LAST.get("stats", {})
         decided = [f"{b} {s['verdict']} at {s.get('decided_at') or n} seeds" for b, s in stats.items()
@@ -133,23 +151,36 @@ def _sequential(argv: list[str], budget: int, step: int) -> None:
             print(f"boundlab: seeds=auto: done after {n} seeds per setting" + (f"; {', '.join(decided)}" if decided else "")
                   + "; nothing left that more seeds could decide", flush=True)
             return
+        if n >= budget:
+            print(f"boundlab: seeds=auto: the budget of {budget} seeds is spent; undecided: {', '.join(open_)}", flush=True)
+            return
         needs = {b: stats[b]["seeds_needed"] for b in open_ if isinstance(stats.get(b), dict) and "seeds_needed" in stats[b]}
         # a claim with no plan (None: its mean is not below the bound, where more seeds can still show a violation)
-        # keeps the rounds going, as before
-        if n < budget and open_ and len(needs) == len(open_) and all(k is not None and k > budget for k in needs.values()):
+        # keeps the rounds going
+        if len(needs) == len(open_) and all(k is not None and k > budget for k in needs.values()):
             # the plan from the observed values: no claim left open is decided within the budget (stopping for
             # futility never makes a "holds" or "violated" more likely: the tests are anytime-valid)
             plan = ", ".join(f"{b} (needs about {k} seeds)" for b, k in needs.items())
             print(f"boundlab: seeds=auto: stopped after {n} seeds per setting: at the observed values the budget of "
                   f"{budget} seeds cannot decide {plan}; raise seed_budget to go on", flush=True)
             return
+        nxt = _next_size(n, step, budget, needs)
+        if minutes is not None:  # the pace so far (seconds per seed of a setting) says how many more fit
+            left = minutes * 60 - (time.monotonic() - began)
+            fits = int(left / (spent / n)) if spent > 0 else nxt - n
+            if fits < 1:
+                print(f"boundlab: seeds=auto: stopped after {n} seeds per setting: the next seeds would end after "
+                      f"the budget of {minutes:g} min (about {spent / n:.2g} s a seed); undecided: {', '.join(open_)}; "
+                      "raise seed_minutes to go on (the same command reuses every finished seed)", flush=True)
+                return
+            nxt = min(nxt, n + fits)
         print(f"boundlab: seeds=auto: still undecided after {n} seeds: {', '.join(open_)}", flush=True)
-    print(f"boundlab: seeds=auto: the budget of {budget} seeds is spent; undecided: {', '.join(open_)}", flush=True)
+        n = nxt
 
 
-def _once(argv: list[str], in_round: bool = False) -> None:
+def _once(argv: list[str], in_round: bool = False, forced_from: int | None = None) -> None:
     """One command: the pre-flight, then the run or the sweep (a round of a ``seeds=auto`` sweep when
-    ``in_round``)."""
+    ``in_round``; ``forced_from``: under ``force=true``, the seeds below it were rerun by an earlier round)."""
     # From the first line: a stop during the checks (which may create the MLflow store's tables) is clean too.
     uri: str | None = None  # the tracking store a stop ends the runs in, once the pre-flight has read it
     guard = interrupts.StopGuard(lambda name, during: _stopped(name, during, uri))
@@ -162,7 +193,7 @@ def _once(argv: list[str], in_round: bool = False) -> None:
         uri = plan.tracking_uri
         # The command starts its own context (never one inherited from the environment). Its process: a
         # sweep's workers stop when it is gone, and a single run's directory is its own.
-        context = sweep.Sweep(driver_pid=os.getpid())
+        context = sweep.Sweep(driver_pid=os.getpid(), forced_from=forced_from)
         if plan.multirun:
             sweep.vouch(plan.task_jobs())  # the sweeper (hydra/sweeper=boundlab) need not compose them again
             if plan.ray_init is not None:

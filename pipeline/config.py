@@ -43,6 +43,9 @@ TOP_LEVEL = (
     Param("seed_budget", int, lambda v: 1 <= v <= 100_000, "an integer from 1 to 100000 (the most seeds per setting)",
           nullable=True),
     Param("seed_round", int, lambda v: v >= 1, "an integer >= 1 (seeds added per round)", nullable=True),
+    Param("seed_minutes", float, lambda v: 0 < v <= 10_080,
+          "null (no limit) or a number of minutes in (0, 10080] (seeds=auto starts no round it expects to end later)",
+          nullable=True),
     Param("pack", int, at_least(1), "null (one Hydra job per setting) or an integer >= 1 (a sweep runs this many "
           "settings per job: docs/sweeps.md, \"Large grids\")", nullable=True),
 )

@@ -225,6 +225,25 @@ def hold(directory: Path, wait: bool = False, waiting: Callable[[str], None] | N
         return fd
 
 
+def is_held(directory: Path) -> bool | None:
+    """Whether a live process holds ``directory``'s lock (:func:`hold`): None when that cannot be told here
+    (no such directory or lock file on this machine, a lock file that cannot be opened). Only looks: the
+    probe takes a shared lock for an instant, never the holder's, and writes nothing."""
+    try:
+        fd = os.open(os.path.join(directory, LOCK), os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # the probe's shared lock goes with it
+    return False
+
+
 def _same_file(fd: int, path: str) -> bool:
     """Whether ``path`` still names the file open as ``fd`` (a lock file unlinked by ``pipeline.store``'s
     pruning while another process held it is another file than the one a newcomer creates)."""

@@ -325,7 +325,7 @@ def run_pack(cfg: Any) -> None:
         files.write_text(out / "members.json", json.dumps(listed) + "\n")
         compose = hydra_seam.Composer()
         specs = [build(compose(list(m))) for m in members]
-        force = any(s.force for s in specs)
+        force = any(sweep.forces(s.force, s.seed) for s in specs)
         identities = json.loads(json.dumps([_identity(s) for s in specs], default=str))  # as a marker reads them back
         files.write_text(out / "members.json", json.dumps(listed | {"identities": identities}) + "\n")
         pack_key = hashlib.sha256(json.dumps([i[0] for i in identities]).encode()).hexdigest()[:16]

@@ -124,7 +124,7 @@ class Plan:
     jobs: list[list[str]] = field(default_factory=list)
     tracking_uri: str | None = None
     ray_init: dict | None = None  # the Ray launcher's ray.init arguments, when the sweep uses it
-    sequential: tuple[int, int] | None = None  # seeds=auto: (seed_budget, seed_round)
+    sequential: tuple[int, int, float | None] | None = None  # seeds=auto: (seed_budget, seed_round, seed_minutes)
 
     def task_jobs(self) -> list[list[str]]:
         """The jobs as Hydra's sweeper lists them: without the ``hydra.*`` overrides, which Hydra keeps
@@ -335,7 +335,8 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             if given and not in_round:
                 fail(f"{given[0]}: seeds=auto chooses the seeds (0, 1, 2, ... in rounds of seed_round, at most "
                       "seed_budget); remove seed=..., or use seeds=fixed")
-            plan.sequential = (int(cfg.seed_budget), int(cfg.seed_round))
+            minutes = cfg.get("seed_minutes")
+            plan.sequential = (int(cfg.seed_budget), int(cfg.seed_round), None if minutes is None else float(minutes))
     return plan
 
 

@@ -753,13 +753,26 @@ def _fsync(path: Path) -> None:
 def _staging(out_dir: Path) -> Iterator[Path]:
     """A temporary directory inside ``out_dir`` (the same file system, so ``os.replace`` moves its files into
     place), removed whatever happens: a failure leaves no temporary file behind."""
+    from pipeline import files, locks
+
     with _writing():
         out_dir.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=".staging-", suffix=".tmp", dir=out_dir))
+        try:
+            lock = locks.hold(out_dir)  # one report writes out_dir at a time
+        except locks.Held as e:
+            raise ReportNotWritten(f"{out_dir} is being written by another report (process {e.holder}); wait for it "
+                                   "to end, or stop it, and run the report again") from None
     try:
-        yield stage
+        files.clean_stale(out_dir)  # the staging directories of reports that were killed
+        with _writing():
+            # named .staging-XXXX.PID.tmp: a report killed before its finally is cleaned by the next one
+            stage = Path(tempfile.mkdtemp(prefix=".staging-", suffix=f".{os.getpid()}.tmp", dir=out_dir))
+        try:
+            yield stage
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        locks.release(lock)
 
 
 def _published(stage: Path, out_dir: Path) -> Callable[[Path], Path]:
@@ -925,6 +938,11 @@ def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any]
                  out_dir / PAGES, out_dir / "figures"]  # the report whole, as its pages link to each other
         metrics = {k: float(v) for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
         tracking.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
+    except KeyboardInterrupt:  # a stop while logging: the run ends KILLED, not left RUNNING
+        if run_id is not None:
+            with contextlib.suppress(Exception):
+                tracking.end_run(uri, run_id, "KILLED")
+        raise
     except Exception as e:  # noqa: BLE001 - any store failure: the pages are written, only the run is missing
         if run_id is not None:
             with contextlib.suppress(Exception):
@@ -954,6 +972,23 @@ def _refused(argv: list[str]) -> str | None:
     return None
 
 
+def _left_out(results: Path = Path("results"), experiments: Path = Path("experiments")) -> list[str]:
+    """What a report of every experiment leaves out, and why (one line each): results whose experiment is
+    gone (experiments/NAME.yaml removed or renamed), and, when no experiment has results, how to make some."""
+    orphans = sorted(p.parent.name for p in results.glob("*/metrics.json")
+                     if not (experiments / f"{p.parent.name}.yaml").is_file())
+    lines = []
+    if orphans:
+        shown = ", ".join(f"results/{n}" for n in orphans[:5]) + (f" and {len(orphans) - 5} more" if len(orphans) > 5 else "")
+        lines.append(f"left out {shown}: no experiments/NAME.yaml of that name (removed or renamed); restore the "
+                     "experiment to report it, or delete its results")
+    if not any((experiments / f"{p.parent.name}.yaml").is_file() for p in results.glob("*/metrics.json")):
+        known = sorted(p.stem for p in experiments.glob("*.yaml"))
+        lines.append(f"no experiment has results in {results}/ yet: run dvc repro, or one experiment's sweep "
+                     f"(boundlab -m experiment=NAME{'; NAME one of ' + ', '.join(known[:8]) if known else ''})")
+    return lines
+
+
 USAGE = """usage: python -m pipeline.report [NAME ...]
 
 The report over the experiments' results (results/NAME/, written by each experiment's sweep: dvc repro NAME):
@@ -976,6 +1011,9 @@ def main(argv: list[str] | None = None) -> int:
     if refused:
         _error(refused)
         return 2
+    if not argv:
+        for line in _left_out():
+            print(f"boundlab: report: {line}", file=sys.stderr)
     try:
         loaded, issues, untracked = build(argv or None)
     except SweepNotFinished as e:
@@ -1000,7 +1038,21 @@ def main(argv: list[str] | None = None) -> int:
     return 3 if untracked else 0
 
 
-if __name__ == "__main__":
-    from pipeline.interrupts import until_the_reader_leaves
+def _command() -> int | None:
+    """``python -m pipeline.report``: :func:`main` under the stop guard (Ctrl-C, SIGTERM, SIGHUP end it within
+    seconds, its staging directory removed, the previous report whole), and quiet when its reader leaves."""
+    from pipeline.interrupts import StopGuard, until_the_reader_leaves
 
-    sys.exit(until_the_reader_leaves(main))
+    guard = StopGuard()
+    try:
+        return until_the_reader_leaves(main)
+    except KeyboardInterrupt:
+        _error("interrupted; the previous report is unchanged (or, if it was being moved into place, partly "
+               "replaced): run the report again")
+        return 130
+    finally:
+        guard.close()
+
+
+if __name__ == "__main__":
+    sys.exit(_command())

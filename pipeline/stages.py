@@ -300,6 +300,7 @@ class JobLife:
         self.out = Path(hc.runtime.output_dir)
         self.multirun = hc.mode == RunMode.MULTIRUN
         self.spec = build(cfg)
+        self.forced = sweep.forces(self.spec.force, self.spec.seed)  # force=true, less what this command reran
         self.name = run_name(self.spec.learner.name, hc.overrides.task)
         self.step = progress(hc.job.num) if self.multirun else ""
         self.why: str | None = "unknown (its resume check failed)"
@@ -348,7 +349,7 @@ class JobLife:
         self.sources = identity.inputs(self.spec.dataset)  # before the data are read: an edit during the run reruns it
         self.code = identity.job_code(self.spec)
         self.why = markers.check(out, self.spec.key(), self.sources, self.code)
-        if self.why is None and not self.spec.force:
+        if self.why is None and not self.forced:
             log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
             return True
         if self.why not in ("not run yet", None):
@@ -371,7 +372,7 @@ class JobLife:
                 "%s%s: the job store cannot be used (%s): jobs run without it", step, name, _name_of_error(e))
             _store_said.append(True)
             self.ident = None
-        if not (self.multirun and not spec.force and self.ident is not None):
+        if not (self.multirun and not self.forced and self.ident is not None):
             return False
         uri = self.uri
         entry = store.stored(self.ident, tracking.redact(uri), finished=lambda run_id: tracking.is_finished(uri, run_id))

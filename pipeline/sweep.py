@@ -17,8 +17,8 @@ unpickles before it composes the job's config.
 >>> ctx = Sweep(driver_pid=42).with_(size=3, key="abc")
 >>> Sweep.from_json(ctx.to_json()) == ctx
 True
->>> ctx.ended()
-Sweep(driver_pid=42, driver_cwd=None, key=None, size=None, start=None, parent_run_id=None, sweep_id='', parent_new=False)
+>>> ctx.ended() == Sweep(driver_pid=42)
+True
 """
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ class Sweep:
     parent_new
         Whether this command created that parent run (rather than resuming one): it then has no earlier
         child runs, and a job need not look for any to supersede (``pipeline.tracking.JobRun``).
+    forced_from
+        With ``force=true``, the lowest seed this sweep reruns (:func:`forces`): a ``seeds=auto`` round after
+        the first reran seeds 0 to ``forced_from`` - 1 in this command's earlier rounds, so it reuses them.
     """
 
     driver_pid: int | None = None
@@ -67,6 +70,7 @@ class Sweep:
     parent_run_id: str | None = None
     sweep_id: str = ""
     parent_new: bool = False
+    forced_from: int | None = None
 
     def with_(self, **changes: Any) -> Sweep:
         """A copy with ``changes``."""
@@ -108,6 +112,13 @@ class Sweep:
 def current() -> Sweep:
     """The context this process was given (the empty one outside a command)."""
     return Sweep.from_json(os.environ.get(ENV, ""))
+
+
+def forces(force: bool, seed: int) -> bool:
+    """Whether a job of ``seed`` whose config says ``force`` is rerun although done: not when this command
+    already reran that seed in an earlier ``seeds=auto`` round (:attr:`Sweep.forced_from`)."""
+    start = current().forced_from
+    return force and (start is None or seed >= start)
 
 
 def update(**changes: Any) -> Sweep:

@@ -1062,6 +1062,43 @@ def resume_parent(uri: str, sweep_dir: Path, params: Mapping[str, str] | None = 
     return parent_id, sweep_id, stale
 
 
+ORPHANED = ("its sweep's process ended without ending it (killed, or the machine stopped); the finished jobs are "
+            "kept: run the same command to resume")
+
+
+def end_orphaned_parents(uri: str, experiment: str, own_dir: Path) -> list[str]:
+    """End KILLED the parent runs of ``experiment`` still RUNNING whose sweep is over: its directory (the
+    ``boundlab.sweep_dir`` tag) is on this machine and no live process holds its lock (a sweep holds it
+    while it runs, and the kernel drops it when the process dies, however it dies: a ``SIGKILL``, a
+    ``seeds=auto`` round killed and rerun with another grid, a power cut). Their children still RUNNING end
+    KILLED too. A parent whose directory cannot be looked at here (another machine's, removed) is left as it
+    is; so is ``own_dir``'s (the sweep starting: :func:`resume_parent` reopens it). Returns the ended ids."""
+    from pipeline import locks
+
+    if _left_to_rerun(uri):
+        return []
+    client = _client(uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    running = client.search_runs([exp.experiment_id], max_results=10_000, filter_string=(
+        "attributes.status = 'RUNNING' and tags.`boundlab.sweep_dir` LIKE '%'"))
+    own = os.path.realpath(own_dir)
+    ended = []
+    for run in running:
+        tags = run.data.tags
+        where = tags.get("boundlab.sweep_dir")
+        if not where or "mlflow.parentRunId" in tags or os.path.realpath(where) == own:
+            continue
+        if locks.is_held(Path(where)) is not False:  # running, or not to be told from here
+            continue
+        end_children(uri, run.info.run_id, ORPHANED)
+        client.set_tag(run.info.run_id, "boundlab.error", ORPHANED)
+        client.set_terminated(run.info.run_id, status="KILLED")
+        ended.append(run.info.run_id)
+    return ended
+
+
 def end_children(uri: str, parent_id: str, reason: str, status: str = "KILLED") -> int:
     """End the parent's child runs still RUNNING as KILLED (or ``status``) with ``reason`` (their processes
     are gone: a stopped sweep's workers, or an earlier start of the sweep). Returns how many. A store known

@@ -817,7 +817,8 @@ MISSING = "failed jobs: their runs are missing"  # blocked_by of a setting that 
 MISSING_SHOWN = 5  # failed jobs named in a summary (their count is always given)
 RANGE_RULE = "the bound's declared range, every run"
 _NOT_SETTING = {"hydra", "experiment", "force", "name", "question", "tracking", "scale", "log", "pack", "pack_members",
-                "seed", "seeds", "seed_budget"}  # overrides that name, steer or seed a sweep: not a setting's parameter
+                "seed", "seeds", "seed_budget", "seed_round",
+                "seed_minutes"}  # overrides that name, steer or seed a sweep: not a setting's parameter
 
 
 def _jobs_phrase(labels: list[str]) -> str:
