@@ -330,7 +330,10 @@ def _download(client: Any, run_id: str, names: list[str], dest: Path) -> None:
     download leaves the previous file (or none), never a truncated one that a later load would read."""
     quiet = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
     os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # three small files: no progress bars in a notebook
-    staging = Path(tempfile.mkdtemp(prefix=".download-", suffix=".tmp", dir=dest))
+    from pipeline import files
+
+    files.clean_stale(dest)  # what a killed download left (named with its pid)
+    staging = Path(tempfile.mkdtemp(prefix=".download-", suffix=f".{os.getpid()}.tmp", dir=dest))
     try:
         for name in names:
             client.download_artifacts(run_id, name, str(staging))

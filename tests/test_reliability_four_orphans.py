@@ -238,3 +238,20 @@ def test_seeds_auto_force_reruns_each_seed_once(tmp_path: Path, boundlab_in_proc
     finished = [r for r in all_runs(uri, "forced") if "mlflow.parentRunId" in r.data.tags and r.info.status == "FINISHED"
                 and r.info.lifecycle_stage == "active"]
     assert len(finished) >= 6
+
+
+def test_every_temporary_in_a_kept_directory_carries_its_pid() -> None:
+    """The class, not the examples: every temporary file or directory the package creates inside a directory it
+    keeps (``dir=...``) is named ``....PID.tmp``, so the next writer there can tell a dead process's from a live
+    one's (pipeline.files.clean_stale). A new call without the pid fails here."""
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "pipeline"
+    offenders = []
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        for m in re.finditer(r"(mkdtemp|mkstemp|NamedTemporaryFile|TemporaryDirectory)\(([^()]*(\([^()]*\))?[^()]*)\)", text):
+            args = m.group(2)
+            if "dir=" in args and "getpid()" not in args:
+                offenders.append(f"{path.relative_to(root.parent)}: {m.group(0)}")
+    assert not offenders, offenders
