@@ -19,7 +19,7 @@ import hydra
 from omegaconf import DictConfig
 
 from pipeline import hydra_seam, interrupts, preflight, sweep  # sweep also registers the config's ${boundlab:...} resolver
-from pipeline.paths import CONF_DIR
+from pipeline.paths import CONF_DIR, fault
 from pipeline.preflight import Plan, fail
 
 
@@ -134,11 +134,11 @@ def _sequential(argv: list[str], budget: int, step: int, minutes: float | None =
     section 9)."""
     from pipeline import callbacks
 
-    began, n, done, spent, r = time.monotonic(), min(step, budget), 0, 0.0, 0
+    began, n, done, spent, r, why = time.monotonic(), min(step, budget), 0, 0.0, 0, ""
     while True:
         r += 1
         print(f"boundlab: seeds=auto: round {r}: seeds 0-{n - 1} (budget {budget}"
-              + (f", {minutes:g} min" if minutes else "") + ")", flush=True)
+              + (f", {minutes:g} min" if minutes else "") + f"){why}", flush=True)
         callbacks.LAST.clear()
         t0 = time.monotonic()
         _once([*argv, f"seed=range(0,{n})"], in_round=True, forced_from=done or None)
@@ -175,6 +175,9 @@ def _sequential(argv: list[str], budget: int, step: int, minutes: float | None =
                 return
             nxt = min(nxt, n + fits)
         print(f"boundlab: seeds=auto: still undecided after {n} seeds: {', '.join(open_)}", flush=True)
+        asks = [f"{b} about {k}" for b, k in needs.items() if k is not None and n < k <= budget]
+        why = f": the plan at the observed values asks for {', '.join(asks)}" if asks and nxt > n + step else ""
+        why += " (cut to the minutes budget)" if minutes is not None and nxt < _next_size(n, step, budget, needs) else ""
         n = nxt
 
 
@@ -204,6 +207,7 @@ def _once(argv: list[str], in_round: bool = False, forced_from: int | None = Non
         context.publish()
         listing = hydra_seam.list_groups_once() if not plan.jobs else None  # --help, --cfg, --info, completion
         sys.argv = [sys.argv[0] if sys.argv else "boundlab", *argv]
+        hydra_seam.explain_errors(fault)  # an error outside every job that the command can word: one line, no traceback
         try:
             _app()
         finally:
@@ -217,7 +221,7 @@ def _once(argv: list[str], in_round: bool = False, forced_from: int | None = Non
         if e.code not in (0, None) and (guard.taken or guard.waiting):
             _interrupted(plan)
         if e.code not in (0, None):
-            _end_stranded_parent(plan)
+            _end_stranded_parent(plan, getattr(e, "line", None))
         raise
     except BaseException:
         _end_stranded_parent(plan)
@@ -231,14 +235,17 @@ def _once(argv: list[str], in_round: bool = False, forced_from: int | None = Non
             sys.modules["pipeline.callbacks"].release_sweep()
 
 
-def _end_stranded_parent(plan: Plan | None) -> None:
+def _end_stranded_parent(plan: Plan | None, why: str | None = None) -> None:
     """A sweep that stopped before its end hook (a launcher that refused its jobs, a full disk while Hydra
     saved a job's config, an error outside any job): its parent run and open children end FAILED, never
-    left RUNNING. The end hook clears the parent from the context once it owns it, so nothing ends twice."""
+    left RUNNING. The end hook clears the parent from the context once it owns it, so nothing ends twice.
+    ``why``: the error's one line (``hydra_seam.Explained``), said here, with the parent's end."""
     from pipeline import tracking
 
     parent = sweep.current().parent_run_id if plan is not None else None
     if not parent:
+        if why:
+            print(f"boundlab: error: {why}", file=sys.stderr)
         return
     uri = tracking.tracking_uri(plan.tracking_uri)
     try:
@@ -248,8 +255,9 @@ def _end_stranded_parent(plan: Plan | None) -> None:
         print(f"boundlab: could not end the sweep's parent run FAILED ({tracking.redact(f'{type(e).__name__}: {e}')})",
               file=sys.stderr)
     sweep.update(parent_run_id=None)
-    print("boundlab: the sweep stopped before its end (the error is above); its parent run ended FAILED; finished "
-          "jobs are kept: run the same command to resume", file=sys.stderr)
+    print(f"boundlab: error: {why}; the sweep's parent run ended FAILED" if why else "boundlab: the sweep stopped before "
+          "its end (the error is above); its parent run ended FAILED; finished jobs are kept: run the same command to "
+          "resume", file=sys.stderr)
 
 
 def _interrupted(plan: Plan | None) -> None:
