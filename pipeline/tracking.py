@@ -962,14 +962,34 @@ def _set_kind(client: Any, exp_id: str) -> None:
 
 
 @functools.cache
+def _pipeline_outputs(root: Path) -> list[str]:
+    """The paths ``dvc.yaml``'s stages write (outs, metrics, plots): what ``dvc repro`` itself removes and
+    rewrites while the stages run (a git-tracked metrics file such as report/claims.json is deleted before its
+    stage runs), so never a sign that what the runs compute from was changed."""
+    import yaml
+
+    try:
+        stages = (yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages", {})
+    except (OSError, yaml.YAMLError, AttributeError):
+        return []
+    paths = []
+    for stage in stages.values() if isinstance(stages, dict) else ():
+        for kind in ("outs", "metrics", "plots"):
+            for entry in (stage or {}).get(kind) or []:
+                paths.extend([entry] if isinstance(entry, str) else list(entry) if isinstance(entry, dict) else [])
+    return [p for p in paths if isinstance(p, str) and "${" not in p]
+
+
 def git_commit() -> str:
     """The commit of the project checkout, with '+dirty' when it has uncommitted changes to what the runs
-    compute from. ``dvc.lock`` is left out: ``dvc repro`` itself rewrites it while the stages run, so every
-    run of the main job would otherwise call its own commit dirty."""
+    compute from. ``dvc.lock`` and the pipeline's own outputs are left out (:func:`_pipeline_outputs`):
+    ``dvc repro`` itself rewrites them while the stages run, so every run of the main job would otherwise call
+    its own commit dirty."""
     root = project_root()
+    excluded = [f":(exclude){p}" for p in ("dvc.lock", *_pipeline_outputs(root))]
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)dvc.lock"],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded],
                                cwd=root, capture_output=True, text=True)
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

@@ -341,3 +341,35 @@ def test_the_commit_is_dirty_for_edited_code_but_not_for_the_lock_dvc_rewrites(t
     assert commit() == head
     (tmp_path / "code.py").write_text("x = 2\n")
     assert commit() == f"{head}+dirty"
+
+
+@pytest.mark.slow  # a clone of this repository, then the git the code runs
+def test_a_fresh_clone_is_clean_while_dvc_rewrites_the_pipeline_s_outputs(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``dvc repro`` does to a fresh clone while its stages run (report/claims.json, a git-tracked metrics
+    file, deleted before the report stage and written again, possibly different; dvc.lock rewritten) leaves the
+    commit clean; an edit to what the runs compute from (code, a config, an experiment) makes it dirty."""
+    from pipeline import tracking
+
+    root = Path(tracking.project_root())
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(root), str(clone)], check=True)
+    monkeypatch.setattr(tracking, "project_root", lambda: clone)
+    commit = getattr(tracking.git_commit, "__wrapped__", tracking.git_commit)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
+    assert commit() == head
+    claims = clone / "report" / "claims.json"
+    assert claims.exists()
+    claims.unlink()  # dvc repro removes a stage's outputs before it runs
+    assert commit() == head
+    claims.write_text("{}\n")  # and the stage writes them again
+    (clone / "dvc.lock").write_text("schema: '2.0'\n")
+    assert commit() == head
+    for edited in ("pipeline/cli.py", "conf/config.yaml", "experiments/worst_case.yaml", "dvc.yaml"):
+        original = (clone / edited).read_text()
+        (clone / edited).write_text(original + "\n# an edit\n")
+        assert commit() == f"{head}+dirty", edited
+        (clone / edited).write_text(original)
+    assert commit() == head
