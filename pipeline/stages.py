@@ -45,6 +45,10 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+# Why a sweep's finished job runs again, in the cases an edit or a new value is meant to cause (pipeline.markers):
+# said in the job's one line rather than in a warning of its own (the rest, e.g. an interrupted run, warn).
+EXPECTED_RERUN = ("its config changed", "the code it runs", "its input file(s) changed")
+
 # Overrides that name, describe or steer the sweep rather than choose the run's parameters.
 NOT_PARAMETERS = ("hydra", "experiment=", "force=", "name=", "question=", "tracking.", "scale=", "log.")
 
@@ -308,6 +312,7 @@ class JobLife:
         self.uri = tracking.tracking_uri(cfg.tracking.uri)
         self.sweep_dir = Path(hc.sweep.dir) if self.multirun else None
         self.lock = self.held = self.ident = None
+        self.rerun_why = ""  # why a sweep's job that had run runs again, when that is the expected case
         self.sources = self.code = None
         if tracking.redact(self.uri) != self.uri:  # a database password in the URI: not in the configs Hydra saved
             redact_saved(self.out / ".hydra")
@@ -353,7 +358,13 @@ class JobLife:
             log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
             return True
         if self.why not in ("not run yet", None):
-            log.warning("%s%s: not done in %s because %s", step, name, out, self.why)
+            if self.multirun and self.why.startswith(EXPECTED_RERUN):
+                # what an edit or a new value (dvc exp run -S ...) does to every job of a sweep: said in the job's one
+                # line, not in a warning per job
+                self.rerun_why = self.why
+                log.debug("%s%s: not done in %s because %s", step, name, out, self.why)
+            else:
+                log.warning("%s%s: not done in %s because %s", step, name, out, self.why)
         tracking.ensure_up(self.uri, self.sweep_dir)  # a server found down by an earlier job: fail now, not after retries
         return False
 
@@ -542,7 +553,8 @@ def _said(cfg: DictConfig, life: JobLife, result: Any) -> None:
     # run, or log.bounds=true: one line per bound (docs/sweeps.md, "A sweep").
     each_bound = not multirun or OmegaConf.select(cfg, "log.bounds", default=False) is True
     if not each_bound:
-        log.info("%s%s: %s", step, name, bounds_summary(result.table))
+        log.info("%s%s: %s%s", step, name, bounds_summary(result.table),
+                 f" (run again: {life.rerun_why})" if life.rerun_why else "")
     for row in result.table.itertuples() if each_bound else ():
         part = getattr(row, "part", None)
         name_ = f"{name} [{part}]" if isinstance(part, str) and part else name

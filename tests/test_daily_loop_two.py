@@ -1,0 +1,28 @@
+"""Issue 52 (the daily loop, round two): what a user sees in the expected cases stays short."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from helpers import migrated_store
+
+
+def test_a_sweep_rerun_after_a_config_change_says_it_once_per_job(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    """The same sweep directory run again with another value (what ``dvc exp run -S gamma=0.2`` does to an
+    experiment's sweep): every job runs again, and says why in its one line, with no warning line of its own;
+    an unexpected case (an interrupted job) still warns."""
+    uri = migrated_store(tmp_path / "mlflow.db")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+    common = ["-m", "seed=0,1,2", "d=3", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    first = boundlab_in_process(*common, "n=30", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = boundlab_in_process(*common, "n=31", cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    out = again.stdout + again.stderr
+    assert "not done in" not in out, out[-3000:]
+    assert out.count("(run again: its config changed)") == 3, out[-3000:]
+    assert "WARNING" not in out.replace("reused with another grid", ""), out[-3000:]
+    (tmp_path / "sweep" / "1" / "done.json").unlink()  # an interrupted job: not the expected case
+    third = boundlab_in_process(*common, "n=31", cwd=tmp_path, env=env)
+    assert "not done in" in third.stdout + third.stderr
