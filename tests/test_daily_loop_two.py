@@ -26,3 +26,14 @@ def test_a_sweep_rerun_after_a_config_change_says_it_once_per_job(tmp_path: Path
     (tmp_path / "sweep" / "1" / "done.json").unlink()  # an interrupted job: not the expected case
     third = boundlab_in_process(*common, "n=31", cwd=tmp_path, env=env)
     assert "not done in" in third.stdout + third.stderr
+
+
+def test_the_committed_lock_holds_exactly_the_pipeline_s_stages() -> None:
+    """dvc.lock keeps a stage dvc.yaml no longer defines (an experiment replaced) until someone removes it: the
+    committed lock and dvc.yaml name the same stages."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    defined = set(yaml.safe_load((root / "dvc.yaml").read_text())["stages"])
+    locked = set(yaml.safe_load((root / "dvc.lock").read_text())["stages"])
+    assert locked == defined, {"locked, not defined": sorted(locked - defined), "defined, not locked": sorted(defined - locked)}
