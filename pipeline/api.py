@@ -76,9 +76,13 @@ class Results:
 
     @property
     def claims(self) -> pd.DataFrame:
-        """The experiment's claims with their verdicts (one row per claim; empty when not known)."""
-        columns = ["bound", "guarantee", "status", "text", "informative", "runs", "decided_by", "claim"]
-        return pd.DataFrame([v.as_dict() for v in self.claim_verdicts], columns=["experiment", *columns])[columns]
+        """The experiment's claims with their verdicts (one row per claim; empty when not known): ``claim`` the
+        sentence claimed, ``evidence`` the verdict's sentence of evidence (as in :attr:`verdicts`)."""
+        columns = ["bound", "guarantee", "status", "evidence", "informative", "runs", "decided_by", "claim"]
+        rows = [v.as_dict() for v in self.claim_verdicts]
+        for row in rows:  # the verdict's sentence of evidence, named as in :attr:`verdicts`; ``claim``: what is claimed
+            row["evidence"] = row.pop("text", "")
+        return pd.DataFrame(rows, columns=["experiment", *columns])[columns]
 
     @property
     def figures(self) -> list[str]:
@@ -155,14 +159,19 @@ def load(source: str | os.PathLike[str], *, tracking_uri: str | None = None,
 
 
 def run_id(source: str | os.PathLike[str]) -> str | None:
-    """The MLflow run id ``source`` names (``runs:/<id>`` or the bare 32 hex digits), else None.
+    """The MLflow run id ``source`` names (``runs:/<id>`` or the bare 32 hex digits, followed by nothing or by
+    whitespace and anything: a sweep directory's ``.boundlab_parent`` holds the parent's id and the sweep's),
+    else None.
 
     >>> run_id("runs:/c0a0834cf432485fb978f05d1eb10cab")
+    'c0a0834cf432485fb978f05d1eb10cab'
+    >>> run_id("runs:/" + "c0a0834cf432485fb978f05d1eb10cab boundlab-20261129-041500-4242\\n")
     'c0a0834cf432485fb978f05d1eb10cab'
     >>> run_id("results/perceptron_margin") is None
     True
     """
-    match = _RUN_ID.match(str(source).strip())
+    words = str(source).split()
+    match = _RUN_ID.match(words[0]) if words else None
     return match.group(1) if match else None
 
 

@@ -223,7 +223,7 @@ def test_experiment_reads_results_with_its_claims_and_provenance(sweep: tuple[Pa
     claims = res.claims
     assert list(claims["bound"]) == ["novikoff", "pegasos_expectation"]
     assert list(claims["status"]) == ["holds", "not applicable"]
-    assert claims["text"].iloc[0] == res.metrics["novikoff"]["evidence"]
+    assert claims["evidence"].iloc[0] == res.metrics["novikoff"]["evidence"] and "text" not in claims
     assert res.provenance["git commit"] == "abc123" and res.provenance["question"] == "Does it hold?"
     assert f"{NAME}_mistakes_by_gamma" in res.figures  # the report's comparison (pipeline.report.load)
     fig = res.plot(f"{NAME}_mistakes_by_gamma")
