@@ -32,6 +32,10 @@ def _app(cfg: DictConfig) -> None:
         job(cfg)
     except UserError as e:  # found once the data exist (a data file, a batch larger than the sample)
         fail(str(e))
+    except Exception as e:  # a single run's (a sweep's jobs keep theirs): one the command words is one line
+        if fault(e):
+            raise hydra_seam.Explained(str(fault(e))) from None
+        raise
 
 
 class _Rounds(Exception):
@@ -255,7 +259,7 @@ def _end_stranded_parent(plan: Plan | None, why: str | None = None) -> None:
         print(f"boundlab: could not end the sweep's parent run FAILED ({tracking.redact(f'{type(e).__name__}: {e}')})",
               file=sys.stderr)
     sweep.update(parent_run_id=None)
-    print(f"boundlab: error: {why}; the sweep's parent run ended FAILED" if why else "boundlab: the sweep stopped before "
+    print(f"boundlab: error: {why}; its parent run ended FAILED" if why else "boundlab: the sweep stopped before "
           "its end (the error is above); its parent run ended FAILED; finished jobs are kept: run the same command to "
           "resume", file=sys.stderr)
 

@@ -22,6 +22,10 @@ private, and why boundlab needs it:
   repository, made shallow (:func:`copy_repositories_shallow`), for every composition in the process; and
   ``ConfigRepository.load_config``, whose results for config files are kept by the files' bytes
   (:func:`keep_config_reads`), with the private ``_find_object_source`` and ``_normalize_file_name``.
+- ``hydra._internal.utils.run_and_report``: how Hydra reports an error raised outside every job (its launcher
+  failing to start a job, a job's directory that cannot be made), a traceback and exit 1; :func:`explain_errors`
+  makes the errors the command can word (the working directory removed mid-sweep, a path too long for the
+  system) one line instead.
 - ``hydra_plugins.hydra_joblib_launcher._core`` (``launch``, ``execute_job``) and ``Singleton._instances``:
   :func:`launch_keeping_plugins` swaps the worker function for :func:`execute_job`, which hands a worker's
   plugin registry on to its next job instead of rescanning the plugins for every job.
@@ -50,9 +54,10 @@ import uuid
 import warnings
 from typing import Any, Callable, Iterable, NoReturn, Sequence
 
-__all__ = ["CommandLineError", "ComposeOnce", "Composer", "Compositions", "apply_overrides", "basic_sweeper",
-           "copy_repositories_shallow", "execute_job", "keep_config_reads", "knows_its_jobs", "launch_keeping_plugins",
-           "list_groups_once", "parse_command_line", "parse_overrides", "parser", "split_sweep"]
+__all__ = ["CommandLineError", "ComposeOnce", "Composer", "Compositions", "Explained", "apply_overrides",
+           "basic_sweeper", "copy_repositories_shallow", "execute_job", "explain_errors", "keep_config_reads",
+           "knows_its_jobs", "launch_keeping_plugins", "list_groups_once", "parse_command_line", "parse_overrides",
+           "parser", "split_sweep"]
 
 
 # ---------------------------------------------------------------- the command line
@@ -434,6 +439,51 @@ def list_groups_once() -> Callable[[], None]:
         ConfigLoaderImpl.get_group_options = hydras
 
     return restore
+
+
+# ---------------------------------------------------------------- errors outside every job
+
+class Explained(SystemExit):
+    """An error raised outside every job that the command words in one line (:func:`explain_errors`): exit code
+    1, the line in ``line``, no traceback. A ``SystemExit``, so that Hydra's reporting lets it through."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(1)
+        self.line = line
+
+
+_EXPLAIN: list[Callable[[BaseException], str | None]] = []  # the explanation explain_errors installed last
+
+
+def explain_errors(explain: Callable[[BaseException], str | None]) -> None:
+    """Hydra runs the app inside ``run_and_report`` (private: ``hydra._internal.utils.run_and_report``), which
+    prints an error raised outside every job (its launcher, the making of a job's directory, a callback) with
+    its traceback and exits 1. From now on, in this process, an error that ``explain(error)`` words in one line
+    raises :class:`Explained` with that line instead; ``explain`` returning None leaves the error to Hydra, as
+    before. Installed once per process (a later call only replaces ``explain``);
+    tests/test_reliability_four_cli.py fails when Hydra's ``_run_hydra`` stops calling that name."""
+    from hydra._internal import utils
+
+    _EXPLAIN[:] = [explain]
+    if getattr(utils.run_and_report, "boundlab_explains", False):
+        return
+    hydras = utils.run_and_report
+
+    def run_and_report(func: Callable[[], Any]) -> Any:
+        def explained() -> Any:
+            try:
+                return func()
+            except Exception as e:
+                line = _EXPLAIN[0](e) if _EXPLAIN else None
+                if line:
+                    raise Explained(line) from None
+                raise
+
+        return hydras(explained)
+
+    run_and_report.boundlab_explains = True  # type: ignore[attr-defined]
+    run_and_report.hydras = hydras  # type: ignore[attr-defined]
+    utils.run_and_report = run_and_report
 
 
 # ---------------------------------------------------------------- the joblib launcher
