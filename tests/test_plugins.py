@@ -380,6 +380,19 @@ def test_example_sweeps_and_is_judged(example: Path, tmp_path: Path, boundlab) -
     assert "passive_aggressive" in helped.stdout.split("== Config ==")[0]
 
 
+@pytest.mark.slow  # the installed command finds the plug-in on its PYTHONPATH
+def test_example_attains_its_bound_as_the_guide_says(example: Path, tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    """docs/plugins.md's "the bound attained" line: both bounds hold, informative, with measured/bound exactly 1."""
+    done = boundlab("-m", "algorithm=passive_aggressive", "algorithm.passes=2", "dataset=tight", "n=50,100",
+                    cwd=tmp_path, env=_env(example, tracking=tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    (table,) = [pd.read_parquet(p) for p in tmp_path.glob("multirun/*/*/results.parquet")]
+    assert table["informative"].all() and table["holds"].all(), table
+    assert ((table["ratio"] > 1 - 1e-12) & (table["ratio"] <= 1)).all(), table["ratio"]  # the bound rounded up by (1 + 8u)
+    for bound in ("pa_mistakes", "pa_squared_hinge"):
+        assert f"{bound} (D): holds (2 of 2 runs informative)" in done.stdout + done.stderr
+
+
 # --- Broken and colliding plug-ins --------------------------------------------------------------------
 
 def _fake(root: Path, dist: str, entry_points: str, module: str = "", source: str = "") -> None:
