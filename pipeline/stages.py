@@ -55,8 +55,22 @@ NOT_PARAMETERS = ("hydra", "experiment=", "force=", "name=", "question=", "track
 
 def run_name(learner: str, overrides: Any) -> str:
     """The learner and the parameters the command chose, e.g. 'perceptron gamma=0.1 seed=0': the name a
-    job's log lines and MLflow run carry."""
-    chosen = [o for o in overrides if not o.lstrip("+~").startswith(NOT_PARAMETERS)]
+    job's log lines and MLflow run carry. Short enough for MLflow's runs table: a group's key without its
+    group (``cost=absolute``, not ``algorithm.cost=absolute``; the run's params keep the full names) and
+    no ``algorithm=`` that repeats the learner.
+
+    >>> run_name("multiclass_pegasos", ["algorithm=multiclass_pegasos", "algorithm.cost=absolute", "lam=0.1", "seed=2"])
+    'multiclass_pegasos cost=absolute lam=0.1 seed=2'
+    """
+    chosen = []
+    for o in overrides:
+        if o.lstrip("+~").startswith(NOT_PARAMETERS):
+            continue
+        key, _, value = o.lstrip("+~").partition("=")
+        if key == "algorithm" and value == learner:
+            continue
+        group, dot, rest = key.partition(".")
+        chosen.append(f"{rest if dot and group in ('algorithm', 'dataset') else key}={value}")
     return " ".join([learner, *chosen])
 
 
