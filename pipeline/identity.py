@@ -96,9 +96,12 @@ def _module_file(name: str) -> Path | None:
     return Path(origin) if origin and origin.endswith(".py") else None
 
 
+_IMPORTS_FORMAT = "2"  # of the parsed-imports cache entries: another format, other entries
+
+
 def _imports(name: str, path: Path, packages: frozenset[str]) -> set[str]:
-    """The modules of ``packages`` that module ``name`` imports anywhere in its source (functions included:
-    the lazy imports count), read from its syntax tree, never by importing it.
+    """What module ``name`` imports of ``packages`` anywhere in its source (functions included: the lazy imports
+    count), read from its syntax tree, never by importing it (:func:`_parse_imports` says how it is written).
 
     Parsing every module of a job's closure costs a few tenths of a second, once per process: the answer
     is kept in the cache directory under a hash of everything it depends on (the source's bytes, the
@@ -106,7 +109,8 @@ def _imports(name: str, path: Path, packages: frozenset[str]) -> set[str]:
     from pipeline.data.certify import default_cache_dir
 
     source = path.read_bytes()
-    key = hashlib.sha256(json.dumps([name, path.name == "__init__.py", sorted(packages)]).encode() + b"\0" + source)
+    key = hashlib.sha256(json.dumps([_IMPORTS_FORMAT, name, path.name == "__init__.py", sorted(packages)]).encode()
+                         + b"\0" + source)
     entry = default_cache_dir() / "imports" / f"{key.hexdigest()[:32]}.json"
     try:
         return set(json.loads(entry.read_text()))
@@ -122,50 +126,89 @@ def _imports(name: str, path: Path, packages: frozenset[str]) -> set[str]:
 
 
 def _parse_imports(name: str, path: Path, source: bytes, packages: frozenset[str]) -> set[str]:
+    """The imports of ``packages`` in ``source``: ``"m"`` for ``import m``; for ``from m import x as y``,
+    ``"m:"`` (m is run, as a package's face or as a module), ``"m.x"`` (x may be a submodule) and ``"m:x:y"``
+    (the name y bound from m's x: which module defines it, when m is a package, :func:`_through_face`)."""
     import ast
 
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] in packages}
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            found.add(module)
-            found |= {f"{module}.{alias.name}" for alias in node.names}  # `from pkg import submodule`
-    return {m for m in found if m and m.split(".")[0] in packages}
+            if not module or module.split(".")[0] not in packages:
+                continue
+            found.add(f"{module}:")
+            for alias in node.names:
+                found.add(f"{module}.{alias.name}")  # `from pkg import submodule`
+                found.add(f"{module}:{alias.name}:{alias.asname or alias.name}")
+    return found
+
+
+def _through_face(package: str, path: Path, attr: str, packages: frozenset[str]) -> list[str] | None:
+    """The modules that define what ``from package import attr`` binds, when ``package``'s ``__init__`` only
+    imports it from them (``from package.x import attr``: a face); None when it cannot be told (the name is
+    defined in the ``__init__`` itself, or comes through ``import *``): then the whole face is followed."""
+    sources = [e.split(":")[0] for e in _imports(package, path, packages) if e.count(":") == 2 and e.split(":")[2] == attr]
+    return sources or None
 
 
 @functools.cache
 def closure(roots: tuple[str, ...]) -> dict[str, Path]:
-    """``roots`` and every module they import, transitively, within their own top-level packages (the
-    parents of a module included: they run first), each with its source file."""
+    """``roots`` and every module they run, transitively, within their own top-level packages, each with its
+    source file. A module imported (``import m``, or ``from m import f`` of a module m) is followed: its own
+    imports are in the closure. A package imported for a name it only re-exports (``from pipeline.learners
+    import Pegasos``, whose ``__init__`` imports every learner to register it) is a *face*: its ``__init__``
+    is in the closure (it runs) and so is the module that defines the name, not the package's other members;
+    so are the parents of every module (they run first). Where the defining module cannot be told, the
+    face's every import is followed: where unsure, more."""
     packages = frozenset(r.split(".")[0] for r in roots)
     seen: dict[str, Path] = {}
-    todo = list(roots)
+    followed: set[str] = set()
+    todo: list[tuple[str, bool]] = [(r, True) for r in roots]
     while todo:
-        name = todo.pop()
-        if name in seen:
+        name, follow = todo.pop()
+        if name in followed or (not follow and name in seen):
             continue
         path = _module_file(name)
         if path is None:
             continue
         seen[name] = path
         parts = name.split(".")
-        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
-        todo += sorted(_imports(name, path, packages))
+        todo += [(".".join(parts[:i]), False) for i in range(1, len(parts))]  # parents run first: faces
+        if not follow:
+            continue
+        followed.add(name)
+        for entry in sorted(_imports(name, path, packages)):
+            if ":" not in entry:
+                todo.append((entry, True))  # import m; or from m import submodule (as m.x)
+                continue
+            module, _, rest = entry.partition(":")
+            target = _module_file(module)
+            if not rest:  # m runs: followed if a module, a face if a package (its names are resolved below)
+                todo.append((module, target is not None and target.name != "__init__.py"))
+                continue
+            if target is None or target.name != "__init__.py":
+                continue  # a name of a module: the module is followed already
+            attr = rest.split(":")[1]
+            if _module_file(f"{module}.{attr}") is not None:
+                continue  # a submodule: followed as m.x
+            defining = _through_face(module, target, attr, packages)
+            todo += [(m, True) for m in defining] if defining is not None else [(module, True)]
     return dict(sorted(seen.items()))
 
 
 def code_of(roots: tuple[str, ...]) -> str:
     """Hash of the source of :func:`closure` ``(roots)``. Editing a module outside it (the report, the plots,
     the tracking) leaves a job's identity unchanged; editing one inside it (a learner, a kernel, a bound,
-    the data) changes it. Where unsure it includes more: a module reached is included whole, and a
-    package's ``__init__`` reaches every module it imports (all learners, all datasets)."""
+    the data) changes it; editing another learner, or a module only a package's face imports, leaves it
+    unchanged. Where unsure it includes more: a module reached is included whole."""
     h = hashlib.sha256()
     for name, path in closure(roots).items():
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")

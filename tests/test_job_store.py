@@ -156,12 +156,77 @@ def test_two_sweeps_sharing_jobs_run_each_job_once(tmp_path: Path) -> None:
 
 def test_a_jobs_code_is_its_import_closure_not_the_whole_package() -> None:
     modules = set(identity.closure(("pipeline.run",)))
-    for needed in ("pipeline.run", "pipeline._jit", "pipeline.bounds.perceptron", "pipeline.learners.pegasos",
+    for needed in ("pipeline.run", "pipeline._jit", "pipeline.bounds.perceptron", "pipeline.learners",
                    "pipeline.data.certify", "pipeline.solvers.dual", "pipeline.solvers.comparators"):
         assert needed in modules
     for outside in ("pipeline.report", "pipeline.plots", "pipeline.tracking", "pipeline.callbacks", "pipeline.cli",
-                    "pipeline.stages"):
+                    "pipeline.stages", "pipeline.learners.halving"):
         assert outside not in modules
+
+
+@pytest.mark.parametrize(("algorithm", "runs", "not_run"), [
+    ("pegasos", {"pipeline.learners.pegasos", "pipeline.learners.base", "pipeline.bounds.pegasos"},
+     {"pipeline.learners.halving", "pipeline.learners.perceptron", "pipeline.learners.multiclass",
+      "pipeline.learners.kernel_pegasos", "pipeline.learners.adaptive", "pipeline.data.worst_case"}),
+    ("halving", {"pipeline.learners.halving", "pipeline.learners.orderings"},
+     {"pipeline.learners.pegasos", "pipeline.learners.perceptron", "pipeline.learners.multiclass"}),
+    ("kernel_pegasos", {"pipeline.learners.kernel_pegasos", "pipeline.learners.pegasos"},
+     {"pipeline.learners.halving", "pipeline.learners.perceptron"}),
+])
+def test_a_job_runs_its_own_learner_not_every_learner_its_package_registers(algorithm: str, runs: set[str],
+                                                                            not_run: set[str]) -> None:
+    """pipeline.learners' __init__ imports every learner to register it: a job that only names it (``from
+    pipeline.learners import LEARNERS``) runs its own learner's module (and what that imports), so an edit to
+    another learner keeps its identity; an edit to its own, or to what it imports, changes it."""
+    from helpers import compose_tiny
+
+    from pipeline.config import build
+
+    modules = set(identity.closure(identity.job_roots(build(compose_tiny([f"algorithm={algorithm}"])))))
+    assert runs <= modules and not modules & not_run, (runs - modules, modules & not_run)
+
+
+def test_a_face_is_followed_where_the_name_cannot_be_traced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``from pkg import name``: the module that defines name when pkg's __init__ re-exports it; the face's
+    every import when name is defined in the __init__ itself or comes through ``import *`` (where unsure, more);
+    a module's own name (``from pkg.mod import f``) follows the module."""
+    pkg = "facepkg"
+    package = tmp_path / pkg
+    package.mkdir()
+    sources = {
+        "__init__.py": f"from {pkg}.a import A\nfrom {pkg}.b import B as Bee\nfrom {pkg}.c import *\n\ndef local():\n    pass\n",
+        "a.py": f"from {pkg}.helper import h\n\nclass A:\n    pass\n",
+        "b.py": "class B:\n    pass\n",
+        "c.py": "C = 1\n",
+        "helper.py": "def h():\n    pass\n",
+        "uses_a.py": f"from {pkg} import A\n",
+        "uses_bee.py": f"from {pkg} import Bee\n",
+        "uses_local.py": f"from {pkg} import local\n",
+        "uses_c.py": f"from {pkg} import C\n",
+        "uses_module.py": f"from {pkg}.a import A\n",
+    }
+    for name, text in sources.items():
+        (package / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    identity.closure.cache_clear()
+    try:
+        def modules(root: str) -> set[str]:
+            return set(identity.closure((f"{pkg}.{root}",))) - {pkg, f"{pkg}.{root}"}
+
+        assert modules("uses_a") == modules("uses_module") == {f"{pkg}.a", f"{pkg}.helper"}
+        assert modules("uses_bee") == {f"{pkg}.b"}
+        everything = {f"{pkg}.a", f"{pkg}.b", f"{pkg}.c", f"{pkg}.helper"}
+        assert modules("uses_local") == everything  # defined in the face itself: all it imports may matter
+        assert modules("uses_c") == everything  # through import *: not traced
+        before = identity.code_of((f"{pkg}.uses_bee",))
+        with (package / "a.py").open("a") as f:  # another member of the face: not run by uses_bee
+            f.write("# edited\n")
+        assert identity.code_of((f"{pkg}.uses_bee",)) == before
+        with (package / "__init__.py").open("a") as f:  # the face itself runs: its edit counts
+            f.write("# edited\n")
+        assert identity.code_of((f"{pkg}.uses_bee",)) != before
+    finally:
+        identity.closure.cache_clear()
 
 
 @pytest.mark.parametrize(("edited", "changes"), [("kernel", True), ("bound", True), ("report", False), ("plots", False)])
@@ -197,16 +262,17 @@ def test_the_parsed_imports_are_cached_by_the_source_they_were_read_from(tmp_pat
     module.write_text("import json\nfrom pkgx import b\n\ndef f():\n    from . import lazy\n")
     packages = frozenset({"pkgx"})
     first = identity._imports("pkgx.a", module, packages)
-    assert first == {"pkgx", "pkgx.b", "pkgx.lazy"} == identity._parse_imports("pkgx.a", module, module.read_bytes(), packages)
+    assert first == {"pkgx:", "pkgx.b", "pkgx:b:b", "pkgx.lazy", "pkgx:lazy:lazy"} \
+        == identity._parse_imports("pkgx.a", module, module.read_bytes(), packages)
     entries = list((tmp_path / "cache" / "imports").iterdir())
     assert len(entries) == 1
     assert identity._imports("pkgx.a", module, packages) == first  # from the entry
     assert identity._imports("pkgx.a", module, frozenset({"other"})) == set()  # another question, another entry
     module.write_text(module.read_text() + "from pkgx import c\n")  # an edit is parsed afresh
-    assert identity._imports("pkgx.a", module, packages) == first | {"pkgx.c"}
+    assert identity._imports("pkgx.a", module, packages) == first | {"pkgx.c", "pkgx:c:c"}
     for entry in (tmp_path / "cache" / "imports").iterdir():
         entry.write_text("{not json")
-    assert identity._imports("pkgx.a", module, packages) == first | {"pkgx.c"}  # a damaged entry is parsed again
+    assert identity._imports("pkgx.a", module, packages) == first | {"pkgx.c", "pkgx:c:c"}  # a damaged entry is parsed again
 
 
 def test_identity_is_the_config_the_code_and_the_input_files() -> None:
