@@ -364,12 +364,76 @@ figcaption { font-size: .86em; color: #444; margin-top: .3em; }
 .lightbox img { max-width: 96vw; max-height: 94vh; background: #fff; }
 .question { font-style: italic; } code { font-size: .9em; } .more { font-weight: 600; }
 .banner { padding: .8em 1em; border-radius: 4px; margin: 1em 0; } nav { font-size: .92em; }
+.sortable th button { all: unset; cursor: pointer; font-weight: 600; } .sortable th button:focus { outline: 2px solid #88a; }
+.sortable th[aria-sort=ascending] button::after { content: " \\25B2"; }
+.sortable th[aria-sort=descending] button::after { content: " \\25BC"; }
+svg.ratio { vertical-align: middle; }
 """
 
 
-def _status_cell(v: ClaimVerdict) -> str:
+def _status_cell(v: ClaimVerdict, rank: int | None = None) -> str:
     label = v.status.upper() if v.status in (VIOLATED, NOT_APPLICABLE) else v.status
-    return f'<td class="{v.status.replace(" ", "-")}">{html.escape(label)}</td>'
+    key = "" if rank is None else f" data-v='{rank}'"  # sorted failing first, then inconclusive, then holding
+    return f'<td class="{v.status.replace(" ", "-")}"{key}>{html.escape(label)}</td>'
+
+
+CLAIM_COLUMNS = ("experiment", "bound", "type", "verdict", "evidence units", "largest measured / bound")
+RATIO_LEGEND = ("The bar shows measured / bound on a scale from 0 to 2, its line at 1: a bar past the line is a "
+                "measurement above its bound.")
+RATIO_TOP = 2.0  # the bar's full width: measured / bound = 2
+
+
+def _sort_value(ratio: float | None) -> str:
+    """A ratio as the claims table sorts it: a number ('inf' above every other; none last)."""
+    return "1e309" if ratio is None or ratio != ratio else f"{ratio:.6g}"
+
+
+def _ratio_bar(ratio: float | None, width: int = 80, height: int = 10) -> str:
+    """measured / bound as a small inline figure: a bar from 0 to ``RATIO_TOP`` with its line at 1 (the bound),
+    green up to the line and red past it; nothing for a claim without a ratio."""
+    if ratio is None or not ratio == ratio:
+        return ""
+    filled = width * min(max(ratio, 0.0), RATIO_TOP) / RATIO_TOP
+    colour = "#2e7d32" if ratio <= 1 else "#b71c1c"
+    at_one = width / RATIO_TOP
+    return (f"<svg class='ratio' width='{width}' height='{height}' role='img' aria-label='measured / bound "
+            f"{ratio:.3g}'><rect width='{width}' height='{height}' fill='#f1f1f1'/><rect width='{filled:.1f}' "
+            f"height='{height}' fill='{colour}'/><line x1='{at_one:g}' x2='{at_one:g}' y1='0' y2='{height}' "
+            "stroke='#000' stroke-width='1.5'/></svg>")
+
+
+# Sorting and filtering the claims table in the page itself: no library, nothing fetched (the report stays
+# self-contained); a column sorts by its cells' data-v when they have one (numbers), else by their text.
+SORTING = """<script>
+(function () {
+  var table = document.getElementById('claims'), body = table.tBodies[0];
+  var filter = document.getElementById('claims-filter');
+  filter.addEventListener('input', function () {
+    var words = filter.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    Array.prototype.forEach.call(body.rows, function (row) {
+      var text = row.textContent.toLowerCase();
+      row.hidden = !words.every(function (w) { return text.indexOf(w) >= 0; });
+    });
+  });
+  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
+    th.querySelector('button').addEventListener('click', function () {
+      var up = th.getAttribute('aria-sort') !== 'ascending';
+      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (c) { c.removeAttribute('aria-sort'); });
+      th.setAttribute('aria-sort', up ? 'ascending' : 'descending');
+      var key = function (row) {
+        var cell = row.cells[col], v = cell.getAttribute('data-v');
+        return v === null ? cell.textContent.trim().toLowerCase() : parseFloat(v);
+      };
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b), c = x < y ? -1 : x > y ? 1 : 0;
+        return up ? c : -c;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+})();
+</script>"""
 
 
 def _badge(v: ClaimVerdict) -> str:
@@ -619,14 +683,21 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], out_dir: Pa
     pinned = str(prov.get("pinned versions", ""))
     if pinned.startswith("DIFFERENT"):  # a run outside the pinned versions: its numbers may not be the committed ones
         parts.append(f"<div class='banner not-applicable'>Package versions {e_(pinned)}</div>")
-    parts.append("<h2>Claims</h2><table><tr><th>experiment</th><th>bound</th><th>type</th><th>verdict</th>"
-                 "<th>evidence units</th><th>largest measured / bound</th></tr>")
+    parts.append("<h2>Claims</h2><p><input id='claims-filter' type='search' placeholder='filter: an experiment, a "
+                 "bound, a verdict, a type' aria-label='filter the claims' size='48'> <small>(click a column's "
+                 "name to sort by it)</small></p>"
+                 "<table id='claims' class='sortable'><thead><tr>"
+                 + "".join(f"<th><button type='button'>{h}</button></th>" for h in CLAIM_COLUMNS) + "</tr></thead><tbody>")
+    order = {s: i for i, s in enumerate((VIOLATED, INCONCLUSIVE, NOT_APPLICABLE, HOLDS))}
     for e in experiments:
         for v in e.verdicts:
             ratio = "-" if v.ratio is None else f"{'mean ' if v.guarantee == 'E' else ''}{v.ratio:.3g}"
+            informative = v.informative / v.runs if v.runs else 0.0
             parts.append(f"<tr><td><a href='#{e_(e.name)}'>{e_(e.name)}</a></td><td><code>{e_(v.bound)}</code></td>"
-                         f"<td>{e_(v.guarantee)}</td>{_status_cell(v)}<td>{_counts(v)}</td><td>{e_(ratio)}</td></tr>")
-    parts.append(f"</table><p><small>{LEGEND}</small></p>")
+                         f"<td>{e_(v.guarantee)}</td>{_status_cell(v, order.get(v.status, 9))}"
+                         f"<td data-v='{informative:.6g}'>{_counts(v)}</td>"
+                         f"<td data-v='{_sort_value(v.ratio)}'>{_ratio_bar(v.ratio)} {e_(ratio)}</td></tr>")
+    parts.append(f"</tbody></table><p><small>{LEGEND} {RATIO_LEGEND}</small></p>{SORTING}")
     for e in experiments:
         parts += _experiment_section(e, href)
     parts.append("<h2>Provenance</h2><table>")

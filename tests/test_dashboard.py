@@ -509,3 +509,51 @@ def test_dashboard_shows_a_reviewer_the_sweep(tracking_server: SimpleNamespace, 
             for path in page.saved:
                 shutil.copy2(path, Path(keep) / path.name)
         print("\nscreenshots:\n" + "\n".join(f"  {p}" for p in page.saved))
+
+
+# ------------------------------------------------------------------ the report's claims table in a browser
+
+
+def test_the_report_s_claims_table_sorts_and_filters_in_a_browser(tmp_path: Path, browser) -> None:  # noqa: ANN001
+    """report/index.html's claims table, opened from disk (no server, nothing fetched): a click on a column's
+    name sorts the rows by it (numbers as numbers, both ways), and the filter hides the rows without its words."""
+    from helpers import tiny_results
+
+    from pipeline import report
+
+    (tmp_path / "experiments").mkdir()
+    for name in ("alpha", "beta"):
+        tiny_results(tmp_path / "results" / name, name)
+        (tmp_path / "experiments" / f"{name}.yaml").write_text(
+            f"name: {name}\nquestion: q\nclaims:\n  - bound: novikoff\n    guarantee: D\n    claim: c\n"
+            "  - bound: hinge_all_rounds\n    guarantee: D\n    claim: c\n  - bound: freund_schapire\n    guarantee: D\n"
+            "    claim: c\n")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        report.build(out_dir=tmp_path / "report", track=False)
+    finally:
+        os.chdir(cwd)
+    browser.get((tmp_path / "report" / "index.html").as_uri())
+
+    def rows() -> list[list[str]]:
+        return browser.execute_script(
+            "return Array.from(document.querySelectorAll('#claims tbody tr')).filter(r => !r.hidden)"
+            ".map(r => Array.from(r.cells).map(c => c.getAttribute('data-v') ?? c.textContent.trim()));")
+
+    assert len(rows()) == 6
+    ratio = browser.execute_script("return document.querySelectorAll('#claims thead button')[5];")
+    ratio.click()
+    up = [float(r[5]) for r in rows()]
+    assert up == sorted(up) and len(set(up)) > 1, up
+    ratio.click()
+    assert [float(r[5]) for r in rows()] == sorted(up, reverse=True)
+    browser.execute_script("document.querySelector('#claims thead button').click();")  # experiment: as text
+    assert [r[0] for r in rows()] == sorted(r[0] for r in rows())
+    box = browser.find_element("id", "claims-filter")
+    box.send_keys("beta hinge")
+    shown = rows()
+    assert len(shown) == 1 and shown[0][0] == "beta" and shown[0][1] == "hinge_all_rounds", shown
+    box.clear()
+    box.send_keys(" ")
+    assert len(rows()) == 6
