@@ -584,7 +584,8 @@ def _one_bound(bounds: list[_Curve], levels: list[float]) -> bool:
 def rate_vs_bound(table: pd.DataFrame, bound: str, x: str, *, ax: Axes | None = None) -> Figure:
     """The measured quantity against ``x`` (T or m) on log-log axes: the mean over seeds with its 95 %
     t band, and the bound (mean over seeds) as a dashed line, one colour per other swept setting
-    (drawn into ``ax`` when given)."""
+    (drawn into ``ax`` when given). With three values of ``x`` or more, each legend entry gives its log-log
+    slope (:func:`loglog_slope`): whether the measurement follows the theorem's rate, beside the bound's."""
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
     first = rows.iloc[0]
     # a colour per combination of the other swept settings (never a mean over one of them), but not one that
@@ -602,10 +603,10 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str, *, ax: Axes | None = 
             half = np.array([b[1] for b in bands])
             prefix = ", ".join(_fmt(c, v) for c, v in zip(hues, h)) + ": " if hues else ""
             ax.plot(agg[x], agg["mean"], marker="o", ms=4, color=cmap(i),
-                    label=f"{prefix}measured, mean over seeds (95 % band)")
+                    label=f"{prefix}measured, mean over seeds (95 % band){_slope_text(agg[x], agg['mean'])}")
             ax.fill_between(agg[x], agg["mean"] - half, agg["mean"] + half, color=cmap(i), alpha=0.2, lw=0)
             ax.plot(agg[x], agg["bound"], ls="--", marker="_", ms=14, color=cmap(i), lw=1.2,
-                    label=f"{prefix}{first['title']} bound")
+                    label=f"{prefix}{first['title']} bound{_slope_text(agg[x], agg['bound'])}")
             if "trivial" in sel and sel["trivial"].notna().any():  # above this line the bound says nothing
                 trivial = sel.groupby(x, sort=True)["trivial"].mean()
                 ax.plot(trivial.index, trivial.to_numpy(), ls=":", marker="_", ms=14, color=cmap(i), lw=1.2,
@@ -623,6 +624,28 @@ def rate_vs_bound(table: pd.DataFrame, bound: str, x: str, *, ax: Axes | None = 
         # below the axes, outside them: the lines stay visible (save() trims to what is drawn)
         _legend(ax, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=min(3, max(1, len(groups))))
     return _root(fig)
+
+
+def loglog_slope(x: Any, y: Any) -> float | None:
+    """The least-squares slope of log y against log x: the rate a quantity follows (about -1 for one that
+    shrinks as 1/T, 1 for one that grows as (R/gamma)^2 in (R/gamma)^2); None without two distinct positive x
+    and positive y at each.
+
+    >>> round(loglog_slope([10, 100, 1000], [0.5, 0.05, 0.005]), 6), loglog_slope([10, 10], [1, 2])
+    (-1.0, None)
+    """
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
+    if len(np.unique(xs[keep])) < 2:
+        return None
+    return float(np.polyfit(np.log(xs[keep]), np.log(ys[keep]), 1)[0])
+
+
+def _slope_text(x: Any, y: Any) -> str:
+    """', slope -0.97' (log-log, :func:`loglog_slope`) for a rate figure's legend: the measured rate beside the
+    bound's; '' where there is none (fewer than three points say little about a rate)."""
+    slope = loglog_slope(x, y) if len(np.unique(np.asarray(x, dtype=float))) >= 3 else None
+    return "" if slope is None else f", log-log slope {slope:.2f}"
 
 
 # Pairs of swept parameters shown as heatmaps of measured/bound, and categorical ones compared side by side.

@@ -401,3 +401,23 @@ def test_no_tick_label_is_left_to_mathtext(orderings_figures) -> None:  # noqa: 
     assert any("⁰" in t or "¹" in t or "²" in t or "⁻" in t for _, fig in figures for ax in fig.axes
                for t in ax.xaxis.get_ticklabels(which="both") + ax.yaxis.get_ticklabels(which="both")
                for t in [t.get_text()])
+
+
+def test_a_rate_figure_gives_the_measured_and_the_bound_s_log_log_slopes() -> None:
+    """Measured 5/T and a bound 50 ln(T)/T over T = 10..10^4: the legend says the measured slope is -1.00 and
+    the bound's is shallower (the log factor); two values of T give no slope (two points say little)."""
+    rows = [{"run": i, "learner": "pegasos", "bound": "expectation", "title": "Expected", "guarantee": "E",
+             "quantity": "suboptimality", "applicable": True, "T": T, "seed": seed, "setting": str(T),
+             "param_names": "T seed", "empirical": 5 / T, "theoretical": 50 * np.log(T) / T, "trivial": np.nan,
+             "formula": "f", "ratio": 0.1}
+            for i, (T, seed) in enumerate(itertools.product([10, 100, 1000, 10_000], range(2)))]
+    table = pd.DataFrame(rows)
+    labels = [t.get_text() for t in plots.rate_vs_bound(table, "expectation", "T").axes[0].get_legend().get_texts()]
+    slopes = {label.split(":")[0] if ":" in label else label.split(",")[0]: float(label.rsplit("slope ", 1)[1])
+              for label in labels if "slope" in label}
+    measured = [v for k, v in slopes.items() if k.startswith("measured")]
+    bound = [v for k, v in slopes.items() if "bound" in k]
+    assert measured == [-1.0] and len(bound) == 1 and -1.0 < bound[0] < -0.6, labels
+    two = table[table["T"] <= 100]
+    assert not any("slope" in t.get_text()
+                   for t in plots.rate_vs_bound(two, "expectation", "T").axes[0].get_legend().get_texts())
