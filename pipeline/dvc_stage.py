@@ -150,8 +150,8 @@ def dvc_yaml() -> str:
                         "params": [{"params.yaml": reads(name)}], "outs": [f"results/{name}"]}
     stages["report"] = {"cmd": "python -m pipeline.report", "deps": ["pipeline", "constraints.txt", "results", "experiments"],
                         "outs": ["report/index.html", "report/experiments", "report/summary.md", "report/verdicts.json",
-                                 "report/figures"],
-                        "metrics": [{"report/claims.json": {"cache": False}}]}
+                                 "report/figures", {"report/claims.json": {"cache": False}}],
+                        "metrics": [{"report/counts.json": {"cache": False}}]}
     plots = list(PLOTS)
     body = yaml.safe_dump({"stages": stages}, sort_keys=False, width=120, default_flow_style=None)
     body += yaml.safe_dump({"plots": plots}, sort_keys=False, width=120)
@@ -166,8 +166,9 @@ DVC_YAML_HEAD = """\
 # results/NAME only what the computation determines, so a fresh clone's `dvc repro` reproduces dvc.lock. It
 # depends on the params.yaml keys the experiment reads, so `dvc exp run -S gamma=0.2` reruns only those that
 # use gamma. A violated bound is recorded there and fails the report stage, after every experiment ran. The
-# report's report/claims.json (per claim: verdict, informative share, largest ratio) is the one DVC metrics
-# file, kept in git: `dvc metrics diff` says which verdicts or ratios changed (docs/reproduce.md).
+# report's report/counts.json (claims that hold, are inconclusive, fail) is the DVC metrics file `dvc exp show`
+# tabulates; report/claims.json (per claim: verdict, informative share, largest ratio), both kept in git, is
+# what `dvc metrics diff --targets report/claims.json` compares claim by claim (docs/reproduce.md).
 """
 
 

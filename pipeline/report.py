@@ -857,7 +857,7 @@ def _published(stage: Path, out_dir: Path) -> Callable[[Path], Path]:
 def _move_into_place(stage: Path, out_dir: Path) -> None:
     """Replace each file of ``out_dir`` by its staged counterpart, once every one is written and on disk:
     figures first, the pages last (index.html last of all), so a page never links to a figure not yet there."""
-    pages = (CLAIMS, "verdicts.json", PROVENANCE, "summary.md", "index.html")
+    pages = (CLAIMS, COUNTS, "verdicts.json", PROVENANCE, "summary.md", "index.html")
     staged = sorted((p for p in stage.rglob("*") if p.is_file()),
                     key=lambda p: (pages.index(p.name) if p.parent == stage and p.name in pages else -1, str(p)))
     with _writing():
@@ -873,7 +873,18 @@ def _move_into_place(stage: Path, out_dir: Path) -> None:
             _fsync(directory)
 
 
-CLAIMS = "claims.json"  # the main job's one DVC metrics file (dvc.yaml): kept in git, compared by dvc metrics diff
+CLAIMS = "claims.json"  # per claim its verdict line: kept in git, compared by dvc metrics diff --targets report/claims.json
+COUNTS = "counts.json"  # the main job's DVC metrics file (dvc.yaml): the claims by verdict, a few columns of dvc exp show
+
+
+def counts_metrics(loaded: list[Experiment]) -> dict[str, int]:
+    """counts.json: how many claims hold, are inconclusive, fail (violated, or not applicable) of how many: the
+    few numbers ``dvc exp show`` tabulates per commit and experiment (every claim's own line is in claims.json,
+    which ``dvc metrics diff --targets report/claims.json`` compares). No key is named as a stage's dependency
+    (``experiments``): DVC's ``--drop`` fails on a name that is both."""
+    verdicts = [v for e in loaded for v in e.verdicts]
+    return {"claims": len(verdicts), "hold": sum(v.status == HOLDS for v in verdicts),
+            "inconclusive": sum(v.status == INCONCLUSIVE for v in verdicts), "failing": sum(v.fails for v in verdicts)}
 
 
 def claims_metrics(loaded: list[Experiment]) -> dict[str, str]:
@@ -961,7 +972,8 @@ def build(names: list[str] | None = None, results: Path = Path("results"), exper
                  **{f"{PAGES}/{e.name}.html": render_page(e, out_dir, published) for e in loaded},
                  "summary.md": render_markdown(loaded, prov, out_dir, published),
                  "verdicts.json": json.dumps(summary, indent=2) + "\n", PROVENANCE: json.dumps(record, indent=2) + "\n",
-                 CLAIMS: json.dumps(claims_metrics(loaded), indent=1) + "\n"}
+                 CLAIMS: json.dumps(claims_metrics(loaded), indent=1) + "\n",
+                 COUNTS: json.dumps(counts_metrics(loaded), indent=1) + "\n"}
         with _writing():
             (stage / PAGES).mkdir()
             for name, text in pages.items():

@@ -110,8 +110,9 @@ def copy_project(dest: Path) -> None:
                             text=True, check=True).stdout.splitlines()
     for rel in listed:
         src = ROOT / rel
-        if (rel.startswith(("results/", "report/", ".dvc/cache", ".dvc/tmp")) and rel != "report/claims.json"
-                or not (src.exists() or src.is_symlink())):  # claims.json: in git (cache: false), a clone has it
+        if (rel.startswith(("results/", "report/", ".dvc/cache", ".dvc/tmp"))
+                and rel not in ("report/claims.json", "report/counts.json")
+                or not (src.exists() or src.is_symlink())):  # claims.json, counts.json: in git (cache: false), a clone has them
             continue
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         if src.is_symlink():

@@ -25,6 +25,7 @@ GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign
 
 
 ROOT = Path(__file__).resolve().parents[1]
+DROP = "^(pipeline|conf|constraints.txt|results|experiments)$|^experiments/"  # docs/reproduce.md: the dependencies
 BOUNDS = ("novikoff", "hinge_all_rounds")  # the experiment's claims
 
 
@@ -38,6 +39,7 @@ def _one_experiment(repo: Path) -> None:
     (repo / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     (repo / "dvc.lock").unlink(missing_ok=True)
     (repo / "report" / "claims.json").unlink(missing_ok=True)
+    (repo / "report" / "counts.json").unlink(missing_ok=True)
 
 
 @pytest.mark.slow  # git and DVC subprocesses, two DVC runs of one tiny sweep
@@ -77,16 +79,17 @@ def test_metrics_exp_and_plots_diff_between_two_commits(tmp_path: Path) -> None:
     run(*GIT, "commit", "-qm", "seed 1")
 
     # dvc metrics diff: each claim's line (verdict, informative share, largest ratio), old -> new
-    diff = json.loads(run(*dvc, "metrics", "diff", "HEAD~1", "--all", "--json").stdout)
+    claim_by_claim = ("--targets", "report/claims.json")
+    diff = json.loads(run(*dvc, "metrics", "diff", "HEAD~1", "--all", "--json", *claim_by_claim).stdout)
     claims = diff["report/claims.json"]
     assert set(claims) == {f"{EXPERIMENT}/{b}" for b in BOUNDS}, claims
     for bound in BOUNDS:
         line = claims[f"{EXPERIMENT}/{bound}"]
         assert line["old"].startswith("holds ") and re.fullmatch(r"holds \d+/\d+ max [0-9.e+-]+", line["new"]), line
     # without --all: only what changed (another seed: other mistakes, so other ratios)
-    changed = json.loads(run(*dvc, "metrics", "diff", "HEAD~1", "--json").stdout)["report/claims.json"]
+    changed = json.loads(run(*dvc, "metrics", "diff", "HEAD~1", "--json", *claim_by_claim).stdout)["report/claims.json"]
     assert changed and all(v["old"] != v["new"] for v in changed.values()), changed
-    table = run(*dvc, "metrics", "diff", "HEAD~1", "--all").stdout
+    table = run(*dvc, "metrics", "diff", "HEAD~1", "--all", *claim_by_claim).stdout
     assert f"{EXPERIMENT}/novikoff" in table and "holds " in table
     assert max(len(line) for line in table.splitlines()) <= 160, table
 
@@ -98,11 +101,12 @@ def test_metrics_exp_and_plots_diff_between_two_commits(tmp_path: Path) -> None:
     for row in rows:
         data = row["data"]
         seeds.append(data["params"]["params.yaml"]["data"]["seed"])
-        shown = data["metrics"]["report/claims.json"]["data"]
-        assert shown[f"{EXPERIMENT}/novikoff"].startswith("holds ")
+        shown = data["metrics"]["report/counts.json"]["data"]
+        assert shown["claims"] == len(BOUNDS) and shown["hold"] + shown["inconclusive"] == len(BOUNDS), shown
+        assert "report/claims.json" not in data["metrics"]  # one column per claim does not fit a terminal
     assert seeds == [1, 1, 0]  # the workspace, HEAD, HEAD~1
     header = run(*dvc, "exp", "show", "-n", "2", "--csv").stdout.splitlines()[0].split(",")
-    assert {f"{EXPERIMENT}/novikoff", "gamma", "seed"} <= set(header), header
+    assert {"claims", "hold", "inconclusive", "failing", "gamma", "seed"} <= set(header), header
 
     # dvc plots diff: one HTML page with each declared figure of both revisions
     out = tmp_path / "plots"
@@ -123,8 +127,9 @@ def spec_plots(repo: Path) -> list[str]:
 
 @pytest.mark.slow  # DVC reads this repository's dvc.lock, params and claims.json
 def test_this_repositorys_comparison_fits_a_terminal() -> None:
-    """On the main job itself: ``dvc exp show`` has at most 90 columns (every claim one of them), and
-    ``dvc metrics diff --all`` (HEAD against the workspace) prints every claim in lines of at most 160."""
+    """On the main job itself: ``dvc exp show`` has the claims' counts (not a column per claim) and, with the
+    docs' ``--drop`` of the dependencies, fits 160 characters; ``dvc metrics diff --all --targets
+    report/claims.json`` (HEAD against the workspace) prints every claim in lines of at most 160."""
     bindir = Path(sys.executable).parent
     env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
 
@@ -136,10 +141,12 @@ def test_this_repositorys_comparison_fits_a_terminal() -> None:
     claims = json.loads((ROOT / "report" / "claims.json").read_text())
     header = run("exp", "show", "--csv", "-n", "1").splitlines()[0].split(",")
     shown = [c for c in header if c not in ("rev", "typ", "parent")]  # the CSV's own columns, not the table's
-    # 90: 54 claims, 6 params, 28 dependencies and 2 of bookkeeping since the four experiments that decide the (E)
-    # claims (issue 49); it was 80. One column per claim does not scale: issue 52's per-experiment summary is the fix.
-    assert len(shown) <= 90, (len(shown), shown)
-    assert set(claims) <= set(header)
-    table = run("metrics", "diff", "HEAD", "--all")
+    # 5 counts, 6 params, the stages' dependencies (one per experiment file) and the bookkeeping: not a column per claim
+    assert {"claims", "hold", "inconclusive", "failing"} <= set(header) and not set(claims) & set(header), header
+    assert len(shown) <= 5 + 6 + len(list((ROOT / "experiments").glob("*.yaml"))) + 6, (len(shown), shown)
+    # the table's natural width (Markdown: every cell whole, whatever the terminal), without the dependencies
+    dropped = run("exp", "show", "-n", "1", "--no-pager", "--md", "--drop", DROP)
+    assert max(len(line) for line in dropped.splitlines()) <= 160, dropped
+    table = run("metrics", "diff", "HEAD", "--all", "--targets", "report/claims.json")
     assert all(name in table for name in claims)
     assert max(len(line) for line in table.splitlines()) <= 160
