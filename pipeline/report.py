@@ -367,7 +367,7 @@ figcaption { font-size: .86em; color: #444; margin-top: .3em; }
 .sortable th button { all: unset; cursor: pointer; font-weight: 600; } .sortable th button:focus { outline: 2px solid #88a; }
 .sortable th[aria-sort=ascending] button::after { content: " \\25B2"; }
 .sortable th[aria-sort=descending] button::after { content: " \\25BC"; }
-svg.ratio { vertical-align: middle; }
+svg.ratio { vertical-align: middle; } .figs figure.wide { grid-column: 1 / -1; }
 """
 
 
@@ -532,6 +532,19 @@ def headline(e: Experiment, v: ClaimVerdict) -> Path | None:
     return next((p for p in e.figures if e.bound_of.get(p.stem) == v.bound), None)
 
 
+WIDE_PX = 1800  # a PNG wider than this (12 in at 150 dpi: several panels, or a long legend) spans the page
+
+
+def _png_width(path: Path) -> int:
+    """A PNG's width in pixels, from its header (0 if it is not a readable PNG)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(24)
+    except OSError:
+        return 0
+    return int.from_bytes(head[16:20], "big") if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) == 24 else 0
+
+
 def _figure(path: Path, text: str, href: Callable[[Path], str], eager: bool = False) -> str:
     """A figure that enlarges on click (a CSS overlay showing its SVG, loaded only then) with its caption and a
     link to the SVG alone."""
@@ -540,7 +553,8 @@ def _figure(path: Path, text: str, href: Callable[[Path], str], eager: bool = Fa
     big = href(svg) if svg.exists() else href(png)
     ident = "big-" + "".join(c if c.isalnum() else "-" for c in href(png))
     lazy = "" if eager else " loading='lazy'"
-    return (f"<figure><a href='#{e_(ident)}' title='enlarge'><img alt='{e_(path.stem)}' src='{e_(href(png))}'{lazy}></a>"
+    wide = " class='wide'" if _png_width(png) > WIDE_PX else ""  # a figure of many panels: the page's whole width
+    return (f"<figure{wide}><a href='#{e_(ident)}' title='enlarge'><img alt='{e_(path.stem)}' src='{e_(href(png))}'{lazy}></a>"
             f"<figcaption>{e_(text)} <a href='{e_(big)}'>{'SVG' if svg.exists() else 'PNG'}</a></figcaption>"
             f"<a class='lightbox' id='{e_(ident)}' href='#_' title='close'><img alt='{e_(path.stem)}, enlarged' "
             f"src='{e_(big)}' loading='lazy'></a></figure>")

@@ -103,3 +103,19 @@ def test_a_report_without_an_experiment_drops_its_page_and_figures(built: Path, 
     assert not (ws / "report" / "figures" / SECOND).exists()
     assert not (ws / "report" / "figures" / f"{SECOND}_mistakes_by_seed.png").exists()
     assert (ws / "report" / "figures" / FIRST / "hinge_all_rounds_measured_vs_bound.svg").exists()
+
+
+def test_a_figure_of_many_panels_spans_the_page(tmp_path) -> None:  # noqa: ANN001
+    """A PNG wider than the page's columns (several panels, 12 in or more at 150 dpi) is shown across the page,
+    where its labels are read at their size; a one-panel figure stays in the grid."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from pipeline import report
+
+    for name, width in (("wide", 2400), ("narrow", 900)):
+        plt.imsave(tmp_path / f"{name}.png", np.zeros((300, width)))
+    html_wide = report._figure(tmp_path / "wide.png", "w", lambda p: p.name)
+    html_narrow = report._figure(tmp_path / "narrow.png", "n", lambda p: p.name)
+    assert html_wide.startswith("<figure class='wide'>") and html_narrow.startswith("<figure>")
+    assert ".figs figure.wide { grid-column: 1 / -1; }" in report.CSS
