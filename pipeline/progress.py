@@ -44,3 +44,32 @@ class Progress:
                 f"{elapsed:.0f} s, ~{left:.0f} s left")
         self.say(line)
         return line
+
+
+def duration(seconds: float) -> str:
+    """A duration in words for an estimate: '40 ms', '12 s', '7.5 min', '3.2 h', '2.3 days'.
+
+    >>> [duration(s) for s in (0.04, 12.3, 450, 11520, 2e5)]
+    ['40 ms', '12 s', '7.5 min', '3.2 h', '2.3 days']
+    """
+    if seconds < 1.0:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 100.0:
+        return f"{seconds:.0f} s"
+    if seconds < 3600.0:
+        return f"{seconds / 60:.2g} min"
+    if seconds < 2.0 * 86400:
+        return f"{seconds / 3600:.2g} h"
+    return f"{seconds / 86400:.2g} days"
+
+
+def estimate(what: str, seconds: float, detail: str, say: Callable[[str], None] | None = None) -> str | None:
+    """Say up front what a long phase will cost, before it starts: one ``[estimate] what: detail, ~duration``
+    line (on the ``boundlab`` log, or ``say``) when ``seconds`` reaches :data:`EVERY`; nothing for a shorter
+    phase, which shows no progress either. Returns the line. A phase that would cost more than its caller allows
+    is the caller's to refuse, naming the parameter (:class:`pipeline.params.ParamError`)."""
+    if not seconds >= EVERY:
+        return None
+    line = f"[estimate] {what}: {detail}, ~{duration(seconds)}"
+    (log.info if say is None else say)(line)
+    return line

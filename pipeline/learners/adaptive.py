@@ -53,15 +53,33 @@ Two players:
   discrepancy search, whose budget would go to deviations near the root. Float arithmetic: w
   accumulates y_i x_i exactly as the learner's kernel does (bit-identical w) and the scores are one
   product Z w per update (Z = diag(y) X), so they differ from the learner's only in the summation order.
+
+**Cost.** A rollout is one n x d product per update (~10-25 us at n = 500-2000, d = 10-100), and on separable
+data every rollout ends within Novikoff's floor((R/gamma)^2) updates, so at a tiny margin the search is
+``budget`` + 1 rollouts of up to millions of updates: hours. :func:`adaptive` says so before it starts, with the
+mechanism of the adversarial ordering (:class:`pipeline.learners.orderings.Search`). The cost of an update is
+timed on a short prefix of a noisy rollout on this sample (its own generator: the search's draws are unchanged)
+and the search estimated from it and ``bound`` (the rollouts' certified cap) before any rollout: an upper
+estimate, refused at once when greedy alone could take more than :data:`GREEDY_SECONDS` and the whole search more
+than :data:`pipeline.learners.orderings.MAX_SECONDS`. Then again from the greedy rollout's length and time (a noisy
+step counted :data:`NOISE_COST` greedy ones): refused above MAX_SECONDS. A refusal is one line naming
+``algorithm.ordering`` and the margins that would fit; otherwise the estimates are ``[estimate]`` lines and the
+search logs ``[progress]`` lines, also within a long rollout. Every step is Python around one numpy product, so
+Ctrl-C and SIGTERM stop it at once.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
+from pipeline.learners import orderings
+from pipeline.learners.orderings import Search
 from pipeline.learners.perceptron import TIES
+from pipeline.progress import Progress, estimate
 
 MAX_N = 8  # exhaustive: the largest sample by default
 MAX_STATES = 200_000  # exhaustive: the memoised states (update-count vectors) by default
@@ -69,6 +87,13 @@ MAX_UPDATES = 1_000_000  # adaptive: the longest rollout (separable data end aft
 SIGMA = (0.01, 10.0)  # adaptive: the range of the rollouts' noise levels
 LEVELS = 6  # adaptive: log-spaced bands of noise levels the rollouts choose among
 EXPLORE = 0.3  # adaptive: the probability that a rollout draws its band at random
+TIMED = 256  # adaptive: the updates of the noisy prefix an update's cost is timed on (at most ~TIMED_SECONDS)
+TIMED_SECONDS = 0.2
+TICK = 1024  # adaptive: a long rollout updates the search's progress every TICK updates
+NOISE_COST = 2.0  # adaptive: a noisy step's cost over a greedy one's (a normal draw per misclassified row; 1.5-2.3
+# measured at n = 500-2000, d = 10-50)
+GREEDY_SECONDS = 60.0  # adaptive: a search whose upper estimate passes MAX_SECONDS is refused before greedy when
+# greedy's own rollout could take more than this; otherwise greedy runs and the estimate from its length decides
 
 
 @dataclass(frozen=True)
@@ -187,16 +212,19 @@ def exhaustive(X: object, y: object, tie: str = "negative", max_states: int = MA
 
 
 def _rollout(Z: np.ndarray, zero: np.ndarray, rng: np.random.Generator | None, sigma: float,
-             max_updates: int) -> np.ndarray:
+             max_updates: int, tick: Callable[[int], object] | None = None, steps: int | None = None) -> np.ndarray:
     """One play from w = 0: the most wrong misclassified row each step (``rng`` None), or the lowest
-    s_j + sigma m xi_j (module docstring). Returns the rows presented."""
+    s_j + sigma m xi_j (module docstring). Returns the rows presented. ``tick(k)`` is called after every
+    :data:`TICK` updates (progress); ``steps`` stops the play after that many (a prefix, to time it)."""
     n, d = Z.shape
     w, s = np.zeros(d), np.zeros(n)
-    sequence = []
+    sequence: list[int] = []
     while True:
         wrong = np.flatnonzero((s < 0.0) | ((s == 0.0) & zero))
-        if wrong.size == 0:
+        if wrong.size == 0 or (steps is not None and len(sequence) >= steps):
             return np.array(sequence, dtype=np.int64)
+        if tick is not None and sequence and len(sequence) % TICK == 0:
+            tick(len(sequence))
         if len(sequence) >= max_updates:
             raise ValueError(f"adaptive: a rollout passed max_updates={max_updates} updates (is the sample "
                              "separable?): raise max_updates")
@@ -210,14 +238,51 @@ def _rollout(Z: np.ndarray, zero: np.ndarray, rng: np.random.Generator | None, s
         s = Z @ w
 
 
+def update_seconds(Z: np.ndarray, zero: np.ndarray, max_updates: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds per update of a rollout on this sample: a noisy rollout's prefix of up to :data:`TIMED` updates
+    (fewer past :data:`TIMED_SECONDS`), timed, with its own generator (the search's draws are not touched). A
+    noisy step costs more than a greedy one (the noise is drawn), so this errs on the high side. 0 when nothing
+    is misclassified at w = 0."""
+    rng, played, spent = np.random.default_rng(0), 0, 0.0
+    while played < TIMED and spent < TIMED_SECONDS:
+        start = clock()
+        k = _rollout(Z, zero, rng, 0.1, max_updates, steps=min(32, TIMED - played)).size
+        spent += clock() - start
+        if k == 0:
+            break
+        played += k
+        if k < 32:  # the game ended: the prefix is the whole play
+            break
+    return spent / played if played else 0.0
+
+
+def _search(rollouts: int, length: int, per_update: float, bound: int | None, cap: bool) -> Search:
+    """The adaptive search's :class:`pipeline.learners.orderings.Search`: ``rollouts`` of ``length`` updates at
+    ``per_update`` seconds each; ``cap``: ``length`` is Novikoff's ``bound`` on this sample, every rollout's cap (an
+    upper estimate), else greedy's length (a typical one). Refused above MAX_SECONDS, saying which margins fit."""
+    seconds = rollouts * length * per_update
+    instead = "given, random or adversarial on this sample"
+    if bound is not None and seconds > orderings.MAX_SECONDS:  # the cost grows like the bound: what would fit
+        instead += f", or adaptive where (R/gamma_lo)^2 <= {int(bound * orderings.MAX_SECONDS / seconds):,} (a larger margin)"
+    each = f"up to {length:,} updates each (Novikoff's bound on this sample)" if cap else \
+        f"about {length:,} updates each (greedy's)"
+    return Search("the adaptive adversary", rollouts, "rollouts", length * per_update, "adaptive", instead,
+                  f"its {rollouts:,} rollouts of {each} at ~{per_update * 1e6:.3g} us an update")
+
+
 def adaptive(X: object, y: object, budget: int = 100, rng: np.random.Generator | int | None = 0,
-             tie: str = "negative", max_updates: int = MAX_UPDATES) -> Play:
+             tie: str = "negative", max_updates: int = MAX_UPDATES, bound: int | None = None) -> Play:
     """A lower bound of the game's value on any sample: greedy (most wrong first), then ``budget``
     randomised greedy rollouts (module docstring), keeping the longest sequence (the earliest on ties).
 
     Deterministic given ``rng`` (a Generator, or a seed for :func:`numpy.random.default_rng`). The
     returned ``trace`` has budget + 1 entries: the best after greedy and after each rollout. Cost per
     rollout: one n x d product per update (milliseconds at n = 500, d = 10, a few hundred updates).
+    ``bound``: the most updates a rollout can make (Novikoff's floor((R/gamma_lo)^2) on certified data). The
+    search's cost is estimated (module docstring, "Cost"): before greedy from ``bound`` (an upper estimate,
+    refused at once when greedy alone could take more than :data:`GREEDY_SECONDS` and the search more than
+    :data:`pipeline.learners.orderings.MAX_SECONDS`), then from greedy's length (refused above MAX_SECONDS);
+    a refusal is a :class:`pipeline.params.ParamError` naming ``algorithm.ordering``.
     Raises ValueError naming ``budget`` when it is negative and ``max_updates`` when a rollout passes it.
     """
     X, y = _sample(X, y, tie)
@@ -225,8 +290,28 @@ def adaptive(X: object, y: object, budget: int = 100, rng: np.random.Generator |
         raise ValueError(f"adaptive: budget={budget!r} must be an integer >= 0 (rollouts after greedy)")
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     Z, zero = y[:, None] * X, _zero_is_mistake(y, tie)
-    best = _rollout(Z, zero, None, 0.0, max_updates)
+    rollouts, per_update = int(budget) + 1, update_seconds(Z, zero, max_updates)
+    length = int(max_updates)
+    if bound is not None:  # every rollout ends within the bound: the search's upper estimate, before any rollout
+        length = max(1, min(int(bound), int(max_updates)))
+        if rollouts * length * per_update > orderings.MAX_SECONDS and length * per_update > GREEDY_SECONDS:
+            _search(rollouts, length, per_update, bound, cap=True)  # raises: out of reach
+        estimate("the adaptive adversary", rollouts * length * per_update,
+                 f"its {rollouts:,} rollouts of up to {length:,} updates each (Novikoff's bound on this sample) at "
+                 f"~{per_update * 1e6:.3g} us an update, at most (refined after the greedy rollout)")
+    first = Progress("the adaptive adversary's greedy rollout", length, "updates at most")
+    start = time.perf_counter()
+    best = _rollout(Z, zero, None, 0.0, max_updates, first.update)
     greedy = best.size
+    if greedy:  # greedy's own cost per update, deep in the game, a noisy step costing NOISE_COST times as much
+        per_update = NOISE_COST * (time.perf_counter() - start) / greedy
+    length = max(1, greedy)  # a typical rollout's length: the rest of the search is estimated from it
+    search = _search(rollouts, length, per_update, bound, cap=False)
+    search.update(1)
+
+    def tick(r: int) -> Callable[[int], object]:  # progress within rollout r: its updates against greedy's
+        return lambda k: search.update(r + min(k / length, 0.99))
+
     trace = np.empty(int(budget) + 1, dtype=np.int64)
     trace[0] = greedy
     edges = np.geomspace(SIGMA[0], SIGMA[1], LEVELS + 1)
@@ -237,12 +322,13 @@ def adaptive(X: object, y: object, budget: int = 100, rng: np.random.Generator |
         else:  # ... or exploit the level with the longest rollouts on average (the first on ties)
             b = int(np.argmax(total / played))
         sigma = float(np.exp(rng.uniform(np.log(edges[b]), np.log(edges[b + 1]))))
-        seq = _rollout(Z, zero, rng, sigma, max_updates)
+        seq = _rollout(Z, zero, rng, sigma, max_updates, tick(r))
         total[b] += seq.size
         played[b] += 1
         if seq.size > best.size:
             best = seq
         trace[r] = best.size
+        search.update(r + 1)
     return Play(int(best.size), best, trace, int(greedy), int(budget) + 1)
 
 

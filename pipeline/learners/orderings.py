@@ -19,19 +19,84 @@ small samples (tests/test_orderings.py):
    (lowest y w.x);
 2. local search from the best candidate: a random move (swap two positions, or bring one example to the
    front), kept when the mistakes do not fall, ``budget`` evaluations in all, each a compiled run.
+
+Cost. The search is 3 + ``budget`` runs of the learner over the sample, each about what ``ordering=given`` costs.
+:class:`Search` says it up front and shows its progress (the adaptive adversary of
+:mod:`pipeline.learners.adaptive` uses it too): the first runs are timed, the whole search estimated from them
+(``[estimate]`` on the ``boundlab`` log when it reaches a few seconds, :func:`pipeline.progress.estimate`), then a
+``[progress]`` line every few seconds; a search estimated above :data:`MAX_SECONDS` is refused in one line naming
+``algorithm.ordering`` (:class:`pipeline.params.ParamError`) before it spends that time. Every step is Python
+between compiled calls of one run each, so Ctrl-C and SIGTERM stop it within a run.
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Callable
 
 import numpy as np
 
+from pipeline.params import ParamError
+from pipeline.progress import Progress, duration, estimate
+
 ORDERINGS = ("given", "random", "adversarial")
 BUDGET = 400  # the local search's evaluations (runs of the learner over the reordered sample)
+MAX_SECONDS = 3600.0  # a search (adversarial order, adaptive adversary) estimated above this is refused up front
+WARM = 1.0  # s: a first timed run shorter than this may be mostly one-off cost (a kernel loaded): a second is timed
 
 Evaluate = Callable[[np.ndarray], int]  # an order (a permutation of the rows) -> the learner's mistakes under it
+
+
+class Search:
+    """A long search's cost said up front, refused when out of reach, and its progress.
+
+    ``units`` pieces of work (rollouts, runs of the learner) of ``unit`` at ``per_unit`` seconds each (measured on
+    this sample; an upper estimate where the caller has one): above :data:`MAX_SECONDS` in all, a
+    :class:`pipeline.params.ParamError` naming ``algorithm.ordering`` = ``value``, which says what the option may
+    be instead (``instead``), what the search is (``detail``) and how long it would take; otherwise one
+    ``[estimate]`` line when it reaches a few seconds (:func:`pipeline.progress.estimate`) and ``update(done)``
+    logs a ``[progress]`` line every few seconds (:class:`pipeline.progress.Progress`).
+    """
+
+    def __init__(self, what: str, units: float, unit: str, per_unit: float, value: str, instead: str,
+                 detail: str) -> None:
+        self.seconds = float(units) * float(per_unit)
+        if self.seconds > MAX_SECONDS:
+            raise ParamError("algorithm.ordering", value,
+                             f"{instead}: {detail} would take ~{duration(self.seconds)} here, more than the "
+                             f"{duration(MAX_SECONDS)} a search may take")
+        estimate(what, self.seconds, detail)
+        self.progress = Progress(what, units, unit)
+
+    def update(self, done: float) -> str | None:
+        return self.progress.update(done)
+
+
+class _Timed:
+    """``evaluate`` with the search's cost measured on its first runs (the second too when the first was under
+    :data:`WARM`: it may be mostly a one-off cost), then its :class:`Search` updated after every run."""
+
+    def __init__(self, evaluate: Evaluate, total: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.evaluate, self.total, self.clock = evaluate, total, clock
+        self.done = 0
+        self.times: list[float] = []
+        self.search: Search | None = None
+
+    def __call__(self, order: np.ndarray) -> int:
+        start = self.clock()
+        m = self.evaluate(order)
+        self.done += 1
+        if self.search is None:
+            self.times.append(self.clock() - start)
+            if self.times[0] >= WARM or len(self.times) == 2 or self.done == self.total:
+                per = min(self.times)
+                self.search = Search("the adversarial ordering", self.total, "runs", per, "adversarial",
+                                     "given or random here, or adversarial on a smaller sample (or fewer passes)",
+                                     f"its {self.total:,} runs of the learner at ~{duration(per)} each")
+        if self.search is not None:
+            self.search.update(self.done)
+        return m
 
 
 def choose(ordering: str, n: int, rng: np.random.Generator, evaluate: Evaluate,
@@ -39,13 +104,17 @@ def choose(ordering: str, n: int, rng: np.random.Generator, evaluate: Evaluate,
     """The permutation a run presents under ``ordering`` (None: the given order). ``random`` draws one
     permutation from ``rng``; ``adversarial`` draws the same one first, then searches
     (:func:`adversarial_order`) from it, the given order and ``greedy()``, with ``evaluate`` the learner's
-    mistakes under an order."""
+    mistakes under an order: its first runs timed, the search estimated, refused above :data:`MAX_SECONDS`,
+    and its progress shown (:class:`Search`)."""
     if ordering == "given":
         return None
     drawn = rng.permutation(n)
     if ordering == "random":
         return drawn
-    found, _ = adversarial_order(evaluate, n, rng, [np.arange(n), drawn, greedy()], BUDGET)
+    timed = _Timed(evaluate, 3 + BUDGET)
+    given = np.arange(n)
+    first = timed(given)  # timed first: a search out of reach is refused after one or two runs
+    found, _ = adversarial_order(timed, n, rng, [given, drawn, greedy()], BUDGET, known=first)
     return found
 
 
@@ -88,7 +157,10 @@ def greedy_order(X: np.ndarray, y: np.ndarray, tie: str) -> np.ndarray:
     scores = np.zeros(n)
     remaining = np.ones(n, dtype=bool)
     order = np.empty(n, dtype=np.int64)
+    progress = Progress("the adversarial ordering's greedy order", n, "examples")  # O(n) a step: long at large n
     for t in range(n):
+        if t % 1024 == 0:
+            progress.update(t)
         i = int(np.argmin(np.where(remaining, scores, np.inf)))
         order[t], remaining[i] = i, False
         s = scores[i]  # y_i w.x_i
@@ -100,11 +172,11 @@ def greedy_order(X: np.ndarray, y: np.ndarray, tie: str) -> np.ndarray:
 
 
 def adversarial_order(evaluate: Evaluate, n: int, rng: np.random.Generator, candidates: list[np.ndarray],
-                      budget: int = BUDGET) -> tuple[np.ndarray, int]:
+                      budget: int = BUDGET, known: int | None = None) -> tuple[np.ndarray, int]:
     """The order with the most mistakes found: the best of ``candidates``, then improved by random moves
     (swap two positions, or move one example to the front), each kept when the mistakes do not fall.
-    Returns (order, its mistakes)."""
-    best, most = candidates[0], evaluate(candidates[0])
+    ``known``: the first candidate's mistakes, already evaluated. Returns (order, its mistakes)."""
+    best, most = candidates[0], evaluate(candidates[0]) if known is None else int(known)
     for c in candidates[1:]:
         m = evaluate(c)
         if m > most:

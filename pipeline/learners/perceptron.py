@@ -169,11 +169,13 @@ class Perceptron(Learner):
         inst = worst.generate(np.random.default_rng(0))  # deterministic by construction
         return replace(inst, name=dataset.name, extra=dict(dataset.extra) | inst.extra | {"presented": "worst_case"})
 
-    def _adaptive(self, X: object, y: np.ndarray, rng: np.random.Generator, max_updates: int | None = None) -> np.ndarray:
+    def _adaptive(self, X: object, y: np.ndarray, rng: np.random.Generator, max_updates: int | None = None,
+                  bound: int | None = None) -> np.ndarray:
         """The adaptive adversary's sequence (row indices, with repetition) on the sample: greedy, then
         :data:`ADAPTIVE_BUDGET` randomised rollouts drawn from ``rng`` (:mod:`pipeline.learners.adaptive`), then
         the sample once as given. A rollout longer than ``max_updates`` (default :data:`ADAPTIVE_UPDATES` per
-        example: a sample the game never ends on is not separable) is a ValueError naming it."""
+        example: a sample the game never ends on is not separable) is a ValueError naming it. ``bound``: Novikoff's
+        bound on the sample, from which the search's cost is estimated (and refused when out of reach) up front."""
         from scipy import sparse
 
         from pipeline.learners.adaptive import adaptive
@@ -182,7 +184,7 @@ class Perceptron(Learner):
             raise ParamError("algorithm.ordering", self.ordering, "given, random or adversarial on sparse data "
                              "(the adaptive adversary scores dense rows)")
         cap = ADAPTIVE_UPDATES * int(X.shape[0]) if max_updates is None else int(max_updates)
-        self.adversary_ = adaptive(X, y, budget=ADAPTIVE_BUDGET, rng=rng, tie=self.tie, max_updates=cap)
+        self.adversary_ = adaptive(X, y, budget=ADAPTIVE_BUDGET, rng=rng, tie=self.tie, max_updates=cap, bound=bound)
         sequence = self.adversary_.sequence
         # then one pass over the sample as given, where the converged w errs nowhere: the run shows the adversary
         # done, and its rounds T are more than its mistakes (the trivial value; a learner that never learns
@@ -300,7 +302,8 @@ class Perceptron(Learner):
                 raise ParamError("algorithm.ordering", self.ordering, "given, random or adversarial on data not "
                                  "certified separable (the adaptive adversary plays until nothing is misclassified)")
             # Novikoff's bound caps every rollout; twice it, so a learner that broke the bound would show it
-            order = self._adaptive(X, y, rng, max_updates=2 * int((stats.R / stats.gamma_lo) ** 2) + 2)
+            bound = int((stats.R / stats.gamma_lo) ** 2)
+            order = self._adaptive(X, y, rng, max_updates=2 * bound + 2, bound=bound)
             trace = self.learn_stream(X[order], y[order])
             out = self._outcome(trace)
             # the row each round presented, for the statistics summed over rounds (the comparators' hinge losses)

@@ -80,9 +80,9 @@ Its Lagrangian dual: minimise nu + R^2 sum lam_t - tau sum sigma_t s.t. sum mu_t
 S = nu E_00 + sum lam_t E_tt - sum mu_t (E_0t + E_t0)/2 + sum sigma_t A_t PSD, with A_t the symmetric
 matrix of score_t (1/2 at (s, t) and (t, s), s < t). Any such (nu, lam, mu, sigma) bounds g from above;
 :func:`max_margin` evaluates it at the solver's dual values (``dual``) and also repairs them into an
-exactly dual-feasible point (clip, renormalise mu, raise nu and every lam_t by -lambda_min(S)), whose
-objective is an upper bound of g* whatever the solver did (``upper``; up to the rounding of one
-eigenvalue computation, padded).
+exactly dual-feasible point (clip, renormalise mu, raise nu and every lam_t by -lambda_min(S) and a pad, more
+until the slack matrix is proven PSD), whose objective, summed in rational arithmetic and rounded upwards, is an
+upper bound of g* whatever the solver did (``upper``, :func:`dual_bound`).
 
 Floating point of the instances (:func:`instance`). A worst instance at gamma = R/sqrt(M) is all ties
 (above), which only an exact construction replays correctly (the orthonormal one: every product in w.x is
@@ -91,9 +91,17 @@ score slack maximised, so every score is <= -tau with tau far above both the sol
 rounding of the replay; the radius and margin of the returned rows are then certified in exact rational
 arithmetic (:func:`certify_instance`).
 
-Sizes. One probe at M is an (M+1) x (M+1) SDP through cvxpy + Clarabel: ~0.01 s at M = 5, ~0.15 s at
-M = 30, several seconds at M = 60 (Clarabel's PSD block is dense in the M(M+1)/2 entries), so
-:func:`worst_case_mistakes` probes geometrically and bisects, and caches probes.
+Sizes. One probe at M is an (M+1) x (M+1) SDP through cvxpy + Clarabel: ~0.01 s at M = 5, ~0.8 s at
+M = 30, ~5 s at M = 63 (Clarabel's PSD block is dense in the M(M+1)/2 entries; :func:`sdp_seconds` is the
+model the callers' estimates use), so :func:`worst_case_mistakes` probes geometrically and bisects, and caches
+probes (:func:`probe`). Only the SDP functions are limited to M <= MAX_M: the tie instance and the exact
+certificate of an instance need no solver, and their cost is in the non-zeros of the rows
+(:func:`certify_instance`: x_t = R e_t, M rows, costs O(M) exact operations, so M = 5000 takes milliseconds).
+
+Rounding. Every upper end this module reports is rounded outwards: ``upper`` is the objective of an exactly
+feasible dual point (its slack matrix proven PSD by :func:`pipeline.numerics.certified_psd`, its objective
+summed in rational arithmetic and rounded upwards, :func:`float_up`), and ``radius`` the smallest float whose
+square is at least the exact one.
 """
 
 from __future__ import annotations
@@ -106,10 +114,12 @@ from fractions import Fraction
 
 import numpy as np
 
+from pipeline.numerics import certified_psd
 from pipeline.solvers import solve_sdp
 
 TIES = ("negative", "positive", "mistake")  # pipeline.learners.perceptron.TIES (not imported: solvers stay below)
-MAX_M = 200  # the largest M a probe accepts: a 201 x 201 SDP already takes minutes
+MAX_M = 200  # the largest M an SDP accepts: a 201 x 201 SDP already takes minutes (tie_instance has no such limit)
+SDP_SECONDS = 2e-5  # sdp_seconds: ~c (M + 1)^3 s per SDP on this project's reference machine (5 s at M = 63)
 BAND = 1e-8  # relative to R: |gamma - g_sdp(M)| within this is decided by the proven closed form (see below)
 BOUNDARY = 1e-6  # relative to R: below this room under R/sqrt(M), instance() returns the exact tie instance
 # Clarabel's attempts, in order, until one reports "optimal": 1e-10 (at M = 21 it stops "almost solved",
@@ -127,8 +137,9 @@ class MarginSDP:
     primal : min_t G_0t of the returned G: the margin the returned point achieves.
     dual : the dual objective nu + R^2 sum lam - tau sum sigma at the solver's dual values.
     gap : dual - primal (as computed, not clipped at 0).
-    upper : the objective of the solver's duals repaired into an exactly feasible dual point: an upper bound of
-        the SDP's optimum whatever the solver did (up to the rounding of one eigenvalue computation, padded).
+    upper : the objective of the solver's duals repaired into an exactly feasible dual point (its slack matrix
+        proven PSD, the objective summed exactly and rounded upwards): an upper bound of the SDP's optimum whatever
+        the solver did; inf when no repair is proven.
     infeasibility : the largest violation of a primal constraint by the returned G (the PSD one as
         -lambda_min(G)).
     closed_form : R / sqrt(M) when tau = 0 (module docstring), else nan.
@@ -187,10 +198,30 @@ class Instance:
 # --- the SDP ---------------------------------------------------------------------------------------------
 
 
-def _check_M(M: object) -> int:  # noqa: N802 - the mistake count M
-    if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or not 1 <= int(M) <= MAX_M:
-        raise ValueError(f"M: an integer in [1, {MAX_M}] (an (M+1) x (M+1) SDP), got {M!r}")
+def _check_M(M: object, limit: int | None = MAX_M) -> int:  # noqa: N802 - the mistake count M
+    """M as an int in [1, ``limit``] (``limit`` None: any M >= 1, for what needs no SDP), else ValueError."""
+    if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or not (1 <= int(M) and (limit is None or int(M) <= limit)):
+        what = f"in [1, {limit}] (an (M+1) x (M+1) SDP)" if limit is not None else ">= 1"
+        raise ValueError(f"M: an integer {what}, got {M!r}")
     return int(M)
+
+
+def sdp_seconds(M: int) -> float:
+    """A rough estimate of one (M+1) x (M+1) margin SDP's wall time (seconds): the callers' up-front estimates."""
+    return SDP_SECONDS * (M + 1) ** 3
+
+
+def float_up(q: Fraction) -> float:
+    """The smallest float >= the rational ``q``: ``float(q)`` is correctly rounded (nearest), then one step up
+    when that fell below. An upper end computed exactly is reported with this, never rounded to nearest."""
+    f = float(q)
+    return f if Fraction(f) >= q else math.nextafter(f, math.inf)
+
+
+def float_down(q: Fraction) -> float:
+    """The largest float <= the rational ``q`` (:func:`float_up`'s other side)."""
+    f = float(q)
+    return f if Fraction(f) <= q else math.nextafter(f, -math.inf)
 
 
 def _check_positive(name: str, v: object) -> float:
@@ -259,20 +290,47 @@ def _violation(G: np.ndarray, M: int, R: float, tau: float, margin_lo: float) ->
     return max(0.0, *v)
 
 
+def dual_bound(M: int, R: float, tau: float, S: np.ndarray) -> float:
+    """The upper bound of the SDP's optimum that a dual slack matrix ``S`` (of :func:`dual_matrix`'s form, as
+    stored) proves, rounded upwards; inf if S is not proven PSD or has no weight on the margins.
+
+    Read from S's own entries, so nothing is lost to the rounding of building it: nu = S_00, lam_t = S_tt,
+    mu_t = -2 S_0t, sigma_t = 2 S_1t (every entry of A_t's column); then for every feasible (G, g),
+    0 <= <S, G> <= nu + R^2 sum lam - g sum mu - tau sum sigma, so g <= (nu + R^2 sum lam - tau sum sigma) / sum mu,
+    summed in rational arithmetic. PSD is proven by :func:`pipeline.numerics.certified_psd` (Cholesky with its
+    rounding bounded)."""
+    lam, mu = np.diag(S)[1:], -2.0 * S[0, 1:]
+    sigma = 2.0 * S[1, 2:] if M >= 2 else np.zeros(0)
+    if S[0, 0] < 0 or np.any(lam < 0) or np.any(mu < 0) or np.any(sigma < 0) or not np.any(mu > 0):
+        return math.inf
+    if not (np.array_equal(S, S.T) and np.array_equal(np.triu(S[1:, 1:], 1), np.triu(score_matrix(M).T * S[1, 1:], 1))):
+        return math.inf  # not of dual_matrix's form: the entries above would not be the point's
+    if not certified_psd(S):
+        return math.inf
+    top = Fraction(float(S[0, 0])) + Fraction(R) ** 2 * sum(map(Fraction, lam.tolist()), Fraction(0))
+    top -= Fraction(tau) * sum(map(Fraction, sigma.tolist()), Fraction(0))
+    return float_up(top / sum(map(Fraction, mu.tolist()), Fraction(0)))
+
+
 def _dual_ends(M: int, R: float, tau: float, nu: float, lam: np.ndarray, mu: np.ndarray,
                sigma: np.ndarray) -> tuple[float, float]:
-    """(dual objective at the values as given, objective of the repaired exactly-feasible dual point)."""
+    """(dual objective at the values as given, the upper bound proven by the repaired dual point: clipped at 0,
+    mu renormalised, nu and every lam_t raised by a shift until :func:`dual_bound` proves its slack PSD)."""
     dual = nu + R**2 * float(lam.sum()) - tau * float(sigma.sum())
     lam_c, sigma_c, mu_c = np.maximum(lam, 0.0), np.maximum(sigma, 0.0), np.maximum(mu, 0.0)
-    if mu_c.sum() <= 0:
+    if not mu_c.sum() > 0:
         return dual, math.inf
     mu_c = mu_c / mu_c.sum()
     S = dual_matrix(M, nu, lam_c, mu_c, sigma_c)
     n = M + 1
     pad = 4.0 * n * float(np.finfo(float).eps) * float(np.linalg.norm(S))  # eigvalsh's backward error, generously
-    shift = max(0.0, -float(np.linalg.eigvalsh(S)[0])) + pad  # S + shift I is PSD
-    upper = (nu + shift) + R**2 * float((lam_c + shift).sum()) - tau * float(sigma_c.sum())
-    return float(dual), float(upper)
+    shift = max(0.0, -float(np.linalg.eigvalsh(S)[0])) + pad  # S + shift I is PSD, up to the test's own allowance
+    for _ in range(40):  # each failed proof doubles the shift (a few suffice: the first is generous)
+        upper = dual_bound(M, R, tau, dual_matrix(M, max(nu, 0.0) + shift, lam_c + shift, mu_c, sigma_c))
+        if math.isfinite(upper):
+            return float(dual), upper
+        shift = 2.0 * shift + 4.0 * n * float(np.finfo(float).eps) * max(float(np.linalg.norm(S)), 1e-300)
+    return float(dual), math.inf
 
 
 def max_margin(M: int, R: float = 1.0, tau: float = 0.0) -> MarginSDP:
@@ -319,7 +377,7 @@ def max_margin(M: int, R: float = 1.0, tau: float = 0.0) -> MarginSDP:
 
 
 @functools.lru_cache(maxsize=MAX_M)
-def _probe(M: int) -> MarginSDP:
+def probe(M: int) -> MarginSDP:
     """max_margin(M, 1), cached. By homogeneity (G -> D G D, D = diag(1, R, ..., R), maps the class at radius 1
     and margin g onto the class at radius R and margin R g), the SDP at R is R times this one."""
     return max_margin(M, 1.0)
@@ -344,7 +402,7 @@ def feasible(M: int, R: float, gamma: float, strict: bool = False) -> tuple[bool
     M, R, gamma = _check_M(M), _check_positive("R", R), _check_positive("gamma", gamma)
     if M == 1:  # no score constraint: feasible iff gamma <= R (strict too: round 1 is counted)
         strict = False
-    r, ratio = _probe(M), gamma / R  # the SDP at radius 1 (homogeneity, :func:`_probe`)
+    r, ratio = probe(M), gamma / R  # the SDP at radius 1 (homogeneity, :func:`probe`)
     if r.status in ("optimal", "optimal_inaccurate"):
         if ratio < r.primal - BAND and r.infeasibility <= BAND:
             return True, "sdp"
@@ -401,7 +459,7 @@ def _first_label(tie: str) -> float:
     return -1.0 if tie == "positive" else 1.0  # the label the tie (w.x = 0) gets wrong
 
 
-def _sqrt_down(q: Fraction) -> float:
+def sqrt_down(q: Fraction) -> float:
     """The largest float f >= 0 with f^2 <= q (q >= 0)."""
     f = math.sqrt(float(q))
     while f > 0 and Fraction(f) ** 2 > q:
@@ -411,50 +469,56 @@ def _sqrt_down(q: Fraction) -> float:
     return f
 
 
-def _sqrt_up(q: Fraction) -> float:
+def sqrt_up(q: Fraction) -> float:
     """The smallest float f >= 0 with f^2 >= q (q >= 0)."""
-    f = _sqrt_down(q)
+    f = sqrt_down(q)
     return f if Fraction(f) ** 2 == q else math.nextafter(f, math.inf)
 
 
 def certify_instance(X: np.ndarray, y: np.ndarray, u: np.ndarray) -> tuple[float, float, float]:
     """(margin, radius, slack) of the rows, exactly: every product and sum in rational arithmetic on the
-    floats as stored.
+    floats as stored, over the non-zero entries only (a zero contributes exactly 0), so the cost is in the
+    rows' non-zeros: O(M) for the tie instance x_t = R e_t, O(M r) for a dense M x r instance.
 
     margin : a float <= min_t y_t <u, x_t> / ||u|| (-inf if some y_t <u, x_t> <= 0).
     radius : a float >= max_t ||x_t||.
     slack : min over t >= 2 of -<w_t, y_t x_t> with w_t = sum_{s<t} y_s x_s (the scores if every round is
-        an update), as a float rounded towards 0 when positive; +inf when M = 1.
+        an update), as a float rounded downwards (towards 0 when positive); +inf when M = 1.
     """
     X, y, u = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(u, dtype=np.float64)
-    Xq = [[Fraction(v) for v in row] for row in X]
-    uq = [Fraction(v) for v in u]
-    u2 = sum(v * v for v in uq)
-    a = [Fraction(y[t]) * sum(p * q for p, q in zip(uq, Xq[t])) for t in range(len(Xq))]
-    if u2 == 0 or min(a) <= 0:
+    uq = {int(j): Fraction(float(u[j])) for j in np.flatnonzero(u)}
+    u2 = sum((v * v for v in uq.values()), Fraction(0))
+    w: dict[int, Fraction] = {}
+    a_min: Fraction | None = None
+    r2 = Fraction(0)
+    slack = math.inf
+    for t in range(X.shape[0]):
+        cols = np.flatnonzero(X[t])
+        yt = Fraction(float(y[t]))
+        z = {int(j): yt * Fraction(v) for j, v in zip(cols.tolist(), X[t, cols].tolist())}  # y_t x_t, exactly
+        a = sum((uq[j] * v for j, v in z.items() if j in uq), Fraction(0))  # y_t <u, x_t>
+        a_min = a if a_min is None else min(a_min, a)
+        r2 = max(r2, sum((v * v for v in z.values()), Fraction(0)))
+        if t >= 1:
+            s = -sum((w[j] * v for j, v in z.items() if j in w), Fraction(0))
+            slack = min(slack, float_down(s))
+        for j, v in z.items():
+            w[j] = w.get(j, Fraction(0)) + v
+    if u2 == 0 or a_min is None or a_min <= 0:
         margin = -math.inf
     else:
-        margin = _sqrt_down(min(v * v for v in a) / u2)
-    radius = _sqrt_up(max(sum(v * v for v in row) for row in Xq))
-    w = [Fraction(0)] * X.shape[1]
-    slack = math.inf
-    for t in range(len(Xq)):
-        z = [Fraction(y[t]) * v for v in Xq[t]]
-        if t >= 1:
-            s = -sum(p * q for p, q in zip(w, z))
-            f = float(s)
-            if Fraction(f) > s:
-                f = math.nextafter(f, -math.inf)
-            slack = min(slack, f)
-        w = [p + q for p, q in zip(w, z)]
-    return margin, radius, slack
+        margin = sqrt_down(a_min * a_min / u2)
+    return margin, sqrt_up(r2), slack
 
 
 def tie_instance(M: int, R: float = 1.0, tie: str = "negative") -> Instance:
     """The exact worst instance at gamma = R/sqrt(M): x_t = R e_t in R^M, u = (1, ..., 1)/sqrt(M) (stored as
     the all-ones vector, whose exact normalisation is what the certificate uses), every label the one
-    ``tie`` gets wrong: every score is exactly 0 in floating point (each product is 0 * R or R * 0)."""
-    M, R = _check_M(M), _check_positive("R", R)
+    ``tie`` gets wrong: every score is exactly 0 in floating point (each product is 0 * R or R * 0).
+
+    No solver: any M >= 1 (the rows are the dense M x M matrix, 8 M^2 bytes; the caller bounds M), certified in
+    O(M) exact operations (:func:`certify_instance` reads the non-zeros)."""
+    M, R = _check_M(M, None), _check_positive("R", R)
     label = _first_label(tie)
     X, y, u = label * R * np.eye(M), np.full(M, label), np.ones(M)
     margin, radius, slack = certify_instance(X, y, u)
@@ -505,7 +569,7 @@ def instance(M: int, R: float = 1.0, gamma: float | None = None, tie: str = "neg
     if not feasible(M, R, gamma)[0]:
         raise ValueError(f"gamma: {gamma!r} exceeds R/sqrt(M) ~ {R / math.sqrt(M)!r} (exactly, on the floats "
                          f"given): no sequence of the class makes M={M} mistakes")
-    room = R * _probe(M).primal - gamma
+    room = R * probe(M).primal - gamma
     if room < BOUNDARY * R or M == 1:
         inst = tie_instance(M, R, tie)
         if not inst.margin >= gamma:  # not reached: feasible() decided this band exactly
