@@ -17,6 +17,10 @@ path it writes or removes is reached from its root without following a symbolic 
 (``pipeline.locks.open_dir``, ``remove``): a link planted where an entry, the ``locks`` directory, a lock
 directory or the store itself belongs is refused with one line naming it (``pipeline.locks.Outside``, an
 ``OSError``: the job runs without the store), and ``prune`` removes such links (the link, never its target).
+
+Two prunes may run at once (two users, two cron jobs on a shared store): each removes what it claims, by renaming
+it into a directory of its own inside the store (:class:`_Trash`), and a rename is atomic, so every entry, lock,
+link and temporary file is claimed, removed and counted by exactly one of them.
 """
 
 from __future__ import annotations
@@ -184,18 +188,95 @@ def reused_run(out: Path) -> str | None:
 # --- Keeping the store bounded: status and prune ------------------------------------------------------------
 
 def _entries(root: Path) -> list[tuple[Path, float, int]]:
-    """(directory, last use, bytes) of each entry of the store: its marker's mtime is its last use."""
+    """(directory, last use, bytes) of each entry of the store: its marker's mtime is its last use. An entry
+    that goes while it is looked at (claimed by another prune) is left out."""
     out = []
-    for entry in root.iterdir() if root.is_dir() else ():
+    try:
+        listed = list(root.iterdir()) if root.is_dir() else []
+    except OSError:
+        return []
+    for entry in listed:
         if entry.name.startswith(".") or entry.name == "locks" or not entry.is_dir() or entry.is_symlink():
             continue
         try:
             used = (entry / ENTRY).stat().st_mtime
         except OSError:
             used = 0.0  # no marker: an incomplete entry, the first to go
-        size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file() and not f.is_symlink())
+        try:
+            size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file() and not f.is_symlink())
+        except OSError:  # gone meanwhile
+            continue
         out.append((entry, used, size))
     return out
+
+
+class _Trash:
+    """A directory of this prune's own inside the store (``.prune.RANDOM.PID.tmp``) into which it claims what it
+    removes: :meth:`claim` renames a path there, atomically, so of two prunes that reach the same entry exactly
+    one claims it, and each counts only its claims. The trash is made and every path claimed is reached from
+    the store's root without following a link (``pipeline.locks.open_dir``): nothing outside the store is
+    moved or removed. :meth:`close` removes the trash with what it holds; a trash left by a prune that died is
+    a dead process's temporary file, removed by the next prune or pre-flight (:func:`_clean_stale`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.path, self.fd, self.count = root, None, None, 0
+
+    def _open(self) -> int:
+        import secrets
+
+        from pipeline.locks import open_dir
+
+        if self.fd is None:
+            root_fd = open_dir(self.root, self.root)  # the store itself a real directory, not a link
+            try:
+                name = f".prune.{secrets.token_hex(6)}.{os.getpid()}.tmp"
+                os.mkdir(name, 0o700, dir_fd=root_fd)
+            finally:
+                os.close(root_fd)
+            self.path = self.root / name
+            self.fd = open_dir(self.path, self.root)
+        return self.fd
+
+    def claim(self, path: Path) -> bool:
+        """Move ``path`` (an entry, a lock directory, a symbolic link: the link itself, a temporary file), below
+        the store's root, into the trash; False when it is not there any more (another prune claimed it) or
+        cannot be moved (a link on the way to it: ``pipeline.locks.Outside``)."""
+        from pipeline.locks import open_dir
+
+        try:
+            trash = self._open()
+            parent = open_dir(path.parent, self.root)
+        except OSError:
+            return False
+        try:
+            self.count += 1
+            os.rename(path.name, str(self.count), src_dir_fd=parent, dst_dir_fd=trash)
+            return True
+        except OSError:  # gone: claimed by another prune, or removed by its owner
+            return False
+        finally:
+            os.close(parent)
+
+    def close(self) -> None:
+        """Remove the trash and what it holds (``pipeline.locks.remove``: never through a link)."""
+        from pipeline.locks import remove
+
+        if self.fd is None or self.path is None:
+            return
+        os.close(self.fd)
+        self.fd = None
+        for _ in range(2):  # a lock file made meanwhile in a claimed lock directory (a waiter's) may fail the first
+            try:
+                remove(self.path, self.root)
+                return
+            except OSError:
+                continue
+
+    def __enter__(self) -> _Trash:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def prune(older_than_days: float | None = None, max_bytes: int | None = None, dry_run: bool = False) -> dict[str, int]:
@@ -213,15 +294,14 @@ def prune(older_than_days: float | None = None, max_bytes: int | None = None, dr
         oldest = kept.pop(0)
         doomed.append(oldest)
         total -= oldest[2]
-    locks = links = 0
-    if not dry_run:
-        for entry, _, _ in doomed:
-            with contextlib.suppress(OSError):
-                _remove(entry)
-        links = _remove_links(root)
-        locks = _prune_locks(root)
-    temps = 0 if dry_run else _clean_stale(root)
-    return {"entries": len(doomed), "bytes": sum(e[2] for e in doomed), "kept": len(kept), "kept_bytes": total,
+    removed, locks, links, temps = doomed, 0, 0, 0
+    if not dry_run:  # each entry, link, lock and temporary file counted by the one prune that claimed it
+        with _Trash(root) as trash:
+            removed = [e for e in doomed if trash.claim(e[0])]
+            links = _remove_links(root, trash.claim)
+            locks = _prune_locks(root, trash.claim)
+            temps = _clean_stale(root, trash.claim)
+    return {"entries": len(removed), "bytes": sum(e[2] for e in removed), "kept": len(kept), "kept_bytes": total,
             "locks": locks, "temporary": temps, "links": links}
 
 
@@ -233,9 +313,9 @@ def _links(directory: Path) -> list[Path]:
         return []
 
 
-def _remove_links(root: Path) -> int:
+def _remove_links(root: Path, claim: Callable[[Path], bool]) -> int:
     """Remove the symbolic links planted in the store, its ``locks`` directory and its lock directories
-    (each link itself, never its target: ``pipeline.locks.remove``); return how many."""
+    (each link itself, never its target, claimed into the prune's trash: ``claim``); return how many."""
     import stat
 
     removed = 0
@@ -248,56 +328,65 @@ def _remove_links(root: Path) -> int:
         pass
     for place in places:
         for link in _links(place):
-            with contextlib.suppress(OSError):
-                removed += _remove(link)
+            removed += claim(link)
     return removed
 
 
-def _prune_locks(root: Path) -> int:
-    """Remove the lock directories no process holds (each lock taken before its file is removed); return how
-    many. Reached without following a link (``pipeline.locks.open_dir``): a planted link is never locked,
-    written or removed through."""
+def _prune_locks(root: Path, claim: Callable[[Path], bool]) -> int:
+    """Remove the lock directories no process holds (each lock taken, then its directory claimed into the
+    prune's trash while it is held: ``claim``); return how many. Reached without following a link
+    (``pipeline.locks.open_dir``): a planted link is never locked, written or removed through."""
     import fcntl
 
-    from pipeline.locks import LOCK, Outside, open_dir
+    from pipeline.locks import LOCK, open_dir
 
     pruned = 0
     try:
-        lock_dirs = [d for d in (root / "locks").iterdir() if not d.is_symlink()] if not (root / "locks").is_symlink() else []
-    except OSError:
+        locks_fd = open_dir(root / "locks", root)
+    except OSError:  # none yet, or a link (removed above, or refused)
         return 0
-    for lock_dir in lock_dirs:
-        try:
-            dir_fd = open_dir(lock_dir, root)
-        except (Outside, OSError):
-            continue
-        try:
+    try:
+        names = [n for n in os.listdir(locks_fd) if not n.startswith(".")]
+        for name in names:
+            try:
+                dir_fd = open_dir(root / "locks" / name, root)
+            except OSError:  # a link, a file, or gone
+                continue
             try:
                 fd = os.open(LOCK, os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
             except OSError:  # no lock file there, or a link in its place (removed above, or refused)
+                os.close(dir_fd)
                 continue
+            os.close(dir_fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no process runs this job now
-            except BlockingIOError:
+                # While held, and only if the file held is still the one at its place from the store's root (another
+                # prune did not claim its directory meanwhile, nor a holder make a new one there): no other prune can
+                # claim it now, and a waiter that wakes up finds no file and locks anew (pipeline.locks.hold).
+                mine = os.fstat(fd)
+                there = os.stat(f"{name}/{LOCK}", dir_fd=locks_fd, follow_symlinks=False)
+                if (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino) and claim(root / "locks" / name):
+                    pruned += 1
+            except OSError:  # held by a process (BlockingIOError), or gone meanwhile
+                pass
+            finally:
                 os.close(fd)
-                continue
-            os.unlink(LOCK, dir_fd=dir_fd)  # while held: a waiter that wakes up sees another file and locks anew
-            os.close(fd)
-        finally:
-            os.close(dir_fd)
-        with contextlib.suppress(OSError):
-            _remove(lock_dir)
-        pruned += 1
+    finally:
+        os.close(locks_fd)
     return pruned
 
 
-def _clean_stale(root: Path) -> int:
+def _clean_stale(root: Path, claim: Callable[[Path], bool] | None = None) -> int:
     """The temporary files of dead processes removed from the store (``pipeline.files.clean_stale``'s choice
-    of names, each removed through :func:`_remove`: a link, never its target)."""
+    of names, each removed through :func:`_remove`, or claimed into a prune's trash by ``claim``: a link,
+    never its target); return how many."""
     removed = 0
     for path in root.glob(".*.tmp") if root.is_dir() and not root.is_symlink() else ():
         m = files._TEMP.match(path.name)
         if m and int(m.group(1)) != os.getpid() and not files._alive(int(m.group(1))):
+            if claim is not None:
+                removed += claim(path)
+                continue
             with contextlib.suppress(OSError):
                 removed += _remove(path)
     return removed
