@@ -43,10 +43,17 @@ def working_dir() -> str | None:
 
 def remember_working_dir() -> str | None:
     """Note the working directory a command starts in (what :func:`fault` names if it is removed later) and
-    return it; None when it does not exist (then the shell's ``PWD`` is what :func:`fault` names)."""
+    return it; None when it does not exist (then :func:`removed_dir` names it)."""
     here = working_dir()
-    _STARTED_IN[:] = [here or os.environ.get("PWD") or "?"]
+    _STARTED_IN[:] = [here or removed_dir()]
     return here
+
+
+def removed_dir() -> str:
+    """The name of a working directory that no longer exists, as far as it can be told: the shell's ``PWD``
+    when that is gone too (else ``PWD`` is not the directory this process was in), or '(removed)'."""
+    pwd = os.environ.get("PWD")
+    return pwd if pwd and not os.path.isdir(pwd) else "(removed)"
 
 
 def shown(path: str | os.PathLike[str], keep: int = 60, count: bool = True) -> str:
@@ -98,8 +105,8 @@ def fault(error: BaseException) -> str | None:
     import errno
 
     if working_dir() is None:  # whatever failed, it failed for that: nothing relative to it can be reached
-        started = _STARTED_IN[0] if _STARTED_IN else os.environ.get("PWD") or "?"
-        return (f"the working directory {shown(started)} was removed while the command ran (Hydra starts every job "
+        started = _STARTED_IN[0] if _STARTED_IN else removed_dir()
+        return (f"the working directory {shown(started, 160)} was removed while the command ran (Hydra starts every job "
                 "there); finished jobs are kept (their MLflow runs; the job store reuses them): run the same command "
                 "to resume, from a directory that exists")
     if isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG:

@@ -11,6 +11,7 @@ MLflow run exists. The jobs it validated are the :class:`Plan` the command runs;
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ import pipeline.sweep  # noqa: F401 - registers the config's ${boundlab:...} res
 from pipeline import hydra_seam
 from pipeline.explain import choose, explain, flat_keys
 from pipeline.hydra_seam import parse_overrides
-from pipeline.paths import CONF_DIR
+from pipeline.paths import CONF_DIR, remember_working_dir, removed_dir, shown
 
 USAGE_EXIT = 2
 
@@ -137,11 +138,56 @@ class Plan:
         return hashlib.sha256("\0".join(kept).encode()).hexdigest()[:10]
 
 
+def sweep_overrides(base: Any, overrides: Sequence[str]) -> list:
+    """The overrides of a sweep whose composed config (with its Hydra node) is ``base``, parsed: the sweeper's
+    ``params`` first (an experiment's grid), then the command line's ``overrides``."""
+    params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
+    return hydra_seam.parser().parse_overrides(params + list(overrides))
+
+
 def sweep_jobs(base: Any, overrides: Sequence[str]) -> list[list[str]]:
     """The jobs of a sweep whose composed config (with its Hydra node) is ``base``: the sweeper's ``params``
     first, then the command line's ``overrides``, split as Hydra's basic sweeper splits them."""
-    params = [f"{k}={v}" for k, v in (base.hydra.sweeper.get("params") or {}).items()]
-    return hydra_seam.split_sweep(hydra_seam.parser().parse_overrides(params + list(overrides)))
+    return hydra_seam.split_sweep(sweep_overrides(base, overrides))
+
+
+# The keys that say how a sweep runs, not what a job computes: one value for the whole sweep, never swept (on the
+# command line or in an experiment's grid), each with what it is (:func:`check_steering`). A key or a prefix
+# (``hydra.launcher`` covers ``hydra.launcher.n_jobs``).
+STEERING = {
+    "pack": "how a sweep runs (settings per Hydra job)",
+    "seeds": "how a sweep chooses its seeds (fixed, or auto: in rounds)",
+    "seed_budget": "the most seeds seeds=auto gives a setting",
+    "seed_round": "the seeds each round of seeds=auto adds",
+    "seed_minutes": "the minutes seeds=auto's rounds may take",
+    "force": "whether a sweep reruns the jobs already done",
+    "log.bounds": "what a sweep logs of each job",
+    "tracking.uri": "the store a sweep's parent run and its jobs are recorded in",
+    "hydra.sweep": "where a sweep writes",
+    "hydra/launcher": "what launches a sweep's jobs",
+    "hydra.launcher": "how a sweep's jobs are launched",
+    "hydra/sweeper": "what lists a sweep's jobs",
+    "hydra.sweeper": "how a sweep lists its jobs",
+}
+
+
+def steering(key: str) -> str | None:
+    """What the sweep-steering ``key`` is (:data:`STEERING`), or None for a key a job's results may depend on."""
+    for name, what in STEERING.items():
+        if key == name or key.startswith((f"{name}.", f"{name}/")):
+            return what
+    return None
+
+
+def check_steering(overrides: Sequence) -> None:
+    """Refuse a sweep over a sweep-steering key (:data:`STEERING`) in one line (UserError)."""
+    from pipeline.params import UserError
+
+    for o in overrides:
+        what = steering(o.key_or_group) if o.is_sweep_override() else None
+        if what:
+            raise UserError(f"{o.input_line}: {o.key_or_group} is {what}, one value for all of it; give one value "
+                            "(or run one command per value)")
 
 
 def plan_of(argv: Sequence[str]) -> Plan:
@@ -172,7 +218,8 @@ def plan_of(argv: Sequence[str]) -> Plan:
         raise
     _check_sweeper(base.hydra.sweeper)
     _check_launcher(base.hydra.launcher)
-    _check_pack(base, overrides)
+    check_steering(sweep_overrides(base, args.overrides))
+    _check_pack(base)
     if base.hydra.job.get("chdir"):  # set by an experiment file
         raise UserError(f"hydra.job.chdir=true: {NO_CHDIR}")
     jobs = sweep_jobs(base, args.overrides)
@@ -236,17 +283,14 @@ def _check_launcher(launcher: DictConfig) -> None:
                          "(-2: all but one, ...)")
 
 
-def _check_pack(base: DictConfig, overrides: Sequence) -> None:
-    """``pack=N`` (``pipeline.pack``): one value for the whole sweep (it says how the sweep runs, not what a
-    job computes), packed by boundlab's sweeper, not with ``seeds=auto`` (whose rounds reuse earlier
-    rounds' jobs from the job store, which a pack's members do not use)."""
+def _check_pack(base: DictConfig) -> None:
+    """``pack=N`` (``pipeline.pack``): packed by boundlab's sweeper, not with ``seeds=auto`` (whose rounds reuse
+    earlier rounds' jobs from the job store, which a pack's members do not use). One value for the whole sweep,
+    as every key that steers it (:func:`check_steering`)."""
     from hydra.utils import get_class
 
     from pipeline.params import UserError
 
-    for o in overrides:
-        if o.key_or_group == "pack" and o.is_sweep_override():
-            raise UserError(f"{o.input_line}: pack is how a sweep runs, one value for all of it; give one value")
     if base.get("pack") is None:
         return
     target = str(base.hydra.sweeper.get("_target_", ""))
@@ -317,6 +361,12 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             except (HydraException, OmegaConfBaseException) as e:
                 fail(f"{explain(e, job)}{where}")
             plan.tracking_uri = cfg.tracking.uri
+        if plan.jobs:  # the directories Hydra makes for the jobs fit the system (a job's node: the sweep's is one)
+            try:
+                check_outputs(compose.cache.config(parse_overrides(plan.jobs[0]), lambda structural: hydra.compose(
+                    "config", overrides=structural, return_hydra_config=True), key=("hydra",)), plan.multirun, len(plan.jobs))
+            except UserError as e:
+                fail(str(e))
         for o in parse_overrides(argv_overrides(argv)):
             if o.key_or_group == "hydra.job.chdir" and (o.is_sweep_override() or o.value() not in (False, "false")):
                 fail(f"{o.input_line}: {NO_CHDIR}")
@@ -338,6 +388,64 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             minutes = cfg.get("seed_minutes")
             plan.sequential = (int(cfg.seed_budget), int(cfg.seed_round), None if minutes is None else float(minutes))
     return plan
+
+
+# Bytes kept below a job's (or a sweep's) directory for what is written in it: a pack's parts
+# (pack-00001/results-part-00000.parquet), figures named by their bound, and each staged under a temporary name
+# (.NAME.PID.tmp).
+BELOW = 128
+
+
+def check_outputs(cfg: DictConfig, multirun: bool, jobs: int = 1) -> None:
+    """The directories Hydra makes for the command (``hydra.run.dir``; ``hydra.sweep.dir`` and in it each job's
+    ``hydra.sweep.subdir``) and what it names in them (``hydra.output_subdir``, the log ``hydra.job.name``.log)
+    fit the system: no component longer than ``NAME_MAX``, no path longer than ``PATH_MAX`` with :data:`BELOW`
+    bytes to spare (``pipeline.paths.too_long``). Refused naming the key (UserError), never Hydra's traceback
+    when it makes the directory. ``cfg``: a job's config with its Hydra node."""
+    import os
+
+    from omegaconf import OmegaConf
+
+    from pipeline.params import UserError
+    from pipeline.paths import shown, too_long
+
+    raw_hydra = OmegaConf.to_container(cfg.hydra, resolve=False)
+
+    def raw(key: str) -> str | None:  # as configured: what the message shows
+        node: Any = raw_hydra
+        for part in key.split(".")[1:]:
+            node = node.get(part) if isinstance(node, dict) else None
+        return None if node is None else str(node)
+
+    def value(key: str) -> str | None:  # as Hydra will make it (what the sweep context sets is about as long)
+        try:
+            got = OmegaConf.select(cfg, key, throw_on_missing=True)
+        except Exception:  # noqa: BLE001 - an interpolation of what Hydra sets as the job starts: the text itself
+            got = (raw(key) or "").replace("${hydra.job.num}", str(max(jobs - 1, 0))) or None
+        return None if got is None else str(got)
+
+    def check(key: str, path: str, below: int) -> None:
+        why = too_long(path, below)
+        if why:  # a relative path too long: the working directory it is made in is part of its length
+            here = not os.path.isabs(path) and "PATH_MAX" in why
+            inside = f" (in the working directory {shown(os.getcwd())})" if here else ""
+            raise UserError(f"{key}={shown(raw(key) or path, 72)}{inside}: {why}; give {key} a shorter value"
+                            + (", or run from a shorter directory" if here else ""))
+
+    if multirun:
+        top = value("hydra.sweep.dir") or "."
+        check("hydra.sweep.dir", top, BELOW)
+        out = os.path.join(top, value("hydra.sweep.subdir") or "")
+        check("hydra.sweep.subdir", out, BELOW)
+    else:
+        out = value("hydra.run.dir") or "."
+        check("hydra.run.dir", out, BELOW)
+    saved = value("hydra.output_subdir")
+    if saved:
+        check("hydra.output_subdir", os.path.join(out, saved, "overrides.yaml"), 0)
+    name = value("hydra.job.name")
+    if name:
+        check("hydra.job.name", os.path.join(out, f"{name}.log"), 0)
 
 
 def _check_log(cfg: DictConfig) -> None:
@@ -424,6 +532,9 @@ def checked_plan(argv: list[str], in_round: bool = False) -> Plan:
 
     # conf/hydra/launcher/{ray,joblib}.yaml replace the plugins' configs with every field of their schemas
     warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/(ray|joblib)' is validated against ConfigStore schema")
+    if remember_working_dir() is None:  # Hydra reads it first (each job starts there): its traceback otherwise
+        fail(f"the working directory {shown(removed_dir(), 160)} does not exist (removed since the shell entered it): "
+             "cd to a directory that exists and run the command again")
     if not CONF_DIR.is_dir():
         fail(f"no config directory at {CONF_DIR}: install boundlab from its checkout with 'pip install -e .'")
     register()
@@ -431,12 +542,18 @@ def checked_plan(argv: list[str], in_round: bool = False) -> Plan:
     if plan.jobs:
         from pipeline.tracking import check_store, tracking_uri
 
-        uri = tracking_uri(plan.tracking_uri)
+        from pipeline.tracking import redact
+
+        uri = tracking_uri(plan.tracking_uri)  # tracking.uri when set, else MLFLOW_TRACKING_URI, else mlflow.db
         why = check_store(uri)
         if why:
-            from pipeline.tracking import redact
-
-            fail(f"tracking store {redact(uri)}: {why}; set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
+            fix = ("give tracking.uri one that works (when set, it wins over MLFLOW_TRACKING_URI)" if plan.tracking_uri
+                   else "set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")
+            fail(f"tracking store {redact(uri)}: {why}; {fix}")
+        env = os.environ.get("MLFLOW_TRACKING_URI")
+        if plan.tracking_uri and env and env != plan.tracking_uri and not in_round:  # said once, not each round
+            print(f"boundlab: the runs go to tracking.uri={redact(uri)}, not to MLFLOW_TRACKING_URI={redact(env)} "
+                  "(tracking.uri, when set, wins: docs/mlflow.md)", file=sys.stderr)
         from pipeline import store
 
         why = store.problem()

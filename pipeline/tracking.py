@@ -190,8 +190,10 @@ def _probe_server(uri: str, timeout: float = 5.0, credentials: bool = True) -> s
 
 
 def tracking_uri(configured: str | None = None) -> str:
-    """``MLFLOW_TRACKING_URI`` if set, else ``configured``, else a SQLite store in the project root."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or configured or f"sqlite:///{project_root() / 'mlflow.db'}"
+    """The store a command tracks to: ``configured`` (the config's ``tracking.uri``: the command line's, the more
+    explicit) if set, else ``MLFLOW_TRACKING_URI``, else a SQLite store in the project root. Every run records
+    this URI as its ``tracking.uri`` parameter (:meth:`JobRun.finish`), the store it is in (docs/mlflow.md)."""
+    return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{project_root() / 'mlflow.db'}"
 
 
 def check_store(uri: str) -> str | None:
@@ -1377,6 +1379,8 @@ class JobRun:
                 "boundlab.data_hash": str(first["data_hash"]),
                 "boundlab.vacuous": ",".join(sorted(set(applicable.loc[~applicable["informative"].astype(bool), "bound"])))
                 or "none"}
+        if "tracking.uri" in params:  # the store this run is in, not the config's null (redacted by _log)
+            params = {**params, "tracking.uri": self.uri}
         with _watch(self.uri):
             _log(self.client, self.run_id, params=params, metrics=metrics, tags=tags)
             for path in artifacts:

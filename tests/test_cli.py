@@ -27,18 +27,24 @@ def _no_run_left_running(uri: str, experiment: str) -> tuple[list, list]:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("where", ["hydra-saves-a-config", "the-launcher", "the-sweep-directory"])
+@pytest.mark.parametrize("where", ["hydra-saves-a-config", "the-launcher", "the-sweep-directory",
+                                   "the-working-directory"])
 def test_a_sweep_that_dies_before_its_end_ends_its_parent(tmp_path: Path, boundlab_in_process, where: str,  # noqa: ANN001
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A fault outside every job (a full disk while Hydra saves a job's config, a launcher that raises, a
-    sweep directory gone mid-way) stops the sweep before its end hook: the parent still ends FAILED, and
-    the same command then resumes and finishes."""
+    sweep directory gone mid-way, the command's working directory removed mid-way: one line, no traceback)
+    stops the sweep before its end hook: the parent still ends FAILED, and the same command then resumes
+    and finishes (from a directory that exists)."""
+    import shutil
+
     import hydra.core.utils
     from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 
     uri, env = _env(tmp_path)
     cmd = ["-m", "seed=0,1,2", "n=50", "name=stranded", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
     calls = [0]
+    work = tmp_path / "work"  # the working directory of the first command
+    work.mkdir()
     if where == "hydra-saves-a-config":
         original = hydra.core.utils._save_config
 
@@ -52,6 +58,17 @@ def test_a_sweep_that_dies_before_its_end_ends_its_parent(tmp_path: Path, boundl
         def broken(self, job_overrides, initial_job_idx):  # noqa: ANN001, ANN202
             raise RuntimeError("the launcher cannot start its workers")
         monkeypatch.setattr(BasicLauncher, "launch", broken)
+    elif where == "the-working-directory":
+        import pipeline.stages
+
+        original_job = pipeline.stages.job
+
+        def removed(cfg):  # noqa: ANN001, ANN202
+            calls[0] += 1
+            if calls[0] == 2:
+                shutil.rmtree(work)
+            return original_job(cfg)
+        monkeypatch.setattr(pipeline.stages, "job", removed)
     else:
         import pipeline.stages
 
@@ -63,9 +80,12 @@ def test_a_sweep_that_dies_before_its_end_ends_its_parent(tmp_path: Path, boundl
                 raise OSError(2, "No such file or directory (the sweep directory was removed)")
             return original_job(cfg)
         monkeypatch.setattr(pipeline.stages, "job", vanish)
-    done = boundlab_in_process(*cmd, cwd=tmp_path, env=env)
+    done = boundlab_in_process(*cmd, cwd=work, env=env)
     assert done.returncode != 0
     assert "its parent run ended FAILED" in done.stderr and "run the same command to resume" in done.stderr, done.stderr[-2000:]
+    if where == "the-working-directory":
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        assert f"the working directory {work} was removed while the command ran" in done.stderr
     parents, _ = _no_run_left_running(uri, "stranded")
     assert [p.info.status for p in parents] == ["FAILED"]
     monkeypatch.undo()

@@ -96,6 +96,30 @@ BAD = [
     # the one key of the log: true or false
     (["log.bounds=yes"], "log.bounds='yes': must be true (a sweep logs every bound of every job"),
     (["-m", "seed=0,1", "log.bounds=1"], "log.bounds=1: must be true"),
+    # round four, class 10: a key that steers the sweep is one value for all of it, refused when swept as pack is
+    # (preflight.STEERING, one rule)
+    (["-m", "seeds=auto,fixed"], "seeds=auto,fixed: seeds is how a sweep chooses its seeds"),
+    (["-m", "seeds=auto", "seed_budget=10,20"], "seed_budget=10,20: seed_budget is the most seeds"),
+    (["-m", "seed=0,1", "seed_budget=10,20"], "seed_budget=10,20: seed_budget is"),
+    (["-m", "seeds=auto", "seed_round=5,10"], "seed_round=5,10: seed_round is the seeds each round"),
+    (["-m", "seeds=auto", "seed_minutes=1,2"], "seed_minutes=1,2: seed_minutes is"),
+    (["-m", "seed=0,1", "force=true,false"], "force=true,false: force is whether a sweep reruns"),
+    (["-m", "seed=0,1", "log.bounds=true,false"], "log.bounds=true,false: log.bounds is what a sweep logs"),
+    (["-m", "seed=0,1", "tracking.uri=sqlite:///a.db,sqlite:///b.db"], "tracking.uri is the store a sweep's parent run"),
+    (["-m", "seed=0,1", "pack=range(1,3)"], "pack=range(1,3): pack is how a sweep runs"),
+    (["-m", "seed=0,1", "hydra.sweep.dir=/tmp/a,/tmp/b"], "hydra.sweep.dir is where a sweep writes"),
+    (["-m", "seed=0,1", "hydra/launcher=basic,joblib"], "hydra/launcher is what launches a sweep's jobs"),
+    (["-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=1,2"], "hydra.launcher.n_jobs is how a sweep's jobs"),
+    # round four, class 8: a directory Hydra would make beyond the system's limits (NAME_MAX a component, PATH_MAX
+    # a path) names the key, before any work, never a traceback of 9 KB
+    (["-m", "seed=0,1", f"hydra.sweep.dir=/tmp/{'a' * 5000}"], "hydra.sweep.dir=/tmp/aaaa"),
+    (["-m", "seed=0,1", f"hydra.sweep.dir=/tmp/{'b' * 300}/x"], "is 300 bytes, above the file system's limit of"),
+    (["-m", "seed=0,1", f"hydra.sweep.dir=/tmp/{'c/' * 2100}"], "give hydra.sweep.dir a shorter value"),
+    (["-m", "seed=0,1", f"hydra.sweep.subdir={'d' * 300}"], "hydra.sweep.subdir=dddd"),
+    ([f"hydra.run.dir=/tmp/{'e' * 300}"], "give hydra.run.dir a shorter value"),
+    ([f"hydra.run.dir=/tmp/{'f/' * 2100}"], "above this system's limit of"),
+    ([f"hydra.job.name={'g' * 300}"], "give hydra.job.name a shorter value"),
+    (["-m", "seed=0,1", f"hydra.output_subdir={'h' * 300}"], "give hydra.output_subdir a shorter value"),
 ]
 
 
@@ -117,7 +141,7 @@ def test_the_bad_input_table_is_broad() -> None:
     assert len(BAD) >= 25
 
 
-@pytest.mark.parametrize(("argv", "named"), BAD, ids=[" ".join(a) for a, _ in BAD])
+@pytest.mark.parametrize(("argv", "named"), BAD, ids=[" ".join(a)[:120] for a, _ in BAD])  # [:120]: a path of 5,000
 def test_bad_input_is_one_line_naming_the_key(argv: list[str], named: str, one_line_error) -> None:  # noqa: ANN001
     err = one_line_error(argv)
     assert named in err, err

@@ -778,7 +778,7 @@ def _missing(module: str) -> bool:
 
 
 @pytest.mark.usefixtures("shared_compositions")  # the pre-flight's compositions, one per group choice for the module
-@pytest.mark.parametrize("how", ["env", "config"])
+@pytest.mark.parametrize("how", ["env", "config", "config-over-env"])  # the last: tracking.uri wins over a good env
 @pytest.mark.parametrize(("uri", "why"), STORES, ids=[u for u, _ in STORES])
 def test_unusable_store_stops_before_any_work(uri: str, why: str, how: str, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
@@ -788,8 +788,9 @@ def test_unusable_store_stops_before_any_work(uri: str, why: str, how: str, tmp_
     argv = ["-m", "seed=0,1", "n=50"]
     if how == "env":
         monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    else:
-        monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    else:  # config-over-env keeps this test's own store in MLFLOW_TRACKING_URI: tracking.uri is the one checked
+        if how == "config":
+            monkeypatch.delenv("MLFLOW_TRACKING_URI")
         argv.append(f"tracking.uri='{uri}'")  # quoted: Hydra's grammar takes '?' and '=' only in quotes
     with pytest.raises(SystemExit) as exit_:
         main(argv)
