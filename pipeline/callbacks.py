@@ -173,8 +173,11 @@ def _end_parent(uri: str, parent_id: str | None, status: str) -> None:
 
 def _stop(what: str, error: BaseException) -> None:
     """One line on stderr naming what failed, then exit 1 past Hydra (it swallows ``Exception`` only)."""
+    from pipeline.paths import fault
+
     log.debug("sweep %s failed", what, exc_info=error)
-    print(f"boundlab: sweep {what} failed: {type(error).__name__}: {error}", file=sys.stderr)
+    said = fault(error)  # the working directory removed, a path too long: the file system's, worded
+    print(f"boundlab: sweep {what} failed: {said or f'{type(error).__name__}: {error}'}", file=sys.stderr)
     raise SystemExit(1) from error
 
 
