@@ -162,3 +162,23 @@ def test_the_exact_ordering_refuses_what_it_cannot_certify_in_one_line_naming_th
         BatchPerceptron(ordering="exact").check()
     with pytest.raises(ValueError, match="ordering='exact'.*to fit a sample"):
         Perceptron(ordering="exact").order(np.eye(2), np.ones(2), np.random.default_rng(0))
+
+
+def test_an_sdp_built_worst_case_is_built_once_per_process_and_handed_out_as_a_copy(monkeypatch) -> None:  # noqa: ANN001
+    """A sweep's seeds and orderings of one margin share the instance: the second generate solves no SDP, gives the
+    same bits, and a learner writing into its copy changes nothing the next job gets."""
+    import numpy as np
+
+    import pipeline.solvers.perceptron_worst as pw
+    from pipeline.data import worst_case
+
+    monkeypatch.setattr(worst_case, "_BUILT", {})
+    first = worst_case.WorstCase(gamma=0.25, rho=1.0).generate(np.random.default_rng(0))
+    monkeypatch.setattr(pw, "feasible", lambda *a, **k: (_ for _ in ()).throw(AssertionError("an SDP again")))
+    second = worst_case.WorstCase(gamma=0.25, rho=1.0).generate(np.random.default_rng(1))
+    assert np.array_equal(first.X, second.X) and np.array_equal(first.y, second.y) and first.extra == second.extra
+    second.X[0, 0] = 99.0
+    third = worst_case.WorstCase(gamma=0.25, rho=1.0).generate(np.random.default_rng(2))
+    assert third.X[0, 0] == first.X[0, 0] != 99.0
+    with pytest.raises(AssertionError, match="an SDP again"):  # another margin is built, not served
+        worst_case.WorstCase(gamma=0.3, rho=1.0).generate(np.random.default_rng(0))

@@ -124,6 +124,20 @@ class WorstCase(Source):
         return m, m
 
     def generate(self, rng: np.random.Generator) -> Dataset:  # rng unused: deterministic by construction
+        """The worst instance; an SDP-built one (at most MAX_MISTAKES rows) is built once per process and (rho,
+        gamma, label) and handed out as a copy: a sweep's seeds and orderings of one margin share it, and solving
+        its SDPs again (seconds each) would give the same bits."""
+        import copy
+
+        key = (float(self.gamma), float(self.rho), int(self.label))
+        if key not in _BUILT:
+            built = self._generate()
+            if built.extra["certified_by"] == "closed_form":  # O(M) to build again, and up to 200 MB to keep
+                return built
+            _BUILT[key] = built
+        return copy.deepcopy(_BUILT[key])
+
+    def _generate(self) -> Dataset:
         import pipeline.solvers.perceptron_worst as pw
 
         self.check()
@@ -165,6 +179,9 @@ class WorstCase(Source):
         extra = {"worst_case": int(M), "certificate_gap": float(gap), "certificate_upper": float(upper), "certified_by": how,
                  "instance": inst.source}
         return Dataset(self.name, X, y, stats, directions={"u": inst.u / np.linalg.norm(inst.u)}, extra=extra)
+
+
+_BUILT: dict[tuple[float, float, int], Dataset] = {}  # SDP-built worst instances of this process (WorstCase.generate)
 
 
 def _scaled_up(upper: float, rho: float) -> float:
