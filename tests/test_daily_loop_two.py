@@ -37,3 +37,26 @@ def test_the_committed_lock_holds_exactly_the_pipeline_s_stages() -> None:
     defined = set(yaml.safe_load((root / "dvc.yaml").read_text())["stages"])
     locked = set(yaml.safe_load((root / "dvc.lock").read_text())["stages"])
     assert locked == defined, {"locked, not defined": sorted(locked - defined), "defined, not locked": sorted(defined - locked)}
+
+
+def test_the_t_limit_is_scipy_s_without_importing_scipy_stats() -> None:
+    """t_limits and the seeds a t limit needs use scipy.special.stdtrit, which is what scipy.stats.t.ppf
+    computes (the same bits), without the half second of importing scipy.stats in every stage's process."""
+    import subprocess
+    import sys
+
+    import numpy as np
+    from scipy import stats
+
+    from pipeline import verdicts
+
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 10, 57, 400):
+        x = rng.normal(size=n)
+        mean, lo, hi = verdicts.t_limits(x)
+        half = float(stats.t.ppf(verdicts.LEVEL, n - 1)) * float(x.std(ddof=1)) / np.sqrt(n)
+        assert (lo, hi) == (mean - half, mean + half)
+    code = ("import sys; from pipeline.verdicts import t_limits, _runs_needed_t; t_limits([1.0, 2.0, 4.0]); "
+            "_runs_needed_t(1.0, 0.1, 3); print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"
