@@ -124,7 +124,8 @@ def test_a_directory_beyond_the_systems_limits_is_one_line_before_any_work(tmp_p
     ]
     for argv, cwd, words in cases:
         _one_line(_boundlab(*argv, cwd=cwd, env=env), 2, *words)
-    assert not list(tmp_path.glob("**/multirun")) and not list(tmp_path.glob("**/outputs")), "nothing made"
+    made = [os.path.join(top, d) for top, dirs, _ in os.walk(tmp_path) for d in dirs if d in ("multirun", "outputs")]
+    assert not made, "nothing made"  # os.walk: a directory whose path is too long to reach is skipped, not an error
     assert sweep_runs(uri, "limits") == ([], [])
 
 

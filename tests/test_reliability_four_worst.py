@@ -279,8 +279,10 @@ def test_the_adversarial_ordering_is_timed_estimated_and_refused_when_out_of_rea
 
 def test_the_worst_cases_construction_says_its_estimate(monkeypatch, caplog) -> None:  # noqa: ANN001
     import pipeline.progress as progress
+    from pipeline.data import worst_case
 
     monkeypatch.setattr(progress, "EVERY", 0.0)
+    monkeypatch.setattr(worst_case, "_BUILT", {})  # built afresh: an instance another test built is served silently
     with caplog.at_level("INFO", logger="boundlab"):
         WorstCase(gamma=0.07, rho=1.0).generate(np.random.default_rng(0))
         WorstCase(gamma=0.3, rho=1.0).generate(np.random.default_rng(0))
