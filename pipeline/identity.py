@@ -196,7 +196,7 @@ def closure(roots: tuple[str, ...]) -> dict[str, Path]:
                 continue
             if target is None or target.name != "__init__.py":
                 continue  # a name of a module: the module is followed already
-            attr = rest.split(":")[1]
+            attr = rest.split(":")[0]  # the name imported (what the face binds), not what it is bound to here
             if _module_file(f"{module}.{attr}") is not None:
                 continue  # a submodule: followed as m.x
             defining = _through_face(module, target, attr, packages)

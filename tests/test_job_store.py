@@ -200,6 +200,7 @@ def test_a_face_is_followed_where_the_name_cannot_be_traced(tmp_path: Path, monk
         "c.py": "C = 1\n",
         "helper.py": "def h():\n    pass\n",
         "uses_a.py": f"from {pkg} import A\n",
+        "uses_alias.py": f"from {pkg} import A as Alias\n",
         "uses_bee.py": f"from {pkg} import Bee\n",
         "uses_local.py": f"from {pkg} import local\n",
         "uses_c.py": f"from {pkg} import C\n",
@@ -213,7 +214,7 @@ def test_a_face_is_followed_where_the_name_cannot_be_traced(tmp_path: Path, monk
         def modules(root: str) -> set[str]:
             return set(identity.closure((f"{pkg}.{root}",))) - {pkg, f"{pkg}.{root}"}
 
-        assert modules("uses_a") == modules("uses_module") == {f"{pkg}.a", f"{pkg}.helper"}
+        assert modules("uses_a") == modules("uses_module") == modules("uses_alias") == {f"{pkg}.a", f"{pkg}.helper"}
         assert modules("uses_bee") == {f"{pkg}.b"}
         everything = {f"{pkg}.a", f"{pkg}.b", f"{pkg}.c", f"{pkg}.helper"}
         assert modules("uses_local") == everything  # defined in the face itself: all it imports may matter
