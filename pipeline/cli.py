@@ -41,9 +41,9 @@ def _app(cfg: DictConfig) -> None:
 class _Rounds(Exception):
     """The pre-flight found ``seeds=auto``: the command runs the sweep in rounds (:func:`_sequential`)."""
 
-    def __init__(self, budget: int, step: int, minutes: float | None = None) -> None:
-        super().__init__(budget, step, minutes)
-        self.budget, self.step, self.minutes = budget, step, minutes
+    def __init__(self, budget: int, step: int, minutes: float | None = None, unit: int = 1) -> None:
+        super().__init__(budget, step, minutes, unit)
+        self.budget, self.step, self.minutes, self.unit = budget, step, minutes, unit
 
 
 def command() -> NoReturn:
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         _once(argv)
     except _Rounds as r:
-        _sequential(argv, r.budget, r.step, r.minutes)
+        _sequential(argv, r.budget, r.step, r.minutes, r.unit)
 
 
 URI_KEYS = ("tracking.uri=", "+tracking.uri=", "++tracking.uri=")
@@ -118,16 +118,23 @@ def _open_claims(last: dict) -> list[str]:
     return open_
 
 
-def _next_size(n: int, step: int, budget: int, needs: dict[str, int | None]) -> int:
+def _whole(k: int, unit: int, budget: int) -> int:
+    """``k`` seeds rounded up to whole packs of ``unit`` (a packed round: each pack one block of a setting's
+    seeds, reused by the next round: ``pipeline.pack.by_setting``), at most ``budget``."""
+    return min(budget, -(-k // unit) * unit)
+
+
+def _next_size(n: int, step: int, budget: int, needs: dict[str, int | None], unit: int = 1) -> int:
     """The seeds per setting of the round after one of ``n``: at least ``step`` more, and at once as many as
     the plan of any open claim asks for (``needs``: its ``seeds_needed`` at the observed values) within the
-    budget, so that a claim the plan shows decidable is decided in one more round, not in many. The tests
-    are anytime-valid (docs/bounds.md section 9): where the rounds stop never changes their level."""
+    budget, so that a claim the plan shows decidable is decided in one more round, not in many; in whole
+    packs of ``unit`` (:func:`_whole`). The tests are anytime-valid (docs/bounds.md section 9): where the
+    rounds stop never changes their level."""
     within = [k for k in needs.values() if k is not None and n < k <= budget]
-    return min(budget, max([n + step, *within]))
+    return _whole(max([n + step, *within]), unit, budget)
 
 
-def _sequential(argv: list[str], budget: int, step: int, minutes: float | None = None) -> None:
+def _sequential(argv: list[str], budget: int, step: int, minutes: float | None = None, unit: int = 1) -> None:
     """``seeds=auto``: run the sweep with seeds 0..n-1, n growing in rounds up to ``budget`` (each round a
     sweep of its own; earlier seeds' jobs are reused from the job store, also under ``force=true``: each
     seed is rerun once per command), until every (E)/(P) claim is decided or cannot be by more seeds.
@@ -135,10 +142,11 @@ def _sequential(argv: list[str], budget: int, step: int, minutes: float | None =
     asks for (:func:`_next_size`). ``minutes``: a round that the last rounds' pace says would end after
     that many minutes from the start is cut to what fits, and none starts when not one more seed fits.
     The verdicts use anytime-valid tests, so stopping at any round keeps their level (docs/bounds.md
-    section 9)."""
+    section 9). ``unit``: a packed sweep's ``pack``; its rounds add seeds in whole packs, each pack one block
+    of one setting's seeds, and reuse the earlier rounds' packs from the job store (``pipeline.pack``)."""
     from pipeline import callbacks
 
-    began, n, done, spent, r, why = time.monotonic(), min(step, budget), 0, 0.0, 0, ""
+    began, n, done, spent, r, why = time.monotonic(), _whole(step, unit, budget), 0, 0.0, 0, ""
     while True:
         r += 1
         print(f"boundlab: seeds=auto: round {r}: seeds 0-{n - 1} (budget {budget}"
@@ -168,10 +176,11 @@ def _sequential(argv: list[str], budget: int, step: int, minutes: float | None =
             print(f"boundlab: seeds=auto: stopped after {n} seeds per setting: at the observed values the budget of "
                   f"{budget} seeds cannot decide {plan}; raise seed_budget to go on", flush=True)
             return
-        nxt = _next_size(n, step, budget, needs)
+        nxt = _next_size(n, step, budget, needs, unit)
         if minutes is not None:  # the pace so far (seconds per seed of a setting) says how many more fit
             left = minutes * 60 - (time.monotonic() - began)
             fits = int(left / (spent / n)) if spent > 0 else nxt - n
+            fits -= fits % unit  # whole packs
             if fits < 1:
                 print(f"boundlab: seeds=auto: stopped after {n} seeds per setting: the next seeds would end after "
                       f"the budget of {minutes:g} min (about {spent / n:.2g} s a seed); undecided: {', '.join(open_)}; "
@@ -181,7 +190,7 @@ def _sequential(argv: list[str], budget: int, step: int, minutes: float | None =
         print(f"boundlab: seeds=auto: still undecided after {n} seeds: {', '.join(open_)}", flush=True)
         asks = [f"{b} about {k}" for b, k in needs.items() if k is not None and n < k <= budget]
         why = f": the plan at the observed values asks for {', '.join(asks)}" if asks and nxt > n + step else ""
-        why += " (cut to the minutes budget)" if minutes is not None and nxt < _next_size(n, step, budget, needs) else ""
+        why += " (cut to the minutes budget)" if minutes is not None and nxt < _next_size(n, step, budget, needs, unit) else ""
         n = nxt
 
 
@@ -196,7 +205,7 @@ def _once(argv: list[str], in_round: bool = False, forced_from: int | None = Non
     try:
         plan = preflight.checked_plan(argv, in_round)
         if plan.sequential and not in_round:
-            raise _Rounds(*plan.sequential)
+            raise _Rounds(*plan.sequential, unit=plan.seed_unit)
         uri = plan.tracking_uri
         # The command starts its own context (never one inherited from the environment). Its process: a
         # sweep's workers stop when it is gone, and a single run's directory is its own.

@@ -14,8 +14,11 @@ The pack job (:func:`run_pack`) composes each member's config from one compositi
 (``part-00003.json``: the members' config keys, code and input files; the members that failed, and
 the kind of each one's error, as a job's ``error.json`` holds it). A rerun of
 the same command skips the parts whose marker matches and runs the rest: an interrupted pack resumes at
-its first missing part. Members are not put into or reused from the job store, and no per-member
-``trace.npz``, ``data.npz`` or MLflow child run is written: the pack has one child run (its index, size
+its first missing part. The job store (``pipeline.store``) keeps a pack's parts, not its members: once the
+pack's run has FINISHED with no member failed, each part is kept under the identities of its members in
+order (:func:`part_identity`), and a later sweep whose pack holds the same members in the same order (the
+next round of ``seeds=auto``, whose packs hold one setting's seeds in blocks: docs/sweeps.md) reuses it.
+No per-member ``trace.npz``, ``data.npz`` or MLflow child run is written: the pack has one child run (its index, size
 and the ranges of its swept keys; runs, violations and the largest ratio per bound; its parts as
 artifacts). The sweep's end (``pipeline.callbacks.collect``) reads the parts in job order, so its table,
 verdicts and figures are those of the same sweep unpacked (tests/test_pack.py compares the tables).
@@ -36,6 +39,7 @@ log = logging.getLogger("boundlab")
 
 PART = 200  # members per part at most: what an interrupted pack loses, and what one file holds
 KEY = "pack_members"  # the pack job's config key that holds its members (added by the sweeper: +pack_members=...)
+_store_said: list[bool] = []  # the job store could not keep a part: said once per process
 PREFIX = "z"  # before the encoded members: a Hydra ID token (letters, digits, '-', '_'), never a number
 
 
@@ -70,6 +74,20 @@ def pack_overrides(members: Sequence[Sequence[str]], index: int, first: int) -> 
     return [*members[0], f"hydra.sweep.subdir={pack_dir_name(index)}", f"+{KEY}={encode(payload)}"]
 
 
+def by_setting(jobs: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The jobs of a ``seeds=auto`` round, each setting's seeds together and in order, the settings in the
+    order the grid first lists them. Rounds add seeds in whole packs (``pipeline.cli``), so every pack holds
+    one block of one setting's seeds, the same members in every round: the next round reuses its parts from
+    the job store (:func:`_reuse_part`) and runs only the new seeds, wherever Hydra's order puts ``seed``."""
+    order: dict[tuple[str, ...], int] = {}
+
+    def setting(job: Sequence[str]) -> int:
+        rest = tuple(o for o in job if o.partition("=")[0].lstrip("+~") != "seed")
+        return order.setdefault(rest, len(order))
+
+    return [list(job) for job in sorted(jobs, key=setting)]  # stable: seeds keep their order
+
+
 def packs_of(jobs: Sequence[Sequence[str]], n: int, start: int = 0, first: int = 0) -> list[list[str]]:
     """``jobs`` as pack jobs of ``n`` consecutive members each (the last one shorter), numbered from ``start``;
     ``first``: the sweep's index of ``jobs[0]``."""
@@ -88,6 +106,74 @@ def _identity(spec: Any) -> list[Any]:
     from pipeline import identity
 
     return [spec.key(), identity.job_code(spec), identity.inputs(spec.dataset)]
+
+
+def part_identity(identities: list[list[Any]]) -> str:
+    """The job store's name for a part of these members (their config keys, code and input files, in order):
+    a later sweep whose pack holds the same members in the same order reuses the part (:func:`_reuse_part`)."""
+    payload = json.dumps({"part": identities}, sort_keys=True, default=str)
+    return "part-" + hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def _reuse_part(out: Path, p: int, identities: list[list[Any]], first: int, experiment: str, uri: str) -> str | None:
+    """Part ``p`` of the pack in ``out`` from the job store, when another sweep finished the same members (in
+    the same order, with the same code and inputs) in a run that is still a live FINISHED run of the same
+    tracking store: its tables (their rows under this sweep's experiment) and its marker with this sweep's run
+    numbers. The run that made it, or None (the part runs). A damaged entry is dropped and the part runs."""
+    import shutil
+
+    import pandas as pd
+
+    from pipeline import files, store, tracking
+
+    ident = part_identity(identities)
+    entry = store.stored(ident, tracking.redact(uri), finished=lambda run_id: tracking.is_finished(uri, run_id),
+                         kept=store.PART_KEPT)
+    if entry is None:
+        return None
+    source = Path(str(entry["dir"]))
+    results, curves, marker = _part_paths(out, p)
+    try:
+        kept = _read_marker(source / "part.json")
+        if kept is None or kept.get("members") != identities or kept.get("failed"):
+            raise ValueError("its marker is not this part's")
+        table = pd.read_parquet(source / "results.parquet")  # first: a damaged table copies nothing
+        table["experiment"] = experiment
+        marker.unlink(missing_ok=True)
+        with files.staged(curves) as tmp:
+            shutil.copyfile(source / "curves.parquet", tmp)
+        with files.staged(results) as tmp:
+            table.to_parquet(tmp, index=False)
+        files.write_text(marker, json.dumps({"members": identities, "first": first, "failed": {}, "errors": {},
+                                             "reused": entry.get("run_id")}, default=str) + "\n")
+        why = read_part(out, p, identities)
+        if isinstance(why, str):
+            raise ValueError(why)
+    except (OSError, ValueError) as e:  # ArrowInvalid is a ValueError
+        log.warning("%s part %d: its stored result is damaged (%s): it runs again", out, p, e)
+        marker.unlink(missing_ok=True)
+        store.forget(ident)
+        return None
+    return str(entry.get("run_id"))
+
+
+def _keep_parts(out: Path, parts: Sequence[int], identities: list[list[Any]], size: int, entry: dict[str, Any],
+                label: str) -> None:
+    """Keep the parts ``parts`` of the pack in ``out`` (each finished without a failed member, in the pack's
+    FINISHED run ``entry["run_id"]``) in the job store, for any later sweep that reaches the same members. The
+    store is a cache: a part it cannot keep is said once, and later sweeps run it."""
+    from pipeline import store
+
+    for p in parts:
+        results, curves, marker = _part_paths(out, p)
+        try:
+            store.put(part_identity(identities[p * size:(p + 1) * size]), out, entry | {"kind": "part"},
+                      sources={"results.parquet": results, "curves.parquet": curves, "part.json": marker})
+        except OSError as e:  # said once per process (the command's pre-flight says an unusable store too)
+            (log.debug if _store_said else log.warning)(
+                "%s: its parts are not kept in the job store (%s); later sweeps rerun them", label, e)
+            _store_said.append(True)
+            return
 
 
 def _read_marker(path: Path) -> dict[str, Any] | None:
@@ -339,6 +425,14 @@ def run_pack(cfg: Any) -> None:
         if len(todo) < len(parts):
             log.info("%s: %d of %d parts already done in %s; %s", label, len(parts) - len(todo), len(parts), out,
                      "running the rest" if todo else "recording its run")
+        reused = {} if force else {p: _reuse_part(out, p, identities[p * size:(p + 1) * size], first + p * size,
+                                                  specs[0].experiment, uri) for p in todo}
+        reused = {p: run for p, run in reused.items() if run}
+        if reused:
+            runs = sorted(set(reused.values()))
+            log.info("%s: %d of %d parts finished by another sweep, reused from the job store (run%s %s; force=true "
+                     "reruns them)", label, len(reused), len(parts), "s" * (len(runs) > 1), ", ".join(runs))
+        todo = [p for p in todo if p not in reused]
         tracker = _pack_run(uri, sweep_dir, out, specs[0].experiment, label, index, len(members), pack_key, earlier)
         failed_any = False
         for p in todo:  # in order: the parts not already done
@@ -350,6 +444,8 @@ def run_pack(cfg: Any) -> None:
         tracking.finish_pack(tracker, _pack_params(table, index, len(members), first), _pack_metrics(table), artifacts,
                              failed=failed_any)
         if not failed_any:
+            _keep_parts(out, [p for p in parts if p not in reused], identities, size, {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri),
+                                                      "experiment": specs[0].experiment, "output_dir": str(out)}, label)
             files.write_text(out / "done.json", json.dumps({"key": pack_key, "members": len(members)}) + "\n")
     except Exception as e:  # noqa: BLE001 - a fault of the pack itself: recorded, the sweep goes on
         _pack_failed(out, label, tracker, e)
@@ -465,5 +561,6 @@ def collect(sweep_dir: Path, size: int, n: int, results: Any, curves: Any, attem
     return failed
 
 
-__all__ = ["KEY", "PART", "collect", "current_members", "decode", "encode", "member_failure", "member_label",
-           "member_overrides", "member_path", "pack_overrides", "packs_of", "part_complete", "read_part", "run_pack"]
+__all__ = ["KEY", "PART", "by_setting", "collect", "current_members", "decode", "encode", "member_failure", "member_label",
+           "member_overrides", "member_path", "pack_overrides", "packs_of", "part_complete", "part_identity", "read_part",
+           "run_pack"]

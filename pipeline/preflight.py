@@ -126,6 +126,7 @@ class Plan:
     tracking_uri: str | None = None
     ray_init: dict | None = None  # the Ray launcher's ray.init arguments, when the sweep uses it
     sequential: tuple[int, int, float | None] | None = None  # seeds=auto: (seed_budget, seed_round, seed_minutes)
+    seed_unit: int = 1  # seeds=auto: its rounds add seeds in multiples of this (a packed sweep's pack)
 
     def task_jobs(self) -> list[list[str]]:
         """The jobs as Hydra's sweeper lists them: without the ``hydra.*`` overrides, which Hydra keeps
@@ -284,8 +285,8 @@ def _check_launcher(launcher: DictConfig) -> None:
 
 
 def _check_pack(base: DictConfig) -> None:
-    """``pack=N`` (``pipeline.pack``): packed by boundlab's sweeper, not with ``seeds=auto`` (whose rounds reuse
-    earlier rounds' jobs from the job store, which a pack's members do not use). One value for the whole sweep,
+    """``pack=N`` (``pipeline.pack``): packed by boundlab's sweeper (with ``seeds=auto`` too: its rounds add
+    seeds in whole packs and reuse the earlier rounds' parts from the job store). One value for the whole sweep,
     as every key that steers it (:func:`check_steering`)."""
     from hydra.utils import get_class
 
@@ -301,9 +302,6 @@ def _check_pack(base: DictConfig) -> None:
     if not packs:
         raise UserError(f"pack={base.pack}: packs are made by boundlab's sweeper; use hydra/sweeper=boundlab (the "
                         "default), or leave pack out")
-    if base.get("seeds") == "auto":
-        raise UserError(f"pack={base.pack}: not with seeds=auto (its rounds reuse earlier rounds' runs from the job "
-                        "store, which packed runs are not kept in); leave pack out")
     if base.get("pack_members") is not None:
         raise UserError("pack_members: set by the sweeper for each pack, never on the command line")
 
@@ -387,6 +385,7 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
                       "seed_budget); remove seed=..., or use seeds=fixed")
             minutes = cfg.get("seed_minutes")
             plan.sequential = (int(cfg.seed_budget), int(cfg.seed_round), None if minutes is None else float(minutes))
+            plan.seed_unit = int(cfg.get("pack") or 1)
     return plan
 
 

@@ -41,6 +41,7 @@ from pipeline.paths import cache_dir
 
 ENTRY = "job.json"
 KEPT = ("results.parquet", "curve.parquet", "trace.npz", "data.npz")  # what a job directory holds of its result
+PART_KEPT = ("results.parquet", "curves.parquet", "part.json")  # what an entry of a pack's part holds (pipeline.pack)
 
 
 def store_dir() -> Path:
@@ -93,10 +94,11 @@ def hold_identity(ident: str, waiting: Callable[[str], None] | None = None) -> i
     return hold(store_dir() / "locks" / ident, wait=True, waiting=waiting, root=store_dir())
 
 
-def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, Any] | None:
+def stored(ident: str, uri: str, finished: Callable[[str], bool], kept: Sequence[str] = KEPT) -> dict[str, Any] | None:
     """The store's entry for job ``ident`` when it can be reused: whole (its files there, its data matching
     its recorded hash), tracked in the same store ``uri``, and its run still a live FINISHED run
-    (``finished(run_id)``); None otherwise (the job runs). Never raises for a damaged entry."""
+    (``finished(run_id)``); None otherwise (the job runs). Never raises for a damaged entry. ``kept``: the
+    files the entry must hold (a pack's part: :data:`PART_KEPT`)."""
     from pipeline.markers import data_mismatch
 
     entry_dir = store_dir() / ident
@@ -107,10 +109,10 @@ def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, A
         return None
     if not isinstance(entry, dict) or entry.get("identity") != ident or entry.get("tracking_uri") != uri:
         return None
-    needed = [n for n in KEPT if n != "data.npz" or not entry.get("streamed")]
+    needed = [n for n in kept if n != "data.npz" or not entry.get("streamed")]
     if not all((entry_dir / n).is_file() and not (entry_dir / n).is_symlink() for n in needed):
         return None
-    if not entry.get("streamed") and data_mismatch(entry_dir, entry.get("data_hash")):
+    if "data.npz" in kept and not entry.get("streamed") and data_mismatch(entry_dir, entry.get("data_hash")):
         return None
     try:
         alive = finished(str(entry.get("run_id")))
@@ -125,10 +127,11 @@ def stored(ident: str, uri: str, finished: Callable[[str], bool]) -> dict[str, A
     return entry | {"dir": str(entry_dir)}
 
 
-def put(ident: str, out: Path, entry: Mapping[str, Any]) -> None:
+def put(ident: str, out: Path, entry: Mapping[str, Any], sources: Mapping[str, Path] | None = None) -> None:
     """Keep the finished job in ``out`` as the store's entry ``ident`` (copies, staged and renamed into
     place: a reader sees a whole entry or none; a forced rerun replaces the earlier entry). A failure
-    (a full disk) leaves no staging behind."""
+    (a full disk) leaves no staging behind. ``sources``: the entry's files by their names in it, when they
+    are not :data:`KEPT` in ``out`` (a pack's part)."""
     from pipeline.locks import open_dir
 
     root = store_dir()
@@ -137,9 +140,9 @@ def put(ident: str, out: Path, entry: Mapping[str, Any]) -> None:
     # mkdtemp: a new directory of this process (mode 0700, O_EXCL), so nothing can be planted in it
     staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{ident}.", suffix=f".{os.getpid()}.tmp"))
     try:
-        for name in KEPT:
-            if (out / name).is_file():
-                shutil.copyfile(out / name, staging / name, follow_symlinks=False)
+        for name, source in (sources or {name: out / name for name in KEPT}).items():
+            if source.is_file():
+                shutil.copyfile(source, staging / name, follow_symlinks=False)
         (staging / ENTRY).write_text(json.dumps(dict(entry) | {"identity": ident}, sort_keys=True) + "\n")
         _remove(target)  # an earlier entry, or a link planted in its place (the link, never its target)
         os.replace(staging, target)

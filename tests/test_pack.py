@@ -93,6 +93,8 @@ def test_an_interrupted_pack_resumes_at_its_first_missing_part(tmp_path: Path, b
     for name in ("part-00001.json", "part-00002.json", "done.json", "results-part-00002.parquet"):
         (out / name).unlink()
     kept = (out / "results-part-00000.parquet").stat().st_mtime_ns
+    # the resume from the pack's own directory (the job store would serve the whole pack: the next test)
+    monkeypatch.setattr(pack, "_reuse_part", lambda *args: None)
     calls: list[object] = []
     run_member = pack._run_member
     monkeypatch.setattr(pack, "_run_member", lambda spec: calls.append(spec) or run_member(spec))
@@ -129,7 +131,6 @@ def test_a_members_fault_is_recorded_and_rerun(tmp_path: Path, boundlab_in_proce
     (["-m", "seed=0,1", "pack=0"], "pack=0: must be null (one Hydra job per setting) or an integer >= 1"),
     (["-m", "seed=0,1", "pack=1,2"], "pack=1,2: pack is how a sweep runs"),
     (["-m", "seed=0,1", "pack=2", "hydra/sweeper=basic"], "packs are made by boundlab's sweeper"),
-    (["-m", "seeds=auto", "pack=2"], "not with seeds=auto"),
 ])
 def test_the_pack_key_is_checked_before_any_work(one_line_error, argv: list[str], words: str) -> None:  # noqa: ANN001
     assert words in one_line_error(argv)
@@ -200,3 +201,83 @@ def test_a_stopped_pack_keeps_its_written_parts_and_its_run_ends_killed(tmp_path
     assert list(pd.read_parquet(tmp_path / "sweep" / "results.parquet")["seed"].unique()) == [0, 1, 2, 3, 4]
     runs = client.search_runs([client.get_experiment_by_name("boundlab").experiment_id])  # live runs only
     assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]  # the killed pack run was replaced
+
+
+# --------------------------------------------------------------------------- seeds=auto, packed
+
+def test_a_packed_round_holds_each_settings_seeds_together() -> None:
+    """Whatever position Hydra gives ``seed``, a packed round orders the jobs setting by setting, seeds in order,
+    so that with rounds in whole packs every pack holds one block of one setting's seeds in every round."""
+    seed_first = [[f"seed={s}", f"d={d}"] for s in range(3) for d in (2, 3)]
+    assert pack.by_setting(seed_first) == [[f"seed={s}", f"d={d}"] for d in (2, 3) for s in range(3)]
+    seed_last = [[f"d={d}", f"+seed={s}"] for d in (2, 3) for s in range(3)]
+    assert pack.by_setting(seed_last) == seed_last
+    assert pack.part_identity([["a", "c", {}]]) != pack.part_identity([["b", "c", {}]])
+    assert pack.part_identity([["a", "c", {}], ["b", "c", {}]]) != pack.part_identity([["b", "c", {}], ["a", "c", {}]])
+
+
+def test_packed_rounds_add_whole_packs(monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    from test_sequential import DONE, OPEN, _fake_rounds
+
+    from pipeline import cli
+    from pipeline.preflight import preflight
+    from pipeline.schemas import register
+
+    calls = _fake_rounds(monkeypatch, [OPEN, OPEN, DONE])
+    cli._sequential(["-m"], budget=100, step=10, unit=25)
+    assert [c[-2] for c in calls] == ["seed=range(0,25)", "seed=range(0,50)", "seed=range(0,75)"]
+    calls = _fake_rounds(monkeypatch, [OPEN])
+    cli._sequential(["-m"], budget=60, step=10, unit=25)  # the budget is the last round, whole packs or not
+    assert [c[-2] for c in calls] == ["seed=range(0,25)", "seed=range(0,50)", "seed=range(0,60)"]
+    assert cli._next_size(25, 10, 500, {"a": 170}, unit=25) == 175  # the plan's seeds, rounded up to whole packs
+    register()
+    assert preflight(["-m", "seeds=auto", "pack=5", "d=2,3"]).seed_unit == 5
+    assert preflight(["-m", "seeds=auto", "d=2,3"]).seed_unit == 1
+
+
+@pytest.mark.e2e
+def test_packed_rounds_reuse_the_earlier_rounds_parts(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeds=auto pack=2: rounds of 2, 4, 6 seeds over two settings. Each later round reuses the earlier rounds'
+    packs from the job store (2, then 4 of its packs) and runs only the new seeds; the last round's table is the
+    unpacked rounds' table, bit for bit. A stored part that is damaged is run again, never read."""
+    from pipeline import cli, store
+
+    monkeypatch.setattr(cli, "_open_claims", lambda last: ["b"])  # never decided: every round runs
+    grid = ("-m", "seeds=auto", "seed_budget=6", "seed_round=2", "n=30", "d=2,3")
+
+    def rounds(where: str, *extra: str):  # noqa: ANN202
+        (tmp_path / where).mkdir(exist_ok=True)
+        env = {**os.environ, "MLFLOW_TRACKING_URI": migrated_store(tmp_path / f"{where}.db"),
+               "BOUNDLAB_CACHE": str(tmp_path / f"cache-{where}")}
+        proc = boundlab_in_process(*grid, "name=rounds", *extra, cwd=tmp_path / where, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        last = max((tmp_path / where / "multirun" / "rounds").glob("*/results.parquet"),
+                   key=lambda p: len(pd.read_parquet(p)))
+        return proc.stdout + proc.stderr, last.parent
+
+    out, packed = rounds("packed", "pack=2")
+    assert out.count("round ") >= 3, out[-3000:]
+    assert out.count("reused from the job store") == 2 + 4, out[-5000:]
+    assert "seeds 0-5" in out and "seeds 0-3" in out
+    _, unpacked = rounds("unpacked")
+    results, curves = _tables(unpacked)
+    packed_results, packed_curves = _tables(packed)
+    assert len(results) and sorted(results["seed"].unique()) == list(range(6))
+    assert_frame_equal(packed_results, results, check_exact=True)
+    assert_frame_equal(packed_curves, curves, check_exact=True)
+    assert (packed / "metrics.json").read_bytes() == (unpacked / "metrics.json").read_bytes()
+
+    # a damaged stored part is dropped and run again, never read
+    monkeypatch.setenv("BOUNDLAB_CACHE", str(tmp_path / "cache-packed"))
+    parts = [p for p in store.store_dir().iterdir() if p.name.startswith("part-")]
+    assert len(parts) == 6  # (d=2, d=3) x (seeds 0-1, 2-3, 4-5)
+    for p in parts:
+        (p / "results.parquet").write_bytes(b"not a table")
+    for d in (tmp_path / "packed" / "multirun" / "rounds").iterdir():  # nothing left in the sweep directories to resume from
+        for marker in d.glob("pack-*/part-*.json"):
+            marker.unlink()
+    out, again = rounds("packed", "pack=2")
+    first_round = out.split("round 2:")[0]  # the damaged parts run again (and are stored afresh for later rounds)
+    assert "reused from the job store" not in first_round and first_round.count("stored result is damaged") == 2, out
+    assert_frame_equal(_tables(again)[0], results, check_exact=True)

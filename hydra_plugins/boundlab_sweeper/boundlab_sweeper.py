@@ -81,7 +81,8 @@ class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra
     def get_job_batch(self) -> Sequence[Sequence[str]]:
         """The basic sweeper's next batch; with ``pack`` set, every job of the sweep as packs of ``pack``
         consecutive jobs, in one batch (pack K holds jobs K*pack to (K+1)*pack - 1, where the sweep's end
-        reads them, so packs never follow ``max_batch_size``'s batches)."""
+        reads them, so packs never follow ``max_batch_size``'s batches). In a round of ``seeds=auto`` the jobs
+        are first ordered setting by setting (``pipeline.pack.by_setting``)."""
         n = self.config.get("pack") if self.config is not None else None
         if not n:
             return super().get_job_batch()
@@ -89,6 +90,8 @@ class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra
 
         jobs = [job for batch in self.overrides[self.batch_index:] for job in batch]
         self.batch_index = len(self.overrides)
+        if self.config.get("seeds") == "auto":  # a round: each pack one block of one setting's seeds (reused later)
+            jobs = pack.by_setting(jobs)
         packed = pack.packs_of(jobs, int(n))
         if sweep.vouched(jobs):  # the pre-flight composed and validated every member
             sweep.vouch(packed)
