@@ -421,3 +421,38 @@ def test_a_rate_figure_gives_the_measured_and_the_bound_s_log_log_slopes() -> No
     two = table[table["T"] <= 100]
     assert not any("slope" in t.get_text()
                    for t in plots.rate_vs_bound(two, "expectation", "T").axes[0].get_legend().get_texts())
+
+
+def test_a_second_core_draws_half_the_figures_with_the_same_bytes(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """From HELPER_FROM figures on, a forked helper draws every other figure: the files, their order and their
+    bytes are those of one process drawing them all; a helper that dies leaves its figures to this process."""
+    import hashlib
+    import os
+
+    table = _table()
+    curves = pd.DataFrame(columns=["run", "quantity", "t", "value"])
+    assert len(plots.figure_plan(table, curves)) >= plots.HELPER_FROM
+
+    def drawn(where: str) -> dict[str, str]:
+        (tmp_path / where).mkdir()
+        paths = plots.sweep_figures(table, curves, tmp_path / where, failed=[])
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+    monkeypatch.setattr(plots, "HELPER_FROM", 10**6)
+    alone = drawn("alone")
+    monkeypatch.setattr(plots, "HELPER_FROM", 2)
+    pids: set[int] = set()
+    save = plots.save
+    monkeypatch.setattr(plots, "save", lambda fig, d, stem: (pids.add(os.getpid()), save(fig, d, stem))[1])
+    shared = drawn("shared")
+    assert list(shared) == list(alone) and shared == alone
+    if plots._cores() > 1:
+        assert pids == {os.getpid()}  # the helper's figures were saved in another process (its pid never comes back)
+
+        def dies(fig, d, stem):  # noqa: ANN001, ANN202
+            if os.getpid() not in pids:  # the helper: killed as by the kernel's OOM killer
+                os._exit(9)
+            return save(fig, d, stem)
+
+        monkeypatch.setattr(plots, "save", dies)
+        assert drawn("helper_died") == alone
