@@ -45,6 +45,18 @@ def err_factor(n: int) -> float:
     return 2.0 * n * UNIT_ROUNDOFF / (1.0 - n * UNIT_ROUNDOFF)
 
 
+def positive(name: str, v: object) -> float:
+    """``v`` as a finite float > 0, or ``ValueError`` naming ``name`` (an analysis tool's argument: the
+    worst-case and performance-estimation solvers; a config's parameters are checked by ``pipeline.params``)."""
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: a finite number > 0, got {v!r}") from None
+    if not (math.isfinite(f) and f > 0):
+        raise ValueError(f"{name}: a finite number > 0, got {v!r}")
+    return f
+
+
 def round_up(x: float | np.ndarray) -> float | np.ndarray:
     """The next float above ``x``: >= the exact value of a result that was rounded to nearest into ``x``."""
     out = np.nextafter(x, np.inf)

@@ -444,8 +444,9 @@ def run_pack(cfg: Any) -> None:
         tracking.finish_pack(tracker, _pack_params(table, index, len(members), first), _pack_metrics(table), artifacts,
                              failed=failed_any)
         if not failed_any:
-            _keep_parts(out, [p for p in parts if p not in reused], identities, size, {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri),
-                                                      "experiment": specs[0].experiment, "output_dir": str(out)}, label)
+            kept = {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri), "experiment": specs[0].experiment,
+                    "output_dir": str(out)}
+            _keep_parts(out, [p for p in parts if p not in reused], identities, size, kept, label)
             files.write_text(out / "done.json", json.dumps({"key": pack_key, "members": len(members)}) + "\n")
     except Exception as e:  # noqa: BLE001 - a fault of the pack itself: recorded, the sweep goes on
         _pack_failed(out, label, tracker, e)

@@ -193,19 +193,6 @@ def _settings(rows: Any) -> list[tuple[Any, Any]]:
     return [(k, sel) for k, sel in rows.groupby(keys, sort=True, dropna=False)]
 
 
-def _runs_needed_t(sd: float, margin: float, n: int) -> int | None:
-    """Seeds at which a one-sided t limit at spread ``sd`` is within ``margin`` of the mean (None: never)."""
-    from scipy.special import stdtrit
-
-    if margin <= 0 or not math.isfinite(sd):
-        return None
-    if sd == 0:
-        return max(n, 2)
-    ns = np.arange(max(n, 2), MAX_N + 1)
-    ok = stdtrit(ns - 1, LEVEL) * sd / np.sqrt(ns) < margin
-    return int(ns[np.argmax(ok)]) if ok.any() else None
-
-
 def _runs_needed_p(k: int, n: int, delta: float) -> int | None:
     """Runs at which the Clopper-Pearson upper limit at the observed rate k/n falls to delta (None: never)."""
     from scipy import stats

@@ -216,7 +216,7 @@ def test_a_packed_round_holds_each_settings_seeds_together() -> None:
     assert pack.part_identity([["a", "c", {}], ["b", "c", {}]]) != pack.part_identity([["b", "c", {}], ["a", "c", {}]])
 
 
-def test_packed_rounds_add_whole_packs(monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+def test_packed_rounds_add_whole_packs(monkeypatch: pytest.MonkeyPatch) -> None:
     from test_sequential import DONE, OPEN, _fake_rounds
 
     from pipeline import cli

@@ -79,6 +79,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.numerics import positive as _check_positive
 from pipeline.solvers import solve_sdp
 
 MAX_T = 30  # the largest horizon accepted: a 2T x 2T SDP with ~T^2 constraints
@@ -125,16 +126,6 @@ class RegretPEP(NamedTuple):
     status: str
     seconds: float
     instance: Instance
-
-
-def _check_positive(name: str, v: object) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: a finite number > 0, got {v!r}") from None
-    if not (math.isfinite(f) and f > 0):
-        raise ValueError(f"{name}: a finite number > 0, got {v!r}")
-    return f
 
 
 def _check_T(T: object) -> int:  # noqa: N802 - the horizon T

@@ -115,6 +115,7 @@ from fractions import Fraction
 import numpy as np
 
 from pipeline.numerics import certified_psd
+from pipeline.numerics import positive as _check_positive
 from pipeline.solvers import solve_sdp
 
 TIES = ("negative", "positive", "mistake")  # pipeline.learners.perceptron.TIES (not imported: solvers stay below)
@@ -222,16 +223,6 @@ def float_down(q: Fraction) -> float:
     """The largest float <= the rational ``q`` (:func:`float_up`'s other side)."""
     f = float(q)
     return f if Fraction(f) <= q else math.nextafter(f, -math.inf)
-
-
-def _check_positive(name: str, v: object) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: a finite number > 0, got {v!r}") from None
-    if not (math.isfinite(f) and f > 0):
-        raise ValueError(f"{name}: a finite number > 0, got {v!r}")
-    return f
 
 
 def score_matrix(M: int) -> np.ndarray:
