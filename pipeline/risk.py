@@ -211,7 +211,7 @@ def clopper_pearson(errors: int, n: int, level: float = 0.95) -> tuple[float, fl
     The ends are the beta quantiles B(a/2; x, n-x+1) and B(1-a/2; x+1, n-x), a = 1 - level (0 for
     x = 0, 1 for x = n): Clopper & Pearson, Biometrika 26(4), 1934. Coverage >= level for every p.
     """
-    from pipeline.verdicts import binomial_limits
+    from pipeline.judging.rows import binomial_limits
 
     if int(n) != n or n < 1:
         raise ParamError("n", n, "an integer >= 1")
@@ -239,7 +239,7 @@ def mean_ci(values: np.ndarray, level: float = 0.95, *, lo: float | None = None,
         raise ParamError("level", level, "a number in (0, 1)")
     if (lo is None) != (hi is None):
         raise ParamError("lo" if lo is None else "hi", None, "given together with the other end of the range")
-    from pipeline.verdicts import hoeffding_half_width, t_limits
+    from pipeline.judging.rows import hoeffding_half_width, t_limits
 
     n = values.size
     a = 1.0 - level

@@ -164,6 +164,22 @@ def test_a_jobs_code_is_its_import_closure_not_the_whole_package() -> None:
         assert outside not in modules
 
 
+@pytest.mark.parametrize("algorithm", ["pegasos", "perceptron", "halving", "kernel_pegasos", "multiclass_pegasos"])
+def test_a_job_runs_the_row_level_judging_not_the_sweep_level_rules(algorithm: str) -> None:
+    """A job judges its rows (pipeline.judging.rows: the row's verdict columns, the risk intervals) and never the
+    sweep-level rules (pipeline.verdicts, the betting tests of pipeline.limits), the report, the figures or
+    tracking: editing those re-judges sweeps from their tables and reuses every finished job (docs/sweeps.md)."""
+    from helpers import compose_tiny
+
+    from pipeline.config import build
+
+    overrides = [f"algorithm={algorithm}"] + (["dataset=multiclass_margin"] if algorithm.startswith("multiclass") else [])
+    modules = set(identity.closure(identity.job_roots(build(compose_tiny(overrides)))))
+    assert {"pipeline.judging", "pipeline.judging.rows", "pipeline.bounds.base"} <= modules
+    assert not modules & {"pipeline.verdicts", "pipeline.limits", "pipeline.report", "pipeline.plots", "pipeline.tracking",
+                          "pipeline.callbacks", "pipeline.stages", "pipeline.pack", "pipeline.store"}, modules
+
+
 @pytest.mark.parametrize(("algorithm", "runs", "not_run"), [
     ("pegasos", {"pipeline.learners.pegasos", "pipeline.learners.base", "pipeline.bounds.pegasos"},
      {"pipeline.learners.halving", "pipeline.learners.perceptron", "pipeline.learners.multiclass",

@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from pipeline.verdicts import judge_row
+from pipeline.judging.rows import judge_row
 
 Stats = Mapping[str, Any]
 
@@ -164,7 +164,7 @@ class Bound:
         (without ``steps``, at the last step only, and the row says so). A run whose statistics carry
         ``not_covered`` (a reason: its rule is outside every theorem of its learner, e.g. Pegasos with an
         unregularised bias) gets the row of a bound that does not apply, with that reason, and nothing compared.
-        The verdict's columns come from :func:`pipeline.verdicts.judge_row`."""
+        The verdict's columns come from :func:`pipeline.judging.rows.judge_row`."""
         if stats.get("not_covered"):  # the run's rule is outside every theorem of its learner (e.g. a free bias)
             measured = empirical.get(self.quantity, math.nan)
             return {"bound": self.name, "title": self.title, "guarantee": self.guarantee, "quantity": self.quantity,
