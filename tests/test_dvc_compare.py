@@ -3,7 +3,8 @@
 A temporary git + DVC repository holds a copy of the project cut down to one experiment at a tiny size and the
 report; two commits differ in one parameter (the seed). ``dvc metrics diff``, ``dvc exp show`` and ``dvc plots
 diff`` between them must show each claim's verdict line (report/claims.json), the parameters and the figures of
-both revisions. The same commands on this repository itself keep within a terminal: ``dvc exp show`` at most
+both revisions; a third commit (margins so small that Novikoff's bound is vacuous in every run) changes a
+verdict, and ``dvc metrics diff`` shows it. The same commands on this repository itself keep within a terminal: ``dvc exp show`` at most
 80 columns, ``dvc metrics diff`` lines at most 160 characters.
 """
 
@@ -104,18 +105,34 @@ def test_metrics_exp_and_plots_diff_between_two_commits(tmp_path: Path) -> None:
         shown = data["metrics"]["report/counts.json"]["data"]
         assert shown["claims"] == len(BOUNDS) and shown["hold"] + shown["inconclusive"] == len(BOUNDS), shown
         assert "report/claims.json" not in data["metrics"]  # one column per claim does not fit a terminal
-    assert seeds == [1, 1, 0]  # the workspace, HEAD, HEAD~1
+    assert seeds == [1, 1, 0]  # the workspace, HEAD, HEAD~1 (before the third commit)
     header = run(*dvc, "exp", "show", "-n", "2", "--csv").stdout.splitlines()[0].split(",")
     assert {"claims", "hold", "inconclusive", "failing", "gamma", "seed"} <= set(header), header
 
+    # a commit that changes a verdict: margins so small that Novikoff's bound exceeds the n = 100 mistakes any run
+    # can make, in every run: the bound says nothing there, and its claim goes from "holds" to "inconclusive"
+    params["gamma"] = [0.02, 0.03]
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run(*dvc, "repro")
+    run(*GIT, "add", "-A")
+    run(*GIT, "commit", "-qm", "margins below 1/sqrt(n)")
+    changed = json.loads(run(*dvc, "metrics", "diff", "HEAD~1", "--json", *claim_by_claim).stdout)["report/claims.json"]
+    novikoff = changed[f"{EXPERIMENT}/novikoff"]
+    assert novikoff["old"].startswith("holds ") and novikoff["new"].startswith("inconclusive "), novikoff
+    counts = json.loads(run(*dvc, "metrics", "diff", "HEAD~1", "--json").stdout)["report/counts.json"]
+    assert counts["hold"]["diff"] == -1 and counts["inconclusive"]["diff"] == 1, counts
+    shown = run(*dvc, "metrics", "diff", "HEAD~1", *claim_by_claim).stdout
+    print(shown)  # docs/reproduce.md quotes it
+    assert "inconclusive" in shown and max(len(line) for line in shown.splitlines()) <= 160, shown
+
     # dvc plots diff: one HTML page with each declared figure of both revisions
     out = tmp_path / "plots"
-    shown = run(*dvc, "plots", "diff", "HEAD~1", "HEAD", "-o", str(out))
+    shown = run(*dvc, "plots", "diff", "HEAD~2", "HEAD~1", "-o", str(out))
     assert "failed to load" not in shown.stdout + shown.stderr, shown.stdout + shown.stderr
     page = (out / "index.html").read_text()
     for figure in spec_plots(repo):
         assert f"<p>{figure}</p>" in page, figure
-        for rev in ("HEAD~1", "HEAD"):
+        for rev in ("HEAD~2", "HEAD~1"):
             image = out / "static" / f"{rev}_{figure.replace('/', '_')}"
             assert image.read_bytes()[:4] == b"\x89PNG" and f'src="static/{image.name}"' in page, image
     assert page.count("<img") == 2 * len(spec_plots(repo))
