@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.bounds import bounds_for
+from pipeline.bounds.registry import bounds_for
 from pipeline.config import Job
 from pipeline.data import Dataset
 from pipeline.data.certify import content_hash

@@ -263,7 +263,7 @@ def failure_record(e: BaseException, spec: Any = None, name: str = "") -> dict[s
             record |= {"learner": spec.learner.name, "setting": spec.key(seeded=False), "run": spec.key(),
                        "params": {k: _plain(v) for k, v in spec.params().items()}}
             if record["range_error"] and record.get("bound"):
-                from pipeline.bounds import bounds_for
+                from pipeline.bounds.registry import bounds_for
 
                 record["guarantee"] = next((b.guarantee for b in bounds_for(spec.learner.name)
                                             if b.name == record["bound"]), None)

@@ -806,7 +806,7 @@ def measure(learner: Any, dataset: Any, rng: np.random.Generator, bounds: Iterab
     """``learner.run(dataset, rng)`` completed with what ``bounds`` read (default: every registered bound
     of the learner that can be evaluated on ``dataset``), as :func:`pipeline.run.run` does."""
     if bounds is None:
-        from pipeline.bounds import bounds_for
+        from pipeline.bounds.registry import bounds_for
 
         bounds = [b for b in bounds_for(learner.name) if available(b, dataset)]
     return complete(dataset, learner, learner.run(dataset, rng), bounds)

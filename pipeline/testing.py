@@ -321,7 +321,7 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
     """Check a learner class (see the module docstring). ``params``: constructor arguments (sizes and
     required ones default to small values); ``datasets``: dataset generators to run on instead of the
     library's constructions; ``bounds``: bound records to judge besides those registered for its name."""
-    from pipeline.bounds import bounds_for
+    from pipeline.bounds.registry import bounds_for
     from pipeline.config import Job
     from pipeline.run import run
     from pipeline.statistics import measure

@@ -156,7 +156,7 @@ def test_two_sweeps_sharing_jobs_run_each_job_once(tmp_path: Path) -> None:
 
 def test_a_jobs_code_is_its_import_closure_not_the_whole_package() -> None:
     modules = set(identity.closure(("pipeline.run",)))
-    for needed in ("pipeline.run", "pipeline._jit", "pipeline.bounds.perceptron", "pipeline.learners",
+    for needed in ("pipeline.run", "pipeline._jit", "pipeline.bounds.registry", "pipeline.learners",
                    "pipeline.data.certify", "pipeline.solvers.dual", "pipeline.solvers.comparators"):
         assert needed in modules
     for outside in ("pipeline.report", "pipeline.plots", "pipeline.tracking", "pipeline.callbacks", "pipeline.cli",
@@ -183,9 +183,13 @@ def test_a_job_runs_the_row_level_judging_not_the_sweep_level_rules(algorithm: s
 @pytest.mark.parametrize(("algorithm", "runs", "not_run"), [
     ("pegasos", {"pipeline.learners.pegasos", "pipeline.learners.base", "pipeline.bounds.pegasos"},
      {"pipeline.learners.halving", "pipeline.learners.perceptron", "pipeline.learners.multiclass",
-      "pipeline.learners.kernel_pegasos", "pipeline.learners.adaptive", "pipeline.data.worst_case"}),
-    ("halving", {"pipeline.learners.halving", "pipeline.learners.orderings"},
-     {"pipeline.learners.pegasos", "pipeline.learners.perceptron", "pipeline.learners.multiclass"}),
+      "pipeline.learners.kernel_pegasos", "pipeline.learners.adaptive", "pipeline.data.worst_case",
+      "pipeline.bounds.perceptron", "pipeline.bounds.finite", "pipeline.bounds.multiclass"}),
+    ("halving", {"pipeline.learners.halving", "pipeline.learners.orderings", "pipeline.bounds.finite"},
+     {"pipeline.learners.pegasos", "pipeline.learners.perceptron", "pipeline.learners.multiclass",
+      "pipeline.bounds.pegasos", "pipeline.bounds.perceptron"}),
+    ("perceptron", {"pipeline.learners.perceptron", "pipeline.bounds.perceptron"},
+     {"pipeline.learners.pegasos", "pipeline.bounds.pegasos", "pipeline.bounds.multiclass"}),
     ("kernel_pegasos", {"pipeline.learners.kernel_pegasos", "pipeline.learners.pegasos"},
      {"pipeline.learners.halving", "pipeline.learners.perceptron"}),
 ])
@@ -193,7 +197,8 @@ def test_a_job_runs_its_own_learner_not_every_learner_its_package_registers(algo
                                                                             not_run: set[str]) -> None:
     """pipeline.learners' __init__ imports every learner to register it: a job that only names it (``from
     pipeline.learners import LEARNERS``) runs its own learner's module (and what that imports), so an edit to
-    another learner keeps its identity; an edit to its own, or to what it imports, changes it."""
+    another learner keeps its identity; an edit to its own, or to what it imports, changes it. The same for the
+    bounds: a job reaches them through pipeline.bounds.registry and holds its own learner's families only."""
     from helpers import compose_tiny
 
     from pipeline.config import build

@@ -15,16 +15,9 @@ from pipeline.bounds.finite import FINITE_BOUNDS
 from pipeline.bounds.multiclass import MULTICLASS_BOUNDS
 from pipeline.bounds.pegasos import PEGASOS_BOUNDS, pegasos_bounds
 from pipeline.bounds.perceptron import FREUND_SCHAPIRE, HINGE, NOVIKOFF, PERCEPTRON_BOUNDS
+from pipeline.bounds.registry import bounds_for
 
 KERNEL_PEGASOS_BOUNDS: tuple[Bound, ...] = pegasos_bounds("kernel_pegasos", "kernel_")
-
-
-def bounds_for(learner: str) -> tuple[Bound, ...]:
-    """Every bound that speaks about ``learner``: the built-ins' and the plug-ins' (a plug-in bound names
-    its learner in ``Bound.learner``)."""
-    from pipeline.plugins import BOUNDS as registry  # noqa: N811 - the registry object, not a constant
-
-    return registry.for_learner(learner)
 
 
 def __getattr__(name: str) -> Any:
