@@ -104,9 +104,11 @@ def _open_claims(last: dict) -> list[str]:
     """The (E) and (P) bounds of the last round that more seeds could still decide: the experiment's claims
     (every (E)/(P) bound of the sweep when it states none) that are inconclusive with informative settings
     and not blocked by a quantity without a declared top (no number of seeds decides those)."""
+    from pipeline.judging.guarantees import guarantee
+
     stats = last.get("stats", {})
-    wanted = [c["bound"] for c in last.get("claims", []) if c["guarantee"] in ("E", "P")] or \
-        [b for b, s in stats.items() if isinstance(s, dict) and s.get("guarantee") in ("E", "P")]
+    wanted = [c["bound"] for c in last.get("claims", []) if guarantee(c["guarantee"]).over_seeds] or \
+        [b for b, s in stats.items() if isinstance(s, dict) and guarantee(s.get("guarantee")).over_seeds]
     open_ = []
     for b in wanted:
         s = stats.get(b)
@@ -145,6 +147,7 @@ def _sequential(argv: list[str], budget: int, step: int, minutes: float | None =
     section 9). ``unit``: a packed sweep's ``pack``; its rounds add seeds in whole packs, each pack one block
     of one setting's seeds, and reuse the earlier rounds' packs from the job store (``pipeline.pack``)."""
     from pipeline import callbacks
+    from pipeline.judging.guarantees import guarantee
 
     began, n, done, spent, r, why = time.monotonic(), _whole(step, unit, budget), 0, 0.0, 0, ""
     while True:
@@ -158,7 +161,8 @@ def _sequential(argv: list[str], budget: int, step: int, minutes: float | None =
         open_ = _open_claims(callbacks.LAST)
         stats = callbacks.LAST.get("stats", {})
         decided = [f"{b} {s['verdict']} at {s.get('decided_at') or n} seeds" for b, s in stats.items()
-                   if isinstance(s, dict) and s.get("guarantee") in ("E", "P") and s.get("verdict") in ("holds", "violated")]
+                   if isinstance(s, dict) and guarantee(s.get("guarantee")).over_seeds
+                   and s.get("verdict") in ("holds", "violated")]
         if not open_:
             print(f"boundlab: seeds=auto: done after {n} seeds per setting" + (f"; {', '.join(decided)}" if decided else "")
                   + "; nothing left that more seeds could decide", flush=True)

@@ -252,7 +252,9 @@ def part_summary(table: Any) -> str:
     if not len(table):
         return "no results"
     applicable = table[table["applicable"].astype(bool)]
-    d = applicable[applicable["guarantee"] == "D"]
+    from pipeline.judging.guarantees import PER_RUN
+
+    d = applicable[applicable["guarantee"].isin(PER_RUN)]
     broken = d[~d["holds"].fillna(True).astype(bool)].groupby("bound", sort=True)["run"].nunique()
     vacuous = applicable[~applicable["informative"].astype(bool)].groupby("bound", sort=True)["run"].nunique()
     words = [("VIOLATED: " + ", ".join(f"{b} in {k} run{'s' * (k != 1)}" for b, k in broken.items()))

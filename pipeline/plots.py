@@ -46,7 +46,8 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import Formatter
 from matplotlib.transforms import Bbox
 
-from pipeline.verdicts import mean_interval
+from pipeline.judging.guarantees import DRAWN, ON_THE_RATE, guarantee as kind_of
+from pipeline.judging.rows import mean_interval
 
 Panel = int | Mapping[str, Any] | None  # which panel of a figure of several goes into a given Axes
 
@@ -666,7 +667,7 @@ def ratio_heatmap(table: pd.DataFrame, bound: str, x: str, y: str, *, ax: Axes |
     when given (its colour bar takes room from ``ax``, beside it)."""
     rows = table[(table["bound"] == bound) & table["applicable"].astype(bool)]
     first = rows.iloc[0]
-    worst = first["guarantee"] == "D"
+    worst = kind_of(first["guarantee"]).per_run
     agg = rows.groupby([y, x])["ratio"].agg("max" if worst else "mean").unstack(x).sort_index(ascending=False)
     own = ax is None
     with _style(own):
@@ -703,7 +704,7 @@ def compare(table: pd.DataFrame, quantity: str, by: str, x: str | None = None, *
     docstring); a Figure or SubFigure for every panel in it."""
     if quantity in table["quantity"].values:
         rows = table[table["quantity"] == quantity]
-        bounded = rows[rows["applicable"].astype(bool) & (rows["guarantee"] != "P")]
+        bounded = rows[rows["applicable"].astype(bool) & ~rows["guarantee"].isin(ON_THE_RATE)]
         bounded = bounded[bounded["bound"] == bounded["bound"].iloc[0]] if len(bounded) else bounded  # one bound, named
         rows = rows.drop_duplicates("run")
         values = rows.set_index("run")["empirical"]
@@ -960,19 +961,20 @@ def figure_plan(table: pd.DataFrame, curves: pd.DataFrame) -> list[Spec]:
         plan.append(Spec(f"{bound}_measured_vs_bound", "measured_vs_bound", {"bound": bound}))
         names = curves["quantity"] if "quantity" in curves else pd.Series([], dtype=object)
         traced = bool(names.eq(quantity).any() or names.str.endswith(f"/{quantity}").any())  # a count per run has no curve
-        if guarantee in ("D", "E") and quantity not in drawn and traced:
+        kind = kind_of(guarantee)
+        if kind.drawn and quantity not in drawn and traced:
             drawn.add(quantity)
             plan.append(Spec(f"{bound}_curves", "curves_vs_bound", {"bound": bound}))
         for x in ("T", "m", "n"):
-            if x in rows and rows[x].nunique() > 1 and guarantee == "E":
+            if x in rows and rows[x].nunique() > 1 and kind.on_the_mean:
                 plan.append(Spec(f"{bound}_rate_vs_{x}", "rate_vs_bound", {"bound": bound, "x": x}))
                 break
         for x, y in HEATMAP_PAIRS:
-            if x in varying and y in varying and guarantee in ("D", "E"):
+            if x in varying and y in varying and kind.drawn:
                 plan.append(Spec(f"{bound}_heatmap_{y}_{x}", "ratio_heatmap", {"bound": bound, "x": x, "y": y}))
     x = next((c for c in ("T", "m", "gamma") if c in varying and _per_setting(table, c)), None)
     for by in (c for c in CATEGORICAL if c in varying or (c == "learner" and table["learner"].nunique() > 1)):
-        judged = applicable[applicable["guarantee"].isin(["E", "D"])]
+        judged = applicable[applicable["guarantee"].isin(DRAWN)]
         for quantity in judged.sort_values("guarantee", ascending=False)["quantity"].unique()[:1]:
             plan.append(Spec(f"{quantity}_by_{by}", "compare", {"quantity": quantity, "by": by, "x": x}))
     return plan

@@ -37,6 +37,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from pipeline.judging.guarantees import ON_THE_RATE
+from pipeline.judging.guarantees import guarantee as kind_of
 from pipeline.verdicts import HOLDS, INCONCLUSIVE, NOT_APPLICABLE, VIOLATED, ClaimVerdict, judge_claim
 
 PACKAGES = ("boundlab", "numpy", "scipy", "pandas", "numba", "scikit-learn", "cvxpy", "clarabel", "hydra-core",
@@ -64,7 +66,7 @@ class Experiment:
 
 def _first_bound(table: Any, quantity: str) -> str | None:
     """The first applicable (D) or (E) bound on ``quantity`` in the table, the one the comparison figure draws."""
-    named = table[(table["quantity"] == quantity) & table["applicable"].astype(bool) & (table["guarantee"] != "P")]
+    named = table[(table["quantity"] == quantity) & table["applicable"].astype(bool) & ~table["guarantee"].isin(ON_THE_RATE)]
     return named["bound"].iloc[0] if len(named) else None
 
 
@@ -493,7 +495,7 @@ def caption(spec: Any, table: Any) -> str:
         return (head + f"the mean {quantity} over seeds against {kw['x']} with its 95 % band, and the bound (mean over "
                 "seeds) dashed, one colour per other setting.")
     if spec.kind == "ratio_heatmap":
-        cell = ("the worst run per cell, at most 1 where the bound holds" if guarantee == "D"
+        cell = ("the worst run per cell, at most 1 where the bound holds" if kind_of(guarantee).per_run
                 else "the mean over seeds per cell")
         return head + f"measured / bound over {kw['y']} x {kw['x']}: {cell}."
     if spec.kind == "compare":
@@ -524,7 +526,7 @@ def headline(e: Experiment, v: ClaimVerdict) -> Path | None:
     the bound), else (and for (D) and (P)) measured against bound, one point per run; failing both, the first
     figure of its bound. None if its bound has no figure (it applied in no run)."""
     by_stem = {p.stem: p for p in e.figures}
-    wanted = ([f"{v.bound}_rate_vs_{x}" for x in ("T", "m", "n")] if v.guarantee == "E" else []) + [
+    wanted = ([f"{v.bound}_rate_vs_{x}" for x in ("T", "m", "n")] if kind_of(v.guarantee).on_the_mean else []) + [
         f"{v.bound}_measured_vs_bound"]
     for stem in wanted:
         if stem in by_stem:
@@ -705,7 +707,7 @@ def render_html(experiments: list[Experiment], prov: dict[str, Any], out_dir: Pa
     order = {s: i for i, s in enumerate((VIOLATED, INCONCLUSIVE, NOT_APPLICABLE, HOLDS))}
     for e in experiments:
         for v in e.verdicts:
-            ratio = "-" if v.ratio is None else f"{'mean ' if v.guarantee == 'E' else ''}{v.ratio:.3g}"
+            ratio = "-" if v.ratio is None else f"{'mean ' if kind_of(v.guarantee).on_the_mean else ''}{v.ratio:.3g}"
             informative = v.informative / v.runs if v.runs else 0.0
             parts.append(f"<tr><td><a href='#{e_(e.name)}'>{e_(e.name)}</a></td><td><code>{e_(v.bound)}</code></td>"
                          f"<td>{e_(v.guarantee)}</td>{_status_cell(v, order.get(v.status, 9))}"
@@ -917,7 +919,7 @@ def _summary(loaded: list[Experiment]) -> dict[str, Any]:
             "violated": sum(v.status == VIOLATED for v in verdicts),
             "inconclusive": sum(v.status == INCONCLUSIVE for v in verdicts),
             "not_applicable": sum(v.status == NOT_APPLICABLE for v in verdicts),
-            "deterministic_failures": sum(v.guarantee == "D" and v.fails for v in verdicts),
+            "deterministic_failures": sum(kind_of(v.guarantee).per_run and v.fails for v in verdicts),
             "verdicts": {f"{v.experiment}/{v.bound}": v.status for v in verdicts},
             "claims_detail": [v.as_dict() for v in verdicts]}
 

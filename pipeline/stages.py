@@ -20,6 +20,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline import sweep
+from pipeline.judging.guarantees import PER_RUN, guarantee
 
 log = logging.getLogger("boundlab")
 
@@ -88,7 +89,8 @@ def bounds_summary(table: Any, most: int = 4) -> str:
         if not row.applicable:
             groups["not applicable"].append(label)
             continue
-        if row.guarantee == "D":
+        kind = guarantee(row.guarantee)
+        if kind.per_run:
             straddles = getattr(row, "straddles", None)
             if row.holds:
                 groups["hold"].append(label)
@@ -97,7 +99,7 @@ def bounds_summary(table: Any, most: int = 4) -> str:
             else:
                 violated.append(f"{label[0]}{f' [{label[1]}]' if label[1] else ''} ({row.quantity} {row.empirical:g} "
                                 f"vs {row.theoretical:g})")
-        elif row.guarantee == "P":
+        elif kind.on_the_rate:
             groups["within" if row.holds else "above"].append(label)
         else:  # (E): judged over seeds, by the sweep
             groups["over seeds"].append(label)
@@ -542,7 +544,7 @@ def job(cfg: DictConfig) -> None:
 def _said(cfg: DictConfig, life: JobLife, result: Any) -> None:
     """A finished job's lines: one per bound outside a sweep (with the data's certificate), one per job in a
     sweep; outside a sweep a violated (D) bound exits 1."""
-    from pipeline.verdicts import row_phrase
+    from pipeline.judging.rows import row_phrase
 
     multirun, step, name, out = life.multirun, life.step, life.name, life.out
     if not multirun and {"dual_gap", "f_star_lo"} <= set(result.table):
@@ -580,7 +582,7 @@ def _said(cfg: DictConfig, life: JobLife, result: Any) -> None:
                  row.theoretical, row_phrase(row), row.ratio, f"; {row.reason}" if row.reason else "")
     if not multirun:  # a single run fails on a violated (D) bound as a sweep does (docs/sweeps.md, "One run")
         table = result.table
-        broken = sorted(set(table.loc[(table["guarantee"] == "D") & table["applicable"].astype(bool)
+        broken = sorted(set(table.loc[table["guarantee"].isin(PER_RUN) & table["applicable"].astype(bool)
                                       & ~table["holds"].fillna(True).astype(bool), "bound"]))
         if broken:
             print(f"boundlab: (D) bound(s) violated in this run: {', '.join(broken)}; a violated (D) bound is a bug "

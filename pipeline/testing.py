@@ -44,6 +44,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from pipeline.judging.guarantees import GUARANTEES, PER_RUN
+from pipeline.judging.guarantees import guarantee as kind_of
 from pipeline.params import REQUIRED, Param, UserError, param_defaults
 
 # Values for parameters that need one (no default) or whose default is large: a check runs in seconds.
@@ -283,7 +285,7 @@ def _judge(bounds: tuple[Any, ...], ds: Any, outcome: Any, subject: str, where: 
             if diff:
                 raise _fail(subject, "deterministic bound", f"bound {b.name} gives two values on the same statistics "
                             f"({diff}; {where})")
-            if b.guarantee == "D" and row["holds"] is False:
+            if kind_of(b.guarantee).per_run and row["holds"] is False:
                 raise _fail(subject, "no (D) bound violated", f"bound {b.name} ({b.formula}) is violated {where}"
                             f"{' part ' + part if part else ''}: measured {b.quantity} = {row['empirical']:.6g} > "
                             f"{row['theoretical']:.6g} (max ratio over t {row['max_ratio_over_t']:.6g})")
@@ -411,7 +413,7 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
 
 
 def _check_table(table: Any, subject: str, where: str) -> None:
-    bad = table[(table["guarantee"] == "D") & (table["holds"] == False)]  # noqa: E712 - holds is True/False/None
+    bad = table[table["guarantee"].isin(PER_RUN) & (table["holds"] == False)]  # noqa: E712 - holds is True/False/None
     if len(bad):
         r = bad.iloc[0]
         raise _fail(subject, "no (D) bound violated", f"bound {r['bound']} ({r['formula']}) is violated {where}: "
@@ -458,7 +460,7 @@ def check_bound(bound: Any, *, learner: type | None = None, params: dict[str, An
     if not isinstance(bound, Bound):
         raise _fail(subject, "a Bound record", f"a pipeline.bounds.Bound is expected, got {type(bound).__name__}")
     problems = [w for ok, w in ((bound.name and bound.name.replace("_", "").isalnum(), "name: letters, digits and _"),
-                                (bound.guarantee in ("D", "E", "P", "-"), "guarantee: D, E, P or -"),
+                                (bound.guarantee in GUARANTEES, f"guarantee: one of {', '.join(GUARANTEES)}"),
                                 (bound.anytime in ("", "trace", "monotone"), "anytime: '', 'trace' or 'monotone'"),
                                 (isinstance(bound.requires, tuple), "requires: a tuple of statistic names"),
                                 (bool(bound.quantity), "quantity: the learner's quantity it bounds"),
@@ -490,17 +492,18 @@ def check_bound(bound: Any, *, learner: type | None = None, params: dict[str, An
             rows = _judge((bound,), ds, out, subject, f"on {where} seed {seed} with learner {learner.name}", lrn)
             judged += sum(bool(r["applicable"]) for r in rows)
     report.passed += ["statistics provided", "deterministic bound"]
-    if bound.guarantee == "D":
+    kind = kind_of(bound.guarantee)
+    if kind.per_run:
         report.passed.append("no (D) bound violated")
     else:
         report.not_applicable["no (D) bound violated"] = (
             f"a ({bound.guarantee}) bound speaks of an expectation or a probability: a sweep's verdict judges it, not "
-            "one run" if bound.guarantee in ("E", "P") else "the bound is reported, never judged (guarantee '-')")
-    if bound.guarantee in ("E", "P") and bound.range is None:
+            "one run" if kind.over_seeds else "the bound is reported, never judged (guarantee '-')")
+    if kind.over_seeds and bound.range is None:
         report.not_applicable["declares a range"] = (
             "no range(stats) declared: an (E) verdict needs its top to show 'holds' and its bottom to show "
             "'violated' (docs/plugins.md); without one the sweep's verdict stays inconclusive")
-    elif bound.guarantee in ("E", "P"):
+    elif kind.over_seeds:
         report.passed.append("declares a range (checked against every measurement)")
     if not judged:
         report.not_applicable["applies"] = "it did not apply on any of the datasets tried"

@@ -1373,7 +1373,9 @@ class JobRun:
         first = table.iloc[0]
         metrics += [(k, float(first[k]), 0) for k in STAT_METRICS if k in first and first[k] is not None]
         metrics += history(curve)
-        holds = table.loc[table["guarantee"] == "D", "holds"].dropna()
+        from pipeline.judging.guarantees import PER_RUN
+
+        holds = table.loc[table["guarantee"].isin(PER_RUN), "holds"].dropna()
         applicable = table[table["applicable"].astype(bool)]
         tags = {"boundlab.holds": str(bool(holds.all())) if len(holds) else "n/a",
                 "boundlab.data_hash": str(first["data_hash"]),

@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from pipeline import limits
+from pipeline.judging.guarantees import guarantee as kind_of
 from pipeline.judging.rows import (  # noqa: F401 - the row level, re-exported: this module's callers read them here
     HOLDS, VIOLATED, INCONCLUSIVE, NOT_APPLICABLE, VERDICTS, LEVEL, ALPHA, MAX_N, mean_of,
     quotient, t_limits, hoeffding_half_width, binomial_limits, mean_interval, judge_row, _ratio, row_phrase,
@@ -595,13 +596,13 @@ def judge_bound(rows: Any, power: bool = True, planned: int | None = None,
     if not len(applicable):
         reasons = sorted(set(rows["reason"].astype(str)))
         j = Judgement(NOT_APPLICABLE, "applied in no run: " + "; ".join(reasons[:3]))
-    elif guarantee == "D":
+    elif kind_of(guarantee).per_run:
         j, extra = _judge_deterministic(applicable)
         s |= extra
-    elif guarantee == "E":
+    elif kind_of(guarantee).on_the_mean:
         j, extra = _judge_expectation(applicable, power, planned, lost)
         s |= extra
-    elif guarantee == "P":
+    elif kind_of(guarantee).on_the_rate:
         j, extra = _judge_probability(applicable, power, planned, lost)
         s |= extra
     else:
@@ -621,7 +622,7 @@ def judge_bound(rows: Any, power: bool = True, planned: int | None = None,
             j.evidence += f"; also {said} (their runs are missing; a violation among the survivors stands)"
         else:
             j.evidence += f"; {said}: their runs are missing, and the runs that survived are not a sample"
-    if guarantee in ("E", "P") and len(applicable):
+    if kind_of(guarantee).over_seeds and len(applicable):
         s["design"] = design(applicable, guarantee, planned)
     if refuting:
         s |= _refuted(refuting, len(rows))
@@ -640,13 +641,13 @@ def design(applicable: Any, guarantee: str, planned: int | None = None) -> dict[
         if "range_source" in applicable else []
     seeds = [_units(sel) for _, sel in _settings(applicable)]
     test = ("betting test of the mean (an average of three predictable-plug-in bettors), one-sided; Holm over the "
-            "settings for violated" if guarantee == "E" else
+            "settings for violated" if kind_of(guarantee).on_the_mean else
             ("betting test of the violation rate, anytime-valid" if planned else
              "one-sided Clopper-Pearson limit of the violation rate") + "; Holm over the settings for violated")
     stopping = (f"seeds=auto: rounds until decided, or until the plan shows the budget of {planned} seeds cannot "
                 "decide (anytime-valid tests: any stopping round keeps the level)" if planned else
                 "a fixed set of seeds, judged once" + (" (anytime-valid: judging again after added seeds keeps the level)"
-                                                        if guarantee == "E" else ""))
+                                                        if kind_of(guarantee).on_the_mean else ""))
     return {"alpha": ALPHA, "test": test, "range": _finite([float(lo.min()), float(hi.max())]) if len(lo) else None,
             "range_source": ", ".join(sources) or "none declared",
             "seeds_per_setting": [min(seeds), max(seeds)] if seeds else None,
@@ -806,7 +807,7 @@ def power_phrase(s: Mapping[str, Any]) -> str:
     k, d = s.get("tightness"), s.get("detects_scale")
     tight = (f"bound / {k:.3g} still holds" if k < MAX_TIGHT else "any smaller bound still holds (measured 0)") \
         if k else "tightness not shown"
-    if s.get("guarantee") == "D":  # deterministic: a run above the scaled bound is a violation every time
+    if kind_of(s.get("guarantee")).per_run:  # a run above the scaled bound is a violation every time
         caught = ("catches any error in the bound, however small (it is attained)" if d == 1.0 else
                   f"catches the bound x s for any s < {d:.3g}" if d else "catches no planted error")
     else:
@@ -865,7 +866,7 @@ class ClaimVerdict:
         if self.informative_of:
             parts.append(self.informative_of)
         if self.ratio is not None and math.isfinite(self.ratio):
-            parts.append(f"{'mean' if self.guarantee == 'E' else 'max'} {self.ratio:.3g}")
+            parts.append(f"{'mean' if kind_of(self.guarantee).on_the_mean else 'max'} {self.ratio:.3g}")
         return " ".join(parts)
 
 
@@ -879,7 +880,7 @@ def judge_claim(experiment: str, claim: Mapping[str, Any], metrics: Mapping[str,
     def out(status: str, text: str, decided_by: str = "") -> ClaimVerdict:
         if not isinstance(s, dict):
             return ClaimVerdict(experiment, bound, guarantee, sentence, status, text, 0, 0, decided_by)
-        if guarantee == "E" and "settings" in s:
+        if kind_of(guarantee).on_the_mean and "settings" in s:
             ratio, of = s.get("worst_mean_ratio"), f"{s.get('settings_informative', 0)}/{s['settings']}"
         else:
             ratio = s.get("max_ratio_over_t", s.get("max_ratio"))

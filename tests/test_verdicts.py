@@ -321,3 +321,23 @@ def test_no_pooled_count_exceeds_the_distinct_jobs_and_copies_change_nothing(gua
     assert listed["verdict"] == once["verdict"]
     assert listed["evidence"].startswith(once["evidence"])  # and says, when there were copies, that they counted once
     assert ("counted once" in listed["evidence"]) == (sum(copies[:n]) > n)
+
+
+def test_the_guarantee_types_are_records_and_no_module_compares_their_letters() -> None:
+    """Every decision that depends on a guarantee type asks its record (pipeline.judging.guarantees): the
+    class, not the examples: a comparison of the guarantee column or field with a letter anywhere else in the
+    package fails here. And each record says what the docs say of its type."""
+    import re
+    from pathlib import Path
+
+    from pipeline.judging.guarantees import DRAWN, GUARANTEES, ON_THE_MEAN, ON_THE_RATE, OVER_SEEDS, PER_RUN, guarantee
+
+    assert (PER_RUN, ON_THE_MEAN, ON_THE_RATE, OVER_SEEDS, DRAWN) == (("D",), ("E",), ("P",), ("E", "P"), ("D", "E"))
+    assert set(GUARANTEES) == {"D", "E", "P", "-"} and not guarantee("-").judged and not guarantee("X").judged
+    root = Path(__file__).resolve().parents[1] / "pipeline"
+    letter = r"""["'](D|E|P|-)["']"""
+    compared = re.compile(rf"""(==|!=)\s*{letter}|{letter}\s*(==|!=)|in\s*[\(\[]\s*{letter}|isin\(\s*\[\s*{letter}|{letter}\s+in\s""")
+    offenders = [f"{path.relative_to(root)}:{i}: {line.strip()}" for path in root.rglob("*.py")
+                 if "judging" not in path.parts
+                 for i, line in enumerate(path.read_text().splitlines(), 1) if compared.search(line)]
+    assert not offenders, offenders

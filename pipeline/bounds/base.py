@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from pipeline.judging.guarantees import guarantee as kind_of
 from pipeline.judging.rows import judge_row
 
 Stats = Mapping[str, Any]
@@ -129,7 +130,7 @@ class Bound:
         the bound, for one that is not a probability (NaN, below 0 or above 1): no run is judged against it."""
         if self.failure is not None:
             value, what = self.failure(declared), "failure probability"
-        elif self.guarantee == "P" and "delta" in stats:
+        elif kind_of(self.guarantee).on_the_rate and "delta" in stats:
             value, what = stats["delta"], "failure probability (the run's delta)"
         else:
             return math.nan
@@ -223,7 +224,7 @@ class Bound:
         if judged["invalid"]:  # a per-step trace that is not a number: never compared, the run fails
             raise ImpossibleValue(f"bound {self.name} (learner {self.learner}): {judged['invalid']}: a bug in the learner's "
                                   "trace or the bound's curve")
-        certain = self.guarantee == "P" and failure >= 1.0  # may fail in every run: a statement about no run
+        certain = kind_of(self.guarantee).on_the_rate and failure >= 1.0  # may fail in every run: about no run
         reason = (f"an identity up to rounding: bound - measured = {gap:.3g} <= 2 x the rounding allowance {allowance:.3g} "
                   "(a consistency check, not evidence)") if identity else (
             f"vacuous: the bound may fail with probability {failure:g}, so no run can count against it or for it"

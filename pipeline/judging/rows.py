@@ -136,17 +136,9 @@ def _ratio(measured: float, theoretical: float) -> float:
 def row_phrase(row: Any) -> str:
     """The verdict words of one row for the job's log line: (D) holds / VIOLATED, (E) and (P) how the row
     will be judged; 'vacuous' where the bound is not below the trivial value."""
-    g = row.guarantee
-    if g == "D":
-        words = "holds" if row.holds else "VIOLATED"
-        if getattr(row, "judged_at", "") and row.judged_at != "T only":
-            words += f" at {row.judged_at}"
-    elif g == "E":
-        words = "E: judged over seeds"
-    elif g == "P":
-        words = "P: " + ("within" if row.holds else "above") + " the bound, counted against delta"
-    else:
-        words = g
+    from pipeline.judging.guarantees import guarantee
+
+    words = guarantee(row.guarantee).row_words(row)
     if not row.informative:
         words += f"; VACUOUS: bound >= trivial value {row.trivial:.4g}"
     return words
