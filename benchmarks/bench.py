@@ -43,6 +43,10 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
 from pipeline._jit import kernel  # noqa: E402
 from pipeline.numerics import margins_kernel  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or imported (tests): its siblings
+from timing import BARE_APP  # noqa: E402
+from timing import timed as _timed  # noqa: E402
+
 
 # --- the streaming floor ----------------------------------------------------------------------------
 
@@ -459,27 +463,6 @@ def bench_stream(T: int, d: int, chunk: int) -> dict[str, Any]:
 
 
 # --- sweeps -----------------------------------------------------------------------------------------
-
-BARE_APP = """
-import hydra
-
-@hydra.main(version_base=None, config_path=None, config_name=None)
-def app(cfg) -> None:
-    pass
-
-if __name__ == "__main__":
-    app()
-"""
-
-
-def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
-    t = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env)
-    elapsed = time.perf_counter() - t
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(argv[:4])} ... exited {proc.returncode}: {proc.stderr[-2000:]}")
-    return elapsed
-
 
 SWEEP_JOBS = {"perceptron n=200 d=5": ["n=200", "d=5"], "pegasos T=10000 d=20": ["algorithm=pegasos", "T=10000", "d=20"]}
 # per-job cost / bare Hydra's, by kind: issue 34's for small jobs; the earlier issue's 1.5 for Pegasos' larger job

@@ -28,8 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import BARE_APP  # noqa: E402
-from bench import _timed as _run  # noqa: E402 - the same timed, checked subprocess
+from timing import BARE_APP  # noqa: E402
+from timing import timed as _run  # noqa: E402 - the same timed, checked subprocess
 
 # Run in the child: wrap each phase's function, run the command, write the phases' seconds as JSON.
 PROBE = textwrap.dedent("""

@@ -28,6 +28,8 @@ def _app(cfg: DictConfig) -> None:
     from pipeline.params import UserError
     from pipeline.stages import job
 
+    if cfg.get("pack_members"):  # a pack job of a packed sweep (pack=N): its members, part by part
+        from pipeline.pack import run_pack as job
     try:
         job(cfg)
     except UserError as e:  # found once the data exist (a data file, a batch larger than the sample)

@@ -523,14 +523,9 @@ def job(cfg: DictConfig) -> None:
     opened, ``error.txt``, no ``done.json``) without stopping the sweep; the sweep's end reports it and
     exits non-zero. Outside a sweep the fault is recorded the same way, then raised.
 
-    A pack job of a packed sweep (``pack=N``: its config holds its members) runs its members instead
-    (``pipeline.pack.run_pack``).
+    A pack job of a packed sweep (``pack=N``: its config holds its members) is not one: the command runs it
+    with ``pipeline.pack.run_pack`` (``pipeline.cli``), which uses this module's pieces, never the other way.
     """
-    if cfg.get("pack_members"):
-        from pipeline.pack import run_pack
-
-        run_pack(cfg)
-        return
     life = JobLife(cfg)
     result = None
     with life:

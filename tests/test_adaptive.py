@@ -20,12 +20,22 @@ from pipeline.bounds import NOVIKOFF
 from pipeline.data import MarginBinary
 from pipeline.data.tight import Tight
 from pipeline.learners import BatchPerceptron, Perceptron
-from pipeline.learners.adaptive import adaptive, exhaustive, replay
+from pipeline.learners.adaptive import _sample, adaptive, exhaustive
 from pipeline.learners.orderings import worst_order
 from pipeline.learners.perceptron import TIES
 from helpers import small_separable
 
 TIE_NAMES = sorted(TIES)
+
+
+def replay(X: object, y: object, sequence: np.ndarray, tie: str = "negative") -> int:
+    """The project's Perceptron (its compiled kernel) shown the rows of ``sequence`` as a stream, one pass: its
+    mistakes (the adversary's value, checked against the learner itself)."""
+    X, y = _sample(X, y, tie)
+    sequence = np.asarray(sequence, dtype=np.int64)
+    learner = Perceptron(tie=tie)
+    learner.learn_stream(X[sequence], y[sequence])
+    return int(learner.mistakes_)
 
 
 def _brute(X: np.ndarray, y: np.ndarray, tie: str, limit: int = 200_000) -> int:

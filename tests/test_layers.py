@@ -124,3 +124,49 @@ def test_the_run_loop_reaches_the_solvers_through_the_providers() -> None:
     assert {"pipeline.solvers.dual", "pipeline.solvers.multiclass", "pipeline.solvers.comparators"} <= {
         n for n in _imports(PIPELINE / "statistics.py") if n.startswith("pipeline.solvers.")}
     assert not any(n.startswith("pipeline.solvers") for n in _imports(PIPELINE / "run.py"))  # only through the registry
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted: the import circles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle_in_the_package_or_the_benchmarks() -> None:
+    """No two modules import each other, directly or through others (every import counts, inside functions
+    too): the package's and the benchmark scripts'. A circle means neither side can be read, tested or changed
+    without the other; the layer table alone allows one inside a row."""
+    graph = {mod: {t for name in _imports(path) if (t := _target(name)) and t != mod} for mod, path in MODULES.items()}
+    assert _cycles(graph) == []
+    scripts = {p.stem: p for p in (PIPELINE.parent / "benchmarks").glob("*.py")}
+    bench = {name: {n for n in _imports(path) if n in scripts and n != name} for name, path in scripts.items()}
+    assert _cycles(bench) == []

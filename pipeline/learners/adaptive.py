@@ -7,7 +7,7 @@ allowed, chosen with knowledge of the current weights. This module plays that ga
 
 **The game.** A fixed sample (X, y), labels +1/-1. The Perceptron starts at w = 0. At each step the
 adversary presents any example of the sample; on a mistake under the learner's ``tie`` convention
-(:data:`pipeline.learners.perceptron.TIES`) w += y_i x_i, otherwise nothing changes. Presenting an example
+(:data:`pipeline.learners.orderings.TIES`) w += y_i x_i, otherwise nothing changes. Presenting an example
 that is classified correctly is a no-op, so w.l.o.g. the adversary presents a currently misclassified
 one, and the game ends when none is misclassified (on separable data this always happens, after at most
 floor((R/gamma)^2) updates). Its *value* is the largest number of mistakes over all choice sequences.
@@ -76,9 +76,8 @@ from typing import Callable
 
 import numpy as np
 
-from pipeline.learners import orderings
-from pipeline.learners.orderings import Search
-from pipeline.learners.perceptron import TIES
+import pipeline.learners.orderings as orderings
+from pipeline.learners.orderings import TIES, Search
 from pipeline.progress import Progress, estimate
 
 MAX_N = 8  # exhaustive: the largest sample by default
@@ -330,15 +329,3 @@ def adaptive(X: object, y: object, budget: int = 100, rng: np.random.Generator |
         trace[r] = best.size
         search.update(r + 1)
     return Play(int(best.size), best, trace, int(greedy), int(budget) + 1)
-
-
-def replay(X: object, y: object, sequence: np.ndarray, tie: str = "negative") -> int:
-    """The project's Perceptron (:class:`pipeline.learners.Perceptron`, its compiled kernel) shown the
-    rows of ``sequence`` as a stream, one pass: its mistakes."""
-    from pipeline.learners.perceptron import Perceptron
-
-    X, y = _sample(X, y, tie)
-    sequence = np.asarray(sequence, dtype=np.int64)
-    learner = Perceptron(tie=tie)
-    learner.learn_stream(X[sequence], y[sequence])
-    return int(learner.mistakes_)

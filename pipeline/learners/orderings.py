@@ -40,6 +40,14 @@ import numpy as np
 from pipeline.params import ParamError
 from pipeline.progress import Progress, duration, estimate
 
+# Tie conventions for w.x = 0 (docs/bounds.md section 1): every update has y w.x <= 0 under each of them,
+# so Novikoff's bound holds for all three.
+TIES = {
+    "negative": 0,  # [S0]: sgn(z) = +1 iff z > 0, so sgn(0) = -1
+    "positive": 1,  # [S2]: sign(0) = +1
+    "mistake": 2,  # [S1], UML 21.4: update iff y w.x <= 0, a tie is always a mistake
+}  # the Perceptron's, here so that it and its adversaries (pipeline.learners.adaptive) share them
+
 ORDERINGS = ("given", "random", "adversarial")
 BUDGET = 400  # the local search's evaluations (runs of the learner over the reordered sample)
 MAX_SECONDS = 3600.0  # a search (adversarial order, adaptive adversary) estimated above this is refused up front

@@ -8,21 +8,12 @@ from pipeline._jit import dot, dot_row, kernel
 from pipeline.data.dataset import BINARY
 from pipeline.contract import PresentedRun
 from pipeline.learners.base import Learner, Outcome, log_grid
-from pipeline.learners.orderings import ORDERINGS, choose, greedy_order
+from pipeline.learners.orderings import ORDERINGS, TIES, choose, greedy_order
 from pipeline.params import Param, ParamError, at_least
 
 PERCEPTRON_ORDERINGS = (*ORDERINGS, "adaptive", "exact")  # the online Perceptron's; the batch rule's are ORDERINGS
 ADAPTIVE_BUDGET = 200  # ordering=adaptive: rollouts after greedy (docs/bounds.md section 1, "Orderings")
 ADAPTIVE_UPDATES = 100  # ordering=adaptive without certified statistics (fit): at most this many updates per example
-
-# Tie conventions for w.x = 0 (docs/bounds.md section 1): every update has y w.x <= 0 under each of them,
-# so Novikoff's bound holds for all three.
-TIES = {
-    "negative": 0,  # [S0]: sgn(z) = +1 iff z > 0, so sgn(0) = -1
-    "positive": 1,  # [S2]: sign(0) = +1
-    "mistake": 2,  # [S1], UML 21.4: update iff y w.x <= 0, a tie is always a mistake
-}
-
 
 @kernel
 def perceptron_kernel(X, y, w, tie, passes, mistakes):  # noqa: ANN001, ANN201
