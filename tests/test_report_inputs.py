@@ -173,7 +173,7 @@ def test_the_new_report_replaces_the_previous_one_whole(ws: Path, capsys: pytest
     assert pages <= changed <= pages | {"report/provenance.json"}  # its time, to the second
     page, summary = (ws / "report" / "index.html").read_text(), (ws / "report" / "summary.md").read_text()
     assert "The second question?" in page and "The second question?" in summary
-    assert "href='figures/tiny_mistakes_by_seed.svg'" in page
+    assert "href='figures/tiny_mistakes_by_seed.png'" in page
     assert "(figures/tiny_mistakes_by_seed.png)" in summary and "staging" not in page + summary
 
 

@@ -75,7 +75,7 @@ def test_figures_enlarge_on_click(built: Path) -> None:
         box = re.search(rf"<a class='lightbox' id='{re.escape(target)}' href='#_' title='close'><img [^>]*src='([^']+)' "
                         r"loading='lazy'>", page)
         assert box, target
-        assert box.group(1).endswith(".svg")  # vector: sharp at any size
+        assert box.group(1).endswith(".png")  # the figure at its full 150 dpi (the vector one is the sweep's)
 
 
 def test_the_report_links_only_to_its_own_files(built: Path) -> None:
@@ -102,7 +102,7 @@ def test_a_report_without_an_experiment_drops_its_page_and_figures(built: Path, 
     assert not (ws / "report" / "experiments" / f"{SECOND}.html").exists()
     assert not (ws / "report" / "figures" / SECOND).exists()
     assert not (ws / "report" / "figures" / f"{SECOND}_mistakes_by_seed.png").exists()
-    assert (ws / "report" / "figures" / FIRST / "hinge_all_rounds_measured_vs_bound.svg").exists()
+    assert (ws / "report" / "figures" / FIRST / "hinge_all_rounds_measured_vs_bound.png").exists()
 
 
 def test_a_figure_of_many_panels_spans_the_page(tmp_path) -> None:  # noqa: ANN001
@@ -119,3 +119,19 @@ def test_a_figure_of_many_panels_spans_the_page(tmp_path) -> None:  # noqa: ANN0
     html_narrow = report._figure(tmp_path / "narrow.png", "n", lambda p: p.name)
     assert html_wide.startswith("<figure class='wide'>") and html_narrow.startswith("<figure>")
     assert ".figs figure.wide { grid-column: 1 / -1; }" in report.CSS
+
+
+def test_the_report_publishes_palette_pngs_and_no_svg(built: Path) -> None:
+    """The report's figures are its own PNGs as palette images (a third of the bytes of the sweep's; the main
+    job's report: 6 MB, 27 MB with every PNG and SVG as drawn); the SVGs stay with the sweeps (results/NAME/)."""
+    from PIL import Image
+
+    figures = built / "report" / "figures"
+    pngs = sorted(figures.rglob("*.png"))
+    assert pngs and not list(figures.rglob("*.svg"))
+    for png in pngs:
+        with Image.open(png) as image:
+            assert image.mode == "P", png
+    sweep = next((built / "results" / FIRST).glob("*_measured_vs_bound.png"))
+    assert (figures / FIRST / sweep.name).stat().st_size < sweep.stat().st_size
+    assert sweep.with_suffix(".svg").exists()
