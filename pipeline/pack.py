@@ -432,8 +432,8 @@ def run_pack(cfg: Any) -> None:
         reused = {p: run for p, run in reused.items() if run}
         if reused:
             runs = sorted(set(reused.values()))
-            log.info("%s: %d of %d parts finished by another sweep, reused from the job store (run%s %s; force=true "
-                     "reruns them)", label, len(reused), len(parts), "s" * (len(runs) > 1), ", ".join(runs))
+            log.info("%s: %d of %d parts found in the job store, reused (finished in run%s %s; force=true reruns them)",
+                     label, len(reused), len(parts), "s" * (len(runs) > 1), ", ".join(runs))
         todo = [p for p in todo if p not in reused]
         tracker = _pack_run(uri, sweep_dir, out, specs[0].experiment, label, index, len(members), pack_key, earlier)
         failed_any = False

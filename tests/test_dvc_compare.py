@@ -4,8 +4,8 @@ A temporary git + DVC repository holds a copy of the project cut down to one exp
 report; two commits differ in one parameter (the seed). ``dvc metrics diff``, ``dvc exp show`` and ``dvc plots
 diff`` between them must show each claim's verdict line (report/claims.json), the parameters and the figures of
 both revisions; a third commit (margins so small that Novikoff's bound is vacuous in every run) changes a
-verdict, and ``dvc metrics diff`` shows it. The same commands on this repository itself keep within a terminal: ``dvc exp show`` at most
-80 columns, ``dvc metrics diff`` lines at most 160 characters.
+verdict, and ``dvc metrics diff`` shows it. The same commands on this repository itself keep within a terminal:
+``dvc exp show`` at most 80 columns, ``dvc metrics diff`` lines at most 160 characters.
 """
 
 from __future__ import annotations

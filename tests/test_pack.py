@@ -258,7 +258,7 @@ def test_packed_rounds_reuse_the_earlier_rounds_parts(tmp_path: Path, boundlab_i
 
     out, packed = rounds("packed", "pack=2")
     assert out.count("round ") >= 3, out[-3000:]
-    assert out.count("reused from the job store") == 2 + 4, out[-5000:]
+    assert out.count("found in the job store, reused") == 2 + 4, out[-5000:]
     assert "seeds 0-5" in out and "seeds 0-3" in out
     _, unpacked = rounds("unpacked")
     results, curves = _tables(unpacked)
@@ -279,5 +279,5 @@ def test_packed_rounds_reuse_the_earlier_rounds_parts(tmp_path: Path, boundlab_i
             marker.unlink()
     out, again = rounds("packed", "pack=2")
     first_round = out.split("round 2:")[0]  # the damaged parts run again (and are stored afresh for later rounds)
-    assert "reused from the job store" not in first_round and first_round.count("stored result is damaged") == 2, out
+    assert "found in the job store" not in first_round and first_round.count("stored result is damaged") == 2, out
     assert_frame_equal(_tables(again)[0], results, check_exact=True)

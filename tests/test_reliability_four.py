@@ -255,6 +255,13 @@ def test_the_same_command_reruns_exactly_the_damaged_part(tmp_path: Path, boundl
     calls: list[object] = []
     run_member = pack._run_member
     monkeypatch.setattr(pack, "_run_member", lambda spec: calls.append(spec) or run_member(spec))
+    # the job store holds the part whole (kept when its pack finished): it comes back from there, nothing runs
+    proc = _sweep(boundlab_in_process, tmp_path)
+    assert calls == [] and "pack 1 (runs 2-3): 1 of 1 parts found in the job store" in proc.stdout, proc.stdout[-2000:]
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "sweep" / "results.parquet"), before, check_exact=True)
+    # without the store's copy, exactly the damaged part runs again
+    damage(tmp_path / "sweep" / "pack-1" / name)
+    monkeypatch.setattr(pack, "_reuse_part", lambda *args: None)
     proc = _sweep(boundlab_in_process, tmp_path)
     assert [s.seed for s in calls] == [2, 3], proc.stdout[-2000:]  # pack 1's part only, not pack 0
     assert "pack 0 (runs 0-1): already done" in proc.stdout and "pack 1 (runs 2-3): already done" not in proc.stdout

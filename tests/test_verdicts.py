@@ -336,7 +336,8 @@ def test_the_guarantee_types_are_records_and_no_module_compares_their_letters() 
     assert set(GUARANTEES) == {"D", "E", "P", "-"} and not guarantee("-").judged and not guarantee("X").judged
     root = Path(__file__).resolve().parents[1] / "pipeline"
     letter = r"""["'](D|E|P|-)["']"""
-    compared = re.compile(rf"""(==|!=)\s*{letter}|{letter}\s*(==|!=)|in\s*[\(\[]\s*{letter}|isin\(\s*\[\s*{letter}|{letter}\s+in\s""")
+    compared = re.compile(rf"""(==|!=)\s*{letter}|{letter}\s*(==|!=)|in\s*[\(\[]\s*{letter}"""
+                          rf"""|isin\(\s*\[\s*{letter}|{letter}\s+in\s""")
     offenders = [f"{path.relative_to(root)}:{i}: {line.strip()}" for path in root.rglob("*.py")
                  if "judging" not in path.parts
                  for i, line in enumerate(path.read_text().splitlines(), 1) if compared.search(line)]
