@@ -1063,6 +1063,26 @@ def _draw_some(plan: list[tuple[int, Spec]], directory: Path, keep_going: bool) 
     return drawn, errors
 
 
+def helper() -> Any:
+    """One forked helper process (a ``ProcessPoolExecutor`` of one worker) for work beside this process's: it
+    inherits the tables and the imported modules, so it starts in milliseconds, and it takes Ctrl-C and SIGTERM
+    as a plain process does (it dies at once: the command's own stop guard, inherited through the fork, ends
+    runs and is this process's alone). None where fork is not available or there is one core."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if _cores() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"), initializer=_plain_signals)
+
+
+def _plain_signals() -> None:
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -1079,17 +1099,16 @@ def _draw_shared(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int
     memory) leaves its figures to this process; an interrupt stops both (the helper is in the same process
     group, and the pool ends it)."""
     global _SHARED
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     _SHARED = (table, curves)
     try:
-        if len(plan) < HELPER_FROM or _cores() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        pool = helper() if len(plan) >= HELPER_FROM else None
+        if pool is None:
             return _draw_some(plan, directory, keep_going)
         mine, theirs = plan[0::2], plan[1::2]
-        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as helper:
-            future = helper.submit(_draw_some, theirs, directory, keep_going)
+        with pool:
+            future = pool.submit(_draw_some, theirs, directory, keep_going)
             drawn, errors = _draw_some(mine, directory, keep_going)
             try:
                 more, more_errors = future.result()

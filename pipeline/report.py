@@ -958,19 +958,17 @@ def _compact(figures: Path) -> None:
     paper, are the sweep's, in ``results/NAME/`` and in its MLflow run. Together the report stays within
     about 10 MB (29 MB with every PNG and SVG as drawn). On two cores or more, half of the PNGs are converted
     in a forked helper (the same files)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    from pipeline.plots import _cores
+    from pipeline.plots import helper
 
     for svg in sorted(figures.rglob("*.svg")):
         svg.unlink()
     pngs = sorted(figures.rglob("*.png"))
-    if len(pngs) < 8 or _cores() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    pool = helper() if len(pngs) >= 8 else None
+    if pool is None:
         _palette(pngs)
         return
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as helper:
-        theirs = helper.submit(_palette, pngs[1::2])
+    with pool:
+        theirs = pool.submit(_palette, pngs[1::2])
         _palette(pngs[0::2])
         theirs.result()
 

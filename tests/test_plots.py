@@ -456,3 +456,22 @@ def test_a_second_core_draws_half_the_figures_with_the_same_bytes(tmp_path, monk
 
         monkeypatch.setattr(plots, "save", dies)
         assert drawn("helper_died") == alone
+
+
+def test_the_helper_takes_ctrl_c_as_a_plain_process() -> None:
+    """The forked helper (figures, the report's PNGs) does not run the command's stop guard it inherited: Ctrl-C
+    and SIGTERM end it at once, and only the command ends runs."""
+    import signal
+
+    pool = plots.helper()
+    if pool is None:
+        pytest.skip("one core, or no fork: the figures are drawn in this process")
+    with pool:
+        handlers = pool.submit(_handlers).result()
+    assert handlers == [signal.SIG_DFL] * 3
+
+
+def _handlers() -> list:
+    import signal
+
+    return [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]

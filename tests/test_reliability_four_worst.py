@@ -306,6 +306,10 @@ CHILD = textwrap.dedent("""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
     progress.EVERY = 0.5
     signal.signal(signal.SIGTERM, interrupts.Handler())  # what the command's stop guard does for SIGTERM
+    # Ctrl-C as a terminal delivers it, whatever this process inherited from the test runner (a worker process may
+    # pass on SIGINT ignored or blocked: then the search would never see it, as one started with `&` in a script)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     what = sys.argv[1]
     if what == "refuse":
         out = []
