@@ -1077,8 +1077,11 @@ def helper() -> Any:
 
 
 def _plain_signals() -> None:
+    """The helper's start: the default handlers, and no wake-up pipe (the command's stop guard reads the one the
+    fork handed down: a signal here must never wake it)."""
     import signal
 
+    signal.set_wakeup_fd(-1)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
 

@@ -466,12 +466,22 @@ def test_the_helper_takes_ctrl_c_as_a_plain_process() -> None:
     pool = plots.helper()
     if pool is None:
         pytest.skip("one core, or no fork: the figures are drawn in this process")
-    with pool:
-        handlers = pool.submit(_handlers).result()
-    assert handlers == [signal.SIG_DFL] * 3
+    import os
+
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    previous = signal.set_wakeup_fd(write)  # as the command's stop guard has it
+    try:
+        with pool:
+            handlers, wakeup = pool.submit(_handlers).result()
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(read)
+        os.close(write)
+    assert handlers == [signal.SIG_DFL] * 3 and wakeup == -1  # the stop guard's pipe is not the helper's
 
 
-def _handlers() -> list:
+def _handlers() -> tuple[list, int]:
     import signal
 
-    return [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
+    return [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)], signal.set_wakeup_fd(-1)
