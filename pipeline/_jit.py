@@ -17,21 +17,28 @@ from __future__ import annotations
 
 import hashlib
 import types
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class kernel:  # noqa: N801 - a decorator, spelt as one (@kernel, @helper)
+class kernel(Generic[P, R]):  # noqa: N801 - a decorator, spelt as one (@kernel, @helper)
     """Decorator: ``f`` stays callable as ``f.py`` (pure Python) and compiles on first ``f(...)``.
-    ``helper(f)`` marks a small kernel that other kernels call: numba inlines it into its callers."""
+    ``helper(f)`` marks a small kernel that other kernels call: numba inlines it into its callers. A call
+    has the plain function's signature for a type checker (its annotations; numba reads none of them)."""
 
-    def __init__(self, func: Callable[..., Any], *, inline: bool = False) -> None:
+    def __init__(self, func: Callable[P, R], *, inline: bool = False) -> None:
         self.py = func
         self.inline = inline
         self._compiled: Callable[..., Any] | None = None
         self.__doc__ = func.__doc__
         self.__name__ = func.__name__
 
-    def _helpers(self) -> dict[str, kernel]:
+    def _helpers(self) -> dict[str, kernel[..., Any]]:
         g = self.py.__globals__
         return {n: g[n] for n in self.py.__code__.co_names if isinstance(g.get(n), kernel)}
 
@@ -54,22 +61,23 @@ class kernel:  # noqa: N801 - a decorator, spelt as one (@kernel, @helper)
                 env = dict(func.__globals__) | {n: h.compiled() for n, h in helpers.items()}
                 func = types.FunctionType(func.__code__, env, func.__name__, func.__defaults__, func.__closure__)
                 func.__qualname__ = f"{self.py.__qualname__}_{self.fingerprint()}"
-            options = {"inline": "always"} if self.inline else {}
-            self._compiled = numba.njit(cache=True, nogil=True, **options)(func)
+            inline: Literal["always", "never"] = "always" if self.inline else "never"  # numba's default: "never"
+            self._compiled = numba.njit(cache=True, nogil=True, inline=inline)(func)
         return self._compiled
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         # keyword arguments are numba's too: it folds them into the positional signature before dispatch
-        return (self._compiled or self.compiled())(*args, **kwargs)
+        result: R = (self._compiled or self.compiled())(*args, **kwargs)
+        return result
 
 
-def helper(func: Callable[..., Any]) -> kernel:
+def helper(func: Callable[P, R]) -> kernel[P, R]:
     """A kernel meant to be called from kernels, inlined into them (no call per row)."""
     return kernel(func, inline=True)
 
 
 @helper
-def dot_row(w, X, i):  # noqa: ANN001, ANN202
+def dot_row(w: np.ndarray, X: np.ndarray, i: int) -> float:
     """w.X[i] in a fixed order: four accumulators over j = 0, 1, 2, 3 (mod 4), the tail added to the
     first, combined as (s0 + s1) + (s2 + s3).
 
@@ -95,7 +103,7 @@ def dot_row(w, X, i):  # noqa: ANN001, ANN202
 
 
 @helper
-def dot(a, b):  # noqa: ANN001, ANN202
+def dot(a: np.ndarray, b: np.ndarray) -> float:
     """a.b for vectors, in the order of :func:`dot_row` (the same bits as ``dot_row(a, b[None, :], 0)``)."""
     d = a.shape[0]
     quads = d >> 2
@@ -120,7 +128,7 @@ def dot(a, b):  # noqa: ANN001, ANN202
 # in the caller; pipeline.numerics.two_product is the numpy form of two_product for arrays.
 
 @helper
-def split(a):  # noqa: ANN001, ANN202
+def split(a: float) -> tuple[float, float]:
     """a = hi + lo exactly with hi and lo of at most 26 significant bits each (Dekker's splitting, Ogita,
     Rump & Oishi 2005, Alg. 2.4), for |a| < 2^996: the halves' products are then exact."""
     t = 134217729.0 * a  # 2^27 + 1 (a literal: the kernels' disk cache hashes constants, not globals)
@@ -129,7 +137,7 @@ def split(a):  # noqa: ANN001, ANN202
 
 
 @helper
-def two_product_split(a, ah, al, b):  # noqa: ANN001, ANN202
+def two_product_split(a: float, ah: float, al: float, b: float) -> tuple[float, float]:
     """:func:`two_product` with a's halves ``split(a)`` given: a kernel that multiplies one a by many b
     splits it once, outside its loop."""
     p = a * b
@@ -138,7 +146,7 @@ def two_product_split(a, ah, al, b):  # noqa: ANN001, ANN202
 
 
 @helper
-def two_product(a, b):  # noqa: ANN001, ANN202
+def two_product(a: float, b: float) -> tuple[float, float]:
     """(p, e) with p = fl(a b) and a b = p + e exactly (Dekker's TwoProduct, no FMA needed: Ogita, Rump &
     Oishi 2005, Alg. 2.5), for |a|, |b| < 2^995 and |p| >= 2^-968 (below, e itself may underflow)."""
     ah, al = split(a)
@@ -146,7 +154,7 @@ def two_product(a, b):  # noqa: ANN001, ANN202
 
 
 @helper
-def two_sum(a, b):  # noqa: ANN001, ANN202
+def two_sum(a: float, b: float) -> tuple[float, float]:
     """(s, e) with s = fl(a + b) and a + b = s + e exactly (Knuth's TwoSum: Ogita, Rump & Oishi 2005,
     Alg. 2.1), for |a|, |b| <= 2^1020: then no intermediate result overflows."""
     s = a + b

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -57,18 +57,30 @@ def positive(name: str, v: object) -> float:
     return f
 
 
+@overload
+def round_up(x: float) -> float: ...
+@overload
+def round_up(x: np.ndarray) -> np.ndarray: ...
 def round_up(x: float | np.ndarray) -> float | np.ndarray:
     """The next float above ``x``: >= the exact value of a result that was rounded to nearest into ``x``."""
     out = np.nextafter(x, np.inf)
     return float(out) if np.ndim(out) == 0 else out
 
 
+@overload
+def round_down(x: float) -> float: ...
+@overload
+def round_down(x: np.ndarray) -> np.ndarray: ...
 def round_down(x: float | np.ndarray) -> float | np.ndarray:
     """The next float below ``x``: <= the exact value of a result that was rounded to nearest into ``x``."""
     out = np.nextafter(x, -np.inf)
     return float(out) if np.ndim(out) == 0 else out
 
 
+@overload
+def round_up_or_zero(x: float) -> float: ...
+@overload
+def round_up_or_zero(x: np.ndarray) -> np.ndarray: ...
 def round_up_or_zero(x: float | np.ndarray) -> float | np.ndarray:
     """:func:`round_up`, except that an exact zero stays zero (for results of exact sums, exact at zero)."""
     out = np.where(np.asarray(x) == 0.0, 0.0, np.nextafter(x, np.inf))

@@ -147,6 +147,14 @@ class Param:
     allowed: str = ""
     nullable: bool = False
     default: Any = REQUIRED
+    # what an instance holds when :meth:`coerce` returns another type than ``type``, as an annotation reads
+    held: ClassVar[str] = ""
+
+    @property
+    def annotation(self) -> str:
+        """The type an instance holds, as the class's annotation of the parameter reads (a learner annotates
+        every parameter it declares, for a type checker: tests/test_types.py checks that they agree)."""
+        return self.held or self.type.__name__ + (" | None" if self.nullable else "")
 
     def __post_init__(self) -> None:
         if isinstance(self.valid, Rule) and not self.allowed:

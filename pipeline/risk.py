@@ -15,11 +15,15 @@ certified solvers of :mod:`pipeline.solvers.multiclass`, which evaluate the same
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pipeline._jit import kernel
 from pipeline.params import ParamError, UserError
+
+if TYPE_CHECKING:
+    from pipeline.contract import Cost
 
 
 # --- Label costs Delta (docs/bounds.md section 7, "Label cost") --------------------------------------
@@ -37,7 +41,7 @@ COST_WORDS = ("one of " + ", ".join(COSTS) + " (the label cost Delta(y', y): 0-1
               "docs/bounds.md section 7)")
 
 
-def cost_matrix(cost: str | np.ndarray | None, k: int) -> np.ndarray:
+def cost_matrix(cost: Cost, k: int) -> np.ndarray:
     """The k x k float64 matrix D[y', y] = Delta(y', y) of a named cost (:data:`COSTS`; None is ``zero_one``)
     or of an explicit matrix, validated.
 

@@ -21,12 +21,14 @@ def test_ruff_reports_nothing() -> None:
 
 
 @pytest.mark.slow  # mypy, a process
-def test_mypy_checks_the_contract_between_a_run_and_its_statistics() -> None:
-    """The records a learner hands over (pipeline/contract.py, in Outcome: pipeline/learners/base.py) and the
-    providers that read them (pipeline/statistics.py) type-check under [tool.mypy]: a provider reading a field
-    its record lacks, or reading ``Outcome.run`` without checking which record it is, fails here."""
+def test_mypy_strict_is_clean_on_what_a_job_computes_with() -> None:
+    """``mypy --strict`` ([tool.mypy]: strict) reports nothing on the learners, the bounds, the row-level judging,
+    the records a run hands over (pipeline/contract.py, in Outcome) and the providers that read them
+    (pipeline/statistics.py): a provider reading a field its record lacks, a learner reading a parameter it
+    does not declare, or a kernel called with the wrong arguments, fails here."""
     proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"mypy (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
+    assert "Success: no issues found in" in proc.stdout and "pipeline/learners" in (ROOT / "pyproject.toml").read_text()
 
 
 @pytest.mark.slow  # mypy, a process
@@ -41,3 +43,20 @@ def test_mypy_would_catch_a_misread_record(tmp_path: Path) -> None:
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1 and '"SvmRun" has no attribute "lamda"' in proc.stdout, proc.stdout + proc.stderr
     assert '"Run" of "Run | None" has no attribute "X"' in proc.stdout, proc.stdout  # the record unchecked
+
+
+@pytest.mark.slow  # mypy, a process
+def test_mypy_would_catch_a_misread_parameter_or_dataset(tmp_path: Path) -> None:
+    """A learner's parameters and the data it reads are typed: a misspelt parameter, a parameter of the wrong
+    type, or a sample member that no dataset kind has, is an error under the same configuration."""
+    bad = tmp_path / "bad_learner.py"
+    bad.write_text("from pipeline.data.dataset import Sample\nfrom pipeline.learners.perceptron import Perceptron\n"
+                   "\n\ndef passes(p: Perceptron) -> int:\n    return p.pases\n"
+                   "\n\ndef tie(p: Perceptron) -> int:\n    return p.tie\n"
+                   "\n\ndef classes(s: Sample) -> int:\n    return s.k\n")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), str(bad)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert '"Perceptron" has no attribute "pases"' in proc.stdout, proc.stdout
+    assert 'Incompatible return value type (got "str", expected "int")' in proc.stdout, proc.stdout
+    assert '"Sample" has no attribute "k"' in proc.stdout, proc.stdout

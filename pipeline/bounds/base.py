@@ -75,7 +75,7 @@ class Bound:
     requires: tuple[str, ...]
     reference: str
     formula: str
-    value: Callable[[Stats], float]
+    value: Callable[[Stats], float | tuple[float, str]]
     applies: Callable[[Stats], str | None] = field(default=lambda s: None)
     note: Callable[[Stats], str | None] = field(default=lambda s: None)
     curve: Callable[[Stats, Any], Any] | None = None
@@ -158,6 +158,29 @@ class Bound:
                                   "the bound (docs/plugins.md)")
         return a
 
+    def _not_covered(self, reason: str, measured: float) -> dict[str, Any]:
+        """The row of a run whose rule is outside every theorem of its learner: the measurement and the
+        reason, nothing compared."""
+        return {"bound": self.name, "title": self.title, "guarantee": self.guarantee, "quantity": self.quantity,
+                "empirical": measured, "empirical_low": measured, "formula": self.formula,
+                "reference": self.reference, "judged_at": self.judged_at, "trivial_text": self.trivial_text,
+                "range_lo": math.nan, "range_hi": math.nan, "theoretical": math.nan, "trivial": math.nan,
+                "ratio": math.nan, "max_ratio_over_t": math.nan, "holds": None, "informative": False,
+                "applicable": False, "reason": reason, "comparator": ""}
+
+    def _prefix(self, declared: Stats, steps: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
+        """(measured after each step, the bound after each step) of an anytime bound judged on the run's
+        trace; None for a bound judged at T, or a direct call without the trace (judged at the last step)."""
+        if self.anytime != "trace" or steps is None:
+            return None
+        if self.quantity not in steps:
+            raise KeyError(f"bound {self.name} is judged at every step and the learner gave no per-step {self.quantity!r}")
+        if self.curve is None:
+            raise TypeError(f"bound {self.name} is judged at every step (anytime='trace') and declares no curve")
+        measured_t = steps[self.quantity]
+        t = np.arange(1, len(measured_t) + 1)
+        return measured_t, self.curve({k: steps.get(k, v) for k, v in declared.items()} | {"T": t}, t)
+
     def evaluate(self, stats: Stats, empirical: Mapping[str, float],
                  steps: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """One row of the results table: the bound next to the measured quantity, with its trivial
@@ -167,19 +190,13 @@ class Bound:
         unregularised bias) gets the row of a bound that does not apply, with that reason, and nothing compared.
         The verdict's columns come from :func:`pipeline.judging.rows.judge_row`."""
         if stats.get("not_covered"):  # the run's rule is outside every theorem of its learner (e.g. a free bias)
-            measured = empirical.get(self.quantity, math.nan)
-            return {"bound": self.name, "title": self.title, "guarantee": self.guarantee, "quantity": self.quantity,
-                    "empirical": float(measured), "empirical_low": float(measured), "formula": self.formula,
-                    "reference": self.reference, "judged_at": self.judged_at, "trivial_text": self.trivial_text,
-                    "range_lo": math.nan, "range_hi": math.nan, "theoretical": math.nan, "trivial": math.nan,
-                    "ratio": math.nan, "max_ratio_over_t": math.nan, "holds": None, "informative": False,
-                    "applicable": False, "reason": str(stats["not_covered"]), "comparator": ""}
+            return self._not_covered(str(stats["not_covered"]), float(empirical.get(self.quantity, math.nan)))
         missing = [k for k in self.requires if k not in stats]
         if missing:
             raise KeyError(f"bound {self.name} needs statistics {missing}")
         declared = {k: stats[k] for k in self.requires}  # a bound sees only what it declares
         measured = empirical[self.quantity]
-        row = {
+        row: dict[str, Any] = {
             "bound": self.name,
             "title": self.title,
             "guarantee": self.guarantee,
@@ -200,19 +217,12 @@ class Bound:
         if not math.isfinite(float(measured)):
             raise ImpossibleValue(f"learner {self.learner}: its {self.quantity} is {float(measured)}, not a finite number "
                                   f"(read by bound {self.name}): a bug in the learner")
-        self.check_range(row["empirical"], row["empirical_low"], float(lo), float(hi))
+        self.check_range(float(measured), float(row["empirical_low"]), float(lo), float(hi))
         value = self.value(declared)
         theoretical, comparator = value if isinstance(value, tuple) else (value, "")
         theoretical, trivial = float(theoretical), float(self.trivial(declared))
-        prefix, judged_at = None, self.judged_at
-        if self.anytime == "trace" and steps is None:  # a direct call without the run's trace: the last step only
-            judged_at = "T only"
-        elif self.anytime == "trace":
-            if self.quantity not in steps:
-                raise KeyError(f"bound {self.name} is judged at every step and the learner gave no per-step {self.quantity!r}")
-            measured_t = steps[self.quantity]
-            t = np.arange(1, len(measured_t) + 1)
-            prefix = (measured_t, self.curve({k: steps.get(k, v) for k, v in declared.items()} | {"T": t}, t))
+        prefix = self._prefix(declared, steps)
+        judged_at = "T only" if self.anytime == "trace" and steps is None else self.judged_at  # without the trace: T only
         if math.isnan(theoretical):
             raise ImpossibleValue(f"bound {self.name}: its value is not a number on statistics {declared}: a bug in the bound")
         judged = judge_row(measured, theoretical, trivial, prefix)

@@ -22,7 +22,8 @@ _UP = 1.0 + 32.0 * UNIT_ROUNDOFF  # rounding of a few products and a square root
 
 def _realised(s: Stats) -> float:
     """||u||^2 / (2 eta) + (eta / 2) sum_t ||v_t||^2 (UML Lemma 14.1, with the run's own v_t)."""
-    return (s["u_norm2"] / (2.0 * s["eta"]) + s["eta"] / 2.0 * s["vnorm2_sum"]) * _UP
+    realised: float = (s["u_norm2"] / (2.0 * s["eta"]) + s["eta"] / 2.0 * s["vnorm2_sum"]) * _UP
+    return realised
 
 
 def _comparator_in_ball(s: Stats) -> str | None:

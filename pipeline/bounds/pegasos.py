@@ -19,11 +19,13 @@ from pipeline.numerics import UNIT_ROUNDOFF
 def _rate(s: Stats) -> float:
     """c (1 + ln T) / (2 lam T), rounded up."""
     T = s["T"]
-    return s["c"] * (1.0 + math.log(T)) / (2.0 * s["lam"] * T) * (1.0 + 16.0 * UNIT_ROUNDOFF)
+    rate: float = s["c"] * (1.0 + math.log(T)) / (2.0 * s["lam"] * T) * (1.0 + 16.0 * UNIT_ROUNDOFF)
+    return rate
 
 
 def _rate_curve(s: Stats, t: np.ndarray) -> np.ndarray:
-    return s["c"] * (1.0 + np.log(t)) / (2.0 * s["lam"] * t) * (1.0 + 16.0 * UNIT_ROUNDOFF)
+    rate: np.ndarray = s["c"] * (1.0 + np.log(t)) / (2.0 * s["lam"] * t) * (1.0 + 16.0 * UNIT_ROUNDOFF)
+    return rate
 
 
 def _iid(s: Stats) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -14,7 +15,8 @@ def _novikoff(s: Stats) -> float:
     # R is a rigorous upper bound and gamma_lo a rigorous lower bound (pipeline.data), so
     # (R/gamma_lo)^2 >= (R*/gamma*)^2 exactly; the factor covers the rounding of the division and the
     # square, so the floor never drops below the exact bound's floor (a tight case stays tight).
-    return math.floor((s["R"] / s["gamma_lo"]) ** 2 * (1.0 + 8.0 * UNIT_ROUNDOFF))
+    square: float = (s["R"] / s["gamma_lo"]) ** 2 * (1.0 + 8.0 * UNIT_ROUNDOFF)
+    return math.floor(square)
 
 
 NOVIKOFF = Bound(
@@ -42,7 +44,7 @@ GAMMAS = np.geomspace(1e-6, 1.0, 241)
 _BLOCK_ENTRIES = 1 << 22  # entries of a (scales x margins) table formed at a time: memory stays O(m), not O(321 m)
 
 
-def _row_sums(rows: np.ndarray, m: np.ndarray, term) -> np.ndarray:  # noqa: ANN001
+def _row_sums(rows: np.ndarray, m: np.ndarray, term: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """sum_i term(rows[k], m_i) for every k, a block of rows at a time. Each row is summed whole, as one
     contiguous row of the full table would be, so the sums are the same bits at any block size."""
     step = max(1, _BLOCK_ENTRIES // max(m.size, 1))
@@ -53,7 +55,8 @@ def _passes(s: Stats, m: np.ndarray) -> float:
     # sums over the T rounds are T / len(m) times the sums over the comparator's margins m: one per example of
     # the sample when the rounds are passes over it (T / m passes), one per round when the run presented
     # another sequence (ordering=adaptive: pipeline.statistics gives the margins of the rows presented)
-    return s["T"] / m.size
+    rounds: float = s["T"] / m.size
+    return rounds
 
 
 def _hinge_all_rounds(s: Stats) -> tuple[float, str]:

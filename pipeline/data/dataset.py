@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from pipeline.data.certify import Stats
 from pipeline.params import Declared, Param
+
+if TYPE_CHECKING:
+    from pipeline.data.multiclass import MulticlassStats
 
 # The kinds of data a dataset class makes (``Source.kind``, the sample's ``kind``) and a learner takes
 # (``Learner.accepts``): the run loop refuses a pair whose kinds do not meet (pipeline.run.prepare).
@@ -45,6 +49,74 @@ class Dataset:
     def kind(self) -> str:
         """"finite" when the sample comes with its hypothesis class, else "binary" (:data:`KINDS`)."""
         return "binary" if self.hypotheses is None else "finite"
+
+
+# --- What a learner reads of its data: one protocol per kind (KINDS), so a type checker sees every read ----
+
+Matrix = Any
+"""A sample's rows: a float array (m x d), or a scipy.sparse matrix for a sparse file (scipy ships no types)."""
+
+
+class Sample(Protocol):
+    """A materialised binary sample as a learner reads it (kinds ``binary`` and ``finite``): :class:`Dataset`,
+    or any record with these members (a plug-in's sample, the Perceptron's worst-case instance)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def X(self) -> Matrix: ...  # noqa: N802 - the field's name (Dataset.X)
+    @property
+    def y(self) -> np.ndarray: ...
+    @property
+    def stats(self) -> Stats: ...
+    @property
+    def directions(self) -> dict[str, np.ndarray]: ...
+    @property
+    def hypotheses(self) -> np.ndarray | None: ...
+    @property
+    def extra(self) -> dict[str, int | float | str | bool]: ...
+
+
+class StreamSample(Protocol):
+    """A binary stream as a learner reads it (kind ``stream``, :class:`pipeline.data.stream.StreamedData`):
+    ``n`` examples in (X, y) chunks, in order, never held whole."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def stats(self) -> Stats: ...
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]: ...
+
+
+class MulticlassSample(Protocol):
+    """A multiclass sample as a learner reads it (kind ``multiclass``,
+    :class:`pipeline.data.multiclass.MulticlassDataset`): labels 0..k-1, a held-out sample, fresh draws."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def X(self) -> np.ndarray: ...  # noqa: N802 - the field's name
+    @property
+    def y(self) -> np.ndarray: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def stats(self) -> MulticlassStats: ...
+    @property
+    def X_test(self) -> np.ndarray: ...  # noqa: N802 - the field's name
+    @property
+    def y_test(self) -> np.ndarray: ...
+    @property
+    def population(self) -> str: ...
+    def draw(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class Source(Declared):

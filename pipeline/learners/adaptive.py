@@ -75,8 +75,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 import pipeline.learners.orderings as orderings
+from pipeline.data.dataset import Matrix
 from pipeline.learners.orderings import TIES, Search
 from pipeline.progress import Progress, estimate
 
@@ -117,7 +119,7 @@ class Play:
     states: int
 
 
-def _sample(X: object, y: object, tie: str) -> tuple[np.ndarray, np.ndarray]:
+def _sample(X: Matrix, y: ArrayLike, tie: str) -> tuple[np.ndarray, np.ndarray]:
     from scipy import sparse
 
     if tie not in TIES:
@@ -151,7 +153,7 @@ def exact_gram(X: np.ndarray, y: np.ndarray) -> list[list[int]]:
     return [[sum(a * b for a, b in zip(zi, zj)) for zj in Z] for zi in Z]
 
 
-def exhaustive(X: object, y: object, tie: str = "negative", max_states: int = MAX_STATES,
+def exhaustive(X: Matrix, y: ArrayLike, tie: str = "negative", max_states: int = MAX_STATES,
                max_n: int = MAX_N) -> Play:
     """The exact value of the game (module docstring) and an optimal sequence: depth-first search over
     the adversary's choices, memoised on the vector of update counts, in exact integer arithmetic.
@@ -269,7 +271,7 @@ def _search(rollouts: int, length: int, per_update: float, bound: int | None, ca
                   f"its {rollouts:,} rollouts of {each} at ~{per_update * 1e6:.3g} us an update")
 
 
-def adaptive(X: object, y: object, budget: int = 100, rng: np.random.Generator | int | None = 0,
+def adaptive(X: Matrix, y: ArrayLike, budget: int = 100, rng: np.random.Generator | int | None = 0,
              tie: str = "negative", max_updates: int = MAX_UPDATES, bound: int | None = None) -> Play:
     """A lower bound of the game's value on any sample: greedy (most wrong first), then ``budget``
     randomised greedy rollouts (module docstring), keeping the longest sequence (the earliest on ties).

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from pipeline._jit import kernel
-from pipeline.data.dataset import Source
+from pipeline.data.dataset import Sample, Source
 from pipeline.data.finite import distinct_rows
 from pipeline.contract import HalvingRun
 from pipeline.learners.base import Learner, Outcome, log_grid
@@ -21,7 +21,7 @@ MAX_ENTRIES = 50_000_000  # |H| x m table entries the learners materialise
 
 
 @kernel
-def halving_kernel(table_T, y, order, alive, mistakes):  # noqa: ANN001, ANN201
+def halving_kernel(table_T: np.ndarray, y: np.ndarray, order: np.ndarray, alive: np.ndarray, mistakes: np.ndarray) -> int:
     """Halving over the m x |H| table (row i: every hypothesis on x_i), presented in ``order`` (step t
     shows row order[t]), updating the mask ``alive`` (V_t).
 
@@ -61,7 +61,8 @@ def halving_kernel(table_T, y, order, alive, mistakes):  # noqa: ANN001, ANN201
 
 
 @kernel
-def weighted_majority_kernel(table_T, y, log_factor, losses, mistakes, probs):  # noqa: ANN001, ANN201
+def weighted_majority_kernel(table_T: np.ndarray, y: np.ndarray, log_factor: float, losses: np.ndarray,
+                             mistakes: np.ndarray, probs: np.ndarray) -> int:
     """Multiplicative weights over the m x |H| table: expert i weighs exp(log_factor * losses[i]), and
     every wrong expert's loss grows by one (its weight is multiplied by exp(log_factor)).
 
@@ -105,7 +106,9 @@ def _labels(y: np.ndarray) -> np.ndarray:
 class _Experts(Learner):
     """What Halving and Weighted Majority share: the class as a table of distinct functions."""
 
-    def _known(self, dataset: object) -> np.ndarray:
+    experts: int  # each declares it (the random directions drawn when the data bring no class)
+
+    def _known(self, dataset: Sample) -> np.ndarray:
         """The table the data provides: its own class, else the rows of its known directions."""
         if getattr(dataset, "hypotheses", None) is not None:
             return np.asarray(dataset.hypotheses)
@@ -114,7 +117,7 @@ class _Experts(Learner):
             return np.zeros((0, dataset.X.shape[0]), dtype=np.int8)
         return np.where(np.asarray(dataset.X @ np.stack(directions).T) >= 0.0, 1, -1).astype(np.int8).T
 
-    def table(self, dataset: object, rng: np.random.Generator) -> np.ndarray:
+    def table(self, dataset: Sample, rng: np.random.Generator) -> np.ndarray:
         """The |H| x m table of distinct functions on the sample the learner uses.
 
         The dataset's own table when it has one; otherwise sign(w.x) (sign(0) = +1) over ``experts``
@@ -132,7 +135,7 @@ class _Experts(Learner):
                             f"got shape {table.shape}")
         return np.ascontiguousarray(table[distinct_rows(table)], dtype=np.int8)
 
-    def check_with(self, dataset: object) -> None:
+    def check_with(self, dataset: Source) -> None:
         """Before the data exist: the ``experts`` random directions (experts x d, drawn and normalised) and
         their predictions on the sample (n x experts, float64 then int8) fit in memory."""
         from pipeline.learners.base import planned_shape
@@ -145,10 +148,10 @@ class _Experts(Learner):
         check_sizes({"experts": (self.experts, 8.0 * 2 * experts * (d or 0) + 10.0 * experts * (n or 0))},
                     "lower experts (or d)", "the experts")
 
-    def check_data(self, dataset: object) -> None:
+    def check_data(self, dataset: Sample) -> None:
         m = len(dataset.y)
-        H = (len(dataset.hypotheses) if getattr(dataset, "hypotheses", None) is not None
-             else self.experts + len(dataset.directions))
+        own = getattr(dataset, "hypotheses", None)
+        H = len(own) if own is not None else self.experts + len(dataset.directions)
         if H == 0:
             raise UserError(f"algorithm={self.name}: the class is empty (no hypothesis table, no known directions, "
                             f"algorithm.experts=0); set algorithm.experts >= 1")
@@ -159,7 +162,8 @@ class _Experts(Learner):
     @staticmethod
     def best_expert(table: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Each expert's number of mistakes on the whole stream (exact integers)."""
-        return (table != _labels(y)[None, :]).sum(axis=1)
+        counts: np.ndarray = (table != _labels(y)[None, :]).sum(axis=1)
+        return counts
 
     @staticmethod
     def running_best(table: np.ndarray, y: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -215,10 +219,13 @@ class Halving(_Experts):
     """
 
     name = "halving"
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    experts: int
+    ordering: str
     params = (Param("experts", int, lambda v: 0 <= v <= 100_000, "an integer in [0, 100000]", default=100),
               Param("ordering", str, lambda v: v in ORDERINGS, f"one of {', '.join(ORDERINGS)}", default="given"))
 
-    def check_data(self, dataset: object) -> None:
+    def check_data(self, dataset: Sample) -> None:
         """Refuse a stream that no hypothesis known before the run agrees with (the run would empty V)."""
         super().check_data(dataset)
         known = self._known(dataset)
@@ -246,7 +253,7 @@ class Halving(_Experts):
         self.mistakes_ = int(halving_kernel(table_T, labels, order, self.alive_, trace))
         return trace
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: Sample, rng: np.random.Generator) -> Outcome:
         """One pass over the dataset in the order ``ordering`` says (:mod:`pipeline.learners.orderings`;
         randomness draws the random directions, then the order)."""
         self.check()
@@ -308,6 +315,10 @@ class WeightedMajority(_Experts):
     """
 
     name = "weighted_majority"
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    beta: float
+    randomized: bool
+    experts: int
     params = (
         Param("beta", float, lambda v: 0 <= v < 1, "a number in [0, 1)", default=0.5),
         Param("randomized", bool, lambda v: True, "true or false (randomised predictions, eta = sqrt(2 ln|H|/T))",
@@ -335,7 +346,7 @@ class WeightedMajority(_Experts):
         self.mistakes_ = math.fsum(probs) if self.randomized else int(mistakes.sum())
         return mistakes, probs
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: Sample, rng: np.random.Generator) -> Outcome:
         """One pass over the dataset in its order (randomness only draws the random directions)."""
         self.check()
         table = self.table(dataset, rng)

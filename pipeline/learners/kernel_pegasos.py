@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline._jit import kernel
+from pipeline.data.dataset import Sample, Source
 from pipeline.numerics import ETA, err_factor, psd_gram, round_up
 from pipeline.contract import KernelSvmRun
 from pipeline.learners.base import Learner, Outcome, log_grid
@@ -30,7 +31,7 @@ MAX_GRAM = 8_000  # m at most this: the Gram matrix is held in memory (8e3^2 dou
 
 
 @kernel
-def gram_kernel(X, kind, degree, coef0, sigma):  # noqa: ANN001, ANN201
+def gram_kernel(X: np.ndarray, kind: int, degree: int, coef0: float, sigma: float) -> np.ndarray:
     """The Gram matrix K_ij = K(x_i, x_j) for kind 0 (linear), 1 (polynomial), 2 (Gaussian); sums in a
     fixed order, so it is bit-identical run to run (no BLAS)."""
     m, d = X.shape
@@ -58,7 +59,9 @@ def gram_kernel(X, kind, degree, coef0, sigma):  # noqa: ANN001, ANN201
 
 
 @kernel
-def kernel_pegasos_kernel(K, y, idx, lam, radius, t0, grid, state, beta, g, z, loss, active, avg):  # noqa: ANN001, ANN201
+def kernel_pegasos_kernel(K: np.ndarray, y: np.ndarray, idx: np.ndarray, lam: float, radius: float, t0: int, grid: np.ndarray,
+                          state: np.ndarray, beta: np.ndarray, g: np.ndarray, z: np.ndarray, loss: np.ndarray,
+                          active: np.ndarray, avg: np.ndarray) -> int:
     """Steps t0+1 .. t0+len(idx) of [S4] Algorithm 2 with mini-batches of k (add 1/k per active index), and
     when ``radius`` > 0 the projection onto the ball ||w|| <= radius after each step (P11 Fig. 1-2).
 
@@ -238,6 +241,17 @@ class KernelPegasos(Learner):
     """
 
     name = "kernel_pegasos"
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    lam: float
+    T: int
+    batch: int
+    sampling: str
+    projection: bool
+    kernel: str
+    degree: int
+    coef0: float
+    sigma: float
+    delta: float
     params = (
         LAM,
         T_STEPS,
@@ -251,7 +265,7 @@ class KernelPegasos(Learner):
         DELTA,
     )
 
-    def check_with(self, dataset: object) -> None:
+    def check_with(self, dataset: Source) -> None:
         n = getattr(dataset, "n", None)
         if isinstance(n, int) and self.batch > n:
             raise ParamError("batch", self.batch, f"at most the sample size n = {n}")
@@ -291,7 +305,7 @@ class KernelPegasos(Learner):
             raise ParamError("lam", self.lam, f"a number >= T (R + 1)^2 / 2^500 = {need:.3g} (T = {self.T}, feature-space "
                              f"R = {RK:.3g}): below it the margins T R^2 / lam overflow float64")
 
-    def check_data(self, dataset: object) -> None:
+    def check_data(self, dataset: Sample) -> None:
         m = dataset.y.shape[0]
         self.check_scale(float(dataset.stats.R))
         self.check_memory(m, int(dataset.X.shape[1]))
@@ -349,7 +363,7 @@ class KernelPegasos(Learner):
             return math.sqrt((R * R + self.coef0) ** self.degree) * (1.0 + 4.0 * (self.degree + 2) * 2.0**-53)
         return 1.0
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: Sample, rng: np.random.Generator) -> Outcome:
         """The run on the certified Gram matrix, and what it did: the per-step losses, the index stream,
         the average's coefficients at the snapshot steps, the objective (:class:`~pipeline.contract.KernelSvmRun`: K, y, lam) and
         R^2 = max_i K_ii of the matrix used. The certified optimum and c come from :mod:`pipeline.statistics`."""

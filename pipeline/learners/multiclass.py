@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from pipeline._jit import kernel
-from pipeline.contract import (CrammerSingerRun, MulticlassBiasRun, MulticlassSgdRun, MulticlassSvmRun, OneVsAllRun,
-                               OneVsAllVotes)
+from pipeline.data.dataset import MulticlassSample, Source
+from pipeline.contract import (Cost, CostMatrix, CrammerSingerRun, MulticlassBiasRun, MulticlassSgdRun, MulticlassSvmRun,
+                               OneVsAllRun, OneVsAllVotes)
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.params import (DELTA, INTERCEPT, IN_SCALE, LAM, PROJECTION, T_STEPS, Param, ParamError, UserError,
                              in_scale, one_of)
@@ -24,7 +26,9 @@ from pipeline.risk import COST_WORDS, COSTS
 
 
 @kernel
-def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, cost, t0, grid, avg, loss, vnorm2, wrong):  # noqa: ANN001, ANN201
+def multiclass_step_kernel(X: np.ndarray, y: np.ndarray, idx: np.ndarray, W: np.ndarray, Wsum: np.ndarray, eta: float,
+                           lam: float, radius: float, cost: np.ndarray, t0: int, grid: np.ndarray, avg: np.ndarray,
+                           loss: np.ndarray, vnorm2: np.ndarray, wrong: np.ndarray) -> int:
     """Sub-gradient steps t0+1 .. t0+len(idx) on the generalized hinge loss over the rows ``idx`` of (X, y).
 
     At step t (1-based, counted from the run's start: t0 steps came before), with scores s_j = W_j.x: the
@@ -105,7 +109,9 @@ def multiclass_step_kernel(X, y, idx, W, Wsum, eta, lam, radius, cost, t0, grid,
 
 
 @kernel
-def multiclass_bias_kernel(X, y, idx, W, b, Wbar, bbar, lam, radius, cost, loss, wrong):  # noqa: ANN001, ANN201
+def multiclass_bias_kernel(X: np.ndarray, y: np.ndarray, idx: np.ndarray, W: np.ndarray, b: np.ndarray, Wbar: np.ndarray,
+                           bbar: np.ndarray, lam: float, radius: float, cost: np.ndarray, loss: np.ndarray,
+                           wrong: np.ndarray) -> int:
     """Multiclass Pegasos with unregularised biases b ([S4] 2.3's Crammer-Singer b^(y)): scores s_j = W_j.x + b_j,
     yhat = argmax_y' (Delta(y', y) + s_y' - s_y) (ties keep y), loss[t] = lam/2 ||W||^2 + that maximum,
     then W <- (1 - 1/t) W and, if yhat != y, W_yhat -= x/(lam t), W_y += x/(lam t), b_yhat -= 1/(lam t),
@@ -206,7 +212,7 @@ class MulticlassCore:
 
     @classmethod
     def start(cls, k: int, d: int, eta: float = 0.0, lam: float = 0.0, radius: float = 0.0,
-              cost: str | np.ndarray | tuple | None = None) -> MulticlassCore:
+              cost: Cost = None) -> MulticlassCore:
         """W_1 = 0 for k classes in dimension d; ``cost`` a name of :data:`pipeline.risk.COSTS` or a matrix."""
         from pipeline.risk import cost_matrix
 
@@ -229,8 +235,8 @@ class MulticlassCore:
         return out
 
 
-def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, lam: float, points: int = 40,  # noqa: ANN202
-           radius: float = 0.0, cost: str | np.ndarray | None = None):
+def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, lam: float, points: int = 40,
+           radius: float = 0.0, cost: Cost = None) -> tuple[np.ndarray, ...]:
     """A whole run of the core from W_1 = 0 over ``idx``, with ``points`` log-spaced snapshots: W_(T+1), the
     grid, the snapshots' averages and the per-step loss, ||v_t||^2 and mistakes."""
     grid = log_grid(idx.shape[0], points)
@@ -239,7 +245,7 @@ def _steps(X: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, eta: float, la
     return core.W, grid, done.avg, done.loss, done.vnorm2, done.wrong
 
 
-def cost_stats(cost: str, k: int) -> dict[str, float]:
+def cost_stats(cost: Cost, k: int) -> dict[str, float]:
     """The constants of the label cost the bounds read: ``cost_max`` = max Delta and ``zero_loss_lo`` =
     min_y max_y' Delta(y', y), a lower bound of the generalized hinge loss of W = 0 on every example (both 1
     for the 0-1 cost; docs/bounds.md section 7)."""
@@ -259,7 +265,9 @@ class CostParam(Param):
     tuple of tuples of floats; its size is checked against the data's k with the data (:meth:`_Multiclass.
     check_with`). A bad value is a one-line :class:`ParamError` naming the key."""
 
-    def coerce(self, value: object) -> object:
+    held = "str | CostMatrix"
+
+    def coerce(self, value: Any) -> Any:
         if isinstance(value, str):
             if value not in COSTS:
                 raise ParamError(self.name, value, _COST_ALLOWED)
@@ -294,7 +302,7 @@ class _Multiclass(Learner):
         return {"T": (getattr(self, "T", None), T * (8.0 * 8 + 8.0 * 3 * k)),
                 "k": (k, 8.0 * 4 * k * d + 8.0 * 40 * k * d + 8.0 * 4 * n * k)}
 
-    def check_with(self, dataset: object) -> None:
+    def check_with(self, dataset: Source) -> None:
         from pipeline.learners.base import planned_shape
         from pipeline.params import check_sizes
 
@@ -307,7 +315,7 @@ class _Multiclass(Learner):
         if isinstance(rho, (int, float)) and not isinstance(rho, bool):  # generated data: R <= rho, known before they exist
             self.check_scale(float(rho))
 
-    def check_data(self, dataset: object) -> None:
+    def check_data(self, dataset: MulticlassSample) -> None:
         self.check_scale(float(dataset.stats.R))
         self.check_cost(int(dataset.k))
 
@@ -359,6 +367,10 @@ class MulticlassSGD(_Multiclass):
     """
 
     name = "multiclass_sgd"
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    B: float
+    T: int
+    cost: str | CostMatrix
     params = (
         Param("B", float, IN_SCALE),
         T_STEPS,
@@ -378,7 +390,7 @@ class MulticlassSGD(_Multiclass):
         rho = 2.0 * R
         return math.sqrt(B * B / (rho * rho * T)) if rho > 0 else 0.0
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: MulticlassSample, rng: np.random.Generator) -> Outcome:
         """The run on T fresh draws, and what it did: per-step losses and ||v_t||^2, the snapshots' averages.
         Their held-out risks, the comparator U (min over the ball), the regret against it and the excess
         come from :mod:`pipeline.statistics` (:class:`~pipeline.contract.MulticlassSgdRun`)."""
@@ -421,17 +433,20 @@ class MulticlassSVM(_Multiclass):
     """
 
     name = "multiclass_svm"
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    B: float
+    cost: str | CostMatrix
     params = (Param("B", float, IN_SCALE), COST_PARAM)
     NEEDS_SAMPLE = ("algorithm=multiclass_svm on dataset=multiclass_bundled needs dataset.sample=M (training examples "
                     "drawn from the set; the risk is then measured on the whole set as the population)")
 
-    def check_with(self, dataset: object) -> None:
+    def check_with(self, dataset: Source) -> None:
         """Before any data exist: a bundled set needs a training sample drawn from it."""
         if dataset.name == "multiclass_bundled" and dataset.get_params().get("sample") is None:  # declared, unset
             raise UserError(self.NEEDS_SAMPLE)
         super().check_with(dataset)
 
-    def check_data(self, dataset: object) -> None:
+    def check_data(self, dataset: MulticlassSample) -> None:
         """Refuse a finite population S that is also the training sample (the risk would be measured on the
         training set, where the bound holds by construction)."""
         super().check_data(dataset)
@@ -442,7 +457,7 @@ class MulticlassSVM(_Multiclass):
                             "SVM would be judged on its own training set; use dataset=multiclass_bundled with dataset.sample=M "
                             "or dataset=multiclass_margin")
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: MulticlassSample, rng: np.random.Generator) -> Outcome:
         # the multiclass SVM's training is the certified solve itself (regularised loss minimisation): the one
         # learner that runs a solver of pipeline.solvers (tests/test_layers.py lists it, with this reason)
         from pipeline.solvers.multiclass import multiclass_svm
@@ -484,6 +499,14 @@ class MulticlassPegasos(_Multiclass):
     """
 
     name = "multiclass_pegasos"
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    lam: float
+    T: int
+    sampling: str
+    projection: bool
+    delta: float
+    cost: str | CostMatrix
+    intercept: bool
     params = (
         LAM,
         T_STEPS,
@@ -505,7 +528,7 @@ class MulticlassPegasos(_Multiclass):
         sqrt(1.0) = 1.0, the bits of 1/sqrt(lam)."""
         return math.sqrt(cost_stats(self.cost, k)["cost_max"]) / math.sqrt(float(self.lam)) if self.projection else 0.0
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: MulticlassSample, rng: np.random.Generator) -> Outcome:
         """The run, and what it did: the per-step losses, the index stream, the snapshots' averages. The
         held-out risks of the last average, f* (the multiclass SVM's certified optimum), the regret and c
         come from :mod:`pipeline.statistics` (:class:`~pipeline.contract.CrammerSingerRun`)."""
@@ -530,7 +553,7 @@ class MulticlassPegasos(_Multiclass):
                                  radius=radius, cost=self.cost),
         )
 
-    def _run_biased(self, dataset: object, idx: np.ndarray, radius: float, constants: dict[str, float]) -> Outcome:
+    def _run_biased(self, dataset: MulticlassSample, idx: np.ndarray, radius: float, constants: dict[str, float]) -> Outcome:
         """The run with unregularised biases b (:func:`multiclass_bias_kernel`): its averages, whose held-out
         risks :mod:`pipeline.statistics` computes (:class:`~pipeline.contract.MulticlassBiasRun`);
         ``not_covered`` says why no bound is judged (P11 section 6)."""
@@ -576,19 +599,23 @@ class OneVsAll(_Multiclass):
     """
 
     name = "ova"
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    lam: float
+    T: int
+    intercept: bool
     params = (
         LAM,
         T_STEPS,
         INTERCEPT,
     )
 
-    def check_data(self, dataset: object) -> None:
+    def check_data(self, dataset: MulticlassSample) -> None:
         super().check_data(dataset)
         for j in range(dataset.k):
             if not np.any(dataset.y == j):
                 raise UserError(f"algorithm=ova: class {j} has no training example (n = {dataset.y.size})")
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: MulticlassSample, rng: np.random.Generator) -> Outcome:
         from pipeline.data.certify import Stats
         from pipeline.data.dataset import Dataset
         from pipeline.learners.pegasos import Pegasos

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from pipeline._jit import dot, dot_row, kernel
+from pipeline.data.dataset import Sample, Source
 from pipeline.contract import SvmRun
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.base import planned_shape
@@ -58,7 +60,10 @@ def index_stream(sampling: str, y: np.ndarray, T: int, k: int, rng: np.random.Ge
 
 
 @kernel
-def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last, grad2):  # noqa: ANN001, ANN201
+def pegasos_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray, s: np.ndarray, idx: np.ndarray,
+                   lam: float, radius: float, t0: int, grid: np.ndarray, state: np.ndarray, v: np.ndarray, z: np.ndarray,
+                   buf: np.ndarray, loss: np.ndarray, active: np.ndarray, avg: np.ndarray, last: np.ndarray,
+                   grad2: np.ndarray) -> int:
     """Steps t0+1 .. t0+len(idx) of Pegasos on u = w - w_r, with w_t = a v (P11 Fig. 1-2; [S4] 2.1-2.2).
 
     Each step: f_t(w_t) = lam/2 ||u_t||^2 + (1/k) sum_(i in A_t) s_i max(0, 1 - y_i w_t.x_i) goes to
@@ -148,7 +153,10 @@ def pegasos_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z,
 
 
 @kernel
-def pegasos_single_kernel(X, y, ref_margin, s, idx, lam, radius, t0, grid, state, v, z, buf, loss, active, avg, last, grad2):  # noqa: ANN001, ANN201
+def pegasos_single_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray | None, s: np.ndarray | None, idx: np.ndarray,
+                          lam: float, radius: float, t0: int, grid: np.ndarray, state: np.ndarray, v: np.ndarray, z: np.ndarray,
+                          buf: np.ndarray, loss: np.ndarray, active: np.ndarray, avg: np.ndarray, last: np.ndarray,
+                          grad2: np.ndarray) -> int:
     """:func:`pegasos_kernel` for k = 1 without projection (``radius`` is not read; :meth:`PegasosCore.advance` chooses
     it): the same arithmetic in the same order, so the same bits, with less work per step. 1/k, the batch loop and
     the projection are gone; the snapshot test is one comparison. An active step computes b = s y x, v.b and b.b
@@ -308,7 +316,8 @@ class PegasosCore:
     @property
     def u(self) -> np.ndarray:
         """u_(t+1) = a v, the iterate after the last step (w minus the reference)."""
-        return self.scalars[0] * self.v
+        u: np.ndarray = self.scalars[0] * self.v
+        return u
 
     def advance(self, X: np.ndarray, y: np.ndarray, idx: np.ndarray, grid: np.ndarray, s: np.ndarray | None,
                 ref_margin: np.ndarray | None, out: PegasosSteps | None = None) -> PegasosSteps:
@@ -322,8 +331,9 @@ class PegasosCore:
         T, m = idx.shape[0], y.shape[0]
         if out is None:
             out = PegasosSteps.empty(T, grid.shape[0], X.shape[1])
+        step: kernel[..., int]  # the two kernels' signatures differ in what may be None
         if idx.shape[1] == 1 and not self.radius > 0.0:
-            step = pegasos_single_kernel
+            step = cast("kernel[..., int]", pegasos_single_kernel)  # reads s and ref_margin only where not None
         else:  # the general kernel reads both arrays
             step = pegasos_kernel
             s = np.ones(m) if s is None else s
@@ -336,7 +346,9 @@ class PegasosCore:
 
 
 @kernel
-def pegasos_bias_kernel(X, y, ref_margin, s, idx, lam, radius, u, ubar, bias, loss, active):  # noqa: ANN001, ANN201
+def pegasos_bias_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray, s: np.ndarray, idx: np.ndarray, lam: float,
+                        radius: float, u: np.ndarray, ubar: np.ndarray, bias: np.ndarray, loss: np.ndarray,
+                        active: np.ndarray) -> int:
     """Pegasos with an unregularised bias b (P11 section 6; [S4] 2.2-2.3's b): the margin is
     y (w.x + b) with w = w_r + u, and with A+ the examples of margin < 1 (strict),
     u <- (1 - 1/t) u + (1/(lam t k)) sum_(A+) s_i y_i x_i, b <- b + (1/(lam t k)) sum_(A+) s_i y_i (b is not
@@ -405,7 +417,8 @@ def class_weights(y: np.ndarray) -> np.ndarray:
     m_neg = y.shape[0] - m_pos
     if m_pos == 0 or m_neg == 0:
         raise UserError(f"algorithm.objective=balanced: the sample has only one class ({m_pos} positive, {m_neg} negative)")
-    return np.where(y > 0, y.shape[0] / (2.0 * m_pos), y.shape[0] / (2.0 * m_neg))
+    weights: np.ndarray = np.where(y > 0, y.shape[0] / (2.0 * m_pos), y.shape[0] / (2.0 * m_neg))
+    return weights
 
 
 class Pegasos(Learner):
@@ -455,6 +468,17 @@ class Pegasos(Learner):
     """
 
     name = "pegasos"
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    lam: float
+    T: int
+    batch: int
+    sampling: str
+    projection: bool
+    objective: str
+    intercept: bool
+    ref_noise: float
+    ref_scale: float
+    delta: float
     params = (
         LAM,
         T_STEPS,
@@ -474,7 +498,7 @@ class Pegasos(Learner):
             raise ParamError("sampling", self.sampling, "used with objective=balanced (class-balanced sampling "
                              "optimises the class-weighted objective)")
 
-    def check_with(self, dataset: object) -> None:
+    def check_with(self, dataset: Source) -> None:
         """Checks against the dataset's configuration, before any data exist."""
         n = getattr(dataset, "n", None)
         if isinstance(n, int) and self.batch > n:
@@ -500,7 +524,7 @@ class Pegasos(Learner):
             raise ParamError("lam", self.lam, f"a number >= T (R + 1)^2 / 2^500 = {need:.3g} (T = {self.T}, R = {R:.3g}): "
                              "below it Pegasos's state (T R / lam)^2 overflows float64")
 
-    def check_data(self, dataset: object) -> None:
+    def check_data(self, dataset: Sample) -> None:
         m, d = dataset.X.shape
         self.check_scale(float(dataset.stats.R))
         self.check_memory(m, d)
@@ -517,7 +541,7 @@ class Pegasos(Learner):
 
     # -- the pieces of the objective --------------------------------------------------------------
 
-    def reference(self, dataset: object, rng: np.random.Generator) -> np.ndarray | None:
+    def reference(self, dataset: Sample, rng: np.random.Generator) -> np.ndarray | None:
         """w_r for transfer (drawn first from the algorithm's stream), else None."""
         if self.objective != "transfer":
             return None
@@ -531,7 +555,7 @@ class Pegasos(Learner):
 
     # -- the run -----------------------------------------------------------------------------------
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: Sample, rng: np.random.Generator) -> Outcome:
         """The run, and what it did: the per-step losses f_t(w_t), the index stream, the average and last
         iterates at the snapshot steps, the objective (:class:`~pipeline.contract.SvmRun`: X, y, lam, weights, w_r, the ball). The
         certified optimum, the regret against it and c come from :mod:`pipeline.statistics`."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import cast
+
 import numpy as np
 
 from pipeline._jit import dot, dot_row, kernel
-from pipeline.data.dataset import BINARY
+from pipeline.data.dataset import BINARY, Matrix, Sample, Source, StreamSample
 from pipeline.contract import PresentedRun
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.learners.orderings import ORDERINGS, TIES, choose, greedy_order
@@ -16,7 +19,7 @@ ADAPTIVE_BUDGET = 200  # ordering=adaptive: rollouts after greedy (docs/bounds.m
 ADAPTIVE_UPDATES = 100  # ordering=adaptive without certified statistics (fit): at most this many updates per example
 
 @kernel
-def perceptron_kernel(X, y, w, tie, passes, mistakes):  # noqa: ANN001, ANN201
+def perceptron_kernel(X: np.ndarray, y: np.ndarray, w: np.ndarray, tie: int, passes: int, mistakes: np.ndarray) -> int:
     """Run ``passes`` passes of the Perceptron over (X, y), updating ``w`` in place.
 
     ``mistakes[t]`` is set to 1 on every update (a mistake) at step t. Returns the number of updates.
@@ -45,7 +48,8 @@ def perceptron_kernel(X, y, w, tie, passes, mistakes):  # noqa: ANN001, ANN201
 
 
 @kernel
-def perceptron_sparse_kernel(indptr, indices, data, y, w, tie, passes, mistakes):  # noqa: ANN001, ANN201
+def perceptron_sparse_kernel(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, y: np.ndarray, w: np.ndarray,
+                             tie: int, passes: int, mistakes: np.ndarray) -> int:
     """:func:`perceptron_kernel` over CSR rows: cost per step proportional to the row's non-zeros.
     Sums run left to right over the stored entries in index order (a row has few of them): the same
     mistakes as the dense kernel whenever the sums are exact (integer data, tested); otherwise the two
@@ -73,9 +77,10 @@ def perceptron_sparse_kernel(indptr, indices, data, y, w, tie, passes, mistakes)
 
 
 @kernel
-def dot_kernel(w, x):  # noqa: ANN001, ANN201
+def dot_kernel(w: np.ndarray, x: np.ndarray) -> float:
     """w.x summed in the same order as :func:`perceptron_kernel`."""
-    return dot(w, x)
+    s: float = dot(w, x)
+    return s
 
 
 class Perceptron(Learner):
@@ -120,6 +125,10 @@ class Perceptron(Learner):
 
     name = "perceptron"
     accepts = BINARY | {"stream"}  # streamed data too: read chunk by chunk (dataset.chunks()), never materialised
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    tie: str
+    passes: int
+    ordering: str
     params = (
         Param("tie", str, lambda v: v in TIES, f"one of {', '.join(TIES)}", default="negative"),
         Param("passes", int, at_least(1), default=1),
@@ -127,13 +136,13 @@ class Perceptron(Learner):
               default="given"),
     )
 
-    def check_data(self, dataset: object) -> None:
+    def check_data(self, dataset: Sample | StreamSample) -> None:
         """A stream is read in its order: only ``ordering=given``."""
         if dataset.kind == "stream" and self.ordering != "given":
             raise ParamError("algorithm.ordering", self.ordering,
                              "given on dataset=stream (a stream is read in its order, never held whole to reorder)")
 
-    def present(self, dataset: object) -> object:
+    def present(self, dataset: Sample) -> Sample:
         """``ordering=exact``: not the sample but the certified worst instance of Novikoff's class at the sample's
         certified R and gamma_lo (:class:`pipeline.data.worst_case.WorstCase`, its first label the one this
         tie rule gets wrong at w = 0), under the sample's name; its rows carry the certificate (``worst_case``,
@@ -160,7 +169,7 @@ class Perceptron(Learner):
         inst = worst.generate(np.random.default_rng(0))  # deterministic by construction
         return replace(inst, name=dataset.name, extra=dict(dataset.extra) | inst.extra | {"presented": "worst_case"})
 
-    def _adaptive(self, X: object, y: np.ndarray, rng: np.random.Generator, max_updates: int | None = None,
+    def _adaptive(self, X: Matrix, y: np.ndarray, rng: np.random.Generator, max_updates: int | None = None,
                   bound: int | None = None) -> np.ndarray:
         """The adaptive adversary's sequence (row indices, with repetition) on the sample: greedy, then
         :data:`ADAPTIVE_BUDGET` randomised rollouts drawn from ``rng`` (:mod:`pipeline.learners.adaptive`), then
@@ -182,7 +191,7 @@ class Perceptron(Learner):
         # would err on every round the adversary chose to play)
         return np.concatenate([sequence, np.arange(X.shape[0], dtype=sequence.dtype)])
 
-    def order(self, X: object, y: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
+    def order(self, X: Matrix, y: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
         """The permutation of the rows the run presents (every pass), or None for the given order:
         ``random`` a uniform permutation drawn from ``rng``; ``adversarial`` the search of
         :mod:`pipeline.learners.orderings` over this learner's own runs, started from the given order, that
@@ -203,7 +212,7 @@ class Perceptron(Learner):
 
         return choose(self.ordering, X.shape[0], rng, mistakes, lambda: greedy_order(X, y, self.tie))
 
-    def check_with(self, dataset: object) -> None:
+    def check_with(self, dataset: Source) -> None:
         """The trace of passes x n steps (int8, the concatenated passes, the mistakes' int64 positions) fits."""
         from pipeline.learners.base import planned_shape
         from pipeline.params import check_memory
@@ -248,7 +257,7 @@ class Perceptron(Learner):
         self.t_ += trace.shape[0]
         return trace
 
-    def _passes_over(self, X: object, y: np.ndarray):  # noqa: ANN202
+    def _passes_over(self, X: Matrix, y: np.ndarray) -> Callable[[int, np.ndarray], int]:
         """``run(passes, trace) -> updates``: that many passes of the compiled kernel over (X, y) from the
         current w, dense rows or CSR (read as such, never densified): the Perceptron's training core, which
         :meth:`learn_stream` and :meth:`learn_chunks` advance (:meth:`learn_one` calls the dense kernel on its
@@ -265,7 +274,7 @@ class Perceptron(Learner):
         X = np.ascontiguousarray(X, dtype=np.float64)
         return lambda passes, trace: perceptron_kernel(X, y, self.w_, tie, passes, trace)
 
-    def learn_chunks(self, chunks: object, n: int) -> np.ndarray:
+    def learn_chunks(self, chunks: Iterator[tuple[np.ndarray, np.ndarray]], n: int) -> np.ndarray:
         """One pass over a stream of ``n`` examples given as (X, y) chunks, the state carried across
         chunks: the same trace and weights as :meth:`learn_stream` on the concatenated chunks."""
         trace = np.zeros(n, dtype=np.int8)
@@ -281,12 +290,15 @@ class Perceptron(Learner):
         self.t_ += n
         return trace
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: Sample | StreamSample, rng: np.random.Generator) -> Outcome:
         """``passes`` passes over the dataset in its order (the Perceptron draws no randomness)."""
         if dataset.kind == "stream":  # each pass regenerates the stream, chunk by chunk
-            parts = [self.learn_chunks(dataset.chunks(), dataset.n) for _ in range(self.passes)]
+            stream = cast(StreamSample, dataset)
+            parts = [self.learn_chunks(stream.chunks(), stream.n) for _ in range(self.passes)]
             trace = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        elif self.ordering == "adaptive":
+            return self._outcome(trace)
+        dataset = cast(Sample, dataset)
+        if self.ordering == "adaptive":
             X, y = dataset.X, np.asarray(dataset.y)
             stats = dataset.stats
             if not (stats.separable and stats.gamma_lo > 0):  # the game ends only when nothing is misclassified
@@ -307,8 +319,8 @@ class Perceptron(Learner):
         else:
             X, y = dataset.X, np.asarray(dataset.y)
             # exact: the data are already the class's worst instance (present), its rows in the certified order
-            order = None if self.ordering == "exact" else self.order(X, y, rng)
-            trace = self.learn_stream(*((X, y) if order is None else (X[order], y[order])))
+            given = None if self.ordering == "exact" else self.order(X, y, rng)
+            trace = self.learn_stream(*((X, y) if given is None else (X[given], y[given])))
         return self._outcome(trace)
 
     def _outcome(self, trace: np.ndarray) -> Outcome:
@@ -367,6 +379,10 @@ class BatchPerceptron(Perceptron):
     name = "batch_perceptron"
     accepts = BINARY  # the whole sample, pass after pass
     judged_as = ("perceptron",)  # the Perceptron's bounds speak about its updates too (pipeline.plugins)
+    # the declared parameters as an instance holds them, for a type checker (tests/test_types.py: they agree)
+    tie: str
+    passes: int
+    ordering: str
     params = (
         Perceptron.params[0],
         Param("passes", int, at_least(1).because("the pass limit"), default=1000),
@@ -394,7 +410,7 @@ class BatchPerceptron(Perceptron):
         self.t_ += trace.shape[0]
         return trace
 
-    def run(self, dataset: object, rng: np.random.Generator) -> Outcome:
+    def run(self, dataset: Sample | StreamSample, rng: np.random.Generator) -> Outcome:
         """Passes over the dataset (in ``ordering``) until a clean pass (the learner draws no randomness
         but the ordering's): the Perceptron's run over this :meth:`learn_stream`, with the passes made."""
         out = super().run(dataset, rng)

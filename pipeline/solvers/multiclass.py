@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,6 +49,9 @@ from pipeline.params import POSITIVE, ParamError, UserError
 
 from pipeline.numerics import UNIT_ROUNDOFF, err_factor, frobenius_upper, mean_upper
 from pipeline.risk import _cost_or_none, _inputs, _margins, _scores
+
+if TYPE_CHECKING:
+    from pipeline.contract import Cost
 
 
 # --- Rigorous evaluation of both ends ---------------------------------------------------------------
@@ -390,7 +394,7 @@ def _svm_cvxpy(X: np.ndarray, y: np.ndarray, k: int, lam: float,
 
 
 def multiclass_svm(X: np.ndarray, y: np.ndarray, k: int, lam: float, *, tol: float = 1e-8,
-                   max_epochs: int = 2_000, cost: str | np.ndarray | None = None) -> SVMCertificate:
+                   max_epochs: int = 2_000, cost: Cost = None) -> SVMCertificate:
     """Certified multiclass SVM: min_W F(W) = lam ||W||_F^2 + (1/m) sum_i ghinge(W; x_i, y_i), the
     generalized hinge loss with the label cost ``cost`` (the 0-1 cost by default).
 
