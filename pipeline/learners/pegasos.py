@@ -12,7 +12,7 @@ from typing import cast
 
 import numpy as np
 
-from pipeline._jit import dot, dot_row, kernel
+from pipeline._jit import dot, dot_row, helper, kernel
 from pipeline.data.dataset import Sample, Source
 from pipeline.contract import SvmRun
 from pipeline.learners.base import Learner, Outcome, log_grid
@@ -59,6 +59,98 @@ def index_stream(sampling: str, y: np.ndarray, T: int, k: int, rng: np.random.Ge
     raise ValueError(f"unknown sampling {sampling!r}")
 
 
+@helper
+def batch_hinge(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray, s: np.ndarray, idx: np.ndarray, r: int, a: float,
+                v: np.ndarray, buf: np.ndarray) -> tuple[float, int]:
+    """Step r's batch (the rows idx[r]) at w = w_r + a v: the weighted hinge losses' sum and the count of the
+    examples of margin < 1 (A+), whose s y x are added to ``buf``, in the batch's order."""
+    d = X.shape[1]
+    hinge = 0.0
+    n_active = 0
+    for b in range(idx.shape[1]):
+        i = idx[r, b]
+        p = dot_row(v, X, i)
+        margin = ref_margin[i] + y[i] * a * p
+        if margin < 1.0:
+            hinge += s[i] * (1.0 - margin)
+            n_active += 1
+            sy = s[i] * y[i]
+            for j in range(d):
+                buf[j] += sy * X[i, j]
+    return hinge, n_active
+
+
+@helper
+def project_scaled(v: np.ndarray, a: float, vv: float, A: float, q: float, t: int,
+                   radius: float) -> tuple[float, float, float, float]:
+    """u = a v projected onto ||u|| <= radius by its scale a, restarting the representation (v <- a v, a <- 1,
+    A <- 0, q <- t) once a t falls below RESTART q: the new (a, ||v||^2, A, q)."""
+    norm2 = a * a * vv
+    if norm2 > radius * radius:
+        a *= radius / math.sqrt(norm2)
+        if a * t < RESTART * q:
+            for j in range(v.shape[0]):
+                v[j] *= a
+            vv = dot(v, v)
+            A = 0.0
+            a = 1.0
+            q = float(t)
+    return a, vv, A, q
+
+
+@helper
+def scaled_row_update(X: np.ndarray, i: int, sy: float, c: float, Ac: float, v: np.ndarray,
+                      z: np.ndarray) -> tuple[float, float]:
+    """b = sy x_i: v += c b and z += Ac b in one pass over the row, returning (v.b, b.b) with v before its
+    update, in the accumulators and order of :func:`pipeline._jit.dot`."""
+    d = X.shape[1]
+    quads = d >> 2
+    vb0 = 0.0
+    vb1 = 0.0
+    vb2 = 0.0
+    vb3 = 0.0
+    bb0 = 0.0
+    bb1 = 0.0
+    bb2 = 0.0
+    bb3 = 0.0
+    for q in range(quads):
+        j = 4 * q
+        b0 = sy * X[i, j]
+        b1 = sy * X[i, j + 1]
+        b2 = sy * X[i, j + 2]
+        b3 = sy * X[i, j + 3]
+        vb0 += v[j] * b0
+        vb1 += v[j + 1] * b1
+        vb2 += v[j + 2] * b2
+        vb3 += v[j + 3] * b3
+        bb0 += b0 * b0
+        bb1 += b1 * b1
+        bb2 += b2 * b2
+        bb3 += b3 * b3
+        v[j] += c * b0
+        v[j + 1] += c * b1
+        v[j + 2] += c * b2
+        v[j + 3] += c * b3
+        z[j] += Ac * b0
+        z[j + 1] += Ac * b1
+        z[j + 2] += Ac * b2
+        z[j + 3] += Ac * b3
+    for j in range(4 * quads, d):
+        b0 = sy * X[i, j]
+        vb0 += v[j] * b0
+        bb0 += b0 * b0
+        v[j] += c * b0
+        z[j] += Ac * b0
+    return (vb0 + vb1) + (vb2 + vb3), (bb0 + bb1) + (bb2 + bb3)
+
+
+@helper
+def running_average_into(avg: np.ndarray, g: int, A: float, v: np.ndarray, z: np.ndarray, t: int) -> None:
+    """Snapshot g of the running average (1/t) sum_(s<=t) u_s = (A_t v - z) / t, without projection."""
+    for j in range(v.shape[0]):
+        avg[g, j] = (A * v[j] - z[j]) / t
+
+
 @kernel
 def pegasos_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray, s: np.ndarray, idx: np.ndarray,
                    lam: float, radius: float, t0: int, grid: np.ndarray, state: np.ndarray, v: np.ndarray, z: np.ndarray,
@@ -93,18 +185,7 @@ def pegasos_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray, s: np.n
         g += 1
     for r in range(T):
         t = t0 + r + 1
-        hinge = 0.0
-        n_active = 0
-        for b in range(k):
-            i = idx[r, b]
-            p = dot_row(v, X, i)
-            margin = ref_margin[i] + y[i] * a * p
-            if margin < 1.0:
-                hinge += s[i] * (1.0 - margin)
-                n_active += 1
-                sy = s[i] * y[i]
-                for j in range(d):
-                    buf[j] += sy * X[i, j]
+        hinge, n_active = batch_hinge(X, y, ref_margin, s, idx, r, a, v, buf)
         loss[r] = 0.5 * lam * a * a * vv + hinge / k
         active[r] = n_active
         A += a
@@ -134,16 +215,7 @@ def pegasos_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray, s: np.n
             grad2[r] = lam * lam * a * a * vv
         a = new_a
         if radius > 0.0:
-            norm2 = a * a * vv
-            if norm2 > radius * radius:
-                a *= radius / math.sqrt(norm2)
-                if a * t < RESTART * q:
-                    for j in range(d):
-                        v[j] *= a
-                    vv = dot(v, v)
-                    A = 0.0
-                    a = 1.0
-                    q = float(t)
+            a, vv, A, q = project_scaled(v, a, vv, A, q, t, radius)
         if snap:
             for j in range(d):
                 last[g, j] = a * v[j]
@@ -172,7 +244,6 @@ def pegasos_single_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray |
     written: a = 1/t exactly. ``grad2`` as in the general kernel."""
     T = idx.shape[0]
     d = X.shape[1]
-    quads = d >> 2
     a, vv, A = state[0], state[1], state[2]
     half_lam = 0.5 * lam
     g = 0
@@ -200,8 +271,7 @@ def pegasos_single_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray |
             loss[r] = half_lam * a * a * vv + hinge
             active[r] = 1
             if t == snap_t:
-                for j in range(d):
-                    avg[g, j] = (A * v[j] - z[j]) / t
+                running_average_into(avg, g, A, v, z, t)
             c = 1.0 / (lam * t * new_a)
             Ac = A * c
             if sy == 1.0 or sy == -1.0:
@@ -213,44 +283,7 @@ def pegasos_single_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray |
                     v[j] += c * b
                     z[j] += Ac * b
             else:
-                vb0 = 0.0
-                vb1 = 0.0
-                vb2 = 0.0
-                vb3 = 0.0
-                bb0 = 0.0
-                bb1 = 0.0
-                bb2 = 0.0
-                bb3 = 0.0
-                for q in range(quads):
-                    j = 4 * q
-                    b0 = sy * X[i, j]
-                    b1 = sy * X[i, j + 1]
-                    b2 = sy * X[i, j + 2]
-                    b3 = sy * X[i, j + 3]
-                    vb0 += v[j] * b0
-                    vb1 += v[j + 1] * b1
-                    vb2 += v[j + 2] * b2
-                    vb3 += v[j + 3] * b3
-                    bb0 += b0 * b0
-                    bb1 += b1 * b1
-                    bb2 += b2 * b2
-                    bb3 += b3 * b3
-                    v[j] += c * b0
-                    v[j + 1] += c * b1
-                    v[j + 2] += c * b2
-                    v[j + 3] += c * b3
-                    z[j] += Ac * b0
-                    z[j + 1] += Ac * b1
-                    z[j + 2] += Ac * b2
-                    z[j + 3] += Ac * b3
-                for j in range(4 * quads, d):
-                    b0 = sy * X[i, j]
-                    vb0 += v[j] * b0
-                    bb0 += b0 * b0
-                    v[j] += c * b0
-                    z[j] += Ac * b0
-                vb = (vb0 + vb1) + (vb2 + vb3)
-                bb = (bb0 + bb1) + (bb2 + bb3)
+                vb, bb = scaled_row_update(X, i, sy, c, Ac, v, z)
             grad2[r] = lam * lam * a * a * vv - 2.0 * lam * a * vb + bb  # the general kernel's, k = 1 (exact / 1)
             vv += 2.0 * c * vb + c * c * bb
         else:
@@ -258,8 +291,7 @@ def pegasos_single_kernel(X: np.ndarray, y: np.ndarray, ref_margin: np.ndarray |
             active[r] = 0
             grad2[r] = lam * lam * a * a * vv
             if t == snap_t:
-                for j in range(d):
-                    avg[g, j] = (A * v[j] - z[j]) / t
+                running_average_into(avg, g, A, v, z, t)
         a = new_a
         if t == snap_t:
             for j in range(d):
