@@ -28,10 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CostMatrix = tuple[tuple[float, ...], ...]
-"""A k x k label cost as a configuration gives it, validated (``algorithm.cost``, the learners' ``cost``)."""
-Cost = str | np.ndarray | CostMatrix | None
-"""A label cost as the learner was given it: a name of :data:`pipeline.risk.COSTS`, a k x k matrix, or None (0-1)."""
+from pipeline.risk import Cost  # the label cost's type, beside the costs it names
 
 
 @dataclass(frozen=True, kw_only=True)

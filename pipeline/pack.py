@@ -401,16 +401,8 @@ def run_pack(cfg: Any) -> None:
     attempt = sweep.current().start  # this run of the sweep: the sweep's end trusts only what this attempt vouched for
     try:
         earlier = (out / "members.json").exists()  # an earlier start of this pack: its run is replaced
-        try:
-            done = json.loads((out / "done.json").read_text())
-        except (OSError, UnicodeDecodeError, ValueError):
-            done = None
-        # this attempt starts: nothing an earlier one left stands for it until its parts are checked against the
-        # members as they are now (a fault from here on, before or after, is this attempt's: error.txt)
-        (out / "done.json").unlink(missing_ok=True)
-        (out / "error.txt").unlink(missing_ok=True)
-        listed = {"first": first, "members": members, "attempt": attempt}
-        files.write_text(out / "members.json", json.dumps(listed) + "\n")
+        done = _recorded_done(out)
+        listed = _start_attempt(out, first, members, attempt)
         compose = hydra_seam.Composer()
         specs = [build(compose(list(m))) for m in members]
         force = any(sweep.forces(s.force, s.seed) for s in specs)
@@ -427,19 +419,11 @@ def run_pack(cfg: Any) -> None:
         if len(todo) < len(parts):
             log.info("%s: %d of %d parts already done in %s; %s", label, len(parts) - len(todo), len(parts), out,
                      "running the rest" if todo else "recording its run")
-        reused = {} if force else {p: _reuse_part(out, p, identities[p * size:(p + 1) * size], first + p * size,
-                                                  specs[0].experiment, uri) for p in todo}
-        reused = {p: run for p, run in reused.items() if run}
-        if reused:
-            runs = sorted(set(reused.values()))
-            log.info("%s: %d of %d parts found in the job store, reused (finished in run%s %s; force=true reruns them)",
-                     label, len(reused), len(parts), "s" * (len(runs) > 1), ", ".join(runs))
+        reused = {} if force else _reuse_parts(out, todo, len(parts), size, identities, first, specs[0].experiment,
+                                               uri, label)
         todo = [p for p in todo if p not in reused]
         tracker = _pack_run(uri, sweep_dir, out, specs[0].experiment, label, index, len(members), pack_key, earlier)
-        failed_any = False
-        for p in todo:  # in order: the parts not already done
-            lo, hi = p * size, min((p + 1) * size, len(members))
-            failed_any |= _run_part(out, p, len(parts), specs[lo:hi], members[lo:hi], identities[lo:hi], first + lo, label)
+        failed_any = _run_parts(out, todo, len(parts), size, specs, members, identities, first, label)
         tables = [pd.read_parquet(_part_paths(out, p)[0]) for p in parts]
         table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
         artifacts = [_part_paths(out, p)[0] for p in parts]
@@ -459,6 +443,53 @@ def run_pack(cfg: Any) -> None:
     finally:
         stages.set_in_job(False)
         locks.release(lock)
+
+
+def _recorded_done(out: Path) -> Any:
+    """What the pack's ``done.json`` says an earlier attempt finished, or None (no such file, or unreadable)."""
+    try:
+        return json.loads((out / "done.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _start_attempt(out: Path, first: int, members: list[Any], attempt: Any) -> dict[str, Any]:
+    """This attempt's start in the pack's directory ``out``: an earlier attempt's ``done.json`` and ``error.txt``
+    removed, and ``members.json`` listing the members for this attempt. Returns that listing."""
+    from pipeline import files
+
+    # this attempt starts: nothing an earlier one left stands for it until its parts are checked against the
+    # members as they are now (a fault from here on, before or after, is this attempt's: error.txt)
+    (out / "done.json").unlink(missing_ok=True)
+    (out / "error.txt").unlink(missing_ok=True)
+    listed = {"first": first, "members": members, "attempt": attempt}
+    files.write_text(out / "members.json", json.dumps(listed) + "\n")
+    return listed
+
+
+def _reuse_parts(out: Path, todo: list[int], parts: int, size: int, identities: list[Any], first: int, experiment: str,
+                 uri: str, label: str) -> dict[int, str]:
+    """The parts of ``todo`` (of ``parts``) taken from the job store (:func:`_reuse_part`), each with the run
+    that finished it; said in one line when there are any."""
+    reused = {p: _reuse_part(out, p, identities[p * size:(p + 1) * size], first + p * size, experiment, uri)
+              for p in todo}
+    reused = {p: run for p, run in reused.items() if run}
+    if reused:
+        runs = sorted(set(reused.values()))
+        log.info("%s: %d of %d parts found in the job store, reused (finished in run%s %s; force=true reruns them)",
+                 label, len(reused), parts, "s" * (len(runs) > 1), ", ".join(runs))
+    return reused
+
+
+def _run_parts(out: Path, todo: list[int], parts: int, size: int, specs: list[Any], members: list[Any],
+               identities: list[Any], first: int, label: str) -> bool:
+    """Run the parts ``todo`` (of ``parts``) in order, each written whole (:func:`_run_part`). True if a member
+    failed."""
+    failed_any = False
+    for p in todo:  # in order: the parts not already done
+        lo, hi = p * size, min((p + 1) * size, len(members))
+        failed_any |= _run_part(out, p, parts, specs[lo:hi], members[lo:hi], identities[lo:hi], first + lo, label)
+    return failed_any
 
 
 # ---------------------------------------------------------------- the sweep's end

@@ -382,36 +382,12 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     rows = table[(table["bound"] == bound)]
     quantity = rows["quantity"].iloc[0]
     facets = [c for c in _varying(rows) if c != "seed"][:2]
-    groups = list(rows.groupby(facets, sort=True)) if facets else [((), rows)]
-    groups = [(key if isinstance(key, tuple) else (key,), sel) for key, sel in groups[:max_panels]]
+    groups = _curves_panels(rows, facets, bound, max_panels, ax, panel)
     one = isinstance(ax, Axes)
-    if one:
-        groups = [_choose(groups, facets, panel, f"the figure of the {bound} curves")]
-    elif ax is not None and not isinstance(ax, FigureBase):
-        raise TypeError(f"ax must be a matplotlib Axes, Figure, SubFigure or None, not {type(ax).__name__}")
     ncols = int(np.ceil(np.sqrt(len(groups))))
     nrows = int(np.ceil(len(groups) / ncols))
-    # each run's curves as row positions, read as two arrays when drawn: a frame per curve cost ~5 kB each,
-    # 100 MB at 10,000 runs, and a copy of the table's relevant rows ~40 MB (docs/performance.md, "Large sweeps")
-    by_run = _curve_rows(curves)
-    t_all, value_all = curves["t"].to_numpy(), curves["empirical"].to_numpy()
-
-    def curve(key: tuple[str, str]) -> _Curve:  # a run's quantity (or a part's: 'part/quantity')
-        at = by_run.get(key, slice(0, 0))
-        return _Curve(t_all[at], value_all[at])
-
-    # a series (a line) is a run: its learner when the figure has several, the settings swept beside the
-    # panels' (those the learner does not already name) and its seed; its colour is the same in every panel
-    learners = rows["learner"].nunique() > 1
-    extra = [c for c in _varying(rows) if c not in facets and c != "seed" and _per_setting(rows, c)
-             and not (learners and bool((rows.groupby("learner")[c].nunique(dropna=False) <= 1).all()))]
-
-    def series(r: Any) -> str:
-        return ", ".join(([str(r.learner)] if learners else []) + [_fmt(c, getattr(r, c)) for c in extra]
-                         + [f"seed {r.seed}"])
-
-    used = list(dict.fromkeys(c for c in ["run", "part", "theoretical", "applicable", "learner", "seed", *extra]
-                              if c in rows))
+    curve = _curve_reader(curves)
+    series, used = _curves_series(rows, facets)
     drawn = _Drawn()
     own = ax is None
     with _style(own):
@@ -421,20 +397,9 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
             fig, axes = _grid(ax, (max(3.2 * ncols + 0.6, 6.4), 2.6 * nrows + 1.6), nrows, ncols, sharex=True, sharey=True)
         cmap = _cmap("tab10")
         for ax_, (key, sel) in zip(axes.flat, groups):
-            measured, bounds, levels = [], [], []
-            for r in sel[used].itertuples():  # the columns read: a row of all ~50 cost ~1.7 kB, 17 MB at 10^4 runs
-                prefix = f"{r.part}/" if isinstance(getattr(r, "part", None), str) and r.part else ""
-                measured.append((r, curve((r.run, f"{prefix}{quantity}"))))
-                bounds.append(curve((r.run, f"{prefix}bound/{bound}")))
-                levels.append(r.theoretical if r.applicable else np.nan)
-            steps = all(len(c) == 0 or np.all(np.mod(c["empirical"], 1) == 0) for _, c in measured)  # counts change at steps
-            if len(measured) <= SEED_LINES:
-                _panel_lines(ax_, measured, bounds, levels, steps, series, cmap, drawn)
-            else:
-                _panel_bands(ax_, measured, bounds, levels, steps, cmap, drawn)
-            ax_.set_title(", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs", fontsize=9)
-            positive = all(bool(np.all(c["empirical"] > 0)) for c in [*(m for _, m in measured), *bounds])
-            ax_.set(xscale="log", yscale="log" if positive else "symlog")
+            measured, bounds, levels = _panel_curves(sel[used], curve, quantity, bound)
+            heading = ", ".join(_fmt(f, v) for f, v in zip(facets, key)) or "all runs"
+            _curves_panel(ax_, heading, measured, bounds, levels, series, cmap, drawn)
         for ax_ in axes.flat[len(groups):]:
             ax_.set_visible(False)
         for ax_ in axes[-1]:
@@ -452,6 +417,78 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
         fig.suptitle(f"{title}\n{rows['formula'].iloc[0]}", fontsize=10)
         _layout(fig, own, rect=(0, 0.04 + 0.03 * ((len(labels) + 3) // 4), 1, 1))
     return _root(fig)
+
+
+def _curves_panels(rows: pd.DataFrame, facets: list[str], bound: str, max_panels: int, ax: Axes | FigureBase | None,
+                   panel: Panel) -> list[tuple[tuple[Any, ...], pd.DataFrame]]:
+    """The panels of :func:`curves_vs_bound` (settings of ``facets``, rows), at most ``max_panels``: all of them, or
+    for an Axes ``ax`` the one ``panel`` names."""
+    groups = list(rows.groupby(facets, sort=True)) if facets else [((), rows)]
+    groups = [(key if isinstance(key, tuple) else (key,), sel) for key, sel in groups[:max_panels]]
+    if isinstance(ax, Axes):
+        groups = [_choose(groups, facets, panel, f"the figure of the {bound} curves")]
+    elif ax is not None and not isinstance(ax, FigureBase):
+        raise TypeError(f"ax must be a matplotlib Axes, Figure, SubFigure or None, not {type(ax).__name__}")
+    return groups
+
+
+def _curve_reader(curves: pd.DataFrame) -> Callable[[tuple[str, str]], _Curve]:
+    """A function from (run, quantity) to that run's curve of the quantity, empty when it has none (a part's
+    quantity: 'part/quantity')."""
+    # each run's curves as row positions, read as two arrays when drawn: a frame per curve cost ~5 kB each,
+    # 100 MB at 10,000 runs, and a copy of the table's relevant rows ~40 MB (docs/performance.md, "Large sweeps")
+    by_run = _curve_rows(curves)
+    t_all, value_all = curves["t"].to_numpy(), curves["empirical"].to_numpy()
+
+    def curve(key: tuple[str, str]) -> _Curve:  # a run's quantity (or a part's: 'part/quantity')
+        at = by_run.get(key, slice(0, 0))
+        return _Curve(t_all[at], value_all[at])
+
+    return curve
+
+
+def _curves_series(rows: pd.DataFrame, facets: list[str]) -> tuple[Callable[[Any], str], list[str]]:
+    """How :func:`curves_vs_bound` names a series (a row of ``rows``), and the columns it reads of each run."""
+    # a series (a line) is a run: its learner when the figure has several, the settings swept beside the
+    # panels' (those the learner does not already name) and its seed; its colour is the same in every panel
+    learners = rows["learner"].nunique() > 1
+    extra = [c for c in _varying(rows) if c not in facets and c != "seed" and _per_setting(rows, c)
+             and not (learners and bool((rows.groupby("learner")[c].nunique(dropna=False) <= 1).all()))]
+
+    def series(r: Any) -> str:
+        return ", ".join(([str(r.learner)] if learners else []) + [_fmt(c, getattr(r, c)) for c in extra]
+                         + [f"seed {r.seed}"])
+
+    used = list(dict.fromkeys(c for c in ["run", "part", "theoretical", "applicable", "learner", "seed", *extra]
+                              if c in rows))
+    return series, used
+
+
+def _panel_curves(runs: pd.DataFrame, curve: Callable[[tuple[str, str]], _Curve], quantity: str,
+                  bound: str) -> tuple[list[tuple[Any, _Curve]], list[_Curve], list[float]]:
+    """A panel's runs, each (row, its curve of ``quantity``); their curves of the bound; and the bound's levels
+    (NaN where it does not apply)."""
+    measured, bounds, levels = [], [], []
+    for r in runs.itertuples():  # the columns read: a row of all ~50 cost ~1.7 kB, 17 MB at 10^4 runs
+        prefix = f"{r.part}/" if isinstance(getattr(r, "part", None), str) and r.part else ""
+        measured.append((r, curve((r.run, f"{prefix}{quantity}"))))
+        bounds.append(curve((r.run, f"{prefix}bound/{bound}")))
+        levels.append(r.theoretical if r.applicable else np.nan)
+    return measured, bounds, levels
+
+
+def _curves_panel(ax: Axes, title: str, measured: list[tuple[Any, _Curve]], bounds: list[_Curve], levels: list[float],
+                  series: Callable[[Any], str], cmap: Colormap, drawn: _Drawn) -> None:
+    """One panel of :func:`curves_vs_bound`: its runs' lines (:func:`_panel_lines`) or their median and band
+    (:func:`_panel_bands`), titled ``title``, on log axes (symlog y for values that are not all positive)."""
+    steps = all(len(c) == 0 or np.all(np.mod(c["empirical"], 1) == 0) for _, c in measured)  # counts change at steps
+    if len(measured) <= SEED_LINES:
+        _panel_lines(ax, measured, bounds, levels, steps, series, cmap, drawn)
+    else:
+        _panel_bands(ax, measured, bounds, levels, steps, cmap, drawn)
+    ax.set_title(title, fontsize=9)
+    positive = all(bool(np.all(c["empirical"] > 0)) for c in [*(m for _, m in measured), *bounds])
+    ax.set(xscale="log", yscale="log" if positive else "symlog")
 
 
 def _curve_rows(curves: pd.DataFrame) -> dict[tuple[Any, Any], slice | np.ndarray]:

@@ -15,15 +15,16 @@ certified solvers of :mod:`pipeline.solvers.multiclass`, which evaluate the same
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pipeline._jit import kernel
 from pipeline.params import ParamError, UserError
 
-if TYPE_CHECKING:
-    from pipeline.contract import Cost
+CostMatrix = tuple[tuple[float, ...], ...]
+"""A k x k label cost as a configuration gives it, validated (``algorithm.cost``, the learners' ``cost``)."""
+Cost = str | np.ndarray | CostMatrix | None
+"""A label cost as a learner was given it: a name of :data:`COSTS`, a k x k matrix, or None (0-1)."""
 
 
 # --- Label costs Delta (docs/bounds.md section 7, "Label cost") --------------------------------------

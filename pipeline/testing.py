@@ -326,7 +326,6 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
     from pipeline.bounds.registry import bounds_for
     from pipeline.config import Job
     from pipeline.run import run
-    from pipeline.statistics import measure
 
     subject = f"learner {getattr(cls, 'name', cls)!r}"
     report = Report(subject)
@@ -341,48 +340,8 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
 
     seeds = tuple(seeds)
     generators = [(repr(g), g) for g in datasets] if datasets is not None else _library()
-    runs, skipped = [], {}
-    for where, generator in generators:
-        ds, why = _compatible(fresh(), generator, seeds[0])
-        if ds is None:
-            skipped[where] = why
-            continue
-        runs.append((where, generator))
-    if not runs:
-        raise _fail(subject, "runs", f"no dataset it accepts among {', '.join(w for w, _ in generators)}: "
-                    f"{'; '.join(f'{w}: {y}' for w, y in skipped.items())}")
-
-    # pickling, determinism, mutation and the curves, on the first dataset and seed
-    where, generator = runs[0]
-    ds, _ = _compatible(fresh(), generator, seeds[0])
-    before = _arrays(ds)
-    learner = fresh()
-    try:
-        copy = pickle.loads(pickle.dumps(learner))
-    except Exception as e:  # noqa: BLE001
-        raise _fail(subject, "pickling", f"a fresh learner does not pickle: {type(e).__name__}: {e}") from None
-    first = measure(learner, ds, np.random.default_rng(_seeds(seeds[0])[1]))  # the run and its providers' statistics
-    diff = next((f"array {k}" for k, v in _arrays(ds).items() if _same(before[k], v)), None) or (
-        "arrays removed" if set(_arrays(ds)) != set(before) else None)
-    if diff:
-        raise _fail(subject, "no mutation of inputs", f"run() changed the dataset's {diff} ({where}); copy before writing")
-    try:
-        pickle.loads(pickle.dumps(learner))
-    except Exception as e:  # noqa: BLE001
-        raise _fail(subject, "pickling", f"the learner after its run does not pickle: {type(e).__name__}: {e}") from None
-    second = measure(fresh(), _compatible(fresh(), generator, seeds[0])[0], np.random.default_rng(_seeds(seeds[0])[1]))
-    diff = _same(first, second, "Outcome")
-    if diff:
-        raise _fail(subject, "determinism", f"two runs with seed {seeds[0]} differ ({diff}; {where}): draw every random "
-                    "number from the rng passed to run()")
-    report.passed += ["determinism", "no mutation of inputs"]
-    from_copy = measure(copy, ds, np.random.default_rng(_seeds(seeds[0])[1]))
-    diff = _same(first, from_copy, "Outcome")
-    if diff:
-        raise _fail(subject, "pickling", f"the unpickled learner runs to another outcome ({diff}; {where})")
-    report.passed.append("pickling")
-    _final_values(first, subject, where)
-    report.passed.append("curves end at the quantities")
+    runs, skipped = _runnable(fresh, generators, seeds[0], subject)
+    _check_one_run(fresh, *runs[0], seeds[0], subject, report)  # on the first dataset and seed
 
     if hasattr(cls, "learn_one"):
         _learn_one(cls, fresh, runs, seeds[0], subject, report)
@@ -410,6 +369,57 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
     if skipped:
         report.not_applicable["runs on " + ", ".join(w.split()[0] for w in skipped)] = "the learner refuses that data"
     return report
+
+
+def _runnable(fresh: Any, generators: list[tuple[str, Any]], seed: int, subject: str) -> tuple[list, dict[str, str]]:
+    """The (where, generator) pairs whose data a fresh learner accepts, and why it refuses each other one
+    (where -> why); fails when it accepts none."""
+    runs, skipped = [], {}
+    for where, generator in generators:
+        ds, why = _compatible(fresh(), generator, seed)
+        if ds is None:
+            skipped[where] = why
+            continue
+        runs.append((where, generator))
+    if not runs:
+        raise _fail(subject, "runs", f"no dataset it accepts among {', '.join(w for w, _ in generators)}: "
+                    f"{'; '.join(f'{w}: {y}' for w, y in skipped.items())}")
+    return runs, skipped
+
+
+def _check_one_run(fresh: Any, where: str, generator: Any, seed: int, subject: str, report: Report) -> None:
+    """Pickling, determinism, no mutation of the inputs and the curves' final values, on one dataset and seed."""
+    from pipeline.statistics import measure
+
+    ds, _ = _compatible(fresh(), generator, seed)
+    before = _arrays(ds)
+    learner = fresh()
+    try:
+        copy = pickle.loads(pickle.dumps(learner))
+    except Exception as e:  # noqa: BLE001
+        raise _fail(subject, "pickling", f"a fresh learner does not pickle: {type(e).__name__}: {e}") from None
+    first = measure(learner, ds, np.random.default_rng(_seeds(seed)[1]))  # the run and its providers' statistics
+    diff = next((f"array {k}" for k, v in _arrays(ds).items() if _same(before[k], v)), None) or (
+        "arrays removed" if set(_arrays(ds)) != set(before) else None)
+    if diff:
+        raise _fail(subject, "no mutation of inputs", f"run() changed the dataset's {diff} ({where}); copy before writing")
+    try:
+        pickle.loads(pickle.dumps(learner))
+    except Exception as e:  # noqa: BLE001
+        raise _fail(subject, "pickling", f"the learner after its run does not pickle: {type(e).__name__}: {e}") from None
+    second = measure(fresh(), _compatible(fresh(), generator, seed)[0], np.random.default_rng(_seeds(seed)[1]))
+    diff = _same(first, second, "Outcome")
+    if diff:
+        raise _fail(subject, "determinism", f"two runs with seed {seed} differ ({diff}; {where}): draw every random "
+                    "number from the rng passed to run()")
+    report.passed += ["determinism", "no mutation of inputs"]
+    from_copy = measure(copy, ds, np.random.default_rng(_seeds(seed)[1]))
+    diff = _same(first, from_copy, "Outcome")
+    if diff:
+        raise _fail(subject, "pickling", f"the unpickled learner runs to another outcome ({diff}; {where})")
+    report.passed.append("pickling")
+    _final_values(first, subject, where)
+    report.passed.append("curves end at the quantities")
 
 
 def _check_table(table: Any, subject: str, where: str) -> None:

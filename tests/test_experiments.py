@@ -24,6 +24,7 @@ from pipeline import hydra_seam
 from pipeline.bounds import BOUNDS
 from pipeline.preflight import plan_of
 from pipeline.config import build
+from pipeline.judging.columns import disagreements
 from pipeline.paths import CONF_DIR
 from pipeline.run import run
 from pipeline.schemas import register
@@ -159,6 +160,8 @@ def test_experiment_runs_tiny_with_every_claimed_bound(name: str) -> None:
     for table in tables:
         deterministic = table[(table["guarantee"] == "D") & table["applicable"].astype(bool)]
         assert table["applicable"].astype(bool).any() and deterministic["holds"].all()
+        # every row as pipeline/judging/columns.py declares it
+        assert [(r["bound"], disagreements(r)) for r in table.to_dict("records") if disagreements(r)] == []
 
 
 def _reduced_small_grid(name: str) -> pd.DataFrame:

@@ -170,3 +170,19 @@ def test_no_import_circle_in_the_package_or_the_benchmarks() -> None:
     scripts = {p.stem: p for p in (PIPELINE.parent / "benchmarks").glob("*.py")}
     bench = {name: {n for n in _imports(path) if n in scripts and n != name} for name, path in scripts.items()}
     assert _cycles(bench) == []
+
+
+LONGEST = 80  # lines of a function in pipeline/, the compiled kernels included (docstring and nested functions counted)
+
+
+def test_every_function_in_the_package_is_at_most_80_lines() -> None:
+    """A function longer than a screen is split into named steps (issue: the house, round four): every ``def``
+    in pipeline/, from its line to its last, nested functions counted in their parent, is at most 80 lines."""
+    long = []
+    for path in sorted(PIPELINE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > LONGEST:
+                    long.append(f"{path.relative_to(PIPELINE.parent)}:{node.lineno} {node.name}: {lines} lines")
+    assert not long, "\n".join(long)

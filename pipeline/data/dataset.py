@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from pipeline.data.certify import Stats
 from pipeline.params import Declared, Param
-
-if TYPE_CHECKING:
-    from pipeline.data.multiclass import MulticlassStats
 
 # The kinds of data a dataset class makes (``Source.kind``, the sample's ``kind``) and a learner takes
 # (``Learner.accepts``): the run loop refuses a pair whose kinds do not meet (pipeline.run.prepare).
@@ -51,7 +48,8 @@ class Dataset:
         return "binary" if self.hypotheses is None else "finite"
 
 
-# --- What a learner reads of its data: one protocol per kind (KINDS), so a type checker sees every read ----
+# --- What a learner reads of its data: one protocol per kind (KINDS; the multiclass one beside its dataset,
+# pipeline.data.multiclass.MulticlassSample), so a type checker sees every read ---------------------------------
 
 Matrix = Any
 """A sample's rows: a float array (m x d), or a scipy.sparse matrix for a sparse file (scipy ships no types)."""
@@ -92,31 +90,6 @@ class StreamSample(Protocol):
     @property
     def stats(self) -> Stats: ...
     def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]: ...
-
-
-class MulticlassSample(Protocol):
-    """A multiclass sample as a learner reads it (kind ``multiclass``,
-    :class:`pipeline.data.multiclass.MulticlassDataset`): labels 0..k-1, a held-out sample, fresh draws."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def X(self) -> np.ndarray: ...  # noqa: N802 - the field's name
-    @property
-    def y(self) -> np.ndarray: ...
-    @property
-    def k(self) -> int: ...
-    @property
-    def stats(self) -> MulticlassStats: ...
-    @property
-    def X_test(self) -> np.ndarray: ...  # noqa: N802 - the field's name
-    @property
-    def y_test(self) -> np.ndarray: ...
-    @property
-    def population(self) -> str: ...
-    def draw(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class Source(Declared):

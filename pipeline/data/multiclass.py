@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -59,6 +60,31 @@ class MulticlassStats:
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)
+
+
+class MulticlassSample(Protocol):
+    """A multiclass sample as a learner reads it (kind ``multiclass``,
+    :class:`pipeline.data.multiclass.MulticlassDataset`): labels 0..k-1, a held-out sample, fresh draws."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def X(self) -> np.ndarray: ...  # noqa: N802 - the field's name
+    @property
+    def y(self) -> np.ndarray: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def stats(self) -> MulticlassStats: ...
+    @property
+    def X_test(self) -> np.ndarray: ...  # noqa: N802 - the field's name
+    @property
+    def y_test(self) -> np.ndarray: ...
+    @property
+    def population(self) -> str: ...
+    def draw(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 
 from pipeline._jit import kernel
-from pipeline.data.dataset import MulticlassSample, Source
-from pipeline.contract import (Cost, CostMatrix, CrammerSingerRun, MulticlassBiasRun, MulticlassSgdRun, MulticlassSvmRun,
+from pipeline.data.dataset import Source
+from pipeline.data.multiclass import MulticlassSample
+from pipeline.contract import (CrammerSingerRun, MulticlassBiasRun, MulticlassSgdRun, MulticlassSvmRun,
                                OneVsAllRun, OneVsAllVotes)
 from pipeline.learners.base import Learner, Outcome, log_grid
 from pipeline.params import (DELTA, INTERCEPT, IN_SCALE, LAM, PROJECTION, T_STEPS, Param, ParamError, UserError,
                              in_scale, one_of)
-from pipeline.risk import COST_WORDS, COSTS
+from pipeline.risk import COST_WORDS, COSTS, Cost, CostMatrix
 
 
 @kernel

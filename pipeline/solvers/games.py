@@ -283,6 +283,20 @@ def weighted_majority_value(table: object, beta: object, best_mistakes: int, hor
     >>> weighted_majority_value(two_experts, 0.5, 1, horizon=6).value  # the bound: 4.82
     3
     """
+    b, m_star = _wm_arguments(beta, best_mistakes, horizon)
+    t, points = _prepare(table)
+    n = t.shape[1]
+    if n > MAX_EXPERTS:
+        raise ValueError(f"table: {n} distinct experts, more than the {MAX_EXPERTS} this exhaustive search accepts")
+    game = _WeightedMajorityGame(_wm_moves(t), b, m_star, horizon, max_states)
+    start = (tuple([0] * n), None if horizon is None else int(horizon))
+    value = game.val(*start)
+    return GameValue(int(value), _optimal_sequence(game.memo, start, points), n)
+
+
+def _wm_arguments(beta: object, best_mistakes: int, horizon: int | None) -> tuple[Fraction, int]:
+    """beta as an exact fraction and m* as an int, once beta, best_mistakes and horizon are checked (a ValueError
+    names the first one out of range)."""
     b = _beta(beta)
     if isinstance(best_mistakes, bool) or not isinstance(best_mistakes, (int, np.integer)) \
             or not 0 <= best_mistakes <= MAX_BEST_MISTAKES:
@@ -294,12 +308,12 @@ def weighted_majority_value(table: object, beta: object, best_mistakes: int, hor
                              f"an integer in [0, {MAX_HORIZON}]")
     elif isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 0 <= horizon <= MAX_HORIZON:
         raise ValueError(f"horizon: must be None (beta = 0 only) or an integer in [0, {MAX_HORIZON}], got {horizon!r}")
-    m_star = int(best_mistakes)
-    t, points = _prepare(table)
-    n = t.shape[1]
-    if n > MAX_EXPERTS:
-        raise ValueError(f"table: {n} distinct experts, more than the {MAX_EXPERTS} this exhaustive search accepts")
+    return b, int(best_mistakes)
 
+
+def _wm_moves(t: np.ndarray) -> list[tuple[int, int, tuple[int, ...]]]:
+    """The adversary's moves on the (points x experts) table ``t``: (point, label, which experts the label
+    proves wrong), in order of the first point that makes each; a move that proves no expert wrong is left out."""
     # the moves, one per distinct (wrong set, label): the tie rule depends on the label
     moves: list[tuple[int, int, tuple[int, ...]]] = []
     seen = set()
@@ -309,48 +323,61 @@ def weighted_majority_value(table: object, beta: object, best_mistakes: int, hor
             if any(wrong) and (wrong, y) not in seen:
                 seen.add((wrong, y))
                 moves.append((x, y, wrong))
+    return moves
 
-    cap = m_star + 1 if b == 0 else None
-    top = m_star + 1 if b == 0 else (horizon or 0)
-    power = [b**k for k in range(top + 1)]
-    half = (1 + b) / 2
-    floor_weight = b**m_star
 
-    def weights(c: tuple[int, ...]) -> list[Fraction] | list[int]:
-        if b == 0:
+class _WeightedMajorityGame:
+    """The game of :func:`weighted_majority_value` over ``moves``: the learner's weights, the proven ceilings
+    on a state's value, and the memoised search (``memo``: (counts, rounds left) -> (value, the best move
+    and the state it leads to, or None))."""
+
+    def __init__(self, moves: list[tuple[int, int, tuple[int, ...]]], b: Fraction, m_star: int,
+                 horizon: int | None, max_states: int) -> None:
+        self.moves, self.b, self.m_star, self.max_states = moves, b, m_star, max_states
+        self.cap = m_star + 1 if b == 0 else None
+        top = m_star + 1 if b == 0 else (horizon or 0)
+        self.power = [b**k for k in range(top + 1)]
+        self.half = (1 + b) / 2
+        self.floor_weight = b**m_star
+        self.memo: dict[tuple, tuple[int, tuple[int, int, tuple] | None]] = {}
+
+    def weights(self, c: tuple[int, ...]) -> list[Fraction] | list[int]:
+        """The experts' weights at mistake counts ``c``: beta^c_i, or at beta = 0 1 on the leaders, 0 elsewhere."""
+        if self.b == 0:
             lead = min(c)
             return [int(ci == lead) for ci in c]
-        return [power[ci] for ci in c]
+        return [self.power[ci] for ci in c]
 
-    def ceiling(w: list, r: int | None) -> int:
+    def ceiling(self, w: list, r: int | None) -> int:
         """A proven ceiling on val(c, r): rounds left, and the potential argument for beta > 0."""
         k = math.inf if r is None else r
-        if b > 0:
+        if self.b > 0:
             phi, j = sum(w), 0
-            while j < k and phi * half**(j + 1) >= floor_weight:
+            while j < k and phi * self.half**(j + 1) >= self.floor_weight:
                 j += 1
             k = min(k, j)
         return k
 
-    memo: dict[tuple, tuple[int, tuple[int, int, tuple] | None]] = {}
-
-    def val(c: tuple[int, ...], r: int | None) -> int:
+    def val(self, c: tuple[int, ...], r: int | None) -> int:
+        """The most mistakes the adversary can force from mistake counts ``c`` with ``r`` rounds left (None: no
+        limit), recorded in ``memo`` with a move that attains it."""
+        memo = self.memo
         key = (c, r)
         if key in memo:
             return memo[key][0]
-        _budget(memo, max_states)
+        _budget(memo, self.max_states)
         best, move = 0, None
         if r != 0:
-            w = weights(c)
+            w = self.weights(c)
             total = sum(w)
-            limit = ceiling(w, r)
-            for x, y, wrong in moves:
+            limit = self.ceiling(w, r)
+            for x, y, wrong in self.moves:
                 if best >= limit:
                     break
                 child = tuple(ci + d for ci, d in zip(c, wrong))
-                if cap is not None:
-                    child = tuple(min(ci, cap) for ci in child)
-                if min(child) > m_star:
+                if self.cap is not None:
+                    child = tuple(min(ci, self.cap) for ci in child)
+                if min(child) > self.m_star:
                     continue  # illegal: no expert could stay within m*
                 w_wrong = sum(wi for wi, d in zip(w, wrong) if d)
                 w_right = total - w_wrong
@@ -358,16 +385,18 @@ def weighted_majority_value(table: object, beta: object, best_mistakes: int, hor
                 if child == c:  # only past the beta = 0 cap: all the weight is on the label's side
                     assert not mistake
                     continue
-                v = int(mistake) + val(child, None if r is None else r - 1)
+                v = int(mistake) + self.val(child, None if r is None else r - 1)
                 if v > best:
                     best, move = v, (x, y, (child, None if r is None else r - 1))
         memo[key] = (best, move)
         return best
 
-    start = (tuple([0] * n), None if horizon is None else int(horizon))
-    value = val(*start)
+
+def _optimal_sequence(memo: dict, start: tuple, points: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """The moves ``memo`` records from the state ``start`` on, each (point in the caller's table, label), up to
+    a state with none."""
     sequence, key = [], start
     while memo[key][1] is not None:
         x, y, key = memo[key][1]
         sequence.append((int(points[x]), int(y)))
-    return GameValue(int(value), tuple(sequence), n)
+    return tuple(sequence)

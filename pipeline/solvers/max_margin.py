@@ -391,32 +391,21 @@ def _max_margin(Xs: Matrix, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]
     """
     rows = _Rows(Xs, y)
     m, d = rows.m, rows.d
-    if m <= _SEED_ROWS:
-        W = np.arange(m)
-    else:
-        w0 = rows.total()
-        seed = min(m - 1, max(512, min(4 * (d + 1), 4 * _ADD_ROWS)))
-        W = np.sort(np.argpartition(rows.margins(w0), seed)[:seed]) if np.any(w0 != 0) else np.arange(seed)
+    W = _first_working_set(rows)
     ZW = rows.take(W)
     direction = _separating_direction(ZW)
     if direction is None:
         return None
-    z = np.asarray(ZW @ direction).ravel()
-    scale = float(z.min()) / float(np.linalg.norm(direction))
-    if not (math.isfinite(scale) and scale > 0):
-        scale = 1.0
+    scale = _first_scale(ZW, direction)
     gram = rows.sparse or d > _DENSE_NNLS  # the working set's Gram matrix, kept up to date, for many features
     G = _gram(ZW, ZW) if gram else None
     start: np.ndarray | None = None
     began = last = time.monotonic()
     best: tuple[np.ndarray, np.ndarray] | None = None
     for round_ in range(1, _ROUNDS + 1):
-        solved = _subproblem(ZW, G, scale, start)
-        if solved is None:  # the origin is (numerically) in the working set's hull: HiGHS decides
-            exact = _exact_witnesses(ZW)
-            if exact is None:
-                return None
-            solved = exact[-1]
+        solved = _working_set_optimum(ZW, G, scale, start)
+        if solved is None:
+            return None
         w, alpha_W = solved
         norm = float(np.linalg.norm(w))
         margins = rows.margins(w)
@@ -436,28 +425,76 @@ def _max_margin(Xs: Matrix, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]
                      int(np.count_nonzero(alpha_W)), low / norm, 1.0 / norm, violating.size, now - began)
         if not violating.size:
             break
-        add = max(_ADD_ROWS, min(2 * (d + 1), 4 * _ADD_ROWS))
-        if violating.size > add:
-            violating = violating[np.argpartition(margins[violating], add)[:add]]
-        violating = np.sort(violating)
-        # the support (its optimum stays, so the working set's margin still falls) and the rows near the margin
-        keep = np.flatnonzero((alpha_W > 0) | (margins[W] < 1.0 + _NEAR))
-        if gram:  # its Gram matrix and the factorisations' copies of it: refused before they exhaust the memory
-            size = keep.size + violating.size
-            shortfall = memory_shortfall(_GRAM_COPIES * 8.0 * size * size, f"a working set of {size} rows")
-            if shortfall is not None:
-                raise UserError(
-                    f"certifying the margin of {m} x {d}: {shortfall}. After {round_} rounds the working set holds "
-                    f"{W.size} rows, {int(np.count_nonzero(alpha_W))} of them support vectors, and {violating.size} more "
-                    "rows violate its margin: this sample's support set is most of it, which the working-set "
-                    "certificate cannot hold; certify a subsample (fewer rows)")
-        Zk, Znew = ZW[keep], rows.take(violating)
-        if gram:
-            cross = _gram(Znew, Zk)
-            G = np.block([[G[np.ix_(keep, keep)], cross.T], [cross, _gram(Znew, Znew)]])
-        start = np.flatnonzero(alpha_W[keep] > 0)
-        W, ZW = np.concatenate([W[keep], violating]), _stack(Zk, Znew)
+        W, ZW, G, start = _next_working_set(rows, W, ZW, G, alpha_W, margins, violating, round_)
     else:
         log.warning("certifying the margin of %d x %d: %d rounds without settling the working set; the certificate "
                     "reports its gap", m, d, _ROUNDS)
     return [best]
+
+
+def _first_working_set(rows: _Rows) -> np.ndarray:
+    """The first working set: the whole sample when small, else the rows with the smallest margins under
+    sum_i z_i (the first rows when that sum is 0)."""
+    m, d = rows.m, rows.d
+    if m <= _SEED_ROWS:
+        return np.arange(m)
+    w0 = rows.total()
+    seed = min(m - 1, max(512, min(4 * (d + 1), 4 * _ADD_ROWS)))
+    return np.sort(np.argpartition(rows.margins(w0), seed)[:seed]) if np.any(w0 != 0) else np.arange(seed)
+
+
+def _first_scale(ZW: Matrix, direction: np.ndarray) -> float:
+    """The NNLS's first guess of the working set's margin c: that of HiGHS's separating ``direction``, else 1."""
+    z = np.asarray(ZW @ direction).ravel()
+    scale = float(z.min()) / float(np.linalg.norm(direction))
+    if not (math.isfinite(scale) and scale > 0):
+        scale = 1.0
+    return scale
+
+
+def _working_set_optimum(ZW: Matrix, G: np.ndarray | None, scale: float,
+                         start: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The working set's witnesses (w, alpha_W): :func:`_subproblem`'s, else the whole-sample solvers' on it;
+    None when HiGHS proves it (hence the sample) not separable."""
+    solved = _subproblem(ZW, G, scale, start)
+    if solved is None:  # the origin is (numerically) in the working set's hull: HiGHS decides
+        exact = _exact_witnesses(ZW)
+        if exact is None:
+            return None
+        solved = exact[-1]
+    return solved
+
+
+def _next_working_set(rows: _Rows, W: np.ndarray, ZW: Matrix, G: np.ndarray | None, alpha_W: np.ndarray,
+                      margins: np.ndarray, violating: np.ndarray,
+                      round_: int) -> tuple[np.ndarray, Matrix, np.ndarray | None, np.ndarray]:
+    """The next round's working set (its rows' indices and the rows), its Gram matrix when ``G`` is kept (else
+    None) and the NNLS's start (the support's positions in it): the support and the rows near the margin of
+    this one, and up to max(2 (d + 1), _ADD_ROWS) of the ``violating`` rows, those with the smallest margins."""
+    d = rows.d
+    add = max(_ADD_ROWS, min(2 * (d + 1), 4 * _ADD_ROWS))
+    if violating.size > add:
+        violating = violating[np.argpartition(margins[violating], add)[:add]]
+    violating = np.sort(violating)
+    # the support (its optimum stays, so the working set's margin still falls) and the rows near the margin
+    keep = np.flatnonzero((alpha_W > 0) | (margins[W] < 1.0 + _NEAR))
+    if G is not None:  # its Gram matrix and the factorisations' copies of it: refused before they exhaust the memory
+        _refuse_too_large(rows, round_, W, alpha_W, keep.size + violating.size, violating.size)
+    Zk, Znew = ZW[keep], rows.take(violating)
+    if G is not None:
+        cross = _gram(Znew, Zk)
+        G = np.block([[G[np.ix_(keep, keep)], cross.T], [cross, _gram(Znew, Znew)]])
+    start = np.flatnonzero(alpha_W[keep] > 0)
+    return np.concatenate([W[keep], violating]), _stack(Zk, Znew), G, start
+
+
+def _refuse_too_large(rows: _Rows, round_: int, W: np.ndarray, alpha_W: np.ndarray, size: int, joining: int) -> None:
+    """A UserError when a working set of ``size`` rows would not fit in the memory with the copies of its Gram
+    matrix; after ``round_`` rounds, ``W`` and its duals ``alpha_W``, with ``joining`` violating rows to add."""
+    shortfall = memory_shortfall(_GRAM_COPIES * 8.0 * size * size, f"a working set of {size} rows")
+    if shortfall is not None:
+        raise UserError(
+            f"certifying the margin of {rows.m} x {rows.d}: {shortfall}. After {round_} rounds the working set holds "
+            f"{W.size} rows, {int(np.count_nonzero(alpha_W))} of them support vectors, and {joining} more "
+            "rows violate its margin: this sample's support set is most of it, which the working-set "
+            "certificate cannot hold; certify a subsample (fewer rows)")

@@ -40,7 +40,6 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,10 +47,7 @@ from pipeline._jit import kernel
 from pipeline.params import POSITIVE, ParamError, UserError
 
 from pipeline.numerics import UNIT_ROUNDOFF, err_factor, frobenius_upper, mean_upper
-from pipeline.risk import _cost_or_none, _inputs, _margins, _scores
-
-if TYPE_CHECKING:
-    from pipeline.contract import Cost
+from pipeline.risk import Cost, _cost_or_none, _inputs, _margins, _scores
 
 
 # --- Rigorous evaluation of both ends ---------------------------------------------------------------
