@@ -10,7 +10,8 @@ Sections: ``kernels`` (one pass of the Perceptron and of Pegasos against scikit-
 semantics and against the streaming floor, one compiled read of the same array), ``kernel_pegasos``
 (against a straightforward NumPy implementation), ``cache`` (a new process loads compiled kernels from
 disk), ``startup`` (``boundlab --help``, a rejected config), ``compose`` (a composition of boundlab's config by
-Hydra's own loader against the same with ``pipeline.hydra_seam``'s two patches), ``single`` (the default ``boundlab`` against a
+Hydra's own loader against the same with ``pipeline.sweep.hydra_seam``'s two patches), ``single`` (the default ``boundlab``
+against a
 bare Hydra app's single run), ``stream`` (T examples generated in chunks, never materialised: wall time and
 peak memory), ``files`` (the whole ``boundlab dataset=file`` run on generated files of 1e5 and 1e6 rows and a
 sparse one: wall time and peak memory, benchmarks/bench_files.py) and ``sweep`` (sweeps of each job kind of
@@ -360,7 +361,7 @@ COMPOSE_JOBS = (["seed=1"], ["algorithm=pegasos", "T=100"], ["experiment=percept
 def bench_compose(reps: int, per: int) -> dict[str, Any]:
     """One composition of boundlab's config (``load_configuration``, the ``hydra`` node included, as the
     run and each composed sweep job do) by Hydra's own loader, against the same loader with the seam's
-    shallow repository copy and kept config reads (``pipeline.hydra_seam.copy_repositories_shallow``,
+    shallow repository copy and kept config reads (``pipeline.sweep.hydra_seam.copy_repositories_shallow``,
     ``keep_config_reads``), alternating per repetition in this process. Each repetition composes the
     :data:`COMPOSE_JOBS` ``per`` times; both must give the same configs."""
     from hydra import initialize_config_dir
@@ -369,9 +370,9 @@ def bench_compose(reps: int, per: int) -> dict[str, Any]:
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
-    from pipeline import hydra_seam
+    from pipeline.sweep import hydra_seam
     from pipeline.paths import CONF_DIR
-    from pipeline.schemas import register
+    from pipeline.sweep.schemas import register
 
     register()
     hydra_seam.copy_repositories_shallow()
@@ -565,12 +566,13 @@ BREAKDOWN_CODE = """
 import json, sys, time
 from pathlib import Path
 from hydra import compose, initialize_config_dir
-from pipeline import markers, tracking
-from pipeline.config import build
+from pipeline import tracking
+from pipeline.job import markers
+from pipeline.job.config import build
 from pipeline.paths import CONF_DIR
-from pipeline.run import prepare, run
-from pipeline.schemas import register
-from pipeline.stages import write
+from pipeline.job.run import prepare, run
+from pipeline.sweep.schemas import register
+from pipeline.sweep.stages import write
 reps, out_dir, args = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
 register()
 with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -591,7 +593,7 @@ for j, cfg in enumerate(cfgs):
     if j:  # the first job pays imports and compilation
         for (_, a), (name, b) in zip(marks, marks[1:]):
             parts[name] = parts.get(name, 0.0) + (b - a) / reps
-from pipeline.preflight import preflight
+from pipeline.sweep.preflight import preflight
 t = time.perf_counter()
 preflight(["-m", f"seed=range(0,{reps})", *args])
 parts["preflight (every job composed and validated before the first)"] = (time.perf_counter() - t) / reps

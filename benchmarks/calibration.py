@@ -10,9 +10,9 @@ bound placed exactly at the truth (the edge: both one-sided nulls are true there
 must each come out in at most alpha = 5 % of sweeps), 5 % and 20 % below it (a false bound: "holds" must come
 out in at most 5 %), 25 % above it and at twice it (a true bound with room: "holds" is the power). Every (E)
 family declares a finite range, so every one can say "holds" and its false-holds rate could fail; the (E)
-verdict is the engine's test by betting (:mod:`pipeline.limits`, the mixture of plug-in bettors whose bets
+verdict is the engine's test by betting (:mod:`pipeline.judging.limits`, the mixture of plug-in bettors whose bets
 depend on no planned count), run on all sweeps of a cell at once (columns of one array, checked against
-:func:`pipeline.limits.test_below` / ``test_above`` on a few sweeps). The (E) families:
+:func:`pipeline.judging.limits.test_below` / ``test_above`` on a few sweeps). The (E) families:
 
 - ``bounded``: Beta(2, 5) on [0, 1];
 - ``skewed``: a log-normal capped at 60, skewness about 10 (the random-iterate suboptimality's shape), [0, 60];
@@ -27,7 +27,7 @@ depend on no planned count), run on all sweeps of a cell at once (columns of one
 
 Per family: the rates at each case; for the true bounds with room, the median over sweeps of the seeds the
 test needs (where its capital first reaches 1/alpha on a long stream of the family) over the information
-floor :func:`pipeline.limits.floor_seeds` at the true mean (``floor_ratio``), and the same for a bettor who
+floor :func:`pipeline.judging.limits.floor_seeds` at the true mean (``floor_ratio``), and the same for a bettor who
 knows the law and bets its Kelly fraction (``kelly_ratio``, ln(1/alpha) over the law's best growth rate: what
 the spread of the law costs any test, which the floor, stated for values that all equal the mean, ignores).
 
@@ -37,7 +37,7 @@ which *any* look says "holds" (at the edge, and with the bound 5 % low) or "viol
 <= alpha. Beside it, the rate of the test before this change, whose bets were tuned to the number of values
 judged (each look a new test on the same data).
 
-**(P).** The per-setting rule :func:`pipeline.verdicts.probability_rule` (what ``judge_bound`` decides with)
+**(P).** The per-setting rule :func:`pipeline.judging.verdicts.probability_rule` (what ``judge_bound`` decides with)
 on simulated violation counts: ``seed_correlated`` (10 settings x 60 seeds, every setting's runs of one seed
 violate together: one shared uniform per seed), the same with 200 seeds, ``partly_shared`` (3 x 200, the
 settings' violations correlated through a Gaussian copula, rho = 0.5) and ``independent`` (one setting of 60
@@ -47,7 +47,7 @@ the engine's before issue 32 (Student t limits for (E), Clopper-Pearson over poo
 
 **Power on the real runs.** Every built-in bound of the main job's results (``results/*/results.parquet``,
 from ``dvc repro``) is scaled by 0.99, 0.9, 0.5 and 0.1 (a planted error: the bound made 1 %, 10 %, 50 %, 90 %
-too small) and judged again by :func:`pipeline.verdicts.judge_bound` on the same runs: the share of claims
+too small) and judged again by :func:`pipeline.judging.verdicts.judge_bound` on the same runs: the share of claims
 whose verdict becomes "violated", per guarantee type, and whether every (D) bound attained with ratio 1 (the
 tight constructions) is caught at 0.99. Without results (no ``dvc repro`` here) the previous file's section
 is carried over and marked so.
@@ -72,8 +72,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import limits  # noqa: E402
-from pipeline.verdicts import ALPHA, HOLDS, VIOLATED, binomial_limits, judge_bound, probability_rule  # noqa: E402
+from pipeline.judging import limits  # noqa: E402
+from pipeline.judging.verdicts import ALPHA, HOLDS, VIOLATED, binomial_limits, judge_bound, probability_rule  # noqa: E402
 
 # bound / truth: at the truth (the edge: a false "violated" or a false "holds" is the error), 5 % and 20 % below
 # it (a false "holds" is the error; "violated" is power), 25 % and 100 % above it ("holds" is power)
@@ -160,7 +160,7 @@ def _check_against_the_tests(x: np.ndarray, b, lo, hi) -> None:  # noqa: ANN001
 
 
 def _verdicts(x: np.ndarray, b, lo, hi) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
-    """Per sweep (column): violated, and holds (when not violated), as :func:`pipeline.verdicts` decides one
+    """Per sweep (column): violated, and holds (when not violated), as :func:`pipeline.judging.verdicts` decides one
     setting."""
     violated = _rejects(_log_above(x, b, lo, hi))
     holds = _rejects(_log_below(x, b, lo, hi)) & ~violated if np.all(np.isfinite(hi)) else np.zeros_like(violated)

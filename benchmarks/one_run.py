@@ -8,7 +8,7 @@ rest ("start, Hydra, logging") is the difference.
   after a fresh clone;
 - **warm**: the same caches and store again, as every later run;
 - **warm, Python's own exit**: the same, ending as a plain Python program ends (the modules torn down),
-  as the command did before :func:`pipeline.interrupts.quick_exit`.
+  as the command did before :func:`pipeline.sweep.interrupts.quick_exit`.
 
 Alternated with a bare Hydra app's single run (the ratio's denominator), each contender in its own output
 directory. The load average is printed at the start; the machine is shared, so min and median are reported.
@@ -47,20 +47,20 @@ PROBE = textwrap.dedent("""
         setattr(owner, name, timed)
     t = time.perf_counter()
     import numba.core.caching as caching, numba.core.dispatcher as dispatcher
-    import pipeline.cli, pipeline.stages as stages
+    import pipeline.cli, pipeline.sweep.stages as stages
     phases["import: the command (Hydra, numba, the package's entry)"] = time.perf_counter() - t
     t = time.perf_counter()
-    import pipeline.run, pipeline.identity as identity, pipeline.preflight as preflight
+    import pipeline.job.run, pipeline.job.identity as identity, pipeline.sweep.preflight as preflight
     phases["import: the run path (pandas, statistics, learners)"] = time.perf_counter() - t
     t = time.perf_counter()
     import pipeline.tracking as tracking
     wrap(preflight, "checked_plan", "pre-flight check (composition, validation)")
     wrap(identity, "job_code", "the job's code identity (import closure)")
-    wrap(pipeline.run, "prepare", "data and certificate")
+    wrap(pipeline.job.run, "prepare", "data and certificate")
     wrap(tracking, "_open_client", "MLflow: import and open the store")
     wrap(caching.Cache, "load_overload", "numba: load kernels from the disk cache (first: numba's set-up)")
     wrap(dispatcher.Dispatcher, "compile", "numba: compile or load, in all")
-    wrap(pipeline.run, "run", "learner, statistics, bounds (kernels included)")
+    wrap(pipeline.job.run, "run", "learner, statistics, bounds (kernels included)")
     wrap(stages, "write", "writing the results")
     wrap(tracking.JobRun, "finish", "MLflow: logging the run")
     def done():  # registered last, so the first exit handler to run

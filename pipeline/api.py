@@ -4,9 +4,9 @@ A sweep writes its results into a directory (``multirun/...`` after ``boundlab -
 ``results/NAME`` after ``dvc repro``) and logs the same files to its MLflow parent run.
 :func:`load` reads either into a :class:`Results`; :func:`experiment` reads ``results/NAME`` of a
 checkout together with the experiment's claims. Nothing is recomputed: the verdicts are the sweep's
-(``metrics.json``, :func:`pipeline.callbacks.summary`) and each claim is judged from them as the report
-judges it (:func:`pipeline.verdicts.judge_claim`). :meth:`Results.plot` draws any of the report's figures
-into a given matplotlib Axes. Neither this module nor :mod:`pipeline.plots` selects a matplotlib backend
+(``metrics.json``, :func:`pipeline.sweep.callbacks.summary`) and each claim is judged from them as the report
+judges it (:func:`pipeline.judging.verdicts.judge_claim`). :meth:`Results.plot` draws any of the report's figures
+into a given matplotlib Axes. Neither this module nor :mod:`pipeline.outputs.plots` selects a matplotlib backend
 or imports pyplot. See docs/notebook.md.
 
 In a notebook::
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 
-from pipeline.report import RESUME, SweepNotFinished, read_results
-from pipeline.verdicts import ClaimVerdict, judge_claim
+from pipeline.outputs.report import RESUME, SweepNotFinished, read_results
+from pipeline.judging.verdicts import ClaimVerdict, judge_claim
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -91,11 +91,11 @@ class Results:
         return list(self._plan())
 
     def _plan(self) -> dict[str, tuple[str, dict[str, Any]]]:
-        from pipeline import plots
+        from pipeline.outputs import plots
 
         plan = {s.stem: (s.kind, s.kwargs) for s in plots.figure_plan(self.table, self.curves)} if len(self.table) else {}
         compare = self.spec.get("compare")
-        if compare and self.name and len(self.table):  # the report's own comparison (pipeline.report.load)
+        if compare and self.name and len(self.table):  # the report's own comparison (pipeline.outputs.report.load)
             plan[f"{self.name}_{compare['quantity']}_by_{compare['by']}"] = (
                 "compare", {"quantity": compare["quantity"], "by": compare["by"], "x": compare.get("x")})
         return plan
@@ -104,13 +104,13 @@ class Results:
         """Draw ``figure`` into ``ax`` and return the Figure drawn on.
 
         ``figure``: a stem of :attr:`figures` (e.g. ``"novikoff_measured_vs_bound"``), whose arguments
-        ``kwargs`` may override, or a figure function of :data:`pipeline.plots.KINDS`
+        ``kwargs`` may override, or a figure function of :data:`pipeline.outputs.plots.KINDS`
         (``"measured_vs_bound"``, ``"curves_vs_bound"``, ``"rate_vs_bound"``, ``"ratio_heatmap"``,
         ``"compare"``) with its arguments, e.g. ``plot("measured_vs_bound", bound="novikoff", ax=ax)``.
         ``ax``: an Axes (for the figures of several panels, the one named by ``panel=``), a Figure or
-        SubFigure (every panel), or None (a new Figure). See :mod:`pipeline.plots`.
+        SubFigure (every panel), or None (a new Figure). See :mod:`pipeline.outputs.plots`.
         """
-        from pipeline import plots
+        from pipeline.outputs import plots
 
         plan = self._plan()
         if figure in plan:
@@ -209,7 +209,7 @@ def _report_record(path: Path) -> dict[str, Any]:
     if isinstance(record, dict):
         return record
     warnings.warn(f"{path}: not the report's record (a JSON object); its git commit and parent run are left out: "
-                  "run the report again (python -m pipeline.report)", stacklevel=3)
+                  "run the report again (python -m pipeline.outputs.report)", stacklevel=3)
     return {}
 
 
@@ -264,7 +264,7 @@ def _hydra_record(sweep_dir: Path) -> dict[str, Any]:
         cfg = OmegaConf.to_container(loaded, resolve=False)
         hydra = cfg.pop("hydra", {}) or {}
         out["overrides"] = [str(o) for o in (hydra.get("overrides") or {}).get("task") or []]
-        for override in out["overrides"]:  # as the parent run's params record them (pipeline.callbacks._swept)
+        for override in out["overrides"]:  # as the parent run's params record them (pipeline.sweep.callbacks._swept)
             key, _, value = override.lstrip("+~").partition("=")
             if value and not key.startswith("hydra") and key != "force":
                 grid[key] = value
@@ -297,7 +297,7 @@ def _own_claims(from_file: dict[str, Any], recorded: dict[str, Any], name: str |
 
 
 def _claims_in(description: str) -> list[dict[str, str]]:
-    """The claims a parent run's description lists ('- bound (G): sentence', pipeline.callbacks._description)."""
+    """The claims a parent run's description lists ('- bound (G): sentence', pipeline.sweep.callbacks._description)."""
     import re
 
     return [{"bound": m[1], "guarantee": m[2], "claim": m[3]}
@@ -329,7 +329,7 @@ def _from_directory(directory: Path, experiments: Path | None, sweep_dir: Path |
 
 def _environment() -> dict[str, Any]:
     """Python and package versions of this process (what reads the results; the report records the same)."""
-    from pipeline.report import provenance
+    from pipeline.outputs.report import provenance
 
     return provenance()
 

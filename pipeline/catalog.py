@@ -78,8 +78,8 @@ arguments."""
 def main(argv: list[str] | None = None) -> int:
     """``boundlab-datasets``: the table on stdout (exit 0); ``--help``: what it prints; anything else: one line
     and exit 2, before any dataset is certified. Quiet when the reader of stdout has gone
-    (:func:`pipeline.interrupts.until_the_reader_leaves`)."""
-    from pipeline.interrupts import until_the_reader_leaves
+    (:func:`pipeline.sweep.interrupts.until_the_reader_leaves`)."""
+    from pipeline.sweep.interrupts import until_the_reader_leaves
 
     return until_the_reader_leaves(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
 

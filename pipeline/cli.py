@@ -1,11 +1,11 @@
 """The ``boundlab`` command: a Hydra app whose every job is validated before any work starts.
 
-``main`` runs the pre-flight first (``pipeline.preflight``: the whole sweep checked, a bad value stopped
+``main`` runs the pre-flight first (``pipeline.sweep.preflight``: the whole sweep checked, a bad value stopped
 with one line on stderr and exit code 2, before an output directory or an MLflow run exists), then the run
 or the sweep, in rounds for ``seeds=auto``. From its first line a stop guard
-(``pipeline.interrupts.StopGuard``) makes Ctrl-C, SIGTERM and SIGHUP end the command within seconds, its
+(``pipeline.sweep.interrupts.StopGuard``) makes Ctrl-C, SIGTERM and SIGHUP end the command within seconds, its
 runs KILLED. Heavy libraries (numba, mlflow, pandas) are imported only by jobs. What it needs of Hydra's
-private internals (the ``--help`` listing) it reaches through ``pipeline.hydra_seam``.
+private internals (the ``--help`` listing) it reaches through ``pipeline.sweep.hydra_seam``.
 """
 
 from __future__ import annotations
@@ -18,18 +18,19 @@ from typing import NoReturn, Sequence
 import hydra
 from omegaconf import DictConfig
 
-from pipeline import hydra_seam, interrupts, preflight, sweep  # sweep also registers the config's ${boundlab:...} resolver
+# context (sweep) also registers the config's ${boundlab:...} resolver
+from pipeline.sweep import context as sweep, hydra_seam, interrupts, preflight
 from pipeline.paths import CONF_DIR, fault
-from pipeline.preflight import Plan, fail
+from pipeline.sweep.preflight import Plan, fail
 
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
 def _app(cfg: DictConfig) -> None:
     from pipeline.params import UserError
-    from pipeline.stages import job
+    from pipeline.sweep.stages import job
 
     if cfg.get("pack_members"):  # a pack job of a packed sweep (pack=N): its members, part by part
-        from pipeline.pack import run_pack as job
+        from pipeline.sweep.pack import run_pack as job
     try:
         job(cfg)
     except UserError as e:  # found once the data exist (a data file, a batch larger than the sample)
@@ -50,7 +51,7 @@ class _Rounds(Exception):
 
 def command() -> NoReturn:
     """The ``boundlab`` console script: :func:`main`, then the process ends at once
-    (:func:`pipeline.interrupts.quick_exit`: the exit handlers run, the modules are not torn down), quietly
+    (:func:`pipeline.sweep.interrupts.quick_exit`: the exit handlers run, the modules are not torn down), quietly
     when the reader of its output has gone (``boundlab --help | head -1``). An exception other than
     ``SystemExit`` takes Python's own way out (its traceback, then the teardown)."""
     try:
@@ -124,7 +125,7 @@ def _open_claims(last: dict) -> list[str]:
 
 def _whole(k: int, unit: int, budget: int) -> int:
     """``k`` seeds rounded up to whole packs of ``unit`` (a packed round: each pack one block of a setting's
-    seeds, reused by the next round: ``pipeline.pack.by_setting``), at most ``budget``."""
+    seeds, reused by the next round: ``pipeline.sweep.pack.by_setting``), at most ``budget``."""
     return min(budget, -(-k // unit) * unit)
 
 
@@ -147,8 +148,8 @@ def _sequential(argv: list[str], budget: int, step: int, minutes: float | None =
     that many minutes from the start is cut to what fits, and none starts when not one more seed fits.
     The verdicts use anytime-valid tests, so stopping at any round keeps their level (docs/bounds.md
     section 9). ``unit``: a packed sweep's ``pack``; its rounds add seeds in whole packs, each pack one block
-    of one setting's seeds, and reuse the earlier rounds' packs from the job store (``pipeline.pack``)."""
-    from pipeline import callbacks
+    of one setting's seeds, and reuse the earlier rounds' packs from the job store (``pipeline.sweep.pack``)."""
+    from pipeline.sweep import callbacks
     from pipeline.judging.guarantees import guarantee
 
     began, n, done, spent, r, why = time.monotonic(), _whole(step, unit, budget), 0, 0.0, 0, ""
@@ -219,7 +220,7 @@ def _once(argv: list[str], in_round: bool = False, forced_from: int | None = Non
         if plan.multirun:
             sweep.vouch(plan.task_jobs())  # the sweeper (hydra/sweeper=boundlab) need not compose them again
             if plan.ray_init is not None:
-                from pipeline.ray_worker import keep_on_loopback
+                from pipeline.sweep.ray_worker import keep_on_loopback
 
                 keep_on_loopback(plan.ray_init)
             context = context.with_(size=len(plan.jobs), key=plan.sweep_key())
@@ -250,8 +251,8 @@ def _once(argv: list[str], in_round: bool = False, forced_from: int | None = Non
         if listing is not None:  # Hydra's own method again (a later command in this process: its own repository)
             listing()
         guard.close()
-        if "pipeline.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
-            sys.modules["pipeline.callbacks"].release_sweep()
+        if "pipeline.sweep.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
+            sys.modules["pipeline.sweep.callbacks"].release_sweep()
 
 
 def _end_stranded_parent(plan: Plan | None, why: str | None = None) -> None:
@@ -297,7 +298,7 @@ def _interrupted(plan: Plan | None) -> None:
 
 
 def _stopped(name: str, during: str, uri: str | None) -> None:
-    """What the stop guard does before it ends the process (``pipeline.interrupts.StopGuard``): the runs
+    """What the stop guard does before it ends the process (``pipeline.sweep.interrupts.StopGuard``): the runs
     this process holds, and the sweep's parent with its open children, end KILLED."""
     from pipeline import tracking
 

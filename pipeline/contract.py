@@ -1,11 +1,11 @@
 """The contract between a learner and the statistic providers: one frozen record per problem a run hands over.
 
 A learner reports what it did in :class:`pipeline.learners.base.Outcome`; what the statistic providers
-(:mod:`pipeline.statistics`) need beyond its per-step losses and statistics (the data of the objective, the
+(:mod:`pipeline.job.statistics`) need beyond its per-step losses and statistics (the data of the objective, the
 index stream, the iterates at the snapshot steps) it hands over as one of the records below, in
 ``Outcome.run``. A provider declares the record type it reads (``Provider.record``) and reads its typed
 attributes: a reader, or a type checker (``tests/test_lint.py`` runs mypy on this module and on
-:mod:`pipeline.statistics`), can follow every value from the learner that set it to the provider that uses it.
+:mod:`pipeline.job.statistics`), can follow every value from the learner that set it to the provider that uses it.
 
 The records sit in the records layer (docs/architecture.md), below the learners and the statistics, and import
 nothing of the project: a plug-in learner hands over one of them (or its own subclass of :class:`Run`, with a
@@ -34,7 +34,7 @@ from pipeline.risk import Cost  # the label cost's type, beside the costs it nam
 @dataclass(frozen=True, kw_only=True)
 class Run:
     """Base of every record a learner hands to the statistic providers. A provider declared for a record
-    type serves its subclasses too (:func:`pipeline.statistics.provider_for` walks the MRO)."""
+    type serves its subclasses too (:func:`pipeline.job.statistics.provider_for` walks the MRO)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,7 +35,7 @@ def run_sweep(experiment: str, params_file: Path = Path("params.yaml"), results:
     failed job or a violated bound) is published too, then the exit is passed on."""
     from omegaconf import OmegaConf
 
-    from pipeline import callbacks
+    from pipeline.sweep import callbacks
     from pipeline.cli import main
 
     params = OmegaConf.to_container(OmegaConf.load(params_file)) if params_file.exists() else {}
@@ -89,12 +89,12 @@ def stage(name: str, results: Path = Path("results")) -> None:
     """The DVC stage of experiment ``name``: its sweep into ``results/NAME``. A sweep whose only problem
     is a violated bound is recorded (results, metrics, MLflow parent run FAILED) and the stage goes on,
     so the report shows it and then fails the pipeline; any other failure stops it here."""
-    from pipeline.verdicts import VIOLATED
+    from pipeline.judging.verdicts import VIOLATED
 
     try:
         run_sweep(name, results=results)
     except SystemExit as e:
-        from pipeline import callbacks
+        from pipeline.sweep import callbacks
 
         metrics_file = results / name / "metrics.json"
         if e.code != 1 or not metrics_file.exists() or not callbacks.LAST:  # not this sweep's results: a real failure
@@ -116,12 +116,12 @@ def reads(experiment: str) -> list[str]:
     from omegaconf import OmegaConf
 
     from pipeline.paths import CONF_DIR
-    from pipeline.preflight import sweep_jobs
-    from pipeline.schemas import register
+    from pipeline.sweep.preflight import sweep_jobs
+    from pipeline.sweep.schemas import register
 
     register()
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        # the jobs of ``boundlab -m experiment=NAME`` as pipeline.preflight.plan_of finds them, from the one
+        # the jobs of ``boundlab -m experiment=NAME`` as pipeline.sweep.preflight.plan_of finds them, from the one
         # composition of the experiment (plan_of's checks of a user's command line, two compositions more,
         # have nothing to check in the package's own experiments)
         base = hydra.compose("config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
@@ -148,7 +148,8 @@ def dvc_yaml() -> str:
         stages[name] = {"cmd": f"python -m pipeline.dvc_stage {name}",
                         "deps": ["pipeline", "conf", f"experiments/{name}.yaml", "constraints.txt"],
                         "params": [{"params.yaml": reads(name)}], "outs": [f"results/{name}"]}
-    stages["report"] = {"cmd": "python -m pipeline.report", "deps": ["pipeline", "constraints.txt", "results", "experiments"],
+    stages["report"] = {"cmd": "python -m pipeline.outputs.report",
+                        "deps": ["pipeline", "constraints.txt", "results", "experiments"],
                         "outs": ["report/index.html", "report/experiments", "report/summary.md", "report/verdicts.json",
                                  "report/figures", {"report/claims.json": {"cache": False}}],
                         "metrics": [{"report/counts.json": {"cache": False}}]}
@@ -246,7 +247,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from pipeline.interrupts import quick_exit, until_the_reader_leaves
+    from pipeline.sweep.interrupts import quick_exit, until_the_reader_leaves
 
     # without the interpreter's teardown of MLflow and numba (~1 s a stage); quiet when stdout's reader has gone
     quick_exit(until_the_reader_leaves(lambda: main(sys.argv[1:])))

@@ -24,7 +24,7 @@ def project_root() -> Path:
 
 def cache_dir() -> Path:
     """``BOUNDLAB_CACHE`` if set, else ``.cache`` in the project root: certified statistics, parsed imports
-    and the job store (``pipeline.store``)."""
+    and the job store (``pipeline.job.store``)."""
     return Path(os.environ.get("BOUNDLAB_CACHE") or project_root() / ".cache")
 
 

@@ -6,14 +6,14 @@ Four entry-point groups, one per kind (docs/plugins.md):
 - ``boundlab.datasets``: ``NAME = "module:Class"``, a dataset generator class whose ``name`` is ``NAME``;
 - ``boundlab.bounds``: ``LABEL = "module:OBJECT"``, a :class:`pipeline.bounds.Bound` record or a sequence of
   them, each naming the learner it speaks about (``Bound.learner``);
-- ``boundlab.statistics``: ``LABEL = "module:OBJECT"``, a :class:`pipeline.statistics.Provider` record or a
+- ``boundlab.statistics``: ``LABEL = "module:OBJECT"``, a :class:`pipeline.job.statistics.Provider` record or a
   sequence of them, each computing statistics from the runs of one :mod:`pipeline.contract` record type
   (``Provider.record``): what a plug-in learner's bounds require that its run does not give.
 
 boundlab's own learners, bounds and datasets are registered the same way (``pyproject.toml``), so the
 registries below hold built-ins and plug-ins alike; ``pipeline.learners.LEARNERS``,
 ``pipeline.data.DATASETS`` and ``pipeline.bounds.bounds_for`` are views over them. boundlab's own providers
-are :data:`pipeline.statistics.PROVIDERS`, beside which :func:`pipeline.statistics.registry` puts the plug-ins'.
+are :data:`pipeline.job.statistics.PROVIDERS`, beside which :func:`pipeline.job.statistics.registry` puts the plug-ins'.
 
 Discovery reads entry-point metadata only (:mod:`importlib.metadata`): nothing is imported until a
 name is used (``registry[name]``), so ``boundlab --help`` and config errors stay fast. A name claimed by
@@ -299,7 +299,7 @@ class BoundRegistry:
 
     def modules_for(self, learner: str) -> tuple[str, ...]:
         """The modules that define the bounds of ``learner`` (what a job's identity must include: editing a
-        plug-in's bound module reruns its jobs; pipeline.identity.job_roots)."""
+        plug-in's bound module reruns its jobs; pipeline.job.identity.job_roots)."""
         names = self._judged_as(learner)
         return tuple(sorted({e.value.partition(":")[0].strip() for e, b in self._load() if b.learner in names}))
 
@@ -321,8 +321,8 @@ BOUNDS = BoundRegistry()
 
 class ProviderRegistry:
     """The objects of every ``boundlab.statistics`` entry point (plug-ins' statistic providers), loaded on first
-    use. What they must be (a :class:`pipeline.statistics.Provider` or a tuple of them) is checked by
-    :func:`pipeline.statistics.plugin_providers`, the layer that defines the record (this module stays below it)."""
+    use. What they must be (a :class:`pipeline.job.statistics.Provider` or a tuple of them) is checked by
+    :func:`pipeline.job.statistics.plugin_providers`, the layer that defines the record (this module stays below it)."""
 
     def __init__(self) -> None:
         self._entries: dict[str, Entry] | None = None
@@ -351,7 +351,7 @@ class ProviderRegistry:
     def modules(self) -> tuple[str, ...]:
         """The modules the entry points name, from metadata (nothing imported): a provider may serve any run
         (``Provider.record`` None, or a record it does not own), so every job's identity includes them
-        (pipeline.identity.job_roots); with no plug-in provider installed, none."""
+        (pipeline.job.identity.job_roots); with no plug-in provider installed, none."""
         return tuple(sorted({e.value.partition(":")[0].strip() for e in self.entries().values()}))
 
     def refresh(self) -> None:

@@ -23,7 +23,7 @@ What is checked (small samples, a few seeds: each call takes seconds):
   finite class, multiclass margin data, a stream: those the learner accepts) over a few seeds.
 - ``check_bound(bound)``: a well-formed :class:`pipeline.bounds.Bound`; its learner is registered (or given);
   every statistic it ``requires`` is provided by the dataset's certified statistics, the learner's
-  ``Outcome.stats`` or a registered statistic provider (:func:`pipeline.statistics.registry`), its ``quantity``
+  ``Outcome.stats`` or a registered statistic provider (:func:`pipeline.job.statistics.registry`), its ``quantity``
   by ``Outcome.quantities`` or such a provider (per step in
   ``Outcome.steps`` for ``anytime="trace"``); its value is deterministic; a (D) bound is never violated.
 - ``check_dataset(Class, **params)``: it declares ``name``, ``params`` and ``kind``, and ``generate`` makes a sample
@@ -230,14 +230,14 @@ def _arrays(ds: Any) -> dict[str, Any]:
 
 
 def _seeds(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
-    data_seed, algorithm_seed = np.random.SeedSequence(seed).spawn(2)  # as pipeline.run does
+    data_seed, algorithm_seed = np.random.SeedSequence(seed).spawn(2)  # as pipeline.job.run does
     return np.random.default_rng(data_seed), np.random.default_rng(algorithm_seed)
 
 
 def _compatible(learner: Any, generator: Any, seed: int) -> tuple[Any, str | None]:
     """(the job's sample, None) when ``learner`` runs on ``generator``'s data, else (None, why not)."""
-    from pipeline.config import Job
-    from pipeline.run import prepare
+    from pipeline.job.config import Job
+    from pipeline.job.run import prepare
 
     try:
         return prepare(Job(experiment="conformance", seed=seed, learner=learner, dataset=generator)), None
@@ -246,9 +246,9 @@ def _compatible(learner: Any, generator: Any, seed: int) -> tuple[Any, str | Non
 
 
 def _stats(bounds: Iterable[Any], ds: Any, outcome: Any, learner: Any = None) -> dict[str, Any]:
-    """The statistics the pipeline hands the bounds (pipeline.run.run): the sample's and the outcome's,
+    """The statistics the pipeline hands the bounds (pipeline.job.run.run): the sample's and the outcome's,
     completed by the statistic providers with what ``bounds`` read."""
-    from pipeline.statistics import complete
+    from pipeline.job.statistics import complete
 
     return ds.stats.as_dict() | complete(ds, learner, outcome, bounds).stats
 
@@ -257,7 +257,7 @@ def _judge(bounds: tuple[Any, ...], ds: Any, outcome: Any, subject: str, where: 
            learner: Any = None) -> list[dict[str, Any]]:
     """Evaluate ``bounds`` on one run as the pipeline does (each part of a split run on its own); fail on a
     statistic or quantity neither the run nor a statistic provider gives, or on a violated (D) bound."""
-    from pipeline.statistics import available
+    from pipeline.job.statistics import available
 
     bounds = tuple(b for b in bounds if available(b, ds))
     stats = _stats(bounds, ds, outcome, learner)
@@ -270,7 +270,7 @@ def _judge(bounds: tuple[Any, ...], ds: Any, outcome: Any, subject: str, where: 
                 raise _fail(subject, "statistics provided", f"bound {b.name} requires {missing}, which neither the "
                             f"dataset's statistics, the learner's Outcome.stats nor a statistic provider for its "
                             f"run's record {type(out.run).__name__ if out.run is not None else None} "
-                            f"(pipeline.statistics) provide ({where}); provided: "
+                            f"(pipeline.job.statistics) provide ({where}); provided: "
                             f"{sorted(part_stats)}")
             for q in (b.quantity, b.quantity_low):
                 if q and q not in out.quantities:
@@ -324,8 +324,8 @@ def check_learner(cls: type, *, params: dict[str, Any] | None = None, datasets: 
     required ones default to small values); ``datasets``: dataset generators to run on instead of the
     library's constructions; ``bounds``: bound records to judge besides those registered for its name."""
     from pipeline.bounds.registry import bounds_for
-    from pipeline.config import Job
-    from pipeline.run import run
+    from pipeline.job.config import Job
+    from pipeline.job.run import run
 
     subject = f"learner {getattr(cls, 'name', cls)!r}"
     report = Report(subject)
@@ -389,7 +389,7 @@ def _runnable(fresh: Any, generators: list[tuple[str, Any]], seed: int, subject:
 
 def _check_one_run(fresh: Any, where: str, generator: Any, seed: int, subject: str, report: Report) -> None:
     """Pickling, determinism, no mutation of the inputs and the curves' final values, on one dataset and seed."""
-    from pipeline.statistics import measure
+    from pipeline.job.statistics import measure
 
     ds, _ = _compatible(fresh(), generator, seed)
     before = _arrays(ds)
@@ -536,9 +536,9 @@ def _materialise(ds: Any) -> dict[str, Any]:
 def check_dataset(cls: type, *, seeds: Iterable[int] = (0, 1), **params: Any) -> Report:
     """Check a dataset generator class (see the module docstring); ``params`` are its constructor arguments
     (sizes and required margins default to small values)."""
-    from pipeline.config import Job
+    from pipeline.job.config import Job
     from pipeline.learners import LEARNERS
-    from pipeline.run import run
+    from pipeline.job.run import run
 
     subject = f"dataset {getattr(cls, 'name', cls)!r}"
     report = Report(subject)

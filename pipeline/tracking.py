@@ -41,7 +41,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from pipeline import files, sweep
+from pipeline import files
+from pipeline.sweep import context as sweep
 from pipeline.paths import project_root
 
 PARENT_FILE = ".boundlab_parent"  # in the sweep directory: reaches jobs where the environment does not
@@ -803,7 +804,7 @@ class _Guarded:
 
 def _close_clients() -> None:
     """Close the stores' database connections at the process's exit, which the command takes without
-    tearing its modules down (:func:`pipeline.interrupts.quick_exit`): SQLite folds its write-ahead log
+    tearing its modules down (:func:`pipeline.sweep.interrupts.quick_exit`): SQLite folds its write-ahead log
     into the database file when the last connection closes, so no ``-wal``/``-shm`` file stays beside it."""
     for client in _CLIENTS.values():
         client = getattr(client, "_inner", client)
@@ -1095,7 +1096,7 @@ def end_orphaned_parents(uri: str, experiment: str, own_dir: Path) -> list[str]:
     ``seeds=auto`` round killed and rerun with another grid, a power cut). Their children still RUNNING end
     KILLED too. A parent whose directory cannot be looked at here (another machine's, removed) is left as it
     is; so is ``own_dir``'s (the sweep starting: :func:`resume_parent` reopens it). Returns the ended ids."""
-    from pipeline import locks
+    from pipeline.job import locks
 
     if _left_to_rerun(uri):
         return []
@@ -1186,7 +1187,7 @@ VERDICT_TEXT = 100  # characters of a verdict tag's value; the whole sentence is
 
 
 def verdict_tags(stats: Mapping[str, Any]) -> dict[str, str]:
-    """The parent run's tag per bound of a sweep summary (:func:`pipeline.callbacks.summary`):
+    """The parent run's tag per bound of a sweep summary (:func:`pipeline.sweep.callbacks.summary`):
     ``verdict.BOUND`` = "VERDICT: EVIDENCE", cut at :data:`VERDICT_TEXT` characters with "…" (the whole
     evidence is the ``evidence`` of BOUND in the ``metrics.json`` artifact).
 
@@ -1406,7 +1407,7 @@ class JobRun:
 
 def finish_pack(run: JobRun, params: Mapping[str, Any], metrics: Mapping[str, float], artifacts: Iterable[Path],
                 failed: bool = False) -> None:
-    """End a pack's child run (a packed sweep, ``pipeline.pack``): its params (index, size, the ranges of its
+    """End a pack's child run (a packed sweep, ``pipeline.sweep.pack``): its params (index, size, the ranges of its
     swept keys), its aggregate metrics (non-finite values left out) and its results parts as artifacts
     (under ``results/``); FAILED with a ``boundlab.error`` tag when a member failed."""
     tags = {"boundlab.error": "one or more of its runs failed (see the pack's part markers)"} if failed else {}

@@ -182,7 +182,7 @@ def _boundlab_in_process(*args: str, cwd: Path, env: dict[str, str] | None = Non
 @pytest.fixture(scope="session")
 def in_process():  # noqa: ANN201
     """``in_process(call, cwd=..., env=...)``: run ``call()`` (a command's entry function, e.g.
-    ``pipeline.report.main``) in this process as its command would run, returning what the process would
+    ``pipeline.outputs.report.main``) in this process as its command would run, returning what the process would
     (exit code, stdout, stderr)."""
     return _in_process
 
@@ -209,12 +209,12 @@ def shared_compositions(monkeypatch: pytest.MonkeyPatch, _compositions: dict[str
     """The pre-flight's compose-once cache (``hydra_seam.Composer``: one Hydra composition per choice of config
     groups, each job's plain ``key=value`` overrides applied by Hydra's own code to an unpickled copy) kept
     for the test module instead of one command, keyed by the config directory the pre-flight reads (a test
-    may point ``pipeline.preflight.CONF_DIR`` elsewhere). The whole pre-flight still runs, as the command runs
+    may point ``pipeline.sweep.preflight.CONF_DIR`` elsewhere). The whole pre-flight still runs, as the command runs
     it: a module's many command lines over the same few groups cost one composition each group choice
     (~60 ms) instead of one each command line; a value that does not apply is composed by Hydra itself, as
     in the command (tests/test_config.py ``test_preflight_composes_each_job_as_hydra_does``)."""
-    from pipeline import hydra_seam
-    from pipeline import preflight as pre
+    from pipeline.sweep import hydra_seam
+    from pipeline.sweep import preflight as pre
 
     class Composer(hydra_seam.Composer):
         def __init__(self) -> None:
@@ -233,8 +233,8 @@ def one_line_error(capsys: pytest.CaptureFixture, shared_compositions: None):  #
     module instead of one command (:func:`shared_compositions`): a module's hundreds of bad values over the
     same few groups then cost one composition each group choice instead of one each value; the checks,
     and the line a user sees, are the same."""
-    from pipeline.preflight import preflight
-    from pipeline.schemas import register
+    from pipeline.sweep.preflight import preflight
+    from pipeline.sweep.schemas import register
 
     def check(argv: list[str]) -> str:
         register()

@@ -174,12 +174,12 @@ def tiny_results(dest: Path, name: str, figures: bool = False) -> None:
     import pandas as pd
     from hydra import compose, initialize_config_dir
 
-    from pipeline import plots
-    from pipeline.callbacks import summary
+    from pipeline.outputs import plots
+    from pipeline.sweep.callbacks import summary
     from pipeline.paths import CONF_DIR
-    from pipeline.config import build
-    from pipeline.run import run
-    from pipeline.schemas import register
+    from pipeline.job.config import build
+    from pipeline.job.run import run
+    from pipeline.sweep.schemas import register
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -214,15 +214,15 @@ def small_separable(seed: int, n: int, off: float = 0.02) -> tuple[np.ndarray, n
 SLOW_JOBS = """\
 import os, time
 if os.environ.get("BOUNDLAB_SLOW_JOB"):
-    import pipeline.run
-    original = pipeline.run.run
+    import pipeline.job.run
+    original = pipeline.job.run.run
     def slow(*args, **kwargs):
         flag = os.environ.get("BOUNDLAB_SLOW_FLAG")
         if flag:
             open(flag + "." + str(os.getpid()), "w").close()
         time.sleep(float(os.environ["BOUNDLAB_SLOW_JOB"]))
         return original(*args, **kwargs)
-    pipeline.run.run = slow
+    pipeline.job.run.run = slow
 """
 
 # Wraps BOUNDLAB_FAULT ("module:Attr.path") so that call number BOUNDLAB_FAULT_CALL (0: every call)
@@ -276,7 +276,7 @@ def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
 
 def alive(pid: int) -> bool:
     """Whether process ``pid`` runs (a zombie does not), as the workers' watch of their driver sees it."""
-    from pipeline.stages import _alive
+    from pipeline.sweep.stages import _alive
 
     return _alive(pid)
 
@@ -334,7 +334,7 @@ def finished_job(out: Path, sources: dict[str, str] | None = None) -> None:
     """A job directory as a finished run of key 'k' leaves it (its data, outputs and done marker)."""
     import pandas as pd
 
-    from pipeline import markers
+    from pipeline.job import markers
     from pipeline.data.certify import content_hash
 
     X, y = np.eye(3), np.array([1.0, -1.0, 1.0])
@@ -389,7 +389,7 @@ COMPOSED: dict[str, dict] = {}
 def composer():  # noqa: ANN201
     """The pre-flight's composer (``hydra_seam.Composer``) with this process's store of compositions, for
     use inside ``initialize_config_dir(CONF_DIR)``."""
-    from pipeline.hydra_seam import Composer
+    from pipeline.sweep.hydra_seam import Composer
     from pipeline.paths import CONF_DIR
 
     made = Composer()
@@ -407,7 +407,7 @@ def compose_job(overrides: list[str]):  # noqa: ANN201
     from hydra import initialize_config_dir
 
     from pipeline.paths import CONF_DIR
-    from pipeline.schemas import register
+    from pipeline.sweep.schemas import register
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -423,9 +423,9 @@ def tiny_outcome(overrides: list[str]) -> tuple[str, object]:
     """("error", message) for a refused job, ("table", table) for one that ran."""
     import warnings
 
-    from pipeline.config import build
+    from pipeline.job.config import build
     from pipeline.params import UserError
-    from pipeline.run import run
+    from pipeline.job.run import run
 
     try:
         with warnings.catch_warnings():

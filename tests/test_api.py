@@ -19,7 +19,8 @@ from helpers import migrated_store
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pipeline import api, plots
+from pipeline import api
+from pipeline.outputs import plots
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "api_sweep"
@@ -225,7 +226,7 @@ def test_experiment_reads_results_with_its_claims_and_provenance(sweep: tuple[Pa
     assert list(claims["status"]) == ["holds", "not applicable"]
     assert claims["evidence"].iloc[0] == res.metrics["novikoff"]["evidence"] and "text" not in claims
     assert res.provenance["git commit"] == "abc123" and res.provenance["question"] == "Does it hold?"
-    assert f"{NAME}_mistakes_by_gamma" in res.figures  # the report's comparison (pipeline.report.load)
+    assert f"{NAME}_mistakes_by_gamma" in res.figures  # the report's comparison (pipeline.outputs.report.load)
     fig = res.plot(f"{NAME}_mistakes_by_gamma")
     assert isinstance(fig, Figure) and fig.axes[0].collections
     with pytest.raises(FileNotFoundError, match="dvc repro"):
@@ -289,7 +290,7 @@ def test_the_pipeline_saves_figures_without_pyplot(sweep: tuple[Path, str], tmp_
 
 
 def test_plots_and_api_neither_select_a_backend_nor_import_pyplot() -> None:
-    for module in ("plots", "api"):
+    for module in ("outputs/plots", "api"):
         tree = ast.parse((ROOT / "pipeline" / f"{module}.py").read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
         modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
@@ -302,7 +303,7 @@ def test_importing_plots_and_api_leaves_the_backend_alone() -> None:
     """A fresh interpreter whose backend is not Agg (MPLBACKEND, as a notebook's kernel sets it)."""
     code = ("import sys, matplotlib\n"
             "before = matplotlib.rcParams._get_backend_or_none()\n"
-            "import pipeline.plots, pipeline.api\n"
+            "import pipeline.outputs.plots, pipeline.api\n"
             "print(before, matplotlib.rcParams._get_backend_or_none(), 'matplotlib.pyplot' in sys.modules)\n")
     env = {**os.environ, "MPLBACKEND": "pdf", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)

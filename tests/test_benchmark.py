@@ -97,10 +97,10 @@ def test_mistake_curve_equals_the_cumulative_sum() -> None:
 
 
 def test_streamed_data_are_refused_by_learners_that_need_the_whole_sample() -> None:
-    from pipeline.config import Job
+    from pipeline.job.config import Job
     from pipeline.learners import Pegasos
     from pipeline.params import UserError
-    from pipeline.run import prepare
+    from pipeline.job.run import prepare
 
     job = Job(experiment="x", seed=0, learner=Pegasos(lam=0.1), dataset=Stream(gamma=0.1, rho=1.0, n=100, d=3))
     with pytest.raises(UserError, match="streamed"):

@@ -1,4 +1,4 @@
-"""pipeline.callbacks: a sweep's start and end. The aggregation (collect) counts a done job without a readable
+"""pipeline.sweep.callbacks: a sweep's start and end. The aggregation (collect) counts a done job without a readable
 table, or with an error after its marker, as failed; a fault in a callback exits nonzero with one line and
 ends the parent run; a SIGTERM during the aggregation leaves the previous sweep files whole."""
 
@@ -13,7 +13,7 @@ from helpers import fault_env as _env
 from helpers import finished_job as _finished_job
 from helpers import sweep_runs as _runs
 
-from pipeline.callbacks import collect
+from pipeline.sweep.callbacks import collect
 
 
 @pytest.mark.parametrize("damage", ["missing", "garbage"])
@@ -57,7 +57,7 @@ def _varied_jobs(root: Path, n: int) -> list[tuple[object, object]]:
 def test_collect_in_chunks_is_one_concatenation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pandas as pd
 
-    from pipeline import tables
+    from pipeline.outputs import tables
 
     frames = _varied_jobs(tmp_path, 11)
     monkeypatch.setattr(tables, "CHUNK", 3)
@@ -74,7 +74,7 @@ def test_collect_in_chunks_is_one_concatenation(tmp_path: Path, monkeypatch: pyt
 def test_collect_shows_its_progress_on_a_long_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     """A sweep's end reads every job's tables (~20 s at 10,000 jobs): a line every few seconds, in job order."""
-    from pipeline import callbacks, progress
+    from pipeline.sweep import callbacks, progress
 
     _varied_jobs(tmp_path, 5)
     monkeypatch.setattr(progress, "EVERY", 0.0)
@@ -92,7 +92,8 @@ def test_collect_holds_a_chunk_of_job_tables_at_a_time(tmp_path: Path, monkeypat
     import gc
     import weakref
 
-    from pipeline import callbacks, tables
+    from pipeline.sweep import callbacks
+    from pipeline.outputs import tables
 
     _varied_jobs(tmp_path, 12)
     monkeypatch.setattr(tables, "CHUNK", 3)
@@ -127,12 +128,12 @@ slow = pytest.mark.slow
 
 
 CALLBACK_FAULTS = {
-    "lock": ("pipeline.locks:hold", "start"),  # the sweep directory cannot be locked (read-only, no flock)
+    "lock": ("pipeline.job.locks:hold", "start"),  # the sweep directory cannot be locked (read-only, no flock)
     "start_parent": ("pipeline.tracking:start_parent", "start"),
     "announce": ("pipeline.tracking:announce_sweep", "start"),
-    "collect": ("pipeline.callbacks:collect", "aggregation"),
-    "figures": ("pipeline.plots:sweep_figures", "aggregation"),
-    "summary": ("pipeline.callbacks:summary", "aggregation"),
+    "collect": ("pipeline.sweep.callbacks:collect", "aggregation"),
+    "figures": ("pipeline.outputs.plots:sweep_figures", "aggregation"),
+    "summary": ("pipeline.sweep.callbacks:summary", "aggregation"),
     "finish_parent": ("pipeline.tracking:finish_parent", "aggregation"),
 }
 
@@ -174,7 +175,7 @@ def test_sigterm_during_aggregation_ends_the_parent_killed_and_leaves_whole_file
         assert boundlab(*cmd, cwd=tmp_path, env=env).returncode == 0
         before = _sweep_files(sweep)
     flag = tmp_path / "aggregating"
-    _, env = _env(tmp_path, "pipeline.plots:sweep_figures", BOUNDLAB_FAULT_MODE="hang", BOUNDLAB_FAULT_FLAG=str(flag))
+    _, env = _env(tmp_path, "pipeline.outputs.plots:sweep_figures", BOUNDLAB_FAULT_MODE="hang", BOUNDLAB_FAULT_FLAG=str(flag))
     code, err = signal_once_started(cmd, flag, signal.SIGTERM, tmp_path, env)  # once the aggregation started
     assert code == 130 and "run the same command to resume" in err, err[-3000:]
     parents, children = _runs(uri, "aggterm")

@@ -29,7 +29,7 @@ from pipeline.learners import KernelPegasos
 from pipeline.numerics import psd_gram
 from pipeline.params import ParamError, UserError
 from pipeline.solvers.certified import margin_lower, margin_upper, radius
-from pipeline.statistics import measure
+from pipeline.job.statistics import measure
 
 # --- Exact arithmetic -------------------------------------------------------------------------------
 

@@ -59,27 +59,27 @@ def test_a_sweep_that_dies_before_its_end_ends_its_parent(tmp_path: Path, boundl
             raise RuntimeError("the launcher cannot start its workers")
         monkeypatch.setattr(BasicLauncher, "launch", broken)
     elif where == "the-working-directory":
-        import pipeline.stages
+        import pipeline.sweep.stages
 
-        original_job = pipeline.stages.job
+        original_job = pipeline.sweep.stages.job
 
         def removed(cfg):  # noqa: ANN001, ANN202
             calls[0] += 1
             if calls[0] == 2:
                 shutil.rmtree(work)
             return original_job(cfg)
-        monkeypatch.setattr(pipeline.stages, "job", removed)
+        monkeypatch.setattr(pipeline.sweep.stages, "job", removed)
     else:
-        import pipeline.stages
+        import pipeline.sweep.stages
 
-        original_job = pipeline.stages.job
+        original_job = pipeline.sweep.stages.job
 
         def vanish(cfg):  # noqa: ANN001, ANN202
             calls[0] += 1
             if calls[0] == 2:
                 raise OSError(2, "No such file or directory (the sweep directory was removed)")
             return original_job(cfg)
-        monkeypatch.setattr(pipeline.stages, "job", vanish)
+        monkeypatch.setattr(pipeline.sweep.stages, "job", vanish)
     done = boundlab_in_process(*cmd, cwd=work, env=env)
     assert done.returncode != 0
     assert "its parent run ended FAILED" in done.stderr and "run the same command to resume" in done.stderr, done.stderr[-2000:]
@@ -99,7 +99,7 @@ def test_a_sweep_that_dies_before_its_end_ends_its_parent(tmp_path: Path, boundl
 @slow
 def test_a_closed_terminal_sighup_stops_a_sweep_like_ctrl_c(tmp_path: Path) -> None:
     flag = tmp_path / "running"
-    uri, env = _env(tmp_path, "pipeline.run:run", BOUNDLAB_FAULT_MODE="hang", BOUNDLAB_FAULT_FLAG=str(flag))
+    uri, env = _env(tmp_path, "pipeline.job.run:run", BOUNDLAB_FAULT_MODE="hang", BOUNDLAB_FAULT_FLAG=str(flag))
     code, err = signal_once_started(["-m", "seed=0,1", "n=50", "name=hangup", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
                                     flag, signal.SIGHUP, tmp_path, env, timeout=60)  # once the job started
     assert code == 130 and "run the same command to resume" in err, err[-3000:]

@@ -29,8 +29,8 @@ def test_the_docs_table_is_the_declaration() -> None:
 
 def _rows_of_a_run(**job: object) -> list[dict[str, object]]:
     """The rows a run writes, as dicts (the run loop's, before the table is made)."""
-    from pipeline.config import build
-    from pipeline.run import run
+    from pipeline.job.config import build
+    from pipeline.job.run import run
 
     from helpers import compose_job
 

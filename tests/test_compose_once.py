@@ -18,9 +18,10 @@ from hydra.types import RunMode
 from omegaconf import OmegaConf
 
 from hydra_plugins.boundlab_sweeper.boundlab_sweeper import ComposeOnce
-from pipeline import sweep, tracking
+from pipeline import tracking
+from pipeline.sweep import context as sweep
 from pipeline.paths import CONF_DIR
-from pipeline.schemas import register
+from pipeline.sweep.schemas import register
 
 JOBS = [
     ["seed=1"],
@@ -198,7 +199,7 @@ def test_help_lists_the_same_groups_from_one_repository_copy() -> None:
 def test_the_listing_is_hydras_again_once_the_command_ends() -> None:
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
-    from pipeline import hydra_seam
+    from pipeline.sweep import hydra_seam
 
     hydras = ConfigLoaderImpl.get_group_options
     restore = hydra_seam.list_groups_once()
@@ -264,7 +265,7 @@ def test_a_composition_that_does_not_pickle_is_deep_copied(loader) -> None:  # n
     """The cache keeps a composition pickled (a copy is one unpickling), or, when pickle cannot name one of
     its classes (a plug-in's structured config imported twice by Hydra's plugin scan), as it is, deep-copied
     per job: either way each job gets its own copy with its overrides applied."""
-    from pipeline.hydra_seam import Compositions, _frozen, parse_overrides
+    from pipeline.sweep.hydra_seam import Compositions, _frozen, parse_overrides
 
     class Local:  # a class pickle cannot import by name
         pass
@@ -287,7 +288,7 @@ def test_interpolation_parses_are_kept_and_resolve_as_before() -> None:
     import omegaconf.grammar_parser
     from omegaconf.errors import GrammarParseError
 
-    from pipeline.hydra_seam import cache_interpolation_parses
+    from pipeline.sweep.hydra_seam import cache_interpolation_parses
 
     assert "parse(_get_value(value))" in inspect.getsource(omegaconf.base.Container._maybe_resolve_interpolation)
     cache_interpolation_parses()
@@ -311,7 +312,7 @@ def test_what_the_shallow_repository_copy_relies_on_in_hydra() -> None:
     changing the repository in place instead of binding a new list."""
     from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
 
-    from pipeline.hydra_seam import copy_repositories_shallow
+    from pipeline.sweep.hydra_seam import copy_repositories_shallow
 
     copy_repositories_shallow()
     constructor = CachingConfigRepository.__init__
@@ -335,7 +336,7 @@ def test_compositions_on_a_shallow_copy_and_kept_reads_equal_hydras_own(loader, 
     ``hydra.searchpath`` makes the composition set new ones."""
     from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
 
-    from pipeline.hydra_seam import copy_repositories_shallow, keep_config_reads
+    from pipeline.sweep.hydra_seam import copy_repositories_shallow, keep_config_reads
 
     copy_repositories_shallow()
     keep_config_reads()
@@ -361,7 +362,7 @@ def test_what_the_kept_config_reads_rely_on_in_hydra() -> None:
     from hydra._internal.core_plugins.file_config_source import FileConfigSource
     from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
 
-    from pipeline.hydra_seam import keep_config_reads
+    from pipeline.sweep.hydra_seam import keep_config_reads
 
     keep_config_reads()
     kept = ConfigRepository.load_config
@@ -386,7 +387,7 @@ def _tiny_loader(conf: Path):  # noqa: ANN202
 def test_a_kept_config_read_is_parsed_once_and_again_when_the_file_changes(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The second composition parses no file; a file rewritten at once, to the same size, is parsed again."""
-    from pipeline.hydra_seam import keep_config_reads
+    from pipeline.sweep.hydra_seam import keep_config_reads
 
     keep_config_reads()
     (tmp_path / "g").mkdir()

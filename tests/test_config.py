@@ -10,11 +10,11 @@ import pytest
 from helpers import compose_job
 from hydra import compose, initialize_config_dir
 
-from pipeline.preflight import preflight
-from pipeline.config import build
+from pipeline.sweep.preflight import preflight
+from pipeline.job.config import build
 from pipeline.paths import CONF_DIR
-from pipeline.run import run
-from pipeline.schemas import register
+from pipeline.job.run import run
+from pipeline.sweep.schemas import register
 
 GROUPS = {g: sorted(p.stem for p in (CONF_DIR / g).glob("*.yaml")) for g in ("algorithm", "dataset", "experiment")}
 TINY = ["n=50", "d=3", "T=500"]
@@ -141,7 +141,7 @@ def test_preflight_composes_each_job_as_hydra_does(job: list[str]) -> None:
     them) gives exactly the config Hydra composes for the job."""
     from omegaconf import OmegaConf
 
-    from pipeline.hydra_seam import Composer
+    from pipeline.sweep.hydra_seam import Composer
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -187,7 +187,7 @@ def test_bad_input_from_the_command_line_leaves_nothing(tmp_path: Path, boundlab
 
 
 def test_no_learner_parameter_shares_a_name_with_a_dataset_parameter() -> None:
-    """A run's parameters are one flat mapping (its table columns and its key, pipeline.config.Job.params):
+    """A run's parameters are one flat mapping (its table columns and its key, pipeline.job.config.Job.params):
     a learner parameter named like a dataset parameter would hide it, and two runs differing only there
     would share a key (and one would be resumed as the other)."""
     from pipeline.plugins import DATASETS, LEARNERS

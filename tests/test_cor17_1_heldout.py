@@ -15,17 +15,17 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from pipeline.config import Job, build
+from pipeline.job.config import Job, build
 from pipeline.data import MulticlassBundled
 from pipeline.data.certify import content_hash
 from pipeline.learners import MulticlassSGD, MulticlassSVM
 from pipeline.params import ParamError, UserError
 from pipeline.paths import CONF_DIR
-from pipeline.run import prepare, run
-from pipeline.schemas import register
+from pipeline.job.run import prepare, run
+from pipeline.sweep.schemas import register
 from pipeline.risk import ghinge_losses
 from pipeline.solvers.multiclass import ball_comparator
-from pipeline.statistics import measure
+from pipeline.job.statistics import measure
 
 NEEDS_SAMPLE = ("algorithm=multiclass_svm on dataset=multiclass_bundled needs dataset.sample=M (training examples "
                 "drawn from the set; the risk is then measured on the whole set as the population)")
@@ -99,7 +99,7 @@ def test_the_training_excess_is_not_the_measured_one() -> None:
 
 
 def test_svm_on_bundled_without_sample_is_refused_in_one_line(capsys: pytest.CaptureFixture) -> None:
-    from pipeline.preflight import preflight
+    from pipeline.sweep.preflight import preflight
 
     with pytest.raises(UserError) as e:  # the config, before any data exist
         build(_compose(SVM_ON_IRIS))

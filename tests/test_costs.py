@@ -21,7 +21,7 @@ from pipeline.learners.multiclass import _steps, multiclass_step_kernel
 from pipeline.params import ParamError
 from pipeline.risk import COSTS, cost_losses, cost_matrix, ghinge_losses, zero_one_losses
 from pipeline.solvers.multiclass import ball_comparator, multiclass_svm
-from pipeline.statistics import measure, population_comparator
+from pipeline.job.statistics import measure, population_comparator
 
 
 def _data(seed: int, k: int = 4, d: int = 5, gamma: float = 0.1, noise: float = 0.0, n: int = 120,  # noqa: ANN202

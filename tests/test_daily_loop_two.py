@@ -48,7 +48,7 @@ def test_the_t_limit_is_scipy_s_without_importing_scipy_stats() -> None:
     import numpy as np
     from scipy import stats
 
-    from pipeline import verdicts
+    from pipeline.judging import verdicts
 
     rng = np.random.default_rng(0)
     for n in (2, 3, 10, 57, 400):
@@ -56,7 +56,7 @@ def test_the_t_limit_is_scipy_s_without_importing_scipy_stats() -> None:
         mean, lo, hi = verdicts.t_limits(x)
         half = float(stats.t.ppf(verdicts.LEVEL, n - 1)) * float(x.std(ddof=1)) / np.sqrt(n)
         assert (lo, hi) == (mean - half, mean + half)
-    code = ("import sys; from pipeline.verdicts import t_limits; t_limits([1.0, 2.0, 4.0]); "
+    code = ("import sys; from pipeline.judging.verdicts import t_limits; t_limits([1.0, 2.0, 4.0]); "
             "print('scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"

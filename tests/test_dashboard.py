@@ -519,7 +519,7 @@ def test_the_report_s_claims_table_sorts_and_filters_in_a_browser(tmp_path: Path
     name sorts the rows by it (numbers as numbers, both ways), and the filter hides the rows without its words."""
     from helpers import tiny_results
 
-    from pipeline import report
+    from pipeline.outputs import report
 
     (tmp_path / "experiments").mkdir()
     for name in ("alpha", "beta"):

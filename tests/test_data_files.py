@@ -30,11 +30,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pipeline.params as params
-from pipeline.config import build
+from pipeline.job.config import build
 from pipeline.data import File
 from pipeline.data.multiclass_file import MulticlassFile
 from pipeline.params import DataError
-from pipeline.run import run
+from pipeline.job.run import run
 
 
 def _npz(**arrays: object) -> Callable[[Path], None]:

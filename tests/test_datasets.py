@@ -14,12 +14,12 @@ from helpers import migrated_store
 from scipy import sparse
 
 from pipeline import catalog
-from pipeline.preflight import preflight
+from pipeline.sweep.preflight import preflight
 from pipeline.data import Bundled, File, MarginBinary, SparseMargin
 from pipeline.data.certify import certify_sample
 from pipeline.learners import Perceptron
 from pipeline.learners.perceptron import TIES, perceptron_sparse_kernel
-from pipeline.schemas import register
+from pipeline.sweep.schemas import register
 
 ROOT = Path(__file__).resolve().parents[1]
 max_margin_module = importlib.import_module("pipeline.solvers.max_margin")
@@ -201,7 +201,7 @@ def test_a_radius_below_the_rows_norms_is_refused_before_any_verdict() -> None:
     import scipy.sparse
 
     from pipeline.params import UserError
-    from pipeline.run import verify_radius
+    from pipeline.job.run import verify_radius
 
     X = np.array([[3.0, 4.0], [0.6, 0.8]])
     for rows in (X, scipy.sparse.csr_matrix(X)):

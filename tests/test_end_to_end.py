@@ -76,7 +76,7 @@ def test_multirun_end_to_end(tmp_path: Path, boundlab_in_process) -> None:  # no
 def test_single_run_failure_is_recorded(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A crash inside a job ends its MLflow run FAILED, never RUNNING."""
-    import pipeline.run
+    import pipeline.job.run
 
     uri = migrated_store(tmp_path / "mlflow.db")
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
@@ -84,7 +84,7 @@ def test_single_run_failure_is_recorded(tmp_path: Path, boundlab_in_process,  # 
     def boom(job, ds=None):  # noqa: ANN001, ANN202
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(pipeline.run, "run", boom)  # the jobs run in this process (basic launcher)
+    monkeypatch.setattr(pipeline.job.run, "run", boom)  # the jobs run in this process (basic launcher)
     proc = boundlab_in_process("-m", "seed=0,1", "n=50", f"hydra.sweep.dir={tmp_path / 'sweep'}", "name=crash", cwd=tmp_path,
                                env=env)
     assert proc.returncode == 1 and "2 job(s) failed" in proc.stderr, proc.stderr[-2000:]

@@ -38,8 +38,8 @@ def test_a_single_run_with_a_violated_deterministic_bound_exits_1(tmp_path: Path
 
 
 def test_the_preflight_counts_distinct_jobs(capsys: pytest.CaptureFixture) -> None:
-    from pipeline.preflight import preflight
-    from pipeline.schemas import register
+    from pipeline.sweep.preflight import preflight
+    from pipeline.sweep.schemas import register
 
     register()
     plan = preflight(["-m", "seed=0,0", "gamma=0.1,1e-1,0.10"])

@@ -20,14 +20,14 @@ import pytest
 from helpers import compose_job, composer, migrated_store
 from hydra import compose, initialize_config_dir
 
-from pipeline import hydra_seam
+from pipeline.sweep import hydra_seam
 from pipeline.bounds import BOUNDS
-from pipeline.preflight import plan_of
-from pipeline.config import build
+from pipeline.sweep.preflight import plan_of
+from pipeline.job.config import build
 from pipeline.judging.columns import disagreements
 from pipeline.paths import CONF_DIR
-from pipeline.run import run
-from pipeline.schemas import register
+from pipeline.job.run import run
+from pipeline.sweep.schemas import register
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "experiments").glob("*.yaml"))
@@ -180,7 +180,7 @@ def _reduced_small_grid(name: str) -> pd.DataFrame:
 def test_claims_are_true_and_informative_on_the_small_grid(name: str) -> None:
     """Each claim's sentence, checked on its own runs: nothing violated, every claimed bound informative
     somewhere on the grid, and the conditions particular sentences state."""
-    from pipeline.verdicts import VIOLATED, judge_claim, summarize
+    from pipeline.judging.verdicts import VIOLATED, judge_claim, summarize
 
     cfg = compose_job([f"experiment={name}"])
     table = _reduced_small_grid(name)
@@ -216,7 +216,7 @@ def _python(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
 
 
 # The stages' entry functions, in this process: what `python -m pipeline.dvc_stage NAME` and
-# `python -m pipeline.report` run (their __main__ blocks call exactly these).
+# `python -m pipeline.outputs.report` run (their __main__ blocks call exactly these).
 
 def _stage(in_process, name: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:  # noqa: ANN001
     from pipeline.dvc_stage import stage
@@ -225,7 +225,7 @@ def _stage(in_process, name: str, cwd: Path, env: dict[str, str]) -> subprocess.
 
 
 def _report(in_process, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:  # noqa: ANN001
-    from pipeline.report import main
+    from pipeline.outputs.report import main
 
     return in_process(lambda: main([]), cwd=cwd, env=env)
 
@@ -283,7 +283,7 @@ def test_the_tracked_outputs_of_two_fresh_workspaces_are_byte_identical(tmp_path
     outputs = []
     for i in range(2):
         ws, env = _workspace(tmp_path / str(i)), _env(tmp_path / str(i))
-        for args in (("-m", "pipeline.dvc_stage", "perceptron_tight"), ("-m", "pipeline.report")):
+        for args in (("-m", "pipeline.dvc_stage", "perceptron_tight"), ("-m", "pipeline.outputs.report")):
             done = _python(*args, cwd=ws, env=env)
             assert done.returncode == 0, done.stderr[-3000:]
         tracked = [*(ws / "results").rglob("*"), *(ws / "report").rglob("*")]

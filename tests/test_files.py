@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import files, locks, markers, store
+from pipeline import files
+from pipeline.job import locks, markers, store
 
 
 @pytest.fixture

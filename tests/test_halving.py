@@ -250,8 +250,8 @@ def test_too_large_a_class_is_refused_at_validation() -> None:
 
 
 def test_too_large_a_class_fails_preflight_in_one_line(capsys: pytest.CaptureFixture) -> None:
-    from pipeline.preflight import preflight
-    from pipeline.schemas import register
+    from pipeline.sweep.preflight import preflight
+    from pipeline.sweep.schemas import register
 
     register()
     with pytest.raises(SystemExit) as exit_:

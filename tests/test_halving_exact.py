@@ -1,4 +1,4 @@
-"""The exact worst case of Halving's game beside each run (pipeline.statistics.exact_game; docs/bounds.md
+"""The exact worst case of Halving's game beside each run (pipeline.job.statistics.exact_game; docs/bounds.md
 section 3): on the run's points, measured <= game_value <= floor(log2 |H|) and littlestone <= game_value; the
 search's optimal sequence replayed through the learner makes exactly game_value mistakes; a class too large
 for the search (or beyond its budget) says so in game_status and leaves the integer columns out; the columns
@@ -14,13 +14,13 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from pipeline.paths import CONF_DIR
-from pipeline.config import build
+from pipeline.job.config import build
 from pipeline.data import Dataset
 from pipeline.data.finite import FiniteClass
 from pipeline.learners.halving import Halving
-from pipeline.statistics import exact_game, measure
-from pipeline.run import run
-from pipeline.schemas import register
+from pipeline.job.statistics import exact_game, measure
+from pipeline.job.run import run
+from pipeline.sweep.schemas import register
 from pipeline.solvers import games
 
 SMALL = [("thresholds", 6), ("thresholds", 10), ("intervals", 6), ("intervals", 10), ("linear", 6), ("linear", 10)]

@@ -1,4 +1,4 @@
-"""One seam to Hydra's private internals: pipeline/hydra_seam.py is the only module of the package or of the
+"""One seam to Hydra's private internals: pipeline/sweep/hydra_seam.py is the only module of the package or of the
 sweeper plug-in that imports ``hydra._internal`` or the joblib launcher's private ``_core`` module (read from
 the source with ``ast``, every import statement, at module level or inside a function), and its compose-once
 cache has one definition of a plain override, for the pre-flight and the launcher alike."""
@@ -13,10 +13,10 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
 from pipeline.paths import CONF_DIR
-from pipeline.schemas import register
+from pipeline.sweep.schemas import register
 
 ROOT = Path(__file__).resolve().parents[1]
-SEAM = Path("pipeline") / "hydra_seam.py"
+SEAM = Path("pipeline") / "sweep" / "hydra_seam.py"
 PRIVATE = ("hydra._internal", "hydra_plugins.hydra_joblib_launcher._core")
 
 
@@ -46,7 +46,7 @@ def _offenders() -> dict[str, list[str]]:
 
 
 def test_only_the_seam_imports_hydras_private_modules() -> None:
-    assert _offenders() == {}, "import these through pipeline.hydra_seam"
+    assert _offenders() == {}, "import these through pipeline.sweep.hydra_seam"
 
 
 def test_the_seam_binds_no_private_name_when_imported() -> None:
@@ -70,7 +70,7 @@ def test_the_check_sees_every_form_of_import() -> None:
 
 @pytest.fixture(scope="module")
 def composer():  # noqa: ANN201
-    from pipeline.hydra_seam import Composer
+    from pipeline.sweep.hydra_seam import Composer
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -85,7 +85,7 @@ def composer():  # noqa: ANN201
     (["seed=4", "hydra.job.name=x", "+hydra.foo=1"], ["seed=4"]),  # hydra.* never touches a plain key
 ])
 def test_one_definition_of_a_plain_override(composer, job: list[str], plain: list[str]) -> None:  # noqa: ANN001
-    from pipeline.hydra_seam import parse_overrides
+    from pipeline.sweep.hydra_seam import parse_overrides
 
     ours, structural = composer.cache.split(parse_overrides(job))
     assert [o.input_line for o in ours] == plain

@@ -1,4 +1,4 @@
-"""pipeline.identity: a job's identity includes its input files' fingerprint, which follows their content: an
+"""pipeline.job.identity: a job's identity includes its input files' fingerprint, which follows their content: an
 edit that changes the data reruns the job, a touch or a rewrite of the same bytes does not, and a missing file
 is seen."""
 
@@ -13,7 +13,7 @@ import pytest
 from helpers import fault_env as _env
 from helpers import finished_job as _finished_job
 
-from pipeline import identity, markers
+from pipeline.job import identity, markers
 
 
 INPUT_EDITS = {

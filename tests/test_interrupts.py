@@ -1,8 +1,8 @@
-"""Ctrl-C and SIGTERM land where the interrupted code can take them (pipeline.interrupts).
+"""Ctrl-C and SIGTERM land where the interrupted code can take them (pipeline.sweep.interrupts).
 
 A signal that arrives while omegaconf, MLflow or an import is inside a call waits for that call to return,
 then stops the command like Ctrl-C; anywhere else it stops it at once. The watcher thread of the command
-(pipeline.interrupts.StopGuard) ends a call that keeps it waiting: the slow tests at the end signal the
+(pipeline.sweep.interrupts.StopGuard) ends a call that keeps it waiting: the slow tests at the end signal the
 installed command, and its joblib workers, during a long native call.
 """
 
@@ -24,7 +24,7 @@ from helpers import wait_for as _wait_for
 from helpers import with_sitecustomize
 from omegaconf import ListConfig, OmegaConf
 
-from pipeline import interrupts
+from pipeline.sweep import interrupts
 
 
 @contextmanager
@@ -46,7 +46,7 @@ def send_sigterm_and_wait() -> None:
         pass
 
 
-# A thread already traced (coverage, a debugger) is interrupted at once, by design (pipeline.interrupts):
+# A thread already traced (coverage, a debugger) is interrupted at once, by design (pipeline.sweep.interrupts):
 # these tests are about the waiting.
 waits = pytest.mark.skipif(sys.gettrace() is not None, reason="a traced test process: the interrupt does not wait")
 
@@ -232,7 +232,8 @@ def test_a_stop_that_surfaced_as_another_error_exits_130(tmp_path, monkeypatch: 
 def test_a_stop_during_the_checks_exits_130_with_one_line(tmp_path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
                                                           capsys: pytest.CaptureFixture) -> None:
     # The checks may create the MLflow store's tables: the command's handlers are in place before them.
-    from pipeline import cli, preflight
+    from pipeline import cli
+    from pipeline.sweep import preflight
 
     monkeypatch.chdir(tmp_path)
     checks = preflight.preflight
@@ -254,7 +255,7 @@ def test_a_stop_during_the_checks_exits_130_with_one_line(tmp_path, monkeypatch:
 
 WAITING_CALL = """\
 import sys, time
-from pipeline.interrupts import StopGuard
+from pipeline.sweep.interrupts import StopGuard
 guard = StopGuard(grace=0.3, patience=2.0)
 namespace = {"__name__": "mlflow.store"}
 exec("def call(seconds):\\n    import time\\n    time.sleep(seconds)\\n", namespace)
@@ -364,8 +365,8 @@ if where:
 @pytest.mark.parametrize(("where", "sig", "sweep"), [
     ("pipeline.solvers.max_margin:_separating_direction", signal.SIGTERM, True),  # the LP, before the job's run opens
     ("pipeline.solvers.max_margin:_separating_direction", signal.SIGINT, False),
-    ("pipeline.run:run", signal.SIGINT, True),  # inside the job's open run
-    ("pipeline.run:run", signal.SIGTERM, False),
+    ("pipeline.job.run:run", signal.SIGINT, True),  # inside the job's open run
+    ("pipeline.job.run:run", signal.SIGTERM, False),
 ])
 def test_a_signal_during_a_long_native_call_stops_the_run_within_seconds(tmp_path: Path, svm_file: Path, where: str,
                                                                           sig: int, sweep: bool) -> None:
@@ -395,9 +396,9 @@ def test_a_signal_during_a_long_native_call_stops_the_run_within_seconds(tmp_pat
     runs = mlflow.MlflowClient(tracking_uri=uri).search_runs(
         [e.experiment_id for e in mlflow.MlflowClient(tracking_uri=uri).search_experiments()])
     # the sweep's parent and an open job run end KILLED (a single run stopped while preparing its data has none)
-    assert len(runs) == int(sweep) + int(where == "pipeline.run:run")
+    assert len(runs) == int(sweep) + int(where == "pipeline.job.run:run")
     assert all(r.info.status == "KILLED" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
-    if where == "pipeline.run:run":  # the job's run was open: it says why it ended
+    if where == "pipeline.job.run:run":  # the job's run was open: it says why it ended
         (child,) = [r for r in runs if "mlflow.parentRunId" in r.data.tags] if sweep else runs
         assert f"{signal.Signals(sig).name} during a long native call" in child.data.tags["boundlab.error"]
     # no cache entry from the interrupted job, whole or partial
@@ -413,7 +414,7 @@ def test_stopping_a_joblib_sweep_whose_workers_are_in_native_calls(tmp_path: Pat
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = with_sitecustomize(tmp_path, NATIVE_HANG, {**os.environ, "MLFLOW_TRACKING_URI": uri,
-                                                     "BOUNDLAB_NATIVE_AT": "pipeline.run:run",
+                                                     "BOUNDLAB_NATIVE_AT": "pipeline.job.run:run",
                                                      "BOUNDLAB_NATIVE_FLAG": str(tmp_path / "in-native-call")})
     argv = [*_command(), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1,2", "n=100", "d=5"]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -436,7 +437,7 @@ def test_stopping_a_joblib_sweep_whose_workers_are_in_native_calls(tmp_path: Pat
 
 QUICK_EXIT = """
 import logging, sys, threading, time
-from pipeline.interrupts import quick_exit
+from pipeline.sweep.interrupts import quick_exit
 log = logging.getLogger("t")
 handler = logging.FileHandler(sys.argv[1])
 log.addHandler(handler)

@@ -1,6 +1,6 @@
 """The job store: a job is what it computes (config, the code it runs, its input files), whichever command,
-override order, grid or experiment reaches it; a finished job is reused, never run twice (pipeline.identity,
-pipeline.store)."""
+override order, grid or experiment reaches it; a finished job is reused, never run twice (pipeline.job.identity,
+pipeline.job.store)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from helpers import migrated_store, with_sitecustomize
 
-from pipeline import identity, store
+from pipeline.job import identity, store
 
 
 def _children(uri: str, experiment: str, light: bool = False) -> list:
@@ -125,12 +125,12 @@ def test_a_deleted_run_or_a_damaged_entry_is_not_reused(tmp_path: Path, boundlab
 SLOW = """\
 import os, time
 if os.environ.get("BOUNDLAB_SLOW_JOB"):
-    import pipeline.run
-    original = pipeline.run.run
+    import pipeline.job.run
+    original = pipeline.job.run.run
     def slow(*args, **kwargs):
         time.sleep(float(os.environ["BOUNDLAB_SLOW_JOB"]))
         return original(*args, **kwargs)
-    pipeline.run.run = slow
+    pipeline.job.run.run = slow
 """
 
 
@@ -155,29 +155,30 @@ def test_two_sweeps_sharing_jobs_run_each_job_once(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- a job's code: the modules it runs
 
 def test_a_jobs_code_is_its_import_closure_not_the_whole_package() -> None:
-    modules = set(identity.closure(("pipeline.run",)))
-    for needed in ("pipeline.run", "pipeline._jit", "pipeline.bounds.registry", "pipeline.learners",
+    modules = set(identity.closure(("pipeline.job.run",)))
+    for needed in ("pipeline.job.run", "pipeline._jit", "pipeline.bounds.registry", "pipeline.learners",
                    "pipeline.data.certify", "pipeline.solvers.dual", "pipeline.solvers.comparators"):
         assert needed in modules
-    for outside in ("pipeline.report", "pipeline.plots", "pipeline.tracking", "pipeline.callbacks", "pipeline.cli",
-                    "pipeline.stages", "pipeline.learners.halving"):
+    for outside in ("pipeline.outputs.report", "pipeline.outputs.plots", "pipeline.tracking", "pipeline.sweep.callbacks",
+                    "pipeline.cli", "pipeline.sweep.stages", "pipeline.learners.halving"):
         assert outside not in modules
 
 
 @pytest.mark.parametrize("algorithm", ["pegasos", "perceptron", "halving", "kernel_pegasos", "multiclass_pegasos"])
 def test_a_job_runs_the_row_level_judging_not_the_sweep_level_rules(algorithm: str) -> None:
     """A job judges its rows (pipeline.judging.rows: the row's verdict columns, the risk intervals) and never the
-    sweep-level rules (pipeline.verdicts, the betting tests of pipeline.limits), the report, the figures or
-    tracking: editing those re-judges sweeps from their tables and reuses every finished job (docs/sweeps.md)."""
+    sweep-level rules (pipeline.judging.verdicts, the betting tests of pipeline.judging.limits), the report, the figures
+    or tracking: editing those re-judges sweeps from their tables and reuses every finished job (docs/sweeps.md)."""
     from helpers import compose_tiny
 
-    from pipeline.config import build
+    from pipeline.job.config import build
 
     overrides = [f"algorithm={algorithm}"] + (["dataset=multiclass_margin"] if algorithm.startswith("multiclass") else [])
     modules = set(identity.closure(identity.job_roots(build(compose_tiny(overrides)))))
     assert {"pipeline.judging", "pipeline.judging.rows", "pipeline.bounds.base"} <= modules
-    assert not modules & {"pipeline.verdicts", "pipeline.limits", "pipeline.report", "pipeline.plots", "pipeline.tracking",
-                          "pipeline.callbacks", "pipeline.stages", "pipeline.pack", "pipeline.store"}, modules
+    assert not modules & {"pipeline.judging.verdicts", "pipeline.judging.limits", "pipeline.outputs.report",
+                          "pipeline.outputs.plots", "pipeline.tracking", "pipeline.sweep.callbacks", "pipeline.sweep.stages",
+                          "pipeline.sweep.pack", "pipeline.job.store"}, modules
 
 
 @pytest.mark.parametrize(("algorithm", "runs", "not_run"), [
@@ -201,7 +202,7 @@ def test_a_job_runs_its_own_learner_not_every_learner_its_package_registers(algo
     bounds: a job reaches them through pipeline.bounds.registry and holds its own learner's families only."""
     from helpers import compose_tiny
 
-    from pipeline.config import build
+    from pipeline.job.config import build
 
     modules = set(identity.closure(identity.job_roots(build(compose_tiny([f"algorithm={algorithm}"])))))
     assert runs <= modules and not modules & not_run, (runs - modules, modules & not_run)

@@ -12,7 +12,7 @@ from pipeline.bounds import bounds_for
 from pipeline.data import MarginBinary, Shells
 from pipeline.learners import KernelPegasos, Pegasos
 from pipeline.learners.kernel_pegasos import KERNELS, gram_kernel
-from pipeline.statistics import measure
+from pipeline.job.statistics import measure
 
 REGRET = bounds_for("kernel_pegasos")[0]
 

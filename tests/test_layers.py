@@ -21,14 +21,14 @@ PIPELINE = Path(__file__).resolve().parents[1] / "pipeline"
 ARCHITECTURE = PIPELINE.parent / "docs" / "architecture.md"
 
 POLICIES = {  # beside the layering: module prefix -> what it never imports
-    "pipeline.learners": ("pipeline.bounds", "pipeline.solvers", "pipeline.statistics", "pipeline.run"),
-    "pipeline.bounds": ("pipeline.learners", "pipeline.solvers", "pipeline.statistics", "pipeline.run"),
+    "pipeline.learners": ("pipeline.bounds", "pipeline.solvers", "pipeline.job.statistics", "pipeline.job.run"),
+    "pipeline.bounds": ("pipeline.learners", "pipeline.solvers", "pipeline.job.statistics", "pipeline.job.run"),
 }
 
 ALLOWED = {  # (importing module, imported module) -> why; the list only shrinks
     ("pipeline.learners.multiclass", "pipeline.solvers.multiclass"):
         "MulticlassSVM's training is the certified Crammer-Singer solve itself (regularised loss minimisation, "
-        "docs/bounds.md section 7): its comparator and excess come from pipeline.statistics like every learner's",
+        "docs/bounds.md section 7): its comparator and excess come from pipeline.job.statistics like every learner's",
 }
 
 
@@ -118,12 +118,12 @@ def test_the_allowed_exceptions_still_exist() -> None:
 
 
 def test_the_run_loop_reaches_the_solvers_through_the_providers() -> None:
-    """pipeline.run imports the provider registry, which imports the certified solvers: a job's code identity
-    (pipeline.identity, the import closure of pipeline.run) includes them."""
-    assert "pipeline.statistics" in _imports(PIPELINE / "run.py")
+    """pipeline.job.run imports the provider registry, which imports the certified solvers: a job's code identity
+    (pipeline.job.identity, the import closure of pipeline.job.run) includes them."""
+    assert "pipeline.job.statistics" in _imports(PIPELINE / "job" / "run.py")
     assert {"pipeline.solvers.dual", "pipeline.solvers.multiclass", "pipeline.solvers.comparators"} <= {
-        n for n in _imports(PIPELINE / "statistics.py") if n.startswith("pipeline.solvers.")}
-    assert not any(n.startswith("pipeline.solvers") for n in _imports(PIPELINE / "run.py"))  # only through the registry
+        n for n in _imports(PIPELINE / "job" / "statistics.py") if n.startswith("pipeline.solvers.")}
+    assert not any(n.startswith("pipeline.solvers") for n in _imports(PIPELINE / "job" / "run.py"))  # only through the registry
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

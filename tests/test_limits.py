@@ -1,4 +1,4 @@
-"""The distribution-free tests the (E) and (P) verdicts decide with (pipeline.limits), and the engine's
+"""The distribution-free tests the (E) and (P) verdicts decide with (pipeline.judging.limits), and the engine's
 calibration command (benchmarks/calibration.py) at a tiny size.
 
 Coverage is checked by simulation over generated distributions: discrete ones on a range, with a few support
@@ -20,8 +20,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import limits
-from pipeline.verdicts import HOLDS, VIOLATED, judge_bound
+from pipeline.judging import limits
+from pipeline.judging.verdicts import HOLDS, VIOLATED, judge_bound
 
 ROOT = Path(__file__).resolve().parents[1]
 REPS = 400

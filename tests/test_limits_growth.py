@@ -1,4 +1,4 @@
-"""The betting test of pipeline.limits when the number of values grows: one test however many looks.
+"""The betting test of pipeline.judging.limits when the number of values grows: one test however many looks.
 
 (i) the capital of a prefix is the prefix of the capital of its extension (the bets depend only on the
 values before each and on fixed constants, never on a planned count); (ii) under a null at its edge the
@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import limits
+from pipeline.judging import limits
 
 ALPHA = limits.ALPHA
 SEQUENCES = 2000

@@ -24,7 +24,7 @@ def test_ruff_reports_nothing() -> None:
 def test_mypy_strict_is_clean_on_what_a_job_computes_with() -> None:
     """``mypy --strict`` ([tool.mypy]: strict) reports nothing on the learners, the bounds, the row-level judging,
     the records a run hands over (pipeline/contract.py, in Outcome) and the providers that read them
-    (pipeline/statistics.py): a provider reading a field its record lacks, a learner reading a parameter it
+    (pipeline/job/statistics.py): a provider reading a field its record lacks, a learner reading a parameter it
     does not declare, or a kernel called with the wrong arguments, fails here."""
     proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"mypy (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"

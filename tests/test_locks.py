@@ -1,4 +1,4 @@
-"""pipeline.locks: one process per sweep directory and per job directory. A held directory is refused naming its
+"""pipeline.job.locks: one process per sweep directory and per job directory. A held directory is refused naming its
 holder (or waited for) and freed by the kernel when its holder dies, however it dies; two identical sweeps
 started together run each job once."""
 
@@ -19,12 +19,12 @@ from helpers import boundlab_command as _command
 from helpers import live_children as _children
 from helpers import wait_for as _wait_for
 
-from pipeline import locks, markers
+from pipeline.job import locks, markers
 
 HOLDER = """\
 import sys, time
 from pathlib import Path
-from pipeline import locks
+from pipeline.job import locks
 fd = locks.hold(Path(sys.argv[1]))
 print("held", flush=True)
 time.sleep(120)

@@ -1,4 +1,4 @@
-"""pipeline.markers: what "done" means. A job is done only when its done marker (written last) is whole and
+"""pipeline.job.markers: what "done" means. A job is done only when its done marker (written last) is whole and
 matches its key, every output is there and its data are the data recorded: a truncated, garbled or unpickling
 marker, a missing table or tampered data means the job runs again."""
 
@@ -14,7 +14,7 @@ from helpers import finished_job as _finished_job
 from helpers import mlflow_store as _store
 from helpers import sweep_runs as _runs
 
-from pipeline import identity, markers
+from pipeline.job import identity, markers
 
 
 def _valid_marker() -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import migrated_store, signal_once_started, with_sitecustomize
 
-# Wraps pipeline.run.run so that the job whose overrides include BOUNDLAB_FAIL_JOB raises, or, with
+# Wraps pipeline.job.run.run so that the job whose overrides include BOUNDLAB_FAIL_JOB raises, or, with
 # BOUNDLAB_HANG_FLAG set, touches that file and sleeps (to be stopped from outside). Keyed on the job,
 # not on a call count: a rerun skips the jobs already done.
 INJECTOR = """\
@@ -25,9 +25,9 @@ import os
 job = os.environ.get("BOUNDLAB_FAIL_JOB")
 if job:
     import functools, time
-    import pipeline.run
+    import pipeline.job.run
 
-    original = pipeline.run.run
+    original = pipeline.job.run.run
 
     @functools.wraps(original)
     def faulty(*args, **kwargs):
@@ -41,7 +41,7 @@ if job:
             raise RuntimeError(f"injected fault in the job {job}")
         return original(*args, **kwargs)
 
-    pipeline.run.run = faulty
+    pipeline.job.run.run = faulty
 """
 
 NAME = "liveruns"
@@ -61,9 +61,9 @@ def _failing(monkeypatch: pytest.MonkeyPatch) -> None:
     """In this process, what :data:`INJECTOR` does with BOUNDLAB_FAIL_JOB: the job :data:`FAILING` raises."""
     import functools
 
-    import pipeline.run
+    import pipeline.job.run
 
-    original = pipeline.run.run
+    original = pipeline.job.run.run
 
     @functools.wraps(original)
     def faulty(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
@@ -73,7 +73,7 @@ def _failing(monkeypatch: pytest.MonkeyPatch) -> None:
             raise RuntimeError(f"injected fault in the job {FAILING}")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline.run, "run", faulty)
+    monkeypatch.setattr(pipeline.job.run, "run", faulty)
 
 
 def _runs(uri: str) -> list:

@@ -16,7 +16,7 @@ from pipeline.data.multiclass import MulticlassMargin, largest_margin
 from pipeline.learners import MulticlassPegasos, MulticlassSGD, MulticlassSVM, OneVsAll, Pegasos
 from pipeline.learners.base import log_grid
 from pipeline.learners.multiclass import MulticlassCore, MulticlassSteps, multiclass_step_kernel
-from pipeline.statistics import measure, population_comparator
+from pipeline.job.statistics import measure, population_comparator
 
 
 def _data(seed: int, k: int = 3, d: int = 5, gamma: float = 0.1, noise: float = 0.0, n: int = 200,  # noqa: ANN202
@@ -114,8 +114,8 @@ def test_the_plotted_lemma14_1_curve_is_the_judged_one_step_by_step() -> None:
     """The run's curves.parquet holds one bound/lemma14_1 curve, ||u||^2/(2 eta) + (eta/2) sum_(s<=t) ||v_s||^2
     at each t (docs/bounds.md section 7), not the final value drawn flat: it grows with the run's own ||v_t||^2
     and ends at the bound of the results table."""
-    from pipeline.config import Job
-    from pipeline.run import run
+    from pipeline.job.config import Job
+    from pipeline.job.run import run
 
     job = Job(experiment="lemma14_1_curve", seed=0, learner=MulticlassSGD(B=3.0, T=300),
               dataset=MulticlassMargin(k=3, d=4, gamma=0.05, rho=1.0, n=200, n_test=2000))
@@ -181,8 +181,8 @@ def test_multiclass_pegasos_with_two_classes_is_binary_pegasos(projection: bool)
 
 
 def test_one_vs_all_judges_every_subproblem() -> None:
-    from pipeline.config import Job
-    from pipeline.run import run
+    from pipeline.job.config import Job
+    from pipeline.job.run import run
 
     class _Spec:  # the dataset generator the run loop calls
         name = "multiclass_margin"
@@ -206,8 +206,8 @@ def test_one_vs_all_judges_every_subproblem() -> None:
     ("1,2,0.5\n3,4,1\n", 2, "label 0.5 is not an integer"),
 ])
 def test_bad_multiclass_files_are_one_line(tmp_path, capsys, rows: str, k: int, says: str) -> None:  # noqa: ANN001
-    from pipeline.preflight import preflight
-    from pipeline.schemas import register
+    from pipeline.sweep.preflight import preflight
+    from pipeline.sweep.schemas import register
 
     path = tmp_path / "labels.csv"
     path.write_text(rows)
@@ -219,10 +219,10 @@ def test_bad_multiclass_files_are_one_line(tmp_path, capsys, rows: str, k: int, 
 
 
 def test_binary_learner_on_multiclass_data_is_refused() -> None:
-    from pipeline.config import Job
+    from pipeline.job.config import Job
     from pipeline.learners import Perceptron
     from pipeline.params import UserError
-    from pipeline.run import prepare
+    from pipeline.job.run import prepare
 
     class _Spec:
         name = "multiclass_margin"
@@ -313,7 +313,7 @@ def test_multiclass_pegasos_with_biases_is_the_written_out_rule_bit_for_bit(proj
 def test_multiclass_pegasos_with_biases_reports_every_bound_not_applicable() -> None:
     from pipeline.bounds import bounds_for
     from pipeline.learners.multiclass import NO_BOUND_WITH_BIASES
-    from pipeline.statistics import measure
+    from pipeline.job.statistics import measure
 
     ds = MulticlassMargin(k=3, n=100, d=4, gamma=0.1, rho=1.0).generate(np.random.default_rng(0))
     learner = MulticlassPegasos(lam=0.1, T=500, intercept=True)

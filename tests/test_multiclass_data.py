@@ -149,9 +149,9 @@ def test_bundled_sets() -> None:
 def test_config_composes_and_names_the_key() -> None:
     from hydra import compose, initialize_config_dir
 
-    from pipeline.config import _make
+    from pipeline.job.config import _make
     from pipeline.paths import CONF_DIR
-    from pipeline.schemas import register
+    from pipeline.sweep.schemas import register
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):

@@ -1,4 +1,4 @@
-"""Packed sweeps (``pack=N``, pipeline/pack.py): the same table as the sweep unpacked, bit for bit; one MLflow
+"""Packed sweeps (``pack=N``, pipeline/sweep/pack.py): the same table as the sweep unpacked, bit for bit; one MLflow
 child run per pack; an interrupted pack resumes at its first missing part; a member's fault is recorded
 and rerun; the key checked before any work."""
 
@@ -13,7 +13,7 @@ import pytest
 from helpers import inject_fault, migrated_store
 from pandas.testing import assert_frame_equal
 
-from pipeline import pack
+from pipeline.sweep import pack
 
 GRID = ("seed=0,1,2,3,4", "n=50", "d=3")
 
@@ -31,7 +31,7 @@ def _tables(sweep: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def test_the_members_travel_in_one_plain_hydra_value() -> None:
-    from pipeline.hydra_seam import parse_overrides
+    from pipeline.sweep.hydra_seam import parse_overrides
 
     members = [["seed=0", "question='Does Novikoff''s bound hold?'", "algorithm.lam=${lam}"], ["x=[1,2]", "+y={a: 1}"]]
     job = pack.pack_overrides(members, index=3, first=12)
@@ -114,7 +114,7 @@ def test_an_interrupted_pack_resumes_at_its_first_missing_part(tmp_path: Path, b
 def test_a_members_fault_is_recorded_and_rerun(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as m:
-        inject_fault(m, "pipeline.pack:_run_member", call=2)  # the second member of the first pack
+        inject_fault(m, "pipeline.sweep.pack:_run_member", call=2)  # the second member of the first pack
         # Hydra's batches of 3 jobs do not split the packs of 2 (pack K holds jobs 2K and 2K + 1)
         proc, _ = _sweep(boundlab_in_process, tmp_path, "sweep", *GRID, "pack=2", "hydra.sweeper.max_batch_size=3",
                          code=1)
@@ -220,8 +220,8 @@ def test_packed_rounds_add_whole_packs(monkeypatch: pytest.MonkeyPatch) -> None:
     from test_sequential import DONE, OPEN, _fake_rounds
 
     from pipeline import cli
-    from pipeline.preflight import preflight
-    from pipeline.schemas import register
+    from pipeline.sweep.preflight import preflight
+    from pipeline.sweep.schemas import register
 
     calls = _fake_rounds(monkeypatch, [OPEN, OPEN, DONE])
     cli._sequential(["-m"], budget=100, step=10, unit=25)
@@ -241,7 +241,8 @@ def test_packed_rounds_reuse_the_earlier_rounds_parts(tmp_path: Path, boundlab_i
     """seeds=auto pack=2: rounds of 2, 4, 6 seeds over two settings. Each later round reuses the earlier rounds'
     packs from the job store (2, then 4 of its packs) and runs only the new seeds; the last round's table is the
     unpacked rounds' table, bit for bit. A stored part that is damaged is run again, never read."""
-    from pipeline import cli, store
+    from pipeline import cli
+    from pipeline.job import store
 
     monkeypatch.setattr(cli, "_open_claims", lambda last: ["b"])  # never decided: every round runs
     grid = ("-m", "seeds=auto", "seed_budget=6", "seed_round=2", "n=30", "d=2,3")

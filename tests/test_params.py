@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline import params
-from pipeline.config import TOP_LEVEL, build
+from pipeline.job.config import TOP_LEVEL, build
 from pipeline.params import (BATCH, DELTA, INTERCEPT, LAM, POSITIVE, PROJECTION, RHO, T_STEPS, Param, ParamError, Rule,
                              UserError, above, at_least, one_of)
 from pipeline.plugins import DATASETS, LEARNERS

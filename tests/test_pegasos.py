@@ -16,7 +16,7 @@ from pipeline.data import MarginBinary
 from pipeline.learners.base import log_grid
 from pipeline.learners.pegasos import (SAMPLINGS, Pegasos, PegasosCore, PegasosSteps, class_weights, index_stream, pegasos_kernel,
                                        pegasos_single_kernel)
-from pipeline.statistics import measure
+from pipeline.job.statistics import measure
 
 (REGRET, EXPECTATION, HIGH_PROBABILITY, LAST, FULL_BATCH, RANDOM_ITERATE, RANDOM_MARKOV, MARKOV_AVERAGE, LEMMA3, TELESCOPED,
  HINDSIGHT) = PEGASOS_BOUNDS
@@ -541,7 +541,7 @@ def test_one_vs_all_with_intercepts_reports_every_part_not_applicable() -> None:
 
     ds = MulticlassMargin(k=3, n=200, d=4, gamma=0.1, rho=1.0).generate(np.random.default_rng(0))
     learner = OneVsAll(lam=0.01, T=2000, intercept=True)
-    out = measure(learner, ds, np.random.default_rng(1))  # the held-out risk: pipeline.statistics
+    out = measure(learner, ds, np.random.default_rng(1))  # the held-out risk: pipeline.job.statistics
     assert learner.b_.shape == (3,) and np.all(learner.b_ != 0.0)
     assert all(part.stats["not_covered"] for part in out.parts.values())
     assert out.stats["risk_01"] <= 0.2

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from pipeline import pins, report
+from pipeline import pins
+from pipeline.outputs import report
 
 ROOT = Path(__file__).resolve().parents[1]
 

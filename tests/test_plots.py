@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from pipeline import plots
+from pipeline.outputs import plots
 
 
 def _table() -> pd.DataFrame:

@@ -42,7 +42,7 @@ def test_builtins_are_entry_points_and_the_views_are_unchanged() -> None:
 
 @pytest.mark.slow  # a fresh interpreter: what discovery imports
 def test_discovery_imports_nothing(example: Path) -> None:
-    code = ("import sys; from pipeline.schemas import register; from pipeline.learners import LEARNERS; register(); "
+    code = ("import sys; from pipeline.sweep.schemas import register; from pipeline.learners import LEARNERS; register(); "
             "print('passive_aggressive' in LEARNERS, sorted(m for m in sys.modules if m.startswith('boundlab_pa')))")
     out = subprocess.run([sys.executable, "-c", code], env=_env(example), capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True []"
@@ -92,7 +92,7 @@ def test_parameters_are_declared_once(label: str, cls: type) -> None:
     """The constructor, its signature, the stored attributes, get_params and the config schema all come from
     ``params``: keyword-only, in declaration order, with the declared defaults (docs/plugins.md)."""
     from pipeline.params import REQUIRED
-    from pipeline.schemas import node
+    from pipeline.sweep.schemas import node
     from pipeline.testing import SMALL
 
     assert getattr(cls.__init__, "generated", False), f"{label}: a hand-written __init__ that only stores parameters"
@@ -118,7 +118,7 @@ def test_registering_again_stores_a_schema_only_when_it_changed(monkeypatch: pyt
     reset store lost."""
     from hydra.core.config_store import ConfigStore
 
-    from pipeline.schemas import register
+    from pipeline.sweep.schemas import register
 
     def entry() -> object:
         return ConfigStore.instance().repo["schema"]["algorithm"]["perceptron.yaml"]
@@ -214,9 +214,9 @@ def test_kinds_are_declared() -> None:
                                         "classes; use algorithm=multiclass_sgd, multiclass_svm, ova or multiclass_pegasos"),
 ])
 def test_kinds_that_do_not_meet_are_refused_in_one_line(learner: str, dataset: str, message: str) -> None:
-    from pipeline.config import Job
+    from pipeline.job.config import Job
     from pipeline.params import UserError
-    from pipeline.run import prepare
+    from pipeline.job.run import prepare
     from pipeline.testing import SMALL, _kwargs
 
     lrn = LEARNERS[learner](**_kwargs(LEARNERS[learner], {}))
@@ -535,7 +535,7 @@ def _docs_provider_block() -> str:
 CLASHING = '''
 from pipeline.contract import SvmRun
 from pipeline.learners.base import Outcome
-from pipeline.statistics import Provider
+from pipeline.job.statistics import Provider
 
 CLASH = Provider("c_again", SvmRun, ("c",), lambda ds, learner, out: Outcome({}, {}, {}, stats={"c": -1.0}), "none")
 NOT_A_PROVIDER = {"c": 1.0}
@@ -549,7 +549,7 @@ def test_a_plugin_brings_its_own_provider_through_an_entry_point(tmp_path: Path,
     entry point naming something else is skipped, each with a warning."""
     from types import SimpleNamespace
 
-    from pipeline import statistics
+    from pipeline.job import statistics
     from pipeline.contract import SvmRun
     from pipeline.learners.base import Outcome
 
@@ -560,7 +560,7 @@ def test_a_plugin_brings_its_own_provider_through_an_entry_point(tmp_path: Path,
     plugins.refresh()
     try:
         from pipeline.data import MarginBinary
-        from pipeline.identity import job_roots
+        from pipeline.job.identity import job_roots
 
         # a job's identity includes the plug-in providers' modules (editing one reruns the jobs), read from metadata
         assert plugins.STATISTICS.modules() == ("fake_stat", "fake_stat_clash") and "fake_stat" not in sys.modules

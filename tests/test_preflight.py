@@ -1,4 +1,4 @@
-"""pipeline.preflight (with the one line of pipeline.explain): inputs refused before any work with one line
+"""pipeline.sweep.preflight (with the one line of pipeline.sweep.explain): inputs refused before any work with one line
 naming what was wrong and what is allowed, exit code 2, no traceback: names that are paths, experiments chosen
 by path, a misspelt key or group option (and the guess at what was meant), a comma inside one file name,
 launcher settings, recursive interpolations, an experiment overlay that adds Hydra callbacks."""
@@ -12,8 +12,8 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.paths import CONF_DIR
-from pipeline.preflight import preflight
-from pipeline.schemas import register
+from pipeline.sweep.preflight import preflight
+from pipeline.sweep.schemas import register
 
 
 # Every command line here is checked with the pre-flight's compose-once cache kept for the module
@@ -255,7 +255,7 @@ def conf_with_evil_experiment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     (conf / "experiment" / "evil.yaml").write_text(EVIL.format(marker=marker))
     (conf / "experiment" / "sneaky.yaml").write_text(
         EVIL.format(marker=marker).replace("owned:", "sweep:").replace("tests.test_preflight.Marker", "os.system"))
-    monkeypatch.setattr("pipeline.preflight.CONF_DIR", conf)
+    monkeypatch.setattr("pipeline.sweep.preflight.CONF_DIR", conf)
     return marker
 
 

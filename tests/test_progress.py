@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from pipeline import progress
+from pipeline.sweep import progress
 from pipeline.data import Stream
 
 

@@ -19,7 +19,7 @@ from pipeline.bounds.ranges import SLACK, pegasos_ball, rlm_norm, sgd_growth, sg
 from pipeline.data import Dataset, MarginBinary, MulticlassMargin
 from pipeline.data.certify import certify_sample
 from pipeline.learners import KernelPegasos, MulticlassPegasos, MulticlassSGD, MulticlassSVM, Pegasos
-from pipeline.statistics import measure
+from pipeline.job.statistics import measure
 
 SUBOPTIMALITIES = ("suboptimality", "suboptimality_random", "suboptimality_last")
 
@@ -111,7 +111,7 @@ def test_the_pegasos_top_is_attained() -> None:
 
 def test_the_hull_is_searched_up_to_its_size_limit() -> None:
     """Above HULL_MAX examples the hull is not searched (its work is m^2 d): the ball's top stands alone."""
-    from pipeline.statistics import HULL_MAX
+    from pipeline.job.statistics import HULL_MAX
 
     ds = MarginBinary(gamma=0.1, rho=1.0, n=HULL_MAX + 1, d=3).generate(np.random.default_rng(0))
     out = measure(Pegasos(lam=0.1, T=50), ds, np.random.default_rng(0))

@@ -1,4 +1,4 @@
-"""pipeline.ray_worker: Ray on loopback unless told otherwise. The Ray preset binds 127.0.0.1 and keeps Ray from
+"""pipeline.sweep.ray_worker: Ray on loopback unless told otherwise. The Ray preset binds 127.0.0.1 and keeps Ray from
 swapping in the machine's address, exposing it is an explicit setting, other launchers leave Ray alone, and a
 Ray instance the sweep starts listens on loopback only."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.paths import CONF_DIR
-from pipeline.preflight import preflight
-from pipeline.ray_worker import CLUSTER_ENV, loopback_env
-from pipeline.schemas import register
+from pipeline.sweep.preflight import preflight
+from pipeline.sweep.ray_worker import CLUSTER_ENV, loopback_env
+from pipeline.sweep.schemas import register
 
 
 def _ray_plan(*extra: str):  # noqa: ANN202
@@ -43,9 +43,9 @@ def test_other_launchers_leave_ray_alone() -> None:
 
 RAY_PROBE = """
 import json, os, shutil, sys, tempfile
-from pipeline.preflight import preflight
-from pipeline.ray_worker import keep_on_loopback
-from pipeline.schemas import register
+from pipeline.sweep.preflight import preflight
+from pipeline.sweep.ray_worker import keep_on_loopback
+from pipeline.sweep.schemas import register
 register()
 init = preflight(["-m", "seed=0,1", "hydra/launcher=ray"]).ray_init
 keep_on_loopback(init)

@@ -2,18 +2,18 @@
 
 1. No stale result from a pack: the sweep's end reads a part only when it is complete and current (its marker
    names the members as they are now, its tables read) and only from a pack that ran in this sweep without a
-   fault of its own; a pack that failed whole counts each of its members as failed (``pipeline.pack.collect``,
+   fault of its own; a pack that failed whole counts each of its members as failed (``pipeline.sweep.pack.collect``,
    ``current_members``, ``read_part``).
 2. No sweep lost to an arithmetic edge: every mean and quotient a verdict quotes goes through
-   ``pipeline.verdicts.mean_of`` and ``quotient`` (a (D) bound whose every run measures 0; values near the
+   ``pipeline.judging.verdicts.mean_of`` and ``quotient`` (a (D) bound whose every run measures 0; values near the
    largest double; infinite bounds).
 3. No evidence from an impossible probability: ``Bound.evaluate`` checks a bound's failure probability (or a (P)
    run's delta) and its rounding allowance as it checks its value; one that is impossible fails the run naming
    the bound, a failure probability of 1 makes the row vacuous.
 6. A damaged part is rerun by the same command: the skip decision is the same predicate as the sweep's end's.
 
-Most triggers are built in-process (a pack directory written by ``pipeline.pack._run_part``, tables judged by
-``pipeline.verdicts.summarize``, a ``Bound`` evaluated); a few small sweeps (n=50, 4 seeds) run the command.
+Most triggers are built in-process (a pack directory written by ``pipeline.sweep.pack._run_part``, tables judged by
+``pipeline.judging.verdicts.summarize``, a ``Bound`` evaluated); a few small sweeps (n=50, 4 seeds) run the command.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from pipeline import pack
+from pipeline.sweep import pack
 from pipeline.bounds.base import Bound, ImpossibleValue
-from pipeline.verdicts import HOLDS, INCONCLUSIVE, MAX_TIGHT, VIOLATED, summarize, sweep_line
+from pipeline.judging.verdicts import HOLDS, INCONCLUSIVE, MAX_TIGHT, VIOLATED, summarize, sweep_line
 
-ATTEMPT = 1700000000.25  # the sweep's start (pipeline.sweep.Sweep.start) the packs below ran under
+ATTEMPT = 1700000000.25  # the sweep's start (pipeline.sweep.context.Sweep.start) the packs below ran under
 
 
 # --- classes 1 and 6, in-process: one pack of 4 members in 2 parts ---------------------------------------------
@@ -76,7 +76,7 @@ def packed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _collect(sweep: Path, attempt: float | None = ATTEMPT) -> tuple[int, list[int]]:
     """(rows read, failed run numbers) of the packed sweep of 4 jobs in one pack."""
-    from pipeline import tables
+    from pipeline.outputs import tables
 
     results, curves = tables.Gather(), tables.Gather()
     failed = pack.collect(sweep, 4, 4, results, curves, attempt)
@@ -136,7 +136,7 @@ def test_a_stale_markers_error_record_never_speaks_for_this_attempt(packed: Path
     """An earlier attempt's RangeError in a part marker would refute a bound; once the pack has failed whole in
     this attempt (the store locked), its members are missing evidence, not that old refutation."""
     from pipeline.bounds.base import RangeError
-    from pipeline.callbacks import failures
+    from pipeline.sweep.callbacks import failures
 
     def refuted(spec: SimpleNamespace) -> None:
         raise RangeError("bound b: the measured mistakes is 12, outside the range [0, 10] the bound declares for it")
@@ -186,7 +186,7 @@ DAMAGE = {  # a file of part 0 and what is done to it
 
 @pytest.mark.parametrize("trigger", list(DAMAGE))
 def test_a_damaged_part_is_not_complete_for_the_rerun_nor_read_at_the_end(packed: Path, trigger: str) -> None:
-    """One predicate (pipeline.pack.read_part): what a rerun runs again is exactly what the end refuses. (A part
+    """One predicate (pipeline.sweep.pack.read_part): what a rerun runs again is exactly what the end refuses. (A part
     file deleted or a marker truncated was already rerun by the old code; every other damage was 'already done'.)"""
     out = packed / "pack-0"
     identities = [_identity(i) for i in range(4)]
@@ -221,7 +221,7 @@ def test_a_learners_code_changed_and_the_store_locked_republishes_no_old_holds(
     and metrics.json must not say the old code's 'holds' with failed_jobs 0."""
     from helpers import inject_fault
 
-    from pipeline import identity
+    from pipeline.job import identity
 
     _sweep(boundlab_in_process, tmp_path)
     metrics = json.loads((tmp_path / "sweep" / "metrics.json").read_text())
@@ -229,7 +229,7 @@ def test_a_learners_code_changed_and_the_store_locked_republishes_no_old_holds(
     job_code = identity.job_code
     monkeypatch.setattr(identity, "job_code", lambda spec: "edited-" + job_code(spec))  # the learner's code changed
     with monkeypatch.context() as m:
-        inject_fault(m, "pipeline.pack:_pack_run")  # the tracking store is locked by another process
+        inject_fault(m, "pipeline.sweep.pack:_pack_run")  # the tracking store is locked by another process
         proc = _sweep(boundlab_in_process, tmp_path, code=1)
     metrics = json.loads((tmp_path / "sweep" / "metrics.json").read_text())
     assert metrics["failed_jobs"] == 4 and metrics["runs"] == 0, metrics
@@ -315,7 +315,7 @@ def test_an_arithmetic_edge_gives_a_verdict_with_finite_quoted_numbers(trigger: 
 
 
 def test_the_safe_mean_and_quotient() -> None:
-    from pipeline.verdicts import mean_of, quotient, t_limits
+    from pipeline.judging.verdicts import mean_of, quotient, t_limits
 
     assert mean_of(pd.Series([BIG, BIG])) == BIG and mean_of([-BIG, -BIG, -BIG]) == -BIG
     assert mean_of(pd.Series([BIG, math.nan, BIG])) == BIG  # a pandas column skips NaN, as its mean does
@@ -415,7 +415,7 @@ def test_a_sweep_whose_bound_returns_an_impossible_probability_fails_naming_it(
     """A plug-in-like bound whose failure probability is 1.5: each job fails naming it, and no verdict of it holds."""
     from helpers import migrated_store
 
-    import pipeline.run as run_module
+    import pipeline.job.run as run_module
 
     bounds_for = run_module.bounds_for
     monkeypatch.setattr(run_module, "bounds_for", lambda learner: tuple(

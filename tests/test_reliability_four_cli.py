@@ -3,18 +3,18 @@ which store and which sweep it says it ran.
 
 8. An error of the file system around the command, not of its code, is one line and a non-zero exit, never a
    traceback: a directory Hydra would make beyond the system's limits (``NAME_MAX`` a component, ``PATH_MAX`` a
-   path) is refused before any work naming the key (``pipeline.preflight.check_outputs``, exit 2); a working
+   path) is refused before any work naming the key (``pipeline.sweep.preflight.check_outputs``, exit 2); a working
    directory removed before the command, or while it runs, is one line (``pipeline.paths.fault``, raised past
-   Hydra's reporting by ``pipeline.hydra_seam.explain_errors``), the sweep's parent ends FAILED and what
+   Hydra's reporting by ``pipeline.sweep.hydra_seam.explain_errors``), the sweep's parent ends FAILED and what
    finished stays finished (the same command, from a directory that exists, reuses it).
 10. No unclear or false provenance:
    1. ``tracking.uri``, when set, is the store (it wins over ``MLFLOW_TRACKING_URI``, and the command says so
       in one line when both are set), and every run records the store it is in as its ``tracking.uri``;
    2. a sweep over a key that steers the sweep (``seeds``, ``seed_budget``, ``seed_round``, ``pack``, ...) is
-      refused in one line, by one rule over one list (``pipeline.preflight.STEERING``), on the command line or
+      refused in one line, by one rule over one list (``pipeline.sweep.preflight.STEERING``), on the command line or
       in an experiment's grid;
    3. two prunes of the job store at once count each entry (lock, link, temporary file) once: each claims what
-      it removes by renaming it into a trash directory of its own inside the store (``pipeline.store._Trash``).
+      it removes by renaming it into a trash directory of its own inside the store (``pipeline.job.store._Trash``).
 
 The bad-input table (tests/test_preflight.py ``BAD``) and the fault table (tests/test_cli.py, a sweep that dies
 before its end) hold the in-process triggers; this file runs the command as a process where the process is the
@@ -35,7 +35,8 @@ from pathlib import Path
 import pytest
 from helpers import boundlab_command, fault_env, migrated_store, sweep_runs, with_sitecustomize
 
-from pipeline import paths, store
+from pipeline import paths
+from pipeline.job import store
 
 slow = pytest.mark.slow
 
@@ -64,7 +65,7 @@ def test_hydra_still_reports_through_the_name_the_seam_replaces(capsys: pytest.C
 
     from hydra._internal import utils
 
-    from pipeline import hydra_seam
+    from pipeline.sweep import hydra_seam
 
     assert "run_and_report(" in inspect.getsource(utils._run_hydra)
     try:
@@ -137,7 +138,7 @@ when = os.environ.get("BOUNDLAB_REMOVE_CWD")
 if when == "0":
     shutil.rmtree(os.getcwd())
 elif when:
-    import pipeline.stages as stages
+    import pipeline.sweep.stages as stages
     original, calls = stages.job, [0]
     def job(cfg):
         calls[0] += 1
@@ -250,7 +251,7 @@ def test_an_experiments_grid_may_not_sweep_a_steering_key_either() -> None:
     from omegaconf import OmegaConf
 
     from pipeline.params import UserError
-    from pipeline.preflight import check_steering, sweep_overrides
+    from pipeline.sweep.preflight import check_steering, sweep_overrides
 
     def grid(**params: str):  # noqa: ANN202
         return OmegaConf.create({"hydra": {"sweeper": {"params": params}}})
@@ -267,8 +268,8 @@ def test_every_steering_key_is_a_key_of_the_config() -> None:
     from omegaconf import OmegaConf
 
     from pipeline.paths import CONF_DIR
-    from pipeline.preflight import STEERING, steering
-    from pipeline.schemas import register
+    from pipeline.sweep.preflight import STEERING, steering
+    from pipeline.sweep.schemas import register
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -355,7 +356,7 @@ def test_two_prunes_at_once_count_each_entry_lock_and_file_once(tmp_path: Path, 
 
 PRUNE = """\
 import os, sys, time
-from pipeline import store
+from pipeline.job import store
 go = sys.argv[1]
 while not os.path.exists(go):
     time.sleep(0.001)
@@ -365,7 +366,7 @@ sys.exit(store.main(["prune", "--older-than", "30"]))
 
 @slow  # two processes
 def test_two_prune_commands_at_once_report_each_entry_once(tmp_path: Path) -> None:
-    """``python -m pipeline.store prune`` twice at once, released together: the entries each reports removed add
+    """``python -m pipeline.job.store prune`` twice at once, released together: the entries each reports removed add
     up to the entries there were."""
     env = {**os.environ, "BOUNDLAB_CACHE": str(tmp_path / "cache")}
     root = tmp_path / "cache" / "jobs"

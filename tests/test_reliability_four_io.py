@@ -2,12 +2,12 @@
 do with their inputs and outputs.
 
 4. A learner that writes into the data it is handed fails its run with one line naming it; nothing of the
-   changed data is kept (pipeline.run: the dataset's arrays hashed before and after the learner).
+   changed data is kept (pipeline.job.run: the dataset's arrays hashed before and after the learner).
 5. A tracking store that is locked by another process or refuses the credentials mid-sweep gets what an outage
    gets: one line naming the store and what happened, how to recover, no SQL and no traceback, finished runs
    kept, and the same command completing what is missing (pipeline.tracking: every client call classified).
 7. Nothing is written or removed outside the job store: every path it writes or removes is reached from its root
-   without following a link (pipeline.locks.open_dir/remove), so a planted link is refused or removed, never
+   without following a link (pipeline.job.locks.open_dir/remove), so a planted link is refused or removed, never
    written through.
 """
 
@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 from helpers import compose_tiny, migrated_store, wrap_call
 
-from pipeline import locks, store, tracking
+from pipeline import tracking
+from pipeline.job import locks, store
 from pipeline.params import UserError
 
 # --------------------------------------------------------------------------- 4. a learner that changes its input
@@ -31,7 +32,7 @@ from pipeline.params import UserError
 def _job(overrides: list[str]):  # noqa: ANN202
     import warnings
 
-    from pipeline.config import build
+    from pipeline.job.config import build
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -91,7 +92,7 @@ WRITES = [  # (learner config, what it writes, the array the refusal names)
 @pytest.mark.parametrize(("overrides", "write", "named"), WRITES, ids=[w.__name__.lstrip("_") for _, w, _ in WRITES])
 def test_a_learner_that_writes_into_its_input_fails_its_run_in_one_line(overrides: list[str], write, named: str,  # noqa: ANN001
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline.run import prepare, run
+    from pipeline.job.run import prepare, run
 
     job = _job(overrides)
     ds = prepare(job)
@@ -121,7 +122,7 @@ def test_the_built_in_learners_leave_their_input_alone(overrides: list[str]) -> 
     """The check holds every built-in learner to it: none writes into what it is handed (the data kept are the
     ones it saw, and their hash is the run's data_hash)."""
     from pipeline.data.certify import content_hash
-    from pipeline.run import fingerprint, prepare, run
+    from pipeline.job.run import fingerprint, prepare, run
 
     job = _job(overrides)
     ds = prepare(job)

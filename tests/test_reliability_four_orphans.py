@@ -8,7 +8,7 @@ and ``seeds=auto force=true`` reruns each seed once.
    The temporary files and staging directories of dead processes carry their pid (``.NAME.PID.tmp``) and are
    removed by the next writer of their directory (pipeline.files.clean_stale): the report's staging directory, a
    sweep's aggregation directory. The report stops cleanly on SIGTERM (exit 130, its staging removed).
-10. ``seeds=auto force=true`` reruns each seed once per command (pipeline.sweep.forces); a report of every
+10. ``seeds=auto force=true`` reruns each seed once per command (pipeline.sweep.context.forces); a report of every
    experiment names the results it leaves out (an experiment removed while its results stay).
 """
 
@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 from helpers import INJECTOR, all_runs, migrated_store, tiny_results, with_sitecustomize
 
-from pipeline import files, locks, tracking
+from pipeline import files, tracking
+from pipeline.job import locks
 
 
 def _dead_pid() -> int:
@@ -106,7 +107,7 @@ def test_a_killed_round_s_parent_is_ended_by_the_next_sweep(tmp_path: Path, boun
 
 
 def test_a_dead_report_s_staging_directory_is_removed_by_the_next(tmp_path: Path, in_process) -> None:  # noqa: ANN001
-    from pipeline import report
+    from pipeline.outputs import report
 
     tiny_results(tmp_path / "results" / "tiny", "tiny")
     (tmp_path / "experiments").mkdir()
@@ -136,7 +137,7 @@ def test_a_report_stopped_by_sigterm_leaves_no_staging_directory(tmp_path: Path)
     env = with_sitecustomize(tmp_path, INJECTOR, {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'db'}",
                                                   "BOUNDLAB_FAULT": "pandas:read_parquet", "BOUNDLAB_FAULT_MODE": "hang",
                                                   "BOUNDLAB_FAULT_FLAG": str(flag)})
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.report", "tiny"], cwd=tmp_path, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.outputs.report", "tiny"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not flag.exists() and proc.poll() is None and time.time() < deadline:
@@ -153,13 +154,13 @@ def test_a_report_stopped_by_sigterm_leaves_no_staging_directory(tmp_path: Path)
 
 
 def test_a_second_report_at_once_is_refused_in_one_line(tmp_path: Path, in_process) -> None:  # noqa: ANN001
-    from pipeline import report
+    from pipeline.outputs import report
 
     tiny_results(tmp_path / "results" / "tiny", "tiny")
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "tiny.yaml").write_text("name: tiny\nquestion: q\nclaims: []\n")
     probe = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
-                              "from pipeline import locks; locks.hold(Path(sys.argv[1])); print('held', flush=True); "
+                              "from pipeline.job import locks; locks.hold(Path(sys.argv[1])); print('held', flush=True); "
                               "time.sleep(60)", str(tmp_path / "report")], stdout=subprocess.PIPE, text=True)
     try:
         assert probe.stdout.readline().strip() == "held"
@@ -188,7 +189,7 @@ def test_clean_stale_keeps_live_and_foreign_names(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("removed", [["gone"], ["gone", "also_gone"]])
 def test_a_report_names_the_results_it_leaves_out(tmp_path: Path, in_process, removed: list[str]) -> None:  # noqa: ANN001
-    from pipeline import report
+    from pipeline.outputs import report
 
     (tmp_path / "experiments").mkdir()
     for name in removed:
@@ -201,7 +202,7 @@ def test_a_report_names_the_results_it_leaves_out(tmp_path: Path, in_process, re
 
 
 def test_a_report_with_some_experiments_still_names_the_orphans(tmp_path: Path, in_process) -> None:  # noqa: ANN001
-    from pipeline import report
+    from pipeline.outputs import report
 
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "kept.yaml").write_text("name: kept\nquestion: q\nclaims: []\n")

@@ -94,10 +94,10 @@ def test_the_tie_instance_and_its_exact_certificate_take_any_size(M: int) -> Non
 def _run(*overrides: str):  # noqa: ANN202
     from hydra import compose, initialize_config_dir
 
-    from pipeline.config import build
+    from pipeline.job.config import build
     from pipeline.paths import CONF_DIR
-    from pipeline.run import run
-    from pipeline.schemas import register
+    from pipeline.job.run import run
+    from pipeline.sweep.schemas import register
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -199,7 +199,7 @@ def test_an_accepted_search_says_its_estimate_before_the_first_rollout_then_its_
     rollout, the one from greedy's length after it, then progress lines in rollouts; the play is the same as
     without the estimates (the timing prefix draws from its own generator)."""
     import pipeline.learners.adaptive as adaptive
-    import pipeline.progress as progress
+    import pipeline.sweep.progress as progress
 
     ds = _sample(0.05)
     B = _bound(ds)
@@ -243,7 +243,7 @@ def test_the_adversarial_ordering_is_timed_estimated_and_refused_when_out_of_rea
     """The permutation adversary (403 runs of the learner): its first runs timed, the search refused before the
     rest when the estimate passes the limit, naming algorithm.ordering; otherwise progress in runs."""
     import pipeline.learners.orderings as orderings
-    import pipeline.progress as progress
+    import pipeline.sweep.progress as progress
     from pipeline.learners.halving import Halving
     from pipeline.learners.perceptron import BatchPerceptron
 
@@ -278,7 +278,7 @@ def test_the_adversarial_ordering_is_timed_estimated_and_refused_when_out_of_rea
 
 
 def test_the_worst_cases_construction_says_its_estimate(monkeypatch, caplog) -> None:  # noqa: ANN001
-    import pipeline.progress as progress
+    import pipeline.sweep.progress as progress
     from pipeline.data import worst_case
 
     monkeypatch.setattr(progress, "EVERY", 0.0)
@@ -296,12 +296,12 @@ def test_the_worst_cases_construction_says_its_estimate(monkeypatch, caplog) -> 
 CHILD = textwrap.dedent("""
     import json, logging, signal, sys, time
     import numpy as np
-    from pipeline import interrupts
+    from pipeline.sweep import interrupts
     from pipeline.data import MarginBinary
     from pipeline.data.worst_case import WorstCase
     from pipeline.learners.perceptron import Perceptron
     from pipeline.params import ParamError
-    import pipeline.progress as progress
+    import pipeline.sweep.progress as progress
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
     progress.EVERY = 0.5

@@ -1,4 +1,4 @@
-"""The report's table "The worst case beside the bound" (pipeline.report._gaps): bound, exact, the searches and
+"""The report's table "The worst case beside the bound" (pipeline.outputs.report._gaps): bound, exact, the searches and
 the orders side by side, the theorem's slack and the search's shortfall taken seed by seed (docs/bounds.md
 sections 1 and 3)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pipeline.report import Experiment, _gaps, _gaps_table, render_markdown
+from pipeline.outputs.report import Experiment, _gaps, _gaps_table, render_markdown
 
 COMPARE = {"quantity": "mistakes", "by": "ordering", "x": "gamma"}
 
@@ -56,7 +56,7 @@ def test_the_page_and_the_summary_name_both_gaps(tmp_path) -> None:  # noqa: ANN
 
 
 def test_a_finite_games_exact_value_gives_the_same_table() -> None:
-    """Halving's rows carry game_value and littlestone (pipeline.statistics): per class and size the bound, the
+    """Halving's rows carry game_value and littlestone (pipeline.job.statistics): per class and size the bound, the
     exact value, Ldim and the largest measured, the gaps run by run; undecided runs (too large) are left out."""
     t = pd.DataFrame([
         {"bound": "halving", "cls": "thresholds", "size": 6, "theoretical": 2, "empirical": 2, "game_value": 2,

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 import pytest
 
 from helpers import serving, tiny_results
-from pipeline import report
+from pipeline.outputs import report
 
 NAME = "tiny"
 SPEC = ("name: tiny\nquestion: {question}\n"
@@ -102,7 +102,7 @@ def test_help_says_what_the_report_is_and_writes_nothing(argv: list[str], ws: Pa
     before = _files(ws)
     assert report.main(argv) == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: python -m pipeline.report [NAME ...]") and "Exit codes: 0" in out
+    assert out.startswith("usage: python -m pipeline.outputs.report [NAME ...]") and "Exit codes: 0" in out
     assert _files(ws) == before
 
 
@@ -145,7 +145,7 @@ def _failing_figure(fig, directory: Path, stem: str) -> list[Path]:  # noqa: ANN
 def test_a_full_disk_mid_write_keeps_the_previous_report_whole(target: str, ws: Path, capsys: pytest.CaptureFixture,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     if target == "figure":
-        from pipeline import plots
+        from pipeline.outputs import plots
 
         monkeypatch.setattr(plots, "save", _failing_figure)
     else:

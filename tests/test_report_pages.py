@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import tiny_results
-from pipeline import report
+from pipeline.outputs import report
 from pipeline.dvc_stage import EXPERIMENTS
 
 # two experiments of the main job, by name, over the same tiny sweep: the report must order them as the docs do
@@ -111,7 +111,7 @@ def test_a_figure_of_many_panels_spans_the_page(tmp_path) -> None:  # noqa: ANN0
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from pipeline import report
+    from pipeline.outputs import report
 
     for name, width in (("wide", 2400), ("narrow", 900)):
         plt.imsave(tmp_path / f"{name}.png", np.zeros((300, width)))

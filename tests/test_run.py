@@ -1,4 +1,4 @@
-"""pipeline.run (with pipeline.config's build): extreme but accepted values never yield a false VIOLATED. Every
+"""pipeline.job.run (with pipeline.job.config's build): extreme but accepted values never yield a false VIOLATED. Every
 radius, margin, regularisation, comparator radius, step count or kernel parameter at float64's extremes is
 either refused before any work with one line naming the key the user set (pipeline.params.UserError), or runs
 to a table with no NaN in an applicable row and no (D) row violated."""

@@ -2,8 +2,8 @@
 rounds, and its refusals.
 
 The rounds loop is driven with a stand-in for one sweep (it fills what the sweep callback leaves in
-``pipeline.callbacks.LAST``), so that every way it can end is reached without running learners; the
-verdicts it reads are those of :func:`pipeline.verdicts.judge_bound` with a seed budget.
+``pipeline.sweep.callbacks.LAST``), so that every way it can end is reached without running learners; the
+verdicts it reads are those of :func:`pipeline.judging.verdicts.judge_bound` with a seed budget.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import callbacks, cli
-from pipeline.preflight import preflight
-from pipeline.schemas import register
-from pipeline.verdicts import HOLDS, INCONCLUSIVE, VIOLATED, judge_bound
+from pipeline import cli
+from pipeline.sweep import callbacks
+from pipeline.sweep.preflight import preflight
+from pipeline.sweep.schemas import register
+from pipeline.judging.verdicts import HOLDS, INCONCLUSIVE, VIOLATED, judge_bound
 
 
 def _p_rows(n: int, violations: int = 0, delta: float = 0.05) -> pd.DataFrame:
@@ -173,7 +174,7 @@ def test_force_reruns_each_seed_once_per_command(monkeypatch: pytest.MonkeyPatch
     calls = _fake_rounds(monkeypatch, [OPEN, OPEN, DONE])
     cli._sequential(["-m", "force=true"], budget=100, step=25)
     assert [c[-1] for c in calls] == ["forced_from=None", "forced_from=25", "forced_from=50"]
-    from pipeline import sweep
+    from pipeline.sweep import context as sweep
 
     monkeypatch.setenv(sweep.ENV, sweep.Sweep(forced_from=25).to_json())
     assert not sweep.forces(True, 24) and sweep.forces(True, 25) and not sweep.forces(False, 30)

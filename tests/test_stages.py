@@ -1,4 +1,4 @@
-"""pipeline.stages: the Hydra job. A sweep killed (SIGKILL) or stopped (SIGTERM) resumes without loss or
+"""pipeline.sweep.stages: the Hydra job. A sweep killed (SIGKILL) or stopped (SIGTERM) resumes without loss or
 duplicates, force reruns every job, a fault anywhere in a job is recorded and the sweep still aggregates, a
 signal after a run finished leaves it finished, and a worker stops within seconds once its driver is gone
 (watch_driver)."""
@@ -26,7 +26,7 @@ from helpers import mlflow_store as _store
 from helpers import sweep_runs as _runs
 from helpers import wait_for as _wait_for
 
-from pipeline import markers
+from pipeline.job import markers
 
 
 GRID = ["-m", "gamma=0.05,0.1,0.2", "rho=1,2", "seed=0,1", "n=200", "d=5", "name=faults"]
@@ -120,15 +120,15 @@ def test_force_reruns_everything_and_keeps_one_live_run_per_job(tmp_path: Path, 
 
 
 JOB_FAULTS = {  # where, and the call that fails (2: job 1 of the sweep)
-    "prepare": "pipeline.run:prepare",
-    "resume_check": "pipeline.markers:check",
-    "input_fingerprint": "pipeline.identity:inputs",
+    "prepare": "pipeline.job.run:prepare",
+    "resume_check": "pipeline.job.markers:check",
+    "input_fingerprint": "pipeline.job.identity:inputs",
     "tracking_open": "pipeline.tracking:JobRun.__init__",
     "experiment_lookup": "pipeline.tracking:experiment_id",
-    "run": "pipeline.run:run",
-    "write": "pipeline.stages:write",
+    "run": "pipeline.job.run:run",
+    "write": "pipeline.sweep.stages:write",
     "tracking_finish": "pipeline.tracking:JobRun.finish",
-    "record": "pipeline.markers:record",
+    "record": "pipeline.job.markers:record",
 }
 
 
@@ -176,11 +176,11 @@ SIGTERM_AFTER_FINISH = """\
 import os
 if os.environ.get("BOUNDLAB_TERM_IN_PUT"):
     import signal, time
-    import pipeline.store
+    import pipeline.job.store
     def put(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)  # the job's run is FINISHED and its marker written
         time.sleep(5)
-    pipeline.store.put = put
+    pipeline.job.store.put = put
 """
 
 
@@ -206,7 +206,7 @@ def test_a_signal_after_a_run_finished_leaves_it_finished_and_the_rerun_skips_it
 
 WORKER = """\
 import sys, time
-from pipeline import stages, sweep
+from pipeline.sweep import stages, context as sweep
 sweep.update(driver_pid=int(sys.argv[1]))
 stages._in_job = sys.argv[2] == "busy"
 stages.watch_driver(grace=0.5, every=0.1)

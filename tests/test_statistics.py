@@ -1,4 +1,4 @@
-"""The statistic providers (pipeline/statistics.py): a learner's run reports what it did, and the registry
+"""The statistic providers (pipeline/job/statistics.py): a learner's run reports what it did, and the registry
 computes exactly what the evaluated bounds read, no more."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pipeline.bounds import bounds_for
 from pipeline.contract import HalvingRun, KernelSvmRun, SvmRun
 from pipeline.data import MarginBinary
 from pipeline.learners import Pegasos, Perceptron
-from pipeline.statistics import PROVIDERS, REGISTRY, available, complete, measure, provider_for, reads
+from pipeline.job.statistics import PROVIDERS, REGISTRY, available, complete, measure, provider_for, reads
 
 
 def _data():  # noqa: ANN202
@@ -71,7 +71,7 @@ def test_every_record_has_one_provider_per_name(record: str) -> None:
 
 
 def test_a_provider_reads_only_the_record_it_declared() -> None:
-    from pipeline.statistics import record_of
+    from pipeline.job.statistics import record_of
 
     out = Pegasos(lam=0.05, T=30).run(_data(), np.random.default_rng(1))
     assert record_of(out, SvmRun) is out.run
@@ -85,7 +85,7 @@ def test_the_held_out_risks_are_a_providers_and_always_computed() -> None:
     from pipeline.contract import CrammerSingerRun
     from pipeline.data.multiclass import MulticlassMargin
     from pipeline.learners import MulticlassPegasos
-    from pipeline.statistics import held_out_risks
+    from pipeline.job.statistics import held_out_risks
 
     ds = MulticlassMargin(k=3, gamma=0.1, rho=1.0, d=5, n=100, n_test=1000).generate(np.random.default_rng(0))
     learner = MulticlassPegasos(lam=0.1, T=200, cost="absolute")

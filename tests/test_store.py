@@ -1,4 +1,4 @@
-"""pipeline.store: the job store is a cache. A damaged entry means "run again", an unusable store costs the
+"""pipeline.job.store: the job store is a cache. A damaged entry means "run again", an unusable store costs the
 reuse and never a job, its growth is bounded by a documented command, and a job's identity holds the
 versions of the libraries it computes with (issue 31, classes 8 and 11)."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import migrated_store
 
-from pipeline import identity, locks, store
+from pipeline.job import identity, locks, store
 
 GRID = ["-m", "seed=0,1", "n=200", "d=5", "name=cache"]
 
@@ -139,7 +139,7 @@ def test_prune_removes_unheld_locks_and_dead_temporaries_but_not_a_held_lock(tmp
 
 PRUNER = """
 import sys
-from pipeline import store
+from pipeline.job import store
 fd = store.hold_identity("job")
 print("held", flush=True)
 sys.stdin.readline()
@@ -203,9 +203,9 @@ def test_the_status_and_prune_commands_report(tmp_path: Path, monkeypatch: pytes
 def test_a_job_identity_changes_with_a_numerical_library_version(monkeypatch: pytest.MonkeyPatch) -> None:
     import hydra
 
-    from pipeline.config import build
+    from pipeline.job.config import build
     from pipeline.paths import CONF_DIR
-    from pipeline.schemas import register
+    from pipeline.sweep.schemas import register
 
     register()
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.verdicts import HOLDS, INCONCLUSIVE, VIOLATED, summarize
+from pipeline.judging.verdicts import HOLDS, INCONCLUSIVE, VIOLATED, summarize
 
 
 def _table(guarantee: str, seeds: int = 28, settings: tuple[str, ...] = ("s0",), learner: str = "toy",
@@ -41,7 +41,7 @@ def _table(guarantee: str, seeds: int = 28, settings: tuple[str, ...] = ("s0",),
 
 
 def _out_of_range(seed: int, bound: str = "b", setting: str = "s0") -> dict:
-    """A job's failure record (pipeline.stages.failure_record) for a measurement outside the bound's range."""
+    """A job's failure record (pipeline.sweep.stages.failure_record) for a measurement outside the bound's range."""
     return {"label": f"job {seed} (seed={seed})", "kind": "RangeError", "range_error": True, "bound": bound,
             "quantity": "mistakes", "value": "12", "range": "[0, 10]", "learner": "toy", "setting": setting,
             "message": f"bound {bound}: the measured mistakes is 12, outside the range [0, 10] the bound declares for it"}
@@ -130,8 +130,8 @@ def _spec(seed: int) -> SimpleNamespace:
 
 def test_a_failed_jobs_record_is_written_beside_error_txt_and_a_stale_one_is_ignored(tmp_path: Path) -> None:
     from pipeline.bounds.base import ImpossibleValue, RangeError
-    from pipeline.callbacks import failures
-    from pipeline.stages import failure_record, read_failure, write_failure
+    from pipeline.sweep.callbacks import failures
+    from pipeline.sweep.stages import failure_record, read_failure, write_failure
 
     job = tmp_path / "sweep" / "3"
     (job / ".hydra").mkdir(parents=True)
@@ -156,9 +156,9 @@ def test_a_failed_jobs_record_is_written_beside_error_txt_and_a_stale_one_is_ign
 
 
 def test_a_pack_members_failure_kind_is_in_its_parts_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline import pack
+    from pipeline.sweep import pack
     from pipeline.bounds.base import RangeError
-    from pipeline.callbacks import failures
+    from pipeline.sweep.callbacks import failures
 
     def member(spec: SimpleNamespace) -> None:
         if spec.key() == "k0":
@@ -190,7 +190,7 @@ def test_a_sweep_whose_bounds_range_some_seeds_contradict_judges_it_violated(
     those jobs fail with RangeError, and the four that survive would say "holds"."""
     from helpers import migrated_store
 
-    import pipeline.run as run_module
+    import pipeline.job.run as run_module
 
     bad, current = {1, 4}, {}
     prepare, bounds_for = run_module.prepare, run_module.bounds_for

@@ -15,9 +15,9 @@ from hydra import compose, initialize_config_dir
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
 
-from pipeline import sweep
+from pipeline.sweep import context as sweep
 from pipeline.paths import CONF_DIR
-from pipeline.schemas import register
+from pipeline.sweep.schemas import register
 
 SWEEPER = "hydra_plugins.boundlab_sweeper.boundlab_sweeper.BoundlabSweeper"
 
@@ -39,7 +39,7 @@ def test_the_context_is_one_variable_that_a_started_process_inherits() -> None:
     assert sweep.current() == published
     assert [k for k in os.environ if k.startswith(("BOUNDLAB_SWEEP", "BOUNDLAB_DRIVER", "BOUNDLAB_PARENT",
                                                     "BOUNDLAB_RUN"))] == [sweep.ENV]
-    code = "from pipeline import sweep; c = sweep.current(); print(c.key, c.size, c.parent_run_id == 'p' * 32)"
+    code = "from pipeline.sweep import context as sweep; c = sweep.current(); print(c.key, c.size, c.parent_run_id == 'p' * 32)"
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert child.stdout.split() == ["k1", "4", "True"]
     sweep.update(driver_cwd="/somewhere")  # one field changed, the others kept
@@ -82,18 +82,18 @@ def test_the_ray_preset_forwards_the_context_and_the_users_settings_only(monkeyp
     assert sorted(forwarded) == sorted([sweep.ENV, "MLFLOW_TRACKING_URI", "BOUNDLAB_CACHE"])
     published = sweep.update(key="k", parent_run_id="p", driver_cwd="/d")
     assert sweep.Sweep.from_json(forwarded[sweep.ENV]) == published
-    assert preset.ray.init.runtime_env.worker_process_setup_hook == "pipeline.ray_worker.setup"
+    assert preset.ray.init.runtime_env.worker_process_setup_hook == "pipeline.sweep.ray_worker.setup"
 
 
 def test_no_module_but_the_context_names_its_variable() -> None:
-    pipeline = Path(sweep.__file__).parent
+    pipeline = Path(sweep.__file__).parents[1]
     named = sorted(str(p.relative_to(pipeline)) for p in pipeline.rglob("*.py") if sweep.ENV in p.read_text())
-    assert named == ["sweep.py"]
+    assert named == ["sweep/context.py"]
 
 
 @pytest.mark.slow  # a fresh interpreter: what the import pulls in
 def test_the_job_entry_point_does_not_import_the_command() -> None:
-    code = "import sys, pipeline.stages, pipeline.callbacks, pipeline.tracking; print('pipeline.cli' in sys.modules)"
+    code = "import sys, pipeline.sweep.stages, pipeline.sweep.callbacks, pipeline.tracking; print('pipeline.cli' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
@@ -102,7 +102,7 @@ def test_the_job_entry_point_does_not_import_the_command() -> None:
 def test_what_the_sweeper_relies_on_in_hydra() -> None:
     """Fails when a Hydra release changes the basic sweeper the plugin subclasses: its private module
     path, the hook it overrides, where its sweep calls that hook, its constructor and config fields, and
-    the splitting of a sweep into jobs that the pre-flight repeats (pipeline.hydra_seam.split_sweep)."""
+    the splitting of a sweep into jobs that the pre-flight repeats (pipeline.sweep.hydra_seam.split_sweep)."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper, BasicSweeperConf
     from hydra.core.override_parser.types import Override
 
@@ -156,7 +156,7 @@ def _in_process_sweep(argv: list[str], tmp_path: Path, monkeypatch: pytest.Monke
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.core.hydra_config import HydraConfig
 
-    from pipeline import stages
+    from pipeline.sweep import stages
     from pipeline.cli import main
 
     seen: dict[str, list] = {"vouched": [], "hydra_checked": [], "composed": [], "ran": [], "launcher_composed": []}
@@ -237,7 +237,7 @@ def _table(rows: list[dict]) -> object:
 
 
 def test_the_job_line_counts_what_holds_and_names_the_rest() -> None:
-    from pipeline.stages import bounds_summary
+    from pipeline.sweep.stages import bounds_summary
 
     held = _table([{"bound": "novikoff", "informative": False, "theoretical": 100.0}, {"bound": "hinge_all_rounds"},
                    {"bound": "freund_schapire"}])
@@ -261,7 +261,7 @@ def test_the_job_line_counts_what_holds_and_names_the_rest() -> None:
 
 
 def test_every_violated_bound_is_named_however_many() -> None:
-    from pipeline.stages import bounds_summary
+    from pipeline.sweep.stages import bounds_summary
 
     line = bounds_summary(_table([{"bound": f"b{i}", "holds": False, "part": "class 1" if i == 0 else None,
                                    "empirical": 11.0} for i in range(7)]))

@@ -1,4 +1,4 @@
-"""pipeline.tables: many small parquet tables gathered into one frame. Reading a file as Arrow and converting it is
+"""pipeline.outputs.tables: many small parquet tables gathered into one frame. Reading a file as Arrow and converting it is
 ``pd.read_parquet`` for every column type a run records, and gathering is ``pd.concat`` of those frames, however
 the files' schemas vary and wherever the chunks fall, cell for cell, dtype for dtype and byte for byte in parquet;
 at most a chunk of small tables is held at a time."""
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import tables
+from pipeline.outputs import tables
 
 
 def _zoo(i: int) -> pd.DataFrame:

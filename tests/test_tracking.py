@@ -31,7 +31,8 @@ from helpers import sweep_runs as _runs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import sweep, tracking
+from pipeline import tracking
+from pipeline.sweep import context as sweep
 from pipeline.cli import main
 from pipeline.tracking import (
     DOWN_FILE,
@@ -686,7 +687,7 @@ def test_the_command_moves_credentials_out_of_the_environments_uri(monkeypatch: 
 
 
 def test_a_database_password_is_hidden_in_the_configs_hydra_saved(tmp_path: Path) -> None:
-    from pipeline.stages import redact_saved
+    from pipeline.sweep.stages import redact_saved
 
     saved = tmp_path / ".hydra"
     saved.mkdir()

@@ -1,4 +1,4 @@
-"""The verdict rules (pipeline.verdicts), each on constructed inputs whose outcome is known.
+"""The verdict rules (pipeline.judging.verdicts), each on constructed inputs whose outcome is known.
 
 Every rule is shown to reach each of its outcomes: a (D) violation (also one hidden at an intermediate
 step), an (E) setting inconclusive with 3 seeds and holding with more, never holding without the top of a
@@ -16,7 +16,7 @@ import pytest
 
 from pipeline.bounds import BOUNDS
 from pipeline.bounds.base import Bound, RangeError
-from pipeline.verdicts import (
+from pipeline.judging.verdicts import (
     HOLDS,
     INCONCLUSIVE,
     MAX_TIGHT,

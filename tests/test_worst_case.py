@@ -9,11 +9,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from pipeline.paths import CONF_DIR
-from pipeline.config import build
+from pipeline.job.config import build
 from pipeline.data.worst_case import WorstCase
 from pipeline.params import ParamError
-from pipeline.run import run
-from pipeline.schemas import register
+from pipeline.job.run import run
+from pipeline.sweep.schemas import register
 
 
 def _run(*overrides: str):  # noqa: ANN202
@@ -87,7 +87,7 @@ def test_the_comparators_hinge_is_summed_over_the_rounds_presented() -> None:
     from pipeline.contract import PresentedRun
     from pipeline.data import MarginBinary
     from pipeline.learners.base import Outcome
-    from pipeline.statistics import _comparators
+    from pipeline.job.statistics import _comparators
 
     ds = MarginBinary(gamma=0.1, rho=1.0, n=50, d=5).generate(np.random.default_rng(0))
     presented = np.array([3, 3, 7, 0, 3, *range(50)])

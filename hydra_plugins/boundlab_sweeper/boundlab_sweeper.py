@@ -3,24 +3,24 @@
 Two costs of Hydra's multirun grow with the number of jobs, and both are compositions of the config
 (~0.1 s each with boundlab's groups):
 
-- Before a sweep starts, ``boundlab`` composes and validates every job (``pipeline.preflight.preflight``) and
-  records the jobs it validated (``pipeline.sweep.vouch``). Hydra's basic sweeper would compose each job
+- Before a sweep starts, ``boundlab`` composes and validates every job (``pipeline.sweep.preflight.preflight``) and
+  records the jobs it validated (``pipeline.sweep.context.vouch``). Hydra's basic sweeper would compose each job
   once more before launching it (``validate_batch_is_legal``); this one skips that for a batch the
   pre-flight validated, exactly as given, and validates any other batch as Hydra does.
 - The launcher composes every job it runs (``ConfigLoader.load_sweep_config``). This sweeper hands the
-  launcher a :class:`~pipeline.hydra_seam.ComposeOnce` loader: jobs that differ only in plain ``key=value``
+  launcher a :class:`~pipeline.sweep.hydra_seam.ComposeOnce` loader: jobs that differ only in plain ``key=value``
   overrides share one composition of their config-group choices, copied per job, with the values applied
   by Hydra's own override code, and the job's override records filled as Hydra fills them. Anything else
   is composed by Hydra as before. tests/test_compose_once.py checks the result equals Hydra's own, node for
   node.
 
-With ``pack=N`` (a packed sweep, ``pipeline.pack``), each batch of jobs is launched as packs of N
+With ``pack=N`` (a packed sweep, ``pipeline.sweep.pack``), each batch of jobs is launched as packs of N
 consecutive jobs: one Hydra job per pack, through the same launcher, its members in its own config. A pack
 of jobs the pre-flight validated is trusted as its jobs are.
 
 Selected in conf/config.yaml (``override hydra/sweeper: boundlab``); Hydra finds it in the
 ``hydra_plugins`` namespace package. What it needs of Hydra's private internals (the basic sweeper, the
-joblib launcher's worker function) it takes from ``pipeline.hydra_seam``, the one module that touches them;
+joblib launcher's worker function) it takes from ``pipeline.sweep.hydra_seam``, the one module that touches them;
 tests/test_sweep.py fails if a Hydra release changes what it uses.
 """
 
@@ -30,7 +30,7 @@ from typing import Any, Dict, Optional, Sequence
 from hydra.core.config_store import ConfigStore
 from hydra.types import HydraContext
 
-from pipeline.hydra_seam import ComposeOnce, basic_sweeper, execute_job, launch_keeping_plugins
+from pipeline.sweep.hydra_seam import ComposeOnce, basic_sweeper, execute_job, launch_keeping_plugins
 
 __all__ = ["BoundlabJoblibLauncher", "BoundlabSweeper", "BoundlabSweeperConf", "ComposeOnce", "execute_job"]
 
@@ -55,7 +55,7 @@ ConfigStore.instance().store(group="hydra/sweeper", name="boundlab", node=Boundl
 
 class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra's module holds now
     """Hydra's basic sweeper that trusts boundlab's pre-flight for the batches it validated, and whose
-    launcher composes once per choice of config groups (:class:`~pipeline.hydra_seam.ComposeOnce`)."""
+    launcher composes once per choice of config groups (:class:`~pipeline.sweep.hydra_seam.ComposeOnce`)."""
 
     def setup(self, *, hydra_context: HydraContext, task_function: Any, config: Any) -> None:
         shared = HydraContext(config_loader=ComposeOnce(hydra_context.config_loader), callbacks=hydra_context.callbacks)
@@ -82,11 +82,11 @@ class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra
         """The basic sweeper's next batch; with ``pack`` set, every job of the sweep as packs of ``pack``
         consecutive jobs, in one batch (pack K holds jobs K*pack to (K+1)*pack - 1, where the sweep's end
         reads them, so packs never follow ``max_batch_size``'s batches). In a round of ``seeds=auto`` the jobs
-        are first ordered setting by setting (``pipeline.pack.by_setting``)."""
+        are first ordered setting by setting (``pipeline.sweep.pack.by_setting``)."""
         n = self.config.get("pack") if self.config is not None else None
         if not n:
             return super().get_job_batch()
-        from pipeline import pack, sweep
+        from pipeline.sweep import pack, context as sweep
 
         jobs = [job for batch in self.overrides[self.batch_index:] for job in batch]
         self.batch_index = len(self.overrides)
@@ -98,7 +98,7 @@ class BoundlabSweeper(basic_sweeper()):  # type: ignore[misc]  # the class Hydra
         return packed
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
-        from pipeline import sweep
+        from pipeline.sweep import context as sweep
 
         if sweep.vouched(batch):
             return
@@ -122,7 +122,7 @@ class BoundlabJoblibLauncher(_import_joblib_launcher()):  # type: ignore[misc]
     Hydra's worker function restores the driver's singletons for every job, and the plugin registry is
     not among them, so each job re-runs Hydra's plugin scan, executing every ``hydra_plugins`` module
     again (~50 ms a job, a third of a small job). The plugins installed do not change during a sweep:
-    the workers run :func:`pipeline.hydra_seam.execute_job`, which hands a worker's registry on to its next
+    the workers run :func:`pipeline.sweep.hydra_seam.execute_job`, which hands a worker's registry on to its next
     jobs, then runs Hydra's own worker function. Everything else is the plugin's.
     tests/test_compose_once.py fails if that function changes.
     """

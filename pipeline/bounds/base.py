@@ -51,7 +51,7 @@ class Bound:
         constants are tuned to T, or it speaks only of the end of the run).
     range : statistics -> (lo, hi), the range the quantity's true value lies in by the theory (a count in
         [0, T], a suboptimality >= 0; an end may be infinite); None when unknown. The (E) verdict needs hi to
-        show "holds" and lo to show "violated" (pipeline.limits); every measurement is checked against it.
+        show "holds" and lo to show "violated" (pipeline.judging.limits); every measurement is checked against it.
     quantity_low : the learner's quantity that is a lower estimate of ``quantity`` (e.g. measured
         against the upper end of a comparator's bracket); "" when ``quantity`` is exact. ``quantity`` is
         the upper estimate a bound must clear to hold; ``quantity_low`` the one that must exceed the

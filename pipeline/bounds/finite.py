@@ -32,7 +32,7 @@ HALVING = Bound(
     range=lambda s: (0.0, float(s["T"])),  # a count of mistakes in T rounds
     trivial_text="T, the rounds presented",
     anytime="monotone",
-    beside=("game_value", "littlestone", "game_status"),  # the exact worst case of the game (pipeline.statistics)
+    beside=("game_value", "littlestone", "game_status"),  # the exact worst case of the game (pipeline.job.statistics)
 )
 
 

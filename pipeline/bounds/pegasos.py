@@ -1,7 +1,7 @@
 """Pegasos' guarantees (docs/bounds.md sections 4 to 6): the per-run regret of Lemma 1 (D), the expectation
 bound on the averaged iterate (E) and its high-probability version (P) [P11 = Shalev-Shwartz, Singer,
 Srebro & Cotter, Math. Program. 127(1), 2011]. Shared by linear and kernelized Pegasos. The constant c = G^2
-they read is a statistic (:func:`pipeline.statistics.pegasos_constant`).
+they read is a statistic (:func:`pipeline.job.statistics.pegasos_constant`).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def _row_sums(rows: np.ndarray, m: np.ndarray, term: Callable[[np.ndarray, np.nd
 def _passes(s: Stats, m: np.ndarray) -> float:
     # sums over the T rounds are T / len(m) times the sums over the comparator's margins m: one per example of
     # the sample when the rounds are passes over it (T / m passes), one per round when the run presented
-    # another sequence (ordering=adaptive: pipeline.statistics gives the margins of the rows presented)
+    # another sequence (ordering=adaptive: pipeline.job.statistics gives the margins of the rows presented)
     rounds: float = s["T"] / m.size
     return rounds
 

@@ -1,7 +1,7 @@
 """The ranges the theory gives the (E) and (P) quantities (docs/bounds.md, "Ranges from the theory").
 
 A test of "E[measured] <= bound" needs the top of the quantity's range: without one a rare large value could
-hide above any sample, and no number of seeds bounds the mean (pipeline.limits). The algorithms' invariants
+hide above any sample, and no number of seeds bounds the mean (pipeline.judging.limits). The algorithms' invariants
 give that top. Each range here is a function of statistics that do not depend on the run's own random draws
 (the data's certified radius, lam, T, the label cost, the value at the start and the certified optimum's lower
 end, all functions of the sample and the configuration), so the per-run null of the (E) test, "E[measured |
@@ -54,7 +54,7 @@ def _up(x: float) -> float:
 def _pegasos_top(s: Stats) -> tuple[float, float]:
     """[0, min(f(w_1) + lam r^2 / 2 + L r, the hull's top) - f*_lo], r = ``iterate_radius``, L = ``loss_lipschitz``,
     the hull's top ``hull_top`` (the largest f on the polytope the binary runs' iterates lie in; NaN where not
-    searched, pipeline.statistics.hull_top): the iterates lie in both sets."""
+    searched, pipeline.job.statistics.hull_top): the iterates lie in both sets."""
     lam, r, lip = float(s["lam"]), float(s["iterate_radius"]), float(s["loss_lipschitz"])
     if not all(math.isfinite(v) for v in (lam, r, lip, float(s["f_start"]), float(s["f_star_lo"]))):
         return 0.0, math.inf

@@ -1,7 +1,7 @@
 """``bounds_for(learner)``: the bounds of one learner, from the registry of built-in and plug-in bounds.
 
 Its own module, apart from the package's ``__init__`` (which imports every family of bounds to list them): a
-job imports this, so its identity (``pipeline.identity``) holds the families its learner's bounds come from
+job imports this, so its identity (``pipeline.job.identity``) holds the families its learner's bounds come from
 (``pipeline.plugins.BOUNDS.modules_for``), not every family; an edit to another learner's bounds keeps it.
 """
 

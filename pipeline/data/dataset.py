@@ -12,7 +12,7 @@ from pipeline.data.certify import Stats
 from pipeline.params import Declared, Param
 
 # The kinds of data a dataset class makes (``Source.kind``, the sample's ``kind``) and a learner takes
-# (``Learner.accepts``): the run loop refuses a pair whose kinds do not meet (pipeline.run.prepare).
+# (``Learner.accepts``): the run loop refuses a pair whose kinds do not meet (pipeline.job.run.prepare).
 KINDS = {
     "binary": "a sample X (m x d), labels +1/-1 (pipeline.data.Dataset)",
     "finite": "a binary sample with its finite hypothesis class as a prediction table (Dataset.hypotheses)",

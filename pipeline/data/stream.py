@@ -22,7 +22,7 @@ from pipeline.data.certify import Stats
 from pipeline.data.dataset import Source
 from pipeline.data.synthetic import householder_direction, reflect_rows
 from pipeline.params import RHO, Param, ParamError, above, at_least, check_margin_scale, check_memory, check_params
-from pipeline.progress import Progress
+from pipeline.sweep.progress import Progress
 from pipeline.solvers.certified import margin_lower, margin_upper, radius
 
 

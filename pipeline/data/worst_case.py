@@ -15,7 +15,7 @@ instance's; ~5 s each at M* = 63); above, the proven closed form gives M* and th
 without a solver, up to :data:`MAX_ROWS` rows (the dense M* x M* matrix: 200 MB and ~7 s to certify at 5,000). No
 step has a fixed size below that: the instance and its exact certificate cost O(M*)
 (:func:`pipeline.solvers.perceptron_worst.tie_instance`). A construction estimated to take a few seconds or more
-says so first (an ``[estimate]`` line, :func:`pipeline.progress.estimate`) and logs its progress; every step is a
+says so first (an ``[estimate]`` line, :func:`pipeline.sweep.progress.estimate`) and logs its progress; every step is a
 call of seconds at most, so Ctrl-C and SIGTERM stop it within seconds. Reported upper ends are rounded outwards:
 ``certificate_upper`` is the smallest float at or above the exact dual bound (rho / sqrt(M* + 1) exactly for the
 closed form), ``certificate_gap`` rounded upwards, and the refusal quotes a smallest margin that is accepted.
@@ -32,7 +32,7 @@ import numpy as np
 from pipeline.data.certify import certify
 from pipeline.data.dataset import Dataset, Source, sample_bytes
 from pipeline.params import RHO, Param, ParamError, above, check_memory, check_params
-from pipeline.progress import Progress, estimate
+from pipeline.sweep.progress import Progress, estimate
 
 if TYPE_CHECKING:
     from pipeline.solvers.perceptron_worst import MarginSDP

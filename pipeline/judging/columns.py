@@ -1,5 +1,5 @@
 """The results row, declared once: one row per run and bound (``results.parquet``), its columns, their types and
-what each means. The writers (:func:`pipeline.run.run`, :meth:`pipeline.bounds.base.Bound.evaluate`) produce these
+what each means. The writers (:func:`pipeline.job.run.run`, :meth:`pipeline.bounds.base.Bound.evaluate`) produce these
 columns, tests/test_columns.py checks every row they write against this declaration, and docs/bounds.md section 9
 ("Row columns") is this table, generated (``python -m pipeline.judging.columns``; a test compares them).
 

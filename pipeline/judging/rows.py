@@ -2,8 +2,8 @@
 
 What a job computes with (``pipeline.bounds.base`` judges each row with :func:`judge_row`, ``pipeline.risk``
 brackets its held-out risks with :func:`t_limits`, :func:`binomial_limits` and :func:`hoeffding_half_width`),
-so it belongs to a job's identity (``pipeline.identity``): an edit here reruns the jobs. The sweep-level rules
-(settings, seeds, the betting tests of ``pipeline.limits``, claims) are in ``pipeline.verdicts``, which a job
+so it belongs to a job's identity (``pipeline.job.identity``): an edit here reruns the jobs. The sweep-level rules
+(settings, seeds, the betting tests of ``pipeline.judging.limits``, claims) are in ``pipeline.judging.verdicts``, which a job
 never imports: an edit there re-judges the sweeps from their tables and reuses every finished job.
 Nothing here imports the package.
 """

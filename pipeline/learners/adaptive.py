@@ -80,7 +80,7 @@ from numpy.typing import ArrayLike
 import pipeline.learners.orderings as orderings
 from pipeline.data.dataset import Matrix
 from pipeline.learners.orderings import TIES, Search
-from pipeline.progress import Progress, estimate
+from pipeline.sweep.progress import Progress, estimate
 
 MAX_N = 8  # exhaustive: the largest sample by default
 MAX_STATES = 200_000  # exhaustive: the memoised states (update-count vectors) by default

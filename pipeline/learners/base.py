@@ -15,7 +15,7 @@ from pipeline.params import Declared, Param
 
 @dataclass
 class Outcome:
-    """What a learner's run produced: what it did, and (once :func:`pipeline.statistics.complete` has
+    """What a learner's run produced: what it did, and (once :func:`pipeline.job.statistics.complete` has
     asked the statistic providers for what the bounds require) the quantities its bounds speak of.
 
     quantities : the empirical quantities the bounds compare with (``Bound.quantity`` keys).
@@ -26,7 +26,7 @@ class Outcome:
         evaluated on each part, one row per part and bound, named in the ``part`` column.
     steps : per-step arrays (entry t-1 after step t, for t = 1..T) of the quantities and statistics an
         anytime bound is judged on at every step (``Bound.anytime == "trace"``), e.g. ``regret``.
-    run : what the run visited and produced, for the statistic providers (:mod:`pipeline.statistics`): one
+    run : what the run visited and produced, for the statistic providers (:mod:`pipeline.job.statistics`): one
         typed record of :mod:`pipeline.contract` per problem (e.g. :class:`~pipeline.contract.SvmRun`: the
         objective's data and weights, the index stream, the snapshot steps and the iterates there), whose type
         is the key under which the providers find its certified optimum and constants; None for a run that

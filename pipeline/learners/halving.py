@@ -206,7 +206,7 @@ class Halving(_Experts):
 
     :meth:`run` hands its class (the table of distinct functions on the run's points) to the statistics in
     ``Outcome.run`` (:class:`~pipeline.contract.HalvingRun`): the exact worst case of this game there is computed beside the bound
-    (:func:`pipeline.statistics.exact_game`: ``game_value``, ``littlestone``, ``game_status``).
+    (:func:`pipeline.job.statistics.exact_game`: ``game_value``, ``littlestone``, ``game_status``).
 
     Examples
     --------

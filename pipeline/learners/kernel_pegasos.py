@@ -366,7 +366,7 @@ class KernelPegasos(Learner):
     def run(self, dataset: Sample, rng: np.random.Generator) -> Outcome:
         """The run on the certified Gram matrix, and what it did: the per-step losses, the index stream,
         the average's coefficients at the snapshot steps, the objective (:class:`~pipeline.contract.KernelSvmRun`: K, y, lam) and
-        R^2 = max_i K_ii of the matrix used. The certified optimum and c come from :mod:`pipeline.statistics`."""
+        R^2 = max_i K_ii of the matrix used. The certified optimum and c come from :mod:`pipeline.job.statistics`."""
         y = np.ascontiguousarray(dataset.y, dtype=np.float64)
         m = y.shape[0]
         lam, T, k = float(self.lam), int(self.T), int(self.batch)

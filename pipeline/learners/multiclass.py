@@ -360,7 +360,7 @@ class MulticlassSGD(_Multiclass):
     --------
     >>> from pipeline.data.multiclass import MulticlassMargin
     >>> ds = MulticlassMargin(k=3, gamma=0.1, rho=1.0, d=5, n=200, n_test=2000).generate(np.random.default_rng(0))
-    >>> from pipeline.statistics import measure  # the run, with the comparator's statistics its bounds read
+    >>> from pipeline.job.statistics import measure  # the run, with the comparator's statistics its bounds read
     >>> out = measure(MulticlassSGD(B=10.0, T=2000), ds, np.random.default_rng(1))
     >>> s = out.stats
     >>> out.quantities["regret"] <= s["u_norm2"] / (2 * s["eta"]) + s["eta"] / 2 * s["vnorm2_sum"]  # Lemma 14.1
@@ -394,7 +394,7 @@ class MulticlassSGD(_Multiclass):
     def run(self, dataset: MulticlassSample, rng: np.random.Generator) -> Outcome:
         """The run on T fresh draws, and what it did: per-step losses and ||v_t||^2, the snapshots' averages.
         Their held-out risks, the comparator U (min over the ball), the regret against it and the excess
-        come from :mod:`pipeline.statistics` (:class:`~pipeline.contract.MulticlassSgdRun`)."""
+        come from :mod:`pipeline.job.statistics` (:class:`~pipeline.contract.MulticlassSgdRun`)."""
         B, T, k = float(self.B), int(self.T), int(dataset.k)
         R = float(dataset.stats.R)
         rho = 2.0 * R
@@ -403,7 +403,7 @@ class MulticlassSGD(_Multiclass):
         W, grid, avg, loss, vnorm2, wrong = _steps(X, y, np.arange(T), k, eta, 0.0, cost=self.cost)
         self.W_, self.W_bar_ = W, avg[-1]
         return Outcome(
-            quantities={},  # the held-out risk_01 and its interval: pipeline.statistics
+            quantities={},  # the held-out risk_01 and its interval: pipeline.job.statistics
             curves={},
             trace={"loss": loss, "vnorm2": vnorm2, "mistake": wrong},
             steps={"vnorm2_sum": np.cumsum(vnorm2)},
@@ -470,7 +470,7 @@ class MulticlassSVM(_Multiclass):
         cert = multiclass_svm(dataset.X, dataset.y, k, lam, cost=self.cost)
         self.W_ = cert.W
         return Outcome(
-            quantities={},  # the held-out risk_01 and its interval: pipeline.statistics
+            quantities={},  # the held-out risk_01 and its interval: pipeline.job.statistics
             curves={},
             trace={},  # no steps: one certified solve
             stats={"T": m, "B": B, "R": R, "rho": rho, "lam_uml": lam, "svm_primal": cert.primal, "svm_dual": cert.dual,
@@ -532,7 +532,7 @@ class MulticlassPegasos(_Multiclass):
     def run(self, dataset: MulticlassSample, rng: np.random.Generator) -> Outcome:
         """The run, and what it did: the per-step losses, the index stream, the snapshots' averages. The
         held-out risks of the last average, f* (the multiclass SVM's certified optimum), the regret and c
-        come from :mod:`pipeline.statistics` (:class:`~pipeline.contract.CrammerSingerRun`)."""
+        come from :mod:`pipeline.job.statistics` (:class:`~pipeline.contract.CrammerSingerRun`)."""
         lam, T, k = float(self.lam), int(self.T), int(dataset.k)
         X, y = dataset.X, dataset.y
         idx = self.stream(y.size, rng)
@@ -556,7 +556,7 @@ class MulticlassPegasos(_Multiclass):
 
     def _run_biased(self, dataset: MulticlassSample, idx: np.ndarray, radius: float, constants: dict[str, float]) -> Outcome:
         """The run with unregularised biases b (:func:`multiclass_bias_kernel`): its averages, whose held-out
-        risks :mod:`pipeline.statistics` computes (:class:`~pipeline.contract.MulticlassBiasRun`);
+        risks :mod:`pipeline.job.statistics` computes (:class:`~pipeline.contract.MulticlassBiasRun`);
         ``not_covered`` says why no bound is judged (P11 section 6)."""
         from pipeline.risk import cost_matrix
 
@@ -641,7 +641,7 @@ class OneVsAll(_Multiclass):
             parts={f"class {j}": out for j, out in per_class.items()},
             curves={},
             trace=traces,
-            stats={"T": int(self.T), "k": k, "R": R, "lam": float(self.lam)},  # the held-out risk: pipeline.statistics
+            stats={"T": int(self.T), "k": k, "R": R, "lam": float(self.lam)},  # the held-out risk: pipeline.job.statistics
             # with intercepts no constant c is read: the votes only, for their held-out risk
             run=OneVsAllVotes(W=W, b=b) if self.intercept else OneVsAllRun(W=W),
         )

@@ -23,7 +23,7 @@ small samples (tests/test_orderings.py):
 Cost. The search is 3 + ``budget`` runs of the learner over the sample, each about what ``ordering=given`` costs.
 :class:`Search` says it up front and shows its progress (the adaptive adversary of
 :mod:`pipeline.learners.adaptive` uses it too): the first runs are timed, the whole search estimated from them
-(``[estimate]`` on the ``boundlab`` log when it reaches a few seconds, :func:`pipeline.progress.estimate`), then a
+(``[estimate]`` on the ``boundlab`` log when it reaches a few seconds, :func:`pipeline.sweep.progress.estimate`), then a
 ``[progress]`` line every few seconds; a search estimated above :data:`MAX_SECONDS` is refused in one line naming
 ``algorithm.ordering`` (:class:`pipeline.params.ParamError`) before it spends that time. Every step is Python
 between compiled calls of one run each, so Ctrl-C and SIGTERM stop it within a run.
@@ -38,7 +38,7 @@ from typing import Callable
 import numpy as np
 
 from pipeline.params import ParamError
-from pipeline.progress import Progress, duration, estimate
+from pipeline.sweep.progress import Progress, duration, estimate
 
 # Tie conventions for w.x = 0 (docs/bounds.md section 1): every update has y w.x <= 0 under each of them,
 # so Novikoff's bound holds for all three.
@@ -63,8 +63,8 @@ class Search:
     this sample; an upper estimate where the caller has one): above :data:`MAX_SECONDS` in all, a
     :class:`pipeline.params.ParamError` naming ``algorithm.ordering`` = ``value``, which says what the option may
     be instead (``instead``), what the search is (``detail``) and how long it would take; otherwise one
-    ``[estimate]`` line when it reaches a few seconds (:func:`pipeline.progress.estimate`) and ``update(done)``
-    logs a ``[progress]`` line every few seconds (:class:`pipeline.progress.Progress`).
+    ``[estimate]`` line when it reaches a few seconds (:func:`pipeline.sweep.progress.estimate`) and ``update(done)``
+    logs a ``[progress]`` line every few seconds (:class:`pipeline.sweep.progress.Progress`).
     """
 
     def __init__(self, what: str, units: float, unit: str, per_unit: float, value: str, instead: str,

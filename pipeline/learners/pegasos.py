@@ -493,7 +493,7 @@ class Pegasos(Learner):
 
     The regret against the certified optimum and the constant c are statistics, not part of the run:
 
-    >>> from pipeline.statistics import measure
+    >>> from pipeline.job.statistics import measure
     >>> out = measure(Pegasos(lam=0.01, T=2000), ds, np.random.default_rng(1))
     >>> out.quantities["regret"] <= out.stats["c"] * (1 + math.log(2000)) / (2 * 0.01 * 2000)
     True
@@ -590,7 +590,7 @@ class Pegasos(Learner):
     def run(self, dataset: Sample, rng: np.random.Generator) -> Outcome:
         """The run, and what it did: the per-step losses f_t(w_t), the index stream, the average and last
         iterates at the snapshot steps, the objective (:class:`~pipeline.contract.SvmRun`: X, y, lam, weights, w_r, the ball). The
-        certified optimum, the regret against it and c come from :mod:`pipeline.statistics`."""
+        certified optimum, the regret against it and c come from :mod:`pipeline.job.statistics`."""
         X = dataset.X.toarray() if hasattr(dataset.X, "toarray") else dataset.X
         X = np.ascontiguousarray(X, dtype=np.float64)
         y = np.ascontiguousarray(dataset.y, dtype=np.float64)

@@ -19,7 +19,7 @@
 
 Learners never import this package (they report what they did, :class:`pipeline.learners.base.Outcome`;
 the one exception, the multiclass SVM whose training is the certified solve, is listed in tests/test_layers.py);
-:mod:`pipeline.statistics` asks it for exactly the statistics the evaluated bounds require. The data
+:mod:`pipeline.job.statistics` asks it for exactly the statistics the evaluated bounds require. The data
 layer's certificates (R, the margin interval, LP separability) are assembled in :mod:`pipeline.data.certify`
 from the two modules above: they describe the sample before any learner runs, and the data layer imports
 nothing above it.

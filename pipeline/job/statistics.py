@@ -699,7 +699,7 @@ def plugin_providers() -> tuple[Provider, ...]:
         records = (obj,) if isinstance(obj, Provider) else tuple(obj) if isinstance(obj, (tuple, list)) else None
         if records is None or not all(isinstance(p, Provider) for p in records):
             warn(f"{entry.describe()} names a {type(obj).__name__}; a statistics entry point names a "
-                 "pipeline.statistics.Provider or a tuple of them (docs/plugins.md) (skipped)")
+                 "pipeline.job.statistics.Provider or a tuple of them (docs/plugins.md) (skipped)")
             continue
         for p in records:
             clash = [name for name in p.provides if (name, p.record) in taken]
@@ -804,7 +804,7 @@ def complete(dataset: Any, learner: Any, outcome: Outcome, bounds: Iterable[Any]
 
 def measure(learner: Any, dataset: Any, rng: np.random.Generator, bounds: Iterable[Any] | None = None) -> Outcome:
     """``learner.run(dataset, rng)`` completed with what ``bounds`` read (default: every registered bound
-    of the learner that can be evaluated on ``dataset``), as :func:`pipeline.run.run` does."""
+    of the learner that can be evaluated on ``dataset``), as :func:`pipeline.job.run.run` does."""
     if bounds is None:
         from pipeline.bounds.registry import bounds_for
 

@@ -3,8 +3,8 @@
 A job is its config key (``Job.key``), the code it runs with the versions of the libraries it computes
 with (:func:`job_code`: the source of the import closure of its modules, never the whole package) and the
 content of the input files its dataset reads (:func:`inputs`); :func:`job_identity` combines the three.
-The done marker of a job directory (``pipeline.markers``) records them, and the job store
-(``pipeline.store``) files a finished job under its identity, so a job is rerun exactly when one of them
+The done marker of a job directory (``pipeline.job.markers``) records them, and the job store
+(``pipeline.job.store``) files a finished job under its identity, so a job is rerun exactly when one of them
 changed (docs/architecture.md, "Job identity").
 """
 
@@ -72,7 +72,7 @@ def job_identity(key: str, code: str, sources: Mapping[str, str] | None) -> str:
     """What a job is: its config (``Job.key``: the learner, the dataset and their resolved parameters,
     whatever command or override order chose them), the code it runs with the versions of the libraries
     it computes with (:func:`job_code`) and its input files' content (:func:`inputs`): the key under which
-    the job store (``pipeline.store``) keeps a finished job."""
+    the job store (``pipeline.job.store``) keeps a finished job."""
     payload = json.dumps({"config": key, "code": code, "inputs": dict(sources or {})}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
@@ -221,7 +221,7 @@ def job_roots(spec: Any) -> tuple[str, ...]:
     included) and those of the plug-ins' statistic providers (``boundlab.statistics``)."""
     from pipeline.plugins import BOUNDS, STATISTICS
 
-    modules = {"pipeline.run", type(spec.learner).__module__, type(spec.dataset).__module__}
+    modules = {"pipeline.job.run", type(spec.learner).__module__, type(spec.dataset).__module__}
     return tuple(sorted(modules | set(BOUNDS.modules_for(spec.learner.name)) | set(STATISTICS.modules())))
 
 

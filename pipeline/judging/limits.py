@@ -23,7 +23,7 @@ alpha. The test rejects H0 when the capital ever reaches 1/alpha, and its p-valu
 the bound is on the *maximum* over t and the bets ignore any planned count, judging a prefix of the values
 and then the extended sequence (values added in rounds, a sweep re-run with a larger seed budget, a table
 judged again after more seeds) is one test: it stays valid under optional stopping and growth, with the
-values in a fixed order (seed order in :mod:`pipeline.verdicts`). No test of the mean can need fewer values
+values in a fixed order (seed order in :mod:`pipeline.judging.verdicts`). No test of the mean can need fewer values
 than :func:`floor_seeds`; :func:`seeds_to_decide` is the number this one needs if the observed values recur.
 
 Each value may have its own range and threshold (the bound and the range of a run may depend on its data):
@@ -37,7 +37,7 @@ A side whose end is infinite cannot be tested: :func:`test_below` / :func:`test_
 
 The limits reported beside a verdict (:func:`upper_limit`, :func:`lower_limit`) are the ends of the set of
 thresholds the test does not reject (on a grid of the range, rounded outwards). Nothing here imports the
-package: it is a foundation, like :mod:`pipeline.verdicts` which uses it.
+package: it is a foundation, like :mod:`pipeline.judging.verdicts` which uses it.
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+Values = np.ndarray | float
+"""Values, or the ends of their ranges: an array (one per value) or a number (the same for every value)."""
 
 ALPHA = 0.05
 # the bettors averaged into the capital: (f, c) bets min(f x the plug-in, c x the largest admissible bet)
@@ -67,7 +70,7 @@ class Test:
     first: int | None = None
 
 
-def _as_arrays(x, lo, hi, m):  # noqa: ANN001, ANN202
+def _as_arrays(x: Values, lo: Values, hi: Values, m: Values) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     x = np.asarray(x, dtype=np.float64).ravel()
     shape = x.shape
     lo, hi, m = (np.broadcast_to(np.asarray(v, dtype=np.float64), shape).astype(np.float64) for v in (lo, hi, m))
@@ -96,7 +99,7 @@ def _log_capital(payoff: np.ndarray, top: np.ndarray, n: int | None = None, alph
     s2 += y0 * y0
     np.maximum(s2, 1e-300, out=s2)  # (a cap of 1e300 makes y0^2 underflow: g is then the cap)
     g /= s2
-    logs = []
+    logs: list[np.ndarray] = []
     for f, c in COMPONENTS:
         log_k = np.multiply(g, f, out=s2 if not logs else None)  # s2 is no longer needed
         np.minimum(log_k, c * top, out=log_k)
@@ -111,7 +114,8 @@ def _log_capital(payoff: np.ndarray, top: np.ndarray, n: int | None = None, alph
         log_k -= big
         total += np.exp(log_k, out=log_k)
     total *= 1.0 / len(COMPONENTS)
-    return big + np.log(total, out=total)
+    capital: np.ndarray = big + np.log(total, out=total)
+    return capital
 
 
 def _top_below(u: np.ndarray) -> np.ndarray:
@@ -130,12 +134,12 @@ def _outcome(log_k: np.ndarray, alpha: float) -> Test:
     return Test(p, p <= alpha, True, int(crossed[0]) + 1 if crossed.size else None)
 
 
-def _unit(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: np.ndarray):  # noqa: ANN202
+def _unit(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     w = hi - lo
     return (x - lo) / w, (m - lo) / w
 
 
-def test_below(x, m, lo, hi, alpha: float = ALPHA, n: int | None = None) -> Test:  # noqa: ANN001
+def test_below(x: Values, m: Values, lo: Values, hi: Values, alpha: float = ALPHA, n: int | None = None) -> Test:
     """Test H0: mean >= m (reject: the mean is below m) from values ``x`` in [lo, hi] (arrays or scalars,
     per value), in their order. ``n`` (a planned number of values) is accepted for compatibility and changes
     nothing: the bets depend only on the values before each, so testing a prefix and then its extension is one
@@ -155,7 +159,7 @@ def test_below(x, m, lo, hi, alpha: float = ALPHA, n: int | None = None) -> Test
     return _outcome(_log_capital(u_m - u_x, _top_below(u_m)), alpha)
 
 
-def test_above(x, m, lo, hi, alpha: float = ALPHA, n: int | None = None) -> Test:  # noqa: ANN001
+def test_above(x: Values, m: Values, lo: Values, hi: Values, alpha: float = ALPHA, n: int | None = None) -> Test:
     """Test H0: mean <= m (reject: the mean is above m) from values ``x`` in [lo, hi]; ``hi`` may be infinite
     (a quantity bounded below only, e.g. non-negative). ``n`` is ignored, as in :func:`test_below`."""
     x, lo, hi, m = _as_arrays(x, lo, hi, m)
@@ -172,7 +176,7 @@ def test_above(x, m, lo, hi, alpha: float = ALPHA, n: int | None = None) -> Test
     return _outcome(_log_capital(z - u_m, cap), alpha)
 
 
-def _above_bets(m, lo, hi):  # noqa: ANN001, ANN202
+def _above_bets(m: Values, lo: Values, hi: Values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The bets of :func:`test_above` at the thresholds ``m`` (elementwise with ``lo``, ``hi``): the scale of
     a bet (the range where it is finite, else the distance from lo to the threshold), the threshold on that
     scale, and the largest admissible bet (1 / the threshold on that scale). :func:`lower_limit` takes its
@@ -206,7 +210,8 @@ def floor_seeds(mu: float, b: float, lo: float, hi: float, alpha: float = ALPHA,
     return math.log((1.0 - beta) / alpha) / -math.log1p(-q)
 
 
-def seeds_to_decide(x, b, lo, hi, alpha: float = ALPHA, most: int = 100_000) -> int | None:  # noqa: ANN001
+def seeds_to_decide(x: Values, b: Values, lo: Values, hi: Values, alpha: float = ALPHA,
+                    most: int = 100_000) -> int | None:
     """The number of values at which :func:`test_below` would reject "mean >= b" if the observed values
     ``x`` recurred in their order (x_1..x_k, x_1..x_k, ...; per-value ``b``, ``lo``, ``hi`` repeat with them):
     the first time the capital of that sequence reaches 1/alpha. The bets depend on no planned count, so this
@@ -223,7 +228,7 @@ def seeds_to_decide(x, b, lo, hi, alpha: float = ALPHA, most: int = 100_000) -> 
     return None
 
 
-def floor_of(x, b, lo, hi, alpha: float = ALPHA, beta: float = BETA) -> float:  # noqa: ANN001
+def floor_of(x: Values, b: Values, lo: Values, hi: Values, alpha: float = ALPHA, beta: float = BETA) -> float:
     """:func:`floor_seeds` at observed values ``x`` against the bound ``b`` (per value, like ``lo`` and
     ``hi``): at their mean and the bound's with one range; with ranges that differ, on the unit scale of each
     value's range (the mean of (x - lo) / (hi - lo) against the mean of (b - lo) / (hi - lo)). inf when a top
@@ -248,7 +253,7 @@ def _blocks(rows: int) -> list[tuple[int, int]]:
     return [(a, min(a + step, GRID)) for a in range(0, GRID, step)]
 
 
-def upper_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
+def upper_limit(x: Values, lo: Values, hi: Values, alpha: float = ALPHA) -> float:
     """The one-sided (1 - alpha) upper confidence limit of the mean of ``x`` in [lo, hi] (scalars): the largest
     threshold the test of "mean >= threshold" does not reject, on a grid of the range (rounded up); inf when
     ``hi`` is infinite."""
@@ -271,7 +276,7 @@ def upper_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
     return float(grid[min(i + 1, grid.size - 1)])
 
 
-def lower_limit(x, lo, hi, alpha: float = ALPHA) -> float:  # noqa: ANN001
+def lower_limit(x: Values, lo: Values, hi: Values, alpha: float = ALPHA) -> float:
     """The one-sided (1 - alpha) lower confidence limit of the mean of ``x`` in [lo, hi] (``hi`` may be
     infinite): the smallest threshold the test of "mean <= threshold" does not reject (rounded down);
     -inf when ``lo`` is infinite. With ``hi`` infinite, every threshold of the grid is tested as

@@ -2,7 +2,7 @@
 
 Every import of ``hydra._internal`` and of the joblib launcher's private ``_core`` module, every patch of a
 Hydra object and every read of a private attribute of Hydra is here, behind a small named function;
-``pipeline.cli``, ``pipeline.preflight``, ``pipeline.explain`` and the sweeper plug-in
+``pipeline.cli``, ``pipeline.sweep.preflight``, ``pipeline.sweep.explain`` and the sweeper plug-in
 (``hydra_plugins/boundlab_sweeper``) call these and import nothing private from Hydra
 (tests/test_hydra_seam.py fails if another module of ``pipeline/`` or ``hydra_plugins/`` does). What is
 private, and why boundlab needs it:
@@ -385,7 +385,7 @@ class ComposeOnce:
     def _compose(self, config_name: Any, structural: list[str]) -> Any:
         from hydra.types import RunMode
 
-        with warnings.catch_warnings():  # a worker's first composition: the presets' schemas (pipeline.preflight)
+        with warnings.catch_warnings():  # a worker's first composition: the presets' schemas (pipeline.sweep.preflight)
             warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore schema")
             return self.loader.load_configuration(config_name=config_name, overrides=structural, run_mode=RunMode.RUN)
 

@@ -1,6 +1,6 @@
 """The Hydra job: one learner on one dataset, built, run, written, tracked and marked done (:func:`job`).
 
-``pipeline.cli`` calls it; it reads what the command tells it from the sweep context (``pipeline.sweep``)
+``pipeline.cli`` calls it; it reads what the command tells it from the sweep context (``pipeline.sweep.context``)
 and never imports the command itself. The DVC stage is ``pipeline.dvc_stage``.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline import sweep
+from pipeline.sweep import context as sweep
 from pipeline.judging.guarantees import PER_RUN, guarantee
 
 log = logging.getLogger("boundlab")
@@ -46,7 +46,7 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-# Why a sweep's finished job runs again, in the cases an edit or a new value is meant to cause (pipeline.markers):
+# Why a sweep's finished job runs again, in the cases an edit or a new value is meant to cause (pipeline.job.markers):
 # said in the job's one line rather than in a warning of its own (the rest, e.g. an interrupted run, warn).
 EXPECTED_RERUN = ("its config changed", "the code it runs", "its input file(s) changed")
 
@@ -142,7 +142,7 @@ def write(result: Any, out: Path) -> list[Path]:
     result.table.to_parquet(table, index=False)
     result.curve.to_parquet(curve, index=False)
     np.savez_compressed(trace, **result.trace)
-    from pipeline.markers import save_data
+    from pipeline.job.markers import save_data
 
     if result.dataset.kind != "stream":  # a stream is regenerated from its seed, not saved
         save_data(out / "data.npz", result.dataset.X, result.dataset.y)
@@ -182,7 +182,7 @@ def watch_driver(grace: float = 5.0, every: float = 0.5) -> None:
     import signal
     import threading
 
-    from pipeline import interrupts
+    from pipeline.sweep import interrupts
 
     driver = sweep.current().driver_pid
     if driver is None or driver == os.getpid() or _watching:
@@ -209,7 +209,7 @@ def watch_driver(grace: float = 5.0, every: float = 0.5) -> None:
 
 def set_in_job(inside: bool) -> None:
     """Mark this process as inside a job (True) or between jobs (False): what :func:`watch_driver` does when
-    the driver is gone (a pack job, ``pipeline.pack.run_pack``, marks itself as a job does)."""
+    the driver is gone (a pack job, ``pipeline.sweep.pack.run_pack``, marks itself as a job does)."""
     global _in_job
     _in_job = inside
 
@@ -228,7 +228,7 @@ def _name_of_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-FAILURE = "error.json"  # beside error.txt: the failure's kind, read at the sweep's end (pipeline.callbacks.failures)
+FAILURE = "error.json"  # beside error.txt: the failure's kind, read at the sweep's end (pipeline.sweep.callbacks.failures)
 _RANGE = re.compile(r"^bound (?P<bound>\S+?)(?: \(learner \S+\))?: the measured (?P<quantity>\S+) is (?P<value>.+?), "
                     r"outside the range (?P<range>\[[^\]]*\])")
 _NAMED = re.compile(r"^(?P<who>bound|learner) (?P<name>[^\s:(]+)")
@@ -313,7 +313,7 @@ class JobLife:
         from hydra.types import RunMode
 
         from pipeline import tracking
-        from pipeline.config import build
+        from pipeline.job.config import build
 
         hc = HydraConfig.get()
         self.cfg, self.hydra = cfg, hc
@@ -361,7 +361,8 @@ class JobLife:
     def done(self) -> bool:
         """Hold the job's directory (a twin process is waited for) and say whether it already holds an intact
         finished run of the same config, code and input files (then the job is skipped, unless force=true)."""
-        from pipeline import identity, locks, markers, tracking
+        from pipeline import tracking
+        from pipeline.job import identity, locks, markers
 
         step, name, out = self.step, self.name, self.out
         # one process per job directory: a twin (an orphaned worker, the same directory named twice) is waited for
@@ -387,7 +388,8 @@ class JobLife:
     def reused(self) -> bool:
         """The same job reached by another command or sweep: wait while another process runs it, then reuse its
         stored result (a sweep's job only; the store is a cache: one that cannot be used costs the reuse)."""
-        from pipeline import identity, markers, store, tracking
+        from pipeline import tracking
+        from pipeline.job import identity, markers, store
 
         step, name, spec = self.step, self.name, self.spec
         self.ident = identity.job_identity(spec.key(), self.code, self.sources)
@@ -421,9 +423,10 @@ class JobLife:
     def run(self) -> Any:
         """Prepare the data, run, write, track, mark done and keep the result in the job store; None when a
         sweep's learner cannot take the data (one line in ``error.txt``, no run recorded)."""
-        from pipeline import files, markers, store, tracking
+        from pipeline import files, tracking
+        from pipeline.job import markers, store
         from pipeline.params import UserError
-        from pipeline.run import prepare, run
+        from pipeline.job.run import prepare, run
 
         spec, out = self.spec, self.out
         try:
@@ -459,7 +462,8 @@ class JobLife:
 
     def _failed(self, e: Exception) -> bool:
         """Record a fault of the job; True (swallow it) in a sweep, False (raise it) outside one."""
-        from pipeline import files, markers, tracking
+        from pipeline import files, tracking
+        from pipeline.job import markers
         from pipeline.params import UserError
 
         step, name, out = self.step, self.name, self.out
@@ -498,7 +502,8 @@ class JobLife:
 
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: Any) -> bool:
         global _in_job
-        from pipeline import locks, tracking
+        from pipeline import tracking
+        from pipeline.job import locks
 
         try:
             if isinstance(e, Exception):
@@ -524,7 +529,7 @@ def job(cfg: DictConfig) -> None:
     exits non-zero. Outside a sweep the fault is recorded the same way, then raised.
 
     A pack job of a packed sweep (``pack=N``: its config holds its members) is not one: the command runs it
-    with ``pipeline.pack.run_pack`` (``pipeline.cli``), which uses this module's pieces, never the other way.
+    with ``pipeline.sweep.pack.run_pack`` (``pipeline.cli``), which uses this module's pieces, never the other way.
     """
     life = JobLife(cfg)
     result = None

@@ -11,7 +11,7 @@ variable's name; every other module reads the context with :func:`current` and c
 ``${boundlab:run_token}``) rather than through derived variables, so the context stays one variable.
 The resolver is registered when this module is imported. Every process that resolves ``hydra.sweep.dir``
 or ``hydra.run.dir`` has imported it by then: the driver through ``pipeline.cli``; a launcher's worker
-through the task function (``pipeline.cli``) and the sweep callback (``pipeline.callbacks``), which it
+through the task function (``pipeline.cli``) and the sweep callback (``pipeline.sweep.callbacks``), which it
 unpickles before it composes the job's config.
 
 >>> ctx = Sweep(driver_pid=42).with_(size=3, key="abc")
@@ -41,11 +41,11 @@ class Sweep:
     Parameters
     ----------
     driver_pid
-        The command's process: a sweep's workers stop when it is gone (``pipeline.stages.watch_driver``);
+        The command's process: a sweep's workers stop when it is gone (``pipeline.sweep.stages.watch_driver``);
         it also keeps two single runs started in the same second in two directories (``run_token``).
     driver_cwd
         The command's working directory, for launchers whose workers start elsewhere (Ray,
-        ``pipeline.ray_worker``).
+        ``pipeline.sweep.ray_worker``).
     key
         Names the default sweep directory (``multirun/NAME/KEY``): a hash of the command's overrides.
     size
@@ -126,7 +126,7 @@ def update(**changes: Any) -> Sweep:
     return current().with_(**changes).publish()
 
 
-# Batches the command's pre-flight composed and validated (pipeline.preflight.preflight), by their overrides.
+# Batches the command's pre-flight composed and validated (pipeline.sweep.preflight.preflight), by their overrides.
 # Read only by the sweeper in the same process (hydra_plugins/boundlab_sweeper), so never in the environment.
 _validated: set[tuple[str, ...]] = set()
 

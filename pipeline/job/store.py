@@ -1,21 +1,21 @@
 """The job store: a finished job, found by its identity from any sweep, and kept as a cache.
 
 Every finished job is copied into ``jobs/`` of the cache directory (``BOUNDLAB_CACHE``, else ``.cache`` in
-the project root) under its identity (``pipeline.identity.job_identity``: config, code with library versions,
+the project root) under its identity (``pipeline.job.identity.job_identity``: config, code with library versions,
 input files), so another sweep that reaches the same job reuses it instead of running it again (docs/sweeps.md).
 
 It is a cache, and never the reason a job fails: an entry that is damaged, incomplete or made for
 another tracking store is not reused (the job runs and replaces it); a cache that cannot be written (a
 read-only or full disk, a cache path that is a file) is said once by the command's pre-flight
 (:func:`problem`), and its jobs run and finish in their sweep directories without being stored. Its
-growth is the user's to bound: ``python -m pipeline.store status`` shows its size, ``python -m
-pipeline.store prune`` removes entries (by age, or the least recently used beyond a size) and the
+growth is the user's to bound: ``python -m pipeline.job.store status`` shows its size, ``python -m
+pipeline.job.store prune`` removes entries (by age, or the least recently used beyond a size) and the
 temporary files of processes that are gone.
 
 The store may live on a shared disk (docs/scale-out.md): nothing is written or removed outside it. Every
 path it writes or removes is reached from its root without following a symbolic link
-(``pipeline.locks.open_dir``, ``remove``): a link planted where an entry, the ``locks`` directory, a lock
-directory or the store itself belongs is refused with one line naming it (``pipeline.locks.Outside``, an
+(``pipeline.job.locks.open_dir``, ``remove``): a link planted where an entry, the ``locks`` directory, a lock
+directory or the store itself belongs is refused with one line naming it (``pipeline.job.locks.Outside``, an
 ``OSError``: the job runs without the store), and ``prune`` removes such links (the link, never its target).
 
 Two prunes may run at once (two users, two cron jobs on a shared store): each removes what it claims, by renaming
@@ -41,7 +41,7 @@ from pipeline.paths import cache_dir
 
 ENTRY = "job.json"
 KEPT = ("results.parquet", "curve.parquet", "trace.npz", "data.npz")  # what a job directory holds of its result
-PART_KEPT = ("results.parquet", "curves.parquet", "part.json")  # what an entry of a pack's part holds (pipeline.pack)
+PART_KEPT = ("results.parquet", "curves.parquet", "part.json")  # what an entry of a pack's part holds (pipeline.sweep.pack)
 
 
 def store_dir() -> Path:
@@ -52,17 +52,17 @@ def store_dir() -> Path:
 
 
 def _in_store(path: Path) -> Path:
-    """``path``, checked to lie in the store with no symbolic link on its way (``pipeline.locks.confined``);
-    :class:`pipeline.locks.Outside` otherwise."""
-    from pipeline.locks import confined
+    """``path``, checked to lie in the store with no symbolic link on its way (``pipeline.job.locks.confined``);
+    :class:`pipeline.job.locks.Outside` otherwise."""
+    from pipeline.job.locks import confined
 
     return confined(path, store_dir())
 
 
 def _remove(path: Path) -> bool:
     """Remove ``path`` (an entry, a lock directory, a link planted in the store: the link itself) inside the
-    store, never through a link (``pipeline.locks.remove``)."""
-    from pipeline.locks import remove
+    store, never through a link (``pipeline.job.locks.remove``)."""
+    from pipeline.job.locks import remove
 
     return remove(path, store_dir())
 
@@ -71,7 +71,7 @@ def problem() -> str | None:
     """Why the store cannot keep jobs now (one clause), or None: its directory must be a directory this
     process can create files in (a real write: permission bits alone do not tell, e.g. as root or on a
     read-only mount). Also removes the temporary files that dead processes left there."""
-    from pipeline.locks import Outside, open_dir
+    from pipeline.job.locks import Outside, open_dir
 
     root = store_dir()
     try:
@@ -89,7 +89,7 @@ def problem() -> str | None:
 def hold_identity(ident: str, waiting: Callable[[str], None] | None = None) -> int:
     """Hold job ``ident`` for this process, waiting while another process (a concurrent sweep that reached
     the same job) runs it: it is then found in the store, never run twice."""
-    from pipeline.locks import hold
+    from pipeline.job.locks import hold
 
     return hold(store_dir() / "locks" / ident, wait=True, waiting=waiting, root=store_dir())
 
@@ -99,7 +99,7 @@ def stored(ident: str, uri: str, finished: Callable[[str], bool], kept: Sequence
     its recorded hash), tracked in the same store ``uri``, and its run still a live FINISHED run
     (``finished(run_id)``); None otherwise (the job runs). Never raises for a damaged entry. ``kept``: the
     files the entry must hold (a pack's part: :data:`PART_KEPT`)."""
-    from pipeline.markers import data_mismatch
+    from pipeline.job.markers import data_mismatch
 
     entry_dir = store_dir() / ident
     try:
@@ -132,7 +132,7 @@ def put(ident: str, out: Path, entry: Mapping[str, Any], sources: Mapping[str, P
     place: a reader sees a whole entry or none; a forced rerun replaces the earlier entry). A failure
     (a full disk) leaves no staging behind. ``sources``: the entry's files by their names in it, when they
     are not :data:`KEPT` in ``out`` (a pack's part)."""
-    from pipeline.locks import open_dir
+    from pipeline.job.locks import open_dir
 
     root = store_dir()
     target = root / ident
@@ -157,7 +157,7 @@ def reuse(entry: Mapping[str, Any], out: Path, experiment: str) -> None:
     Raises ``OSError`` or ``ValueError`` for an entry that turns out damaged (the caller runs the job)."""
     import pandas as pd
 
-    from pipeline.markers import REUSED
+    from pipeline.job.markers import REUSED
 
     source = Path(str(entry["dir"]))
     out.mkdir(parents=True, exist_ok=True)
@@ -180,7 +180,7 @@ def forget(ident: str) -> None:
 
 def reused_run(out: Path) -> str | None:
     """The run whose result the job directory ``out`` reused, if it did."""
-    from pipeline.markers import REUSED
+    from pipeline.job.markers import REUSED
 
     try:
         return str(json.loads((out / REUSED).read_text())["run_id"])
@@ -217,7 +217,7 @@ class _Trash:
     """A directory of this prune's own inside the store (``.prune.RANDOM.PID.tmp``) into which it claims what it
     removes: :meth:`claim` renames a path there, atomically, so of two prunes that reach the same entry exactly
     one claims it, and each counts only its claims. The trash is made and every path claimed is reached from
-    the store's root without following a link (``pipeline.locks.open_dir``): nothing outside the store is
+    the store's root without following a link (``pipeline.job.locks.open_dir``): nothing outside the store is
     moved or removed. :meth:`close` removes the trash with what it holds; a trash left by a prune that died is
     a dead process's temporary file, removed by the next prune or pre-flight (:func:`_clean_stale`)."""
 
@@ -227,7 +227,7 @@ class _Trash:
     def _open(self) -> int:
         import secrets
 
-        from pipeline.locks import open_dir
+        from pipeline.job.locks import open_dir
 
         if self.fd is None:
             root_fd = open_dir(self.root, self.root)  # the store itself a real directory, not a link
@@ -243,8 +243,8 @@ class _Trash:
     def claim(self, path: Path) -> bool:
         """Move ``path`` (an entry, a lock directory, a symbolic link: the link itself, a temporary file), below
         the store's root, into the trash; False when it is not there any more (another prune claimed it) or
-        cannot be moved (a link on the way to it: ``pipeline.locks.Outside``)."""
-        from pipeline.locks import open_dir
+        cannot be moved (a link on the way to it: ``pipeline.job.locks.Outside``)."""
+        from pipeline.job.locks import open_dir
 
         try:
             trash = self._open()
@@ -261,8 +261,8 @@ class _Trash:
             os.close(parent)
 
     def close(self) -> None:
-        """Remove the trash and what it holds (``pipeline.locks.remove``: never through a link)."""
-        from pipeline.locks import remove
+        """Remove the trash and what it holds (``pipeline.job.locks.remove``: never through a link)."""
+        from pipeline.job.locks import remove
 
         if self.fd is None or self.path is None:
             return
@@ -338,10 +338,10 @@ def _remove_links(root: Path, claim: Callable[[Path], bool]) -> int:
 def _prune_locks(root: Path, claim: Callable[[Path], bool]) -> int:
     """Remove the lock directories no process holds (each lock taken, then its directory claimed into the
     prune's trash while it is held: ``claim``); return how many. Reached without following a link
-    (``pipeline.locks.open_dir``): a planted link is never locked, written or removed through."""
+    (``pipeline.job.locks.open_dir``): a planted link is never locked, written or removed through."""
     import fcntl
 
-    from pipeline.locks import LOCK, open_dir
+    from pipeline.job.locks import LOCK, open_dir
 
     pruned = 0
     try:
@@ -365,7 +365,7 @@ def _prune_locks(root: Path, claim: Callable[[Path], bool]) -> int:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no process runs this job now
                 # While held, and only if the file held is still the one at its place from the store's root (another
                 # prune did not claim its directory meanwhile, nor a holder make a new one there): no other prune can
-                # claim it now, and a waiter that wakes up finds no file and locks anew (pipeline.locks.hold).
+                # claim it now, and a waiter that wakes up finds no file and locks anew (pipeline.job.locks.hold).
                 mine = os.fstat(fd)
                 there = os.stat(f"{name}/{LOCK}", dir_fd=locks_fd, follow_symlinks=False)
                 if (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino) and claim(root / "locks" / name):
@@ -417,8 +417,8 @@ def _days(text: str) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pipeline.store status | prune [--older-than DAYS] [--max-size SIZE] [--dry-run]``."""
-    parser = argparse.ArgumentParser(prog="python -m pipeline.store", description=(
+    """``python -m pipeline.job.store status | prune [--older-than DAYS] [--max-size SIZE] [--dry-run]``."""
+    parser = argparse.ArgumentParser(prog="python -m pipeline.job.store", description=(
         "The job store (BOUNDLAB_CACHE/jobs, else .cache/jobs): finished jobs that later sweeps reuse. A removed "
         "entry only means its job runs again when a sweep reaches it."))
     sub = parser.add_subparsers(dest="command", required=True)

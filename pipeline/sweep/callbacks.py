@@ -3,7 +3,7 @@
 Before the jobs: the tracking store, the experiment and the parent run are created once (so parallel
 workers never race on a fresh SQLite store). After the jobs: the per-job tables are concatenated into
 the sweep's ``results.parquet``, the figures are drawn, everything is logged to the parent run, and a
-failed job or a violated bound (pipeline.verdicts) makes the command exit non-zero.
+failed job or a violated bound (pipeline.judging.verdicts) makes the command exit non-zero.
 
 Hydra 1.3 turns an ``Exception`` raised by a callback into a warning (``Callbacks._notify``) and the
 command would exit 0 with a stale table and a RUNNING parent. So each hook catches its own faults,
@@ -26,8 +26,9 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from pipeline import sweep, tables
-from pipeline.verdicts import VIOLATED, sweep_line
+from pipeline.sweep import context as sweep
+from pipeline.outputs import tables
+from pipeline.judging.verdicts import VIOLATED, sweep_line
 
 log = logging.getLogger("boundlab")
 
@@ -45,7 +46,7 @@ WINDOW = 64  # jobs read ahead of the one being gathered, at most
 def _read_job(job_dir: Path) -> tuple[Any, Any] | Exception | None:
     """A finished job's (results, curve) Arrow tables; None for a job not finished; the error for tables
     that cannot be read (``OSError``: gone or unreadable; ``ValueError``: not parquet, damaged)."""
-    from pipeline.markers import finished
+    from pipeline.job.markers import finished
 
     if not finished(job_dir):
         return None
@@ -59,20 +60,20 @@ def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None,
             attempt: float | None = None) -> tuple[Any, Any, list[Path]]:
     """Concatenate the results and curves of the sweep's ``size`` jobs (all job directories if None),
     in job order; list the jobs that failed or left no readable results. ``pack``: a packed sweep's
-    settings per pack (``pipeline.pack``): its jobs' rows are read from the packs' parts, in the same order,
+    settings per pack (``pipeline.sweep.pack``): its jobs' rows are read from the packs' parts, in the same order,
     only from the parts complete and current for this run of the sweep (``attempt``: its start; a pack that
     failed whole or did not run counts each of its members as failed).
     The tables are the frames ``pd.concat`` of each file's ``pd.read_parquet`` gives, gathered as Arrow
-    tables and converted once (pipeline.tables: at 10,000 jobs, a quarter of the time and less memory).
+    tables and converted once (pipeline.outputs.tables: at 10,000 jobs, a quarter of the time and less memory).
     The files are read by :data:`READERS` threads, :data:`WINDOW` jobs ahead at most, and gathered in job
     order; a phase that lasts logs its progress."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipeline.progress import Progress
+    from pipeline.sweep.progress import Progress
 
     results, curves = tables.Gather(), tables.Gather()
     if pack and size:
-        from pipeline import pack as packed
+        from pipeline.sweep import pack as packed
 
         failed = packed.collect(sweep_dir, size, pack, results, curves, attempt)
         return results.frame(), curves.frame(), failed
@@ -98,7 +99,7 @@ def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None,
 def _job_label(job_dir: Path) -> str:
     """A failed job as a reader finds it: its directory and the overrides that chose it (a packed sweep's
     member: its pack's directory, its index and overrides)."""
-    from pipeline.pack import member_label
+    from pipeline.sweep.pack import member_label
 
     label = member_label(job_dir)
     if label is not None:
@@ -113,7 +114,7 @@ def _job_label(job_dir: Path) -> str:
 
 def _overrides(job_dir: Path) -> list[str]:
     """The overrides that chose a job (a packed sweep's member: as its pack recorded them); [] if unknown."""
-    from pipeline.pack import member_overrides
+    from pipeline.sweep.pack import member_overrides
 
     listed = member_overrides(job_dir)
     if listed is not None:
@@ -126,15 +127,15 @@ def _overrides(job_dir: Path) -> list[str]:
 
 
 def failures(sweep_dir: Path, failed: list[Path], attempt: float | None = None) -> list[dict[str, Any]]:
-    """What the verdicts need of each failed job (``pipeline.verdicts.summarize``, docs/bounds.md section 9,
+    """What the verdicts need of each failed job (``pipeline.judging.verdicts.summarize``, docs/bounds.md section 9,
     "Missing runs"): a label relative to the sweep (its directory, or pack and index, and its overrides), the
-    overrides, and the record of its error where the job left one (``pipeline.stages.failure_record``: the
+    overrides, and the record of its error where the job left one (``pipeline.sweep.stages.failure_record``: the
     kind, a RangeError's bound, value and range, the learner, setting and parameters); a job without one
     (interrupted, lost, its tables unreadable, a pack that failed whole) is a failed job whose setting is
     found from its overrides, if at all. ``attempt``: the sweep's start; a packed member's record is read only
-    from a part marker of this run of the sweep (``pipeline.pack.member_failure``)."""
-    from pipeline.pack import member_failure
-    from pipeline.stages import read_failure
+    from a part marker of this run of the sweep (``pipeline.sweep.pack.member_failure``)."""
+    from pipeline.sweep.pack import member_failure
+    from pipeline.sweep.stages import read_failure
 
     out = []
     for job_dir in failed:
@@ -182,11 +183,11 @@ def _stop(what: str, error: BaseException) -> None:
 
 
 def summary(table: Any, config: DictConfig | None = None, failed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Per bound, the sweep's verdict and the numbers behind it (:func:`pipeline.verdicts.summarize`); a
+    """Per bound, the sweep's verdict and the numbers behind it (:func:`pipeline.judging.verdicts.summarize`); a
     sweep of ``seeds=auto`` is judged by anytime-valid tests tuned to its seed budget. ``failed``: the
     sweep's failed jobs (:func:`failures`): never "holds" from the survivors, and a run that contradicted a
     bound's declared range refutes that bound (docs/bounds.md section 9, "Missing runs")."""
-    from pipeline.verdicts import summarize
+    from pipeline.judging.verdicts import summarize
 
     planned = int(config.seed_budget) if config is not None and config.get("seeds") == "auto" else None
     return summarize(table, planned=planned, failed=failed) if failed else summarize(table, planned=planned)
@@ -207,7 +208,7 @@ def _description(config: DictConfig) -> str:
 def _swept(config: DictConfig) -> dict[str, str]:
     """What the sweep varies and fixes (an experiment's grid, then the command's overrides): the parent
     run's parameters, so a reviewer sees the grid without reading code. ``force`` and the launcher say
-    how the sweep runs, not what it ran (the same directory, pipeline.preflight's sweep key): left out, so that
+    how the sweep runs, not what it ran (the same directory, pipeline.sweep.preflight's sweep key): left out, so that
     ``force=true`` reruns under the same parent; so is ``log.*`` (what the terminal shows)."""
     grid = config.hydra.sweeper.get("params") or {}
     swept = {str(k): str(v) for k, v in grid.items()}
@@ -218,14 +219,14 @@ def _swept(config: DictConfig) -> dict[str, str]:
     return swept
 
 
-_sweep_lock: int | None = None  # pipeline.locks.hold on the running sweep's directory
+_sweep_lock: int | None = None  # pipeline.job.locks.hold on the running sweep's directory
 
 
 def release_sweep() -> None:
     """Drop the running sweep's directory lock (the process's end drops it too; this is for a process that
     goes on, e.g. a sweep run in-process by a test or a notebook after an interrupt)."""
     global _sweep_lock
-    from pipeline import locks
+    from pipeline.job import locks
 
     locks.release(_sweep_lock)
     _sweep_lock = None
@@ -238,7 +239,8 @@ class SweepCallback(Callback):
     uri: str = ""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from pipeline import files, locks
+        from pipeline import files
+        from pipeline.job import locks
 
         sweep_dir = Path(config.hydra.sweep.dir)
         global _sweep_lock
@@ -270,7 +272,7 @@ class SweepCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         self.uri = tracking.tracking_uri(config.tracking.uri)
         if tracking.redact(self.uri) != self.uri:  # a database password: not in the sweep's saved config either
-            from pipeline.stages import redact_saved
+            from pipeline.sweep.stages import redact_saved
 
             redact_saved(sweep_dir)
         swept = _swept(config)
@@ -308,7 +310,7 @@ class SweepCallback(Callback):
         sweep.current().ended().publish()
         staging = sweep_dir / f".aggregate.{os.getpid()}.tmp"
         try:
-            with tables.one_heap():  # the end's tables, verdicts and figures: one heap, not two (pipeline.tables)
+            with tables.one_heap():  # the end's tables, verdicts and figures: one heap, not two (pipeline.outputs.tables)
                 problems = self._aggregate(config, sweep_dir, size or None, staging, attempt)
         except KeyboardInterrupt:
             _end_parent(self.uri, self.parent_id, "KILLED")
@@ -326,8 +328,10 @@ class SweepCallback(Callback):
     def _aggregate(self, config: DictConfig, sweep_dir: Path, size: int | None, staging: Path,
                    attempt: float | None = None) -> list[str]:
         """Collect, stage, publish and log the sweep's files; end the parent. Returns what to report. ``attempt``:
-        the sweep's start (``pipeline.sweep.Sweep.start``), what a pack of this run of the sweep recorded."""
-        from pipeline import markers, plots, store, tracking
+        the sweep's start (``pipeline.sweep.context.Sweep.start``), what a pack of this run of the sweep recorded."""
+        from pipeline import tracking
+        from pipeline.job import markers, store
+        from pipeline.outputs import plots
 
         pack = config.get("pack")
         table, curves, failed = collect(sweep_dir, size, pack, attempt if pack else None)

@@ -2,7 +2,7 @@
 
 The marker is written last, atomically, after the outputs and the MLflow run are complete. It records
 the run's config hash, the hash of the code that produced it, the fingerprint of every input file the
-dataset reads (``pipeline.identity.inputs``) and the content hash of its data, so a re-run of the same
+dataset reads (``pipeline.job.identity.inputs``) and the content hash of its data, so a re-run of the same
 command skips exactly the finished jobs, and reruns a job whose config, code or input files changed, whose
 outputs are missing or whose data file no longer matches (data integrity). A marker that cannot be read
 means "not done": the job reruns, never crashes.
@@ -18,7 +18,7 @@ import numpy as np
 
 from pipeline import files
 from pipeline.data.certify import content_hash
-from pipeline.identity import code_hash
+from pipeline.job.identity import code_hash
 
 MARKER = "done.json"
 OUTPUTS = ("results.parquet", "curve.parquet")  # what the sweep's aggregation reads from a finished job
@@ -47,9 +47,9 @@ def record(out: Path, key: str, data_hash: str, streamed: bool = False, sources:
            code: str | None = None) -> None:
     """Mark ``out`` as a finished run of ``key`` (atomic: a crash leaves no half-written marker).
     ``streamed``: the data were a stream regenerated from the config's seed, with no ``data.npz``.
-    ``sources``: ``pipeline.identity.inputs`` of the dataset, taken before it was read (so an edit made
+    ``sources``: ``pipeline.job.identity.inputs`` of the dataset, taken before it was read (so an edit made
     while the job ran is seen as a change by the next check, never hidden). ``code``: the job's
-    ``pipeline.identity.job_code`` (the whole package's ``code_hash`` if not given)."""
+    ``pipeline.job.identity.job_code`` (the whole package's ``code_hash`` if not given)."""
     done = {"key": key, "code": code or code_hash(), "data_hash": data_hash} | ({"streamed": True} if streamed else {})
     if sources:
         done["inputs"] = dict(sources)
@@ -69,8 +69,8 @@ def _read_marker(marker: Path) -> dict[str, Any] | str:
 
 
 def check(out: Path, key: str, sources: Mapping[str, str] | None = None, code: str | None = None) -> str | None:
-    """None if ``out`` holds an intact finished run of ``key`` made from ``sources`` (``pipeline.identity.inputs``,
-    as the files are now) by ``code`` (``pipeline.identity.job_code``; the whole package's hash if not given); otherwise
+    """None if ``out`` holds an intact finished run of ``key`` made from ``sources`` (``pipeline.job.identity.inputs``,
+    as the files are now) by ``code`` (``pipeline.job.identity.job_code``; the whole package's hash if not given); otherwise
     why it must (re)run. Never raises for a damaged job directory."""
     marker = out / MARKER
     if not marker.exists():

@@ -1,6 +1,6 @@
 """A Hydra or OmegaConf error in one line: what was wrong and what is allowed.
 
-The command's pre-flight (``pipeline.preflight``) reports the first bad job of a sweep with one line on
+The command's pre-flight (``pipeline.sweep.preflight``) reports the first bad job of a sweep with one line on
 stderr and exit code 2. Hydra's and OmegaConf's own messages name their grammar and internals; this
 module turns each kind into the key or value at fault and what to write instead, with the declared keys
 or options closest to a misspelt one ('did you mean gamma?').
@@ -12,7 +12,7 @@ from typing import Sequence
 
 import hydra
 
-from pipeline.hydra_seam import parse_overrides
+from pipeline.sweep.hydra_seam import parse_overrides
 
 
 def explain(exc: BaseException, job: Sequence[str] | None = None) -> str:

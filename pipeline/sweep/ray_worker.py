@@ -2,7 +2,7 @@
 
 Hydra resolves a job's output directory against the working directory of the process that runs it. A
 worker of an existing cluster starts wherever ``ray start`` was run, so the preset's runtime_env names
-this hook and sends the sweep context (``pipeline.sweep``), which holds the driver's directory: relative
+this hook and sends the sweep context (``pipeline.sweep.context``), which holds the driver's directory: relative
 sweep directories then mean on the worker what they mean on the driver, and the sweep finds its jobs'
 results where it expects them.
 
@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 def setup() -> None:
     """Move into the driver's working directory (it must exist on this node: one machine or a shared disk)."""
-    from pipeline import sweep
+    from pipeline.sweep import context as sweep
 
     cwd = sweep.current().driver_cwd
     if not cwd:

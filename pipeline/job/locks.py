@@ -4,7 +4,7 @@ The lock (:func:`hold`) is taken by the process that runs the job or the sweep a
 when that process ends, so a lock never outlives its holder. A second identical sweep is refused at once,
 naming the holder; a job whose directory another live process holds waits for it instead of running twice
 into one directory; a job that a concurrent sweep runs is held under its identity in the job store
-(``pipeline.store.hold_identity``), so it is found there, never run twice.
+(``pipeline.job.store.hold_identity``), so it is found there, never run twice.
 
 Nothing is written or removed through a symbolic link planted on the way (:func:`open_dir`,
 :func:`remove`): every path below a root (the job store, or the held directory itself) is walked one
@@ -198,7 +198,7 @@ def hold(directory: Path, wait: bool = False, waiting: Callable[[str], None] | N
         dir_fd = open_dir(directory, root, make=True)
         try:
             fd = _open_lock(dir_fd)
-        except FileNotFoundError:  # its directory pruned meanwhile (python -m pipeline.store prune)
+        except FileNotFoundError:  # its directory pruned meanwhile (python -m pipeline.job.store prune)
             continue
         finally:
             os.close(dir_fd)
@@ -245,7 +245,7 @@ def is_held(directory: Path) -> bool | None:
 
 
 def _same_file(fd: int, path: str) -> bool:
-    """Whether ``path`` still names the file open as ``fd`` (a lock file unlinked by ``pipeline.store``'s
+    """Whether ``path`` still names the file open as ``fd`` (a lock file unlinked by ``pipeline.job.store``'s
     pruning while another process held it is another file than the one a newcomer creates)."""
     try:
         st = os.stat(path, follow_symlinks=False)

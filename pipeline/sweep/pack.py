@@ -8,19 +8,19 @@ job carries its members' override lists inside its own config (:func:`pack_overr
 ``+pack_members``, compressed), so a worker on another node needs no shared file to know them.
 
 The pack job (:func:`run_pack`) composes each member's config from one composition of its config groups
-(``pipeline.hydra_seam.Composer``, what the pre-flight uses), builds and runs it exactly as a job does
-(``pipeline.run.prepare``/``run``), and writes the members' rows in parts of :data:`PART` members
+(``pipeline.sweep.hydra_seam.Composer``, what the pre-flight uses), builds and runs it exactly as a job does
+(``pipeline.job.run.prepare``/``run``), and writes the members' rows in parts of :data:`PART` members
 (``results-part-00003.parquet``, ``curves-part-00003.parquet``), each followed by its marker
 (``part-00003.json``: the members' config keys, code and input files; the members that failed, and
 the kind of each one's error, as a job's ``error.json`` holds it). A rerun of
 the same command skips the parts whose marker matches and runs the rest: an interrupted pack resumes at
-its first missing part. The job store (``pipeline.store``) keeps a pack's parts, not its members: once the
+its first missing part. The job store (``pipeline.job.store``) keeps a pack's parts, not its members: once the
 pack's run has FINISHED with no member failed, each part is kept under the identities of its members in
 order (:func:`part_identity`), and a later sweep whose pack holds the same members in the same order (the
 next round of ``seeds=auto``, whose packs hold one setting's seeds in blocks: docs/sweeps.md) reuses it.
 No per-member ``trace.npz``, ``data.npz`` or MLflow child run is written: the pack has one child run (its index, size
 and the ranges of its swept keys; runs, violations and the largest ratio per bound; its parts as
-artifacts). The sweep's end (``pipeline.callbacks.collect``) reads the parts in job order, so its table,
+artifacts). The sweep's end (``pipeline.sweep.callbacks.collect``) reads the parts in job order, so its table,
 verdicts and figures are those of the same sweep unpacked (tests/test_pack.py compares the tables).
 """
 
@@ -101,9 +101,9 @@ def _part_paths(out: Path, p: int) -> tuple[Path, Path, Path]:
 
 
 def _identity(spec: Any) -> list[Any]:
-    """What a member's result depends on (as ``pipeline.markers`` records a job's): its config key, the code
+    """What a member's result depends on (as ``pipeline.job.markers`` records a job's): its config key, the code
     it runs and its input files."""
-    from pipeline import identity
+    from pipeline.job import identity
 
     return [spec.key(), identity.job_code(spec), identity.inputs(spec.dataset)]
 
@@ -124,7 +124,8 @@ def _reuse_part(out: Path, p: int, identities: list[list[Any]], first: int, expe
 
     import pandas as pd
 
-    from pipeline import files, store, tracking
+    from pipeline import files, tracking
+    from pipeline.job import store
 
     ident = part_identity(identities)
     entry = store.stored(ident, tracking.redact(uri), finished=lambda run_id: tracking.is_finished(uri, run_id),
@@ -162,7 +163,7 @@ def _keep_parts(out: Path, parts: Sequence[int], identities: list[list[Any]], si
     """Keep the parts ``parts`` of the pack in ``out`` (each finished without a failed member, in the pack's
     FINISHED run ``entry["run_id"]``) in the job store, for any later sweep that reaches the same members. The
     store is a cache: a part it cannot keep is said once, and later sweeps run it."""
-    from pipeline import store
+    from pipeline.job import store
 
     for p in parts:
         results, curves, marker = _part_paths(out, p)
@@ -190,7 +191,7 @@ def read_part(out: Path, p: int, identities: list[list[Any]]) -> tuple[Any, Any,
     files as they are now), both tables readable, and its results holding a row of every member the marker does
     not name as failed. Otherwise why not, in words. The one predicate of a part: a pack's rerun runs the parts
     it refuses (:func:`part_complete`) and the sweep's end (:func:`collect`) reads only the parts it accepts."""
-    from pipeline import tables
+    from pipeline.outputs import tables
 
     results, curves, marker = _part_paths(out, p)
     if not marker.exists():
@@ -226,7 +227,7 @@ def part_complete(out: Path, p: int, identities: list[list[Any]]) -> bool:
 def current_members(out: Path, attempt: float | None = None) -> tuple[int, list[list[Any]]] | str:
     """The first run number and the members' identities of the pack in ``out`` as its last attempt computed
     them, when that attempt belongs to this run of the sweep (``attempt``: the sweep's start,
-    ``pipeline.sweep.Sweep.start``; None: not checked) and did not fail as a whole; otherwise why not. A pack
+    ``pipeline.sweep.context.Sweep.start``; None: not checked) and did not fail as a whole; otherwise why not. A pack
     that failed whole, stopped before it built its members or never ran in this sweep has no current part:
     each of its members counts as failed, whatever earlier attempts left (:func:`collect`)."""
     if (out / "error.txt").exists():
@@ -265,7 +266,7 @@ def part_summary(table: Any) -> str:
 
 
 def _run_member(spec: Any) -> Any:
-    from pipeline.run import prepare, run
+    from pipeline.job.run import prepare, run
 
     return run(spec, prepare(spec))
 
@@ -326,7 +327,8 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
     results and curves, then its marker naming any run that failed (the others are kept). True if one failed."""
     import pandas as pd
 
-    from pipeline import files, stages, tracking
+    from pipeline import files, tracking
+    from pipeline.sweep import stages
 
     results, curves, marker = _part_paths(out, p)
     marker.unlink(missing_ok=True)
@@ -384,8 +386,10 @@ def run_pack(cfg: Any) -> None:
     import pandas as pd
     from hydra.core.hydra_config import HydraConfig
 
-    from pipeline import files, hydra_seam, locks, stages, sweep, tracking
-    from pipeline.config import build
+    from pipeline import files, tracking
+    from pipeline.sweep import hydra_seam, stages, context as sweep
+    from pipeline.job import locks
+    from pipeline.job.config import build
 
     hc = HydraConfig.get()
     out, sweep_dir = Path(hc.runtime.output_dir), Path(hc.sweep.dir)
@@ -522,7 +526,7 @@ def member_overrides(path: Path) -> list[str] | None:
 
 
 def member_failure(path: Path, attempt: float | None = None) -> dict[str, Any] | None:
-    """A failed member's record of its error (``pipeline.stages.failure_record``), from its part's marker; None
+    """A failed member's record of its error (``pipeline.sweep.stages.failure_record``), from its part's marker; None
     when the member is not named there (its part was never written whole, or a marker of an older version), or
     when that marker is not current (:func:`current_members` with the sweep's ``attempt``, and the part's
     members as they are now): an earlier attempt's record never speaks for this one."""
@@ -561,9 +565,9 @@ def member_label(path: Path) -> str | None:
 
 def collect(sweep_dir: Path, size: int, n: int, results: Any, curves: Any, attempt: float | None = None) -> list[Path]:
     """Add the result and curve tables of a packed sweep of ``size`` jobs in packs of ``n`` to the gatherers
-    ``results`` and ``curves`` (``pipeline.tables.Gather``), part by part in job order; return the members
+    ``results`` and ``curves`` (``pipeline.outputs.tables.Gather``), part by part in job order; return the members
     that failed or left no readable results (:func:`member_path`). Only what this run of the sweep vouched for
-    is read (``attempt``: the sweep's start, ``pipeline.sweep.Sweep.start``; None: not checked): a pack that
+    is read (``attempt``: the sweep's start, ``pipeline.sweep.context.Sweep.start``; None: not checked): a pack that
     failed whole, never ran in this sweep or stopped before it built its members counts each of its members as
     failed (:func:`current_members`), and so does a part that is not complete and current (:func:`read_part`,
     the predicate a rerun uses to decide what to run again): stale, damaged, truncated or gone."""

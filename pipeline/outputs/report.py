@@ -1,12 +1,12 @@
 """The report over every experiment: per claim its verdict, the figures, and the provenance.
 
 It reads what the sweeps wrote (``results/NAME/metrics.json``, the summary of
-:func:`pipeline.callbacks.summary`, and ``results/NAME/results.parquet``) and the claims each
+:func:`pipeline.sweep.callbacks.summary`, and ``results/NAME/results.parquet``) and the claims each
 experiment states (``experiments/NAME.yaml``); it never recomputes a bound or a verdict: each claim
-takes its sweep's verdict through :func:`pipeline.verdicts.judge_claim` (docs/bounds.md section 9), with
+takes its sweep's verdict through :func:`pipeline.judging.verdicts.judge_claim` (docs/bounds.md section 9), with
 its informative runs and the limit that decided it.
 
-``python -m pipeline.report`` writes ``report/index.html`` (the answer first: every claim, then each
+``python -m pipeline.outputs.report`` writes ``report/index.html`` (the answer first: every claim, then each
 experiment's claims beside the one figure that answers each), a page per experiment with all its figures
 (``report/experiments/NAME.html``), the figures themselves (``report/figures/``: the report links to nothing
 outside ``report/``) and ``report/summary.md``, logs them to MLflow (experiment ``report``), and exits 1 if a claim of any
@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from pipeline.judging.guarantees import ON_THE_RATE
 from pipeline.judging.guarantees import guarantee as kind_of
-from pipeline.verdicts import HOLDS, INCONCLUSIVE, NOT_APPLICABLE, VIOLATED, ClaimVerdict, judge_claim
+from pipeline.judging.verdicts import HOLDS, INCONCLUSIVE, NOT_APPLICABLE, VIOLATED, ClaimVerdict, judge_claim
 
 PACKAGES = ("boundlab", "numpy", "scipy", "pandas", "numba", "scikit-learn", "cvxpy", "clarabel", "hydra-core",
             "mlflow", "dvc", "matplotlib")
@@ -73,7 +73,7 @@ def _first_bound(table: Any, quantity: str) -> str | None:
 def _comparison(table: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Mean over seeds (95 % t interval) of the compared quantity for each value of ``spec['by']``,
     read from the results table (a bound's measured quantity, or a column such as f_star_hi)."""
-    from pipeline.plots import _mean_ci
+    from pipeline.outputs.plots import _mean_ci
 
     quantity, by = spec["quantity"], spec["by"]
     bound = None
@@ -186,7 +186,7 @@ def _reason(error: BaseException) -> str:
 
 
 def read_metrics(path: Path, resume: str = RESUME) -> dict[str, Any]:
-    """A sweep's summary (``metrics.json``, :func:`pipeline.callbacks.summary`): a JSON object, else
+    """A sweep's summary (``metrics.json``, :func:`pipeline.sweep.callbacks.summary`): a JSON object, else
     :class:`SweepNotFinished` naming the file (a truncated or foreign file must not pass for a verdict)."""
     try:
         metrics = json.loads(path.read_bytes())
@@ -223,7 +223,7 @@ def _has_jobs(directory: Path) -> bool:
 def read_results(directory: Path, resume: str = RESUME, curves: bool = True) -> tuple[Any, Any, dict[str, Any]]:
     """A sweep's table, curves (empty unless ``curves``) and summary in ``directory``, checked whole.
 
-    A sweep's aggregation publishes ``metrics.json`` last (:mod:`pipeline.callbacks`), so a directory without
+    A sweep's aggregation publishes ``metrics.json`` last (:mod:`pipeline.sweep.callbacks`), so a directory without
     it, holding tables or job directories, is a sweep that did not finish, and so is a summary that counts
     runs beside no table: :class:`SweepNotFinished`, whose message ends with ``resume``. A directory with
     none of these is not a sweep's: FileNotFoundError. A table is absent only when no job finished."""
@@ -252,7 +252,7 @@ def load(name: str, results: Path, experiments: Path, figures: Path) -> Experime
     import pandas as pd
     from omegaconf import OmegaConf
 
-    from pipeline import plots
+    from pipeline.outputs import plots
 
     spec = OmegaConf.to_container(OmegaConf.load(experiments / f"{name}.yaml"), resolve=False)
     sweep = results / name
@@ -475,8 +475,8 @@ def _in_place(path: Path) -> Path:
 
 
 def caption(spec: Any, table: Any) -> str:
-    """What a figure of :func:`pipeline.plots.figure_plan` shows, in a sentence, from its kind and arguments
-    (``spec``, a :class:`pipeline.plots.Spec`) and the results table (the bound's type and quantity)."""
+    """What a figure of :func:`pipeline.outputs.plots.figure_plan` shows, in a sentence, from its kind and arguments
+    (``spec``, a :class:`pipeline.outputs.plots.Spec`) and the results table (the bound's type and quantity)."""
     kw = spec.kwargs
     bound = kw.get("bound")
     if bound is not None and len(table) and "bound" in table:
@@ -506,10 +506,10 @@ def caption(spec: Any, table: Any) -> str:
 
 
 def _plan(table: Any, sweep: Path) -> dict[str, Any]:
-    """The sweep's figures by stem (:func:`pipeline.plots.figure_plan`), reading only the curves' names."""
+    """The sweep's figures by stem (:func:`pipeline.outputs.plots.figure_plan`), reading only the curves' names."""
     import pandas as pd
 
-    from pipeline import plots
+    from pipeline.outputs import plots
 
     if not len(table):
         return {}
@@ -840,7 +840,8 @@ def _fsync(path: Path) -> None:
 def _staging(out_dir: Path) -> Iterator[Path]:
     """A temporary directory inside ``out_dir`` (the same file system, so ``os.replace`` moves its files into
     place), removed whatever happens: a failure leaves no temporary file behind."""
-    from pipeline import files, locks
+    from pipeline import files
+    from pipeline.job import locks
 
     with _writing():
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -958,7 +959,7 @@ def _compact(figures: Path) -> None:
     paper, are the sweep's, in ``results/NAME/`` and in its MLflow run. Together the report stays within
     about 10 MB (29 MB with every PNG and SVG as drawn). On two cores or more, half of the PNGs are converted
     in a forked helper (the same files)."""
-    from pipeline.plots import helper
+    from pipeline.outputs.plots import helper
 
     for svg in sorted(figures.rglob("*.svg")):
         svg.unlink()
@@ -1096,7 +1097,7 @@ def _error(message: str) -> None:
 def _refused(argv: list[str]) -> str | None:
     """Why the named experiments cannot be reported (one clause), or None: a name, never a path, of
     experiments/NAME.yaml whose results/NAME/metrics.json exists."""
-    from pipeline.config import is_name
+    from pipeline.job.config import is_name
 
     for name in argv:
         if not is_name(name) or not (Path("experiments") / f"{name}.yaml").is_file():
@@ -1125,7 +1126,7 @@ def _left_out(results: Path = Path("results"), experiments: Path = Path("experim
     return lines
 
 
-USAGE = """usage: python -m pipeline.report [NAME ...]
+USAGE = """usage: python -m pipeline.outputs.report [NAME ...]
 
 The report over the experiments' results (results/NAME/, written by each experiment's sweep: dvc repro NAME):
 per claim its verdict, the evidence, the figures and the provenance, in report/index.html, with summary.md,
@@ -1138,7 +1139,7 @@ previous one is unchanged); 2 an unknown name or unreadable results (nothing wri
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pipeline.report [NAME ...]``, as :data:`USAGE` says (its exit codes among it)."""
+    """``python -m pipeline.outputs.report [NAME ...]``, as :data:`USAGE` says (its exit codes among it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
@@ -1175,9 +1176,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command() -> int | None:
-    """``python -m pipeline.report``: :func:`main` under the stop guard (Ctrl-C, SIGTERM, SIGHUP end it within
+    """``python -m pipeline.outputs.report``: :func:`main` under the stop guard (Ctrl-C, SIGTERM, SIGHUP end it within
     seconds, its staging directory removed, the previous report whole), and quiet when its reader leaves."""
-    from pipeline.interrupts import StopGuard, until_the_reader_leaves
+    from pipeline.sweep.interrupts import StopGuard, until_the_reader_leaves
 
     guard = StopGuard()
     try:

@@ -3,7 +3,7 @@
 The command's :func:`checked_plan` checks the config directory, then the whole sweep (:func:`preflight`:
 each job's composed config through the learners' and datasets' parameter specs, names, experiments,
 launcher and sweeper settings), then the tracking store and the job store. A bad value stops the command
-with one line on stderr (``pipeline.explain`` words it) and exit code 2, before an output directory or an
+with one line on stderr (``pipeline.sweep.explain`` words it) and exit code 2, before an output directory or an
 MLflow run exists. The jobs it validated are the :class:`Plan` the command runs; the sweeper plug-in
 (``hydra_plugins/boundlab_sweeper``) trusts them rather than composing each again.
 """
@@ -20,10 +20,10 @@ from typing import Any, Sequence
 import hydra
 from omegaconf import DictConfig, open_dict
 
-import pipeline.sweep  # noqa: F401 - registers the config's ${boundlab:...} resolver before any composition
-from pipeline import hydra_seam
-from pipeline.explain import choose, explain, flat_keys
-from pipeline.hydra_seam import parse_overrides
+import pipeline.sweep.context  # noqa: F401 - registers the config's ${boundlab:...} resolver before any composition
+from pipeline.sweep import hydra_seam
+from pipeline.sweep.explain import choose, explain, flat_keys
+from pipeline.sweep.hydra_seam import parse_overrides
 from pipeline.paths import CONF_DIR, remember_working_dir, removed_dir, shown
 
 USAGE_EXIT = 2
@@ -79,7 +79,7 @@ def check_names(overrides: Sequence, checked: set[str] | None = None) -> None:
     """``name=`` and ``experiment=`` values are names, checked before Hydra composes or makes directories
     (``name`` becomes multirun/NAME and an MLflow experiment; ``experiment`` selects experiments/NAME.yaml).
     Sweeps are checked job by job, once split."""
-    from pipeline.config import NAME_ALLOWED, is_name
+    from pipeline.job.config import NAME_ALLOWED, is_name
     from pipeline.params import ParamError
 
     checked = set() if checked is None else checked
@@ -243,7 +243,7 @@ def _check_info_command(args: Any) -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from pipeline.config import build
+    from pipeline.job.config import build
     from pipeline.params import UserError
 
     if not (args.help or args.hydra_help):  # Hydra shows a help whatever else the command asks
@@ -285,7 +285,7 @@ def _check_launcher(launcher: DictConfig) -> None:
 
 
 def _check_pack(base: DictConfig) -> None:
-    """``pack=N`` (``pipeline.pack``): packed by boundlab's sweeper (with ``seeds=auto`` too: its rounds add
+    """``pack=N`` (``pipeline.sweep.pack``): packed by boundlab's sweeper (with ``seeds=auto`` too: its rounds add
     seeds in whole packs and reuse the earlier rounds' parts from the job store). One value for the whole sweep,
     as every key that steers it (:func:`check_steering`)."""
     from hydra.utils import get_class
@@ -329,7 +329,7 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from pipeline.config import build
+    from pipeline.job.config import build
     from pipeline.params import UserError
 
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -479,7 +479,7 @@ class _CheckProgress:
         elif done == self.SAMPLE and self.total > self.SAMPLE:
             estimate = (time.monotonic() - self.start) / done * self.total
             if estimate > self.QUIET:
-                from pipeline.progress import Progress
+                from pipeline.sweep.progress import Progress
 
                 print(f"boundlab: checking the sweep's {self.total:,} jobs before the first starts (about {estimate:.0f} s)",
                       file=sys.stderr, flush=True)
@@ -527,7 +527,7 @@ def command_line(argv: Sequence[str]) -> Any:
 
 def checked_plan(argv: list[str], in_round: bool = False) -> Plan:
     """The pre-flight: the config directory, every job's config, the tracking store. Exits 2 on a bad one."""
-    from pipeline.schemas import register
+    from pipeline.sweep.schemas import register
 
     # conf/hydra/launcher/{ray,joblib}.yaml replace the plugins' configs with every field of their schemas
     warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/(ray|joblib)' is validated against ConfigStore schema")
@@ -553,7 +553,7 @@ def checked_plan(argv: list[str], in_round: bool = False) -> Plan:
         if plan.tracking_uri and env and env != plan.tracking_uri and not in_round:  # said once, not each round
             print(f"boundlab: the runs go to tracking.uri={redact(uri)}, not to MLFLOW_TRACKING_URI={redact(env)} "
                   "(tracking.uri, when set, wins: docs/mlflow.md)", file=sys.stderr)
-        from pipeline import store
+        from pipeline.job import store
 
         why = store.problem()
         if why:  # a cache: the jobs run and finish all the same

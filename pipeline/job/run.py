@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 
 from pipeline.bounds.registry import bounds_for
-from pipeline.config import Job
+from pipeline.job.config import Job
 from pipeline.data import Dataset
 from pipeline.data.certify import content_hash
 from pipeline.params import UserError
-from pipeline.statistics import available, complete
+from pipeline.job.statistics import available, complete
 
 
 @dataclass

@@ -13,7 +13,7 @@ with a sentence of evidence. The rules, by guarantee type (docs/bounds.md sectio
   their seed) each run is an independent unit; runs of one seed in different settings share their data and
   random streams, so settings are never pooled: a claim holds when every informative setting holds, and is
   violated when Holm's procedure over the settings rejects;
-- **(E)** per setting, distribution-free tests of the mean by betting (:mod:`pipeline.limits`): holds when
+- **(E)** per setting, distribution-free tests of the mean by betting (:mod:`pipeline.judging.limits`): holds when
   the test of "E[measured] >= bound" rejects (it needs the top of the quantity's declared range), violated
   when the test of "E[measured] <= bound" from the lower estimate rejects after Holm (it needs the bottom);
   Student t limits are a description only;
@@ -23,8 +23,8 @@ with a sentence of evidence. The rules, by guarantee type (docs/bounds.md sectio
 Every summary also says what it could have caught (``tightness``, ``detects_scale``), and an inconclusive
 one what blocks it and how many distinct seeds would settle it. The row level (:func:`judge_row`, the
 intervals, the verdict words) lives in :mod:`pipeline.judging.rows`, which the jobs import; this module, the
-sweep level, imports nothing of the package beyond it and :mod:`pipeline.limits`, and no job imports it, so
-editing a sweep-level rule re-judges sweeps without rerunning a job (``pipeline.identity``). It is used by
+sweep level, imports nothing of the package beyond it and :mod:`pipeline.judging.limits`, and no job imports it, so
+editing a sweep-level rule re-judges sweeps without rerunning a job (``pipeline.job.identity``). It is used by
 the job's log line, the sweep callback, ``metrics.json``, MLflow and the report.
 """
 
@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from pipeline import limits
+from pipeline.judging import limits
 from pipeline.judging.guarantees import guarantee as kind_of
 from pipeline.judging.rows import (  # noqa: F401 - the row level, re-exported: this module's callers read them here
     HOLDS, VIOLATED, INCONCLUSIVE, NOT_APPLICABLE, VERDICTS, LEVEL, ALPHA, MAX_N, mean_of,
@@ -203,15 +203,15 @@ def _detectable(violated: Any, groups: list[int]) -> float | None:
 
 def expectation_settings(rows: Any, planned: int | None = None) -> list[dict[str, Any]]:
     """(E) per setting: distinct seeds, mean measured and bound, the verdict and the tests behind it
-    (:mod:`pipeline.limits`): "holds" when the test of "mean >= bound" rejects, which needs the top of the
+    (:mod:`pipeline.judging.limits`): "holds" when the test of "mean >= bound" rejects, which needs the top of the
     quantity's declared range; "violated" when the test of "mean <= bound", from the lower estimate and the
     bottom of the range, rejects after Holm's correction over the given settings. The Student t limits are
     given as description and decide nothing. ``planned``: the seed budget of a sequential sweep (the tests are
     anytime valid whatever it is: their bets depend on no planned count). ``floor_seeds``: the fewest seeds any
-    test could decide from at the observed mean, bound and range (:func:`pipeline.limits.floor_seeds`);
+    test could decide from at the observed mean, bound and range (:func:`pipeline.judging.limits.floor_seeds`);
     ``floor_ratio``: the seeds this test needs at the observed values (where it decided, or ``seeds_needed``)
     over that floor."""
-    out = []
+    out: list[dict[str, Any]] = []
     labels = setting_labels(rows)
     for key, sel in _settings(rows):
         sel = sel.sort_values("seed", kind="stable") if "seed" in sel else sel  # the betting order: by seed
@@ -337,7 +337,10 @@ def _judge_expectation(applicable: Any, power: bool = True, planned: int | None 
     violated = [s for s in settings if s["verdict"] == VIOLATED]
     holding = [s for s in informative if s["verdict"] == HOLDS]
     open_ = [s for s in informative if s["verdict"] == INCONCLUSIVE]
-    ratio = lambda s, v: quotient(v, s["bound"]) if s["bound"] > 0 else math.inf  # noqa: E731
+
+    def ratio(s: Mapping[str, Any], v: float) -> float:
+        return quotient(v, s["bound"]) if s["bound"] > 0 else math.inf
+
     worst = max(settings, key=lambda s: ratio(s, s["mean"]))
     seeds = sorted({s["seeds"] for s in settings})
     samples = [s["sample"] for s in informative]
@@ -411,7 +414,7 @@ def _n(count: int, word: str) -> str:
 
 
 def _fmt_setting(s: Mapping[str, Any]) -> str:
-    return s["label"]
+    return str(s["label"])
 
 
 def _binomial_p(k: int, n: int, delta: float) -> float:
@@ -436,7 +439,7 @@ def probability_settings(informative: Any, planned: int | None = None) -> list[d
     the one-sided 95 % Clopper-Pearson limits of the rate, the setting's delta (the mean of its informative
     runs'), the exact binomial p-value of "rate <= delta" from the violations at the lower estimate. In a
     sequential sweep (``planned``: its seed budget) Clopper-Pearson would lose its level to the optional
-    stopping: the rate is then judged by the anytime-valid betting tests of :mod:`pipeline.limits` on the
+    stopping: the rate is then judged by the anytime-valid betting tests of :mod:`pipeline.judging.limits` on the
     violation indicators (in seed order, bets tuned to the budget)."""
     labels = setting_labels(informative) if len(informative) else {}
     out = []
@@ -546,7 +549,7 @@ def summarize(table: Any, planned: int | None = None, failed: Iterable[Mapping[s
     """Per bound, the sweep's verdict and the numbers behind it (``metrics.json``): runs, applicable and
     informative counts, ratio range, then the guarantee type's own statistics (docs/bounds.md, "How a verdict is decided").
 
-    ``failed``: the sweep's failed jobs, one mapping each (``pipeline.callbacks.failures``): ``label``, and
+    ``failed``: the sweep's failed jobs, one mapping each (``pipeline.sweep.callbacks.failures``): ``label``, and
     where known ``learner``, ``setting`` (the ``setting`` key of its rows, had it run), ``overrides`` (what
     chose it: its setting is found from them when ``setting`` is not known), and for a job that failed with a
     ``RangeError`` ``range_error`` true with the ``bound``, ``quantity``, ``value`` and ``range`` it names.
@@ -774,7 +777,7 @@ def _missing_public(s: Mapping[str, Any]) -> dict[str, Any]:
     return {"missing_jobs": len(s["missing"]), "missing_examples": s["missing"][:MISSING_SHOWN]} if s.get("missing") else {}
 
 
-def _only_missing(open_: list[Mapping[str, Any]]) -> str:
+def _only_missing(open_: Sequence[Mapping[str, Any]]) -> str:
     s = open_[0]
     return f"{len(open_)} would hold from their surviving runs alone but miss failed jobs, e.g. {s['label']}"
 
