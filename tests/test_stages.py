@@ -206,10 +206,10 @@ def test_a_signal_after_a_run_finished_leaves_it_finished_and_the_rerun_skips_it
 
 WORKER = """\
 import sys, time
-from pipeline.sweep import stages, context as sweep
+from pipeline.sweep import life, context as sweep
 sweep.update(driver_pid=int(sys.argv[1]))
-stages._in_job = sys.argv[2] == "busy"
-stages.watch_driver(grace=0.5, every=0.1)
+life.set_in_job(sys.argv[2] == "busy")
+life.watch_driver(grace=0.5, every=0.1)
 print("watching", flush=True)
 while True:
     time.sleep(0.01)

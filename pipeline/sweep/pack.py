@@ -35,6 +35,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
+from pipeline.sweep.life import Life, Place
+
 log = logging.getLogger("boundlab")
 
 PART = 200  # members per part at most: what an interrupted pack loses, and what one file holds
@@ -378,75 +380,88 @@ def _pack_failed(out: Path, label: str, tracker: Any, e: BaseException) -> None:
     log.error("%s: FAILED: %s (see %s)", label, tracking.redact(f"{type(e).__name__}: {e}"), out / "error.txt")
 
 
-def run_pack(cfg: Any) -> None:
+class PackLife(Life):
+    """A pack job's lifecycle: :class:`~pipeline.sweep.life.Life`'s frame (the one a job has) around the pack's
+    body (:meth:`run`). A fault of the pack itself is recorded in its ``error.txt`` and its run ended FAILED
+    (:func:`_pack_failed`), and the sweep goes on; an interrupt ends the pack's run KILLED and keeps every part
+    already written."""
+
+    def __init__(self, cfg: Any, place: Place | None = None) -> None:
+        from pipeline import tracking
+
+        super().__init__(Place.from_hydra() if place is None else place)
+        payload = decode(cfg[KEY])
+        self.index, self.first, self.members = int(payload["index"]), int(payload["first"]), payload["members"]
+        self.uri = tracking.tracking_uri(cfg.tracking.uri)
+        self.label = f"pack {self.index} (runs {self.first}-{self.first + len(self.members) - 1})"
+        self.sweep_dir = self.place.sweep_dir if self.place.sweep_dir is not None else self.out.parent
+
+    def failed(self, e: Exception) -> bool:
+        _pack_failed(self.out, self.label, self.tracker, e)
+        return True
+
+    def run(self) -> None:
+        """The pack's members, part by part (see :func:`run_pack`)."""
+        _run_pack(self)
+
+
+def run_pack(cfg: Any, place: Place | None = None) -> None:
     """One pack job: its members run part by part, each part written whole with its marker, the pack's child
     run in MLflow. In a sweep, a member's fault is recorded in its part (the others go on; the sweep's end
     reports it and exits 1) and a fault of the pack itself in its ``error.txt``; an interrupt ends the
-    pack's run KILLED and keeps every part already written."""
+    pack's run KILLED and keeps every part already written (:class:`PackLife`)."""
+    with PackLife(cfg, place) as life:
+        life.hold()
+        life.run()
+
+
+def _run_pack(life: PackLife) -> None:
+    """The pack's body: its parts checked against its members, the missing ones taken from the job store or run,
+    its run in MLflow finished and its ``done.json`` written once every member finished."""
     import pandas as pd
-    from hydra.core.hydra_config import HydraConfig
 
     from pipeline import files, tracking
-    from pipeline.sweep import hydra_seam, stages, context as sweep
-    from pipeline.job import locks
+    from pipeline.sweep import hydra_seam, context as sweep
     from pipeline.job.config import build
 
-    hc = HydraConfig.get()
-    out, sweep_dir = Path(hc.runtime.output_dir), Path(hc.sweep.dir)
-    payload = decode(cfg[KEY])
-    index, first, members = int(payload["index"]), int(payload["first"]), payload["members"]
-    uri = tracking.tracking_uri(cfg.tracking.uri)
-    label = f"pack {index} (runs {first}-{first + len(members) - 1})"
-    stages.watch_driver()
-    stages.set_in_job(True)
-    lock = locks.hold(out, wait=True, waiting=lambda pid: log.warning("%s: waiting for process %s, which holds %s",
-                                                                      label, pid, out))
-    tracker: tracking.JobRun | None = None
+    out, sweep_dir, label, uri = life.out, life.sweep_dir, life.label, life.uri
+    index, first, members = life.index, life.first, life.members
     attempt = sweep.current().start  # this run of the sweep: the sweep's end trusts only what this attempt vouched for
-    try:
-        earlier = (out / "members.json").exists()  # an earlier start of this pack: its run is replaced
-        done = _recorded_done(out)
-        listed = _start_attempt(out, first, members, attempt)
-        compose = hydra_seam.Composer()
-        specs = [build(compose(list(m))) for m in members]
-        force = any(sweep.forces(s.force, s.seed) for s in specs)
-        identities = json.loads(json.dumps([_identity(s) for s in specs], default=str))  # as a marker reads them back
-        files.write_text(out / "members.json", json.dumps(listed | {"identities": identities}) + "\n")
-        pack_key = hashlib.sha256(json.dumps([i[0] for i in identities]).encode()).hexdigest()[:16]
-        size = part_size(len(members))
-        parts = range(math.ceil(len(members) / size))
-        todo = [p for p in parts if force or not part_complete(out, p, identities[p * size:(p + 1) * size])]
-        if not todo and done == {"key": pack_key, "members": len(members)}:
-            files.write_text(out / "done.json", json.dumps(done) + "\n")
-            log.info("%s: already done in %s, skipped (force=true reruns it)", label, out)
-            return
-        if len(todo) < len(parts):
-            log.info("%s: %d of %d parts already done in %s; %s", label, len(parts) - len(todo), len(parts), out,
-                     "running the rest" if todo else "recording its run")
-        reused = {} if force else _reuse_parts(out, todo, len(parts), size, identities, first, specs[0].experiment,
-                                               uri, label)
-        todo = [p for p in todo if p not in reused]
-        tracker = _pack_run(uri, sweep_dir, out, specs[0].experiment, label, index, len(members), pack_key, earlier)
-        failed_any = _run_parts(out, todo, len(parts), size, specs, members, identities, first, label)
-        tables = [pd.read_parquet(_part_paths(out, p)[0]) for p in parts]
-        table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-        artifacts = [_part_paths(out, p)[0] for p in parts]
-        tracking.finish_pack(tracker, _pack_params(table, index, len(members), first), _pack_metrics(table), artifacts,
-                             failed=failed_any)
-        if not failed_any:
-            kept = {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri), "experiment": specs[0].experiment,
-                    "output_dir": str(out)}
-            _keep_parts(out, [p for p in parts if p not in reused], identities, size, kept, label)
-            files.write_text(out / "done.json", json.dumps({"key": pack_key, "members": len(members)}) + "\n")
-    except Exception as e:  # noqa: BLE001 - a fault of the pack itself: recorded, the sweep goes on
-        _pack_failed(out, label, tracker, e)
-    except KeyboardInterrupt as e:
-        if tracker is not None and tracker.run_id in tracking.OPEN_RUNS:
-            tracker.fail(e)
-        raise
-    finally:
-        stages.set_in_job(False)
-        locks.release(lock)
+    earlier = (out / "members.json").exists()  # an earlier start of this pack: its run is replaced
+    done = _recorded_done(out)
+    listed = _start_attempt(out, first, members, attempt)
+    compose = hydra_seam.Composer()
+    specs = [build(compose(list(m))) for m in members]
+    force = any(sweep.forces(s.force, s.seed) for s in specs)
+    identities = json.loads(json.dumps([_identity(s) for s in specs], default=str))  # as a marker reads them back
+    files.write_text(out / "members.json", json.dumps(listed | {"identities": identities}) + "\n")
+    pack_key = hashlib.sha256(json.dumps([i[0] for i in identities]).encode()).hexdigest()[:16]
+    size = part_size(len(members))
+    parts = range(math.ceil(len(members) / size))
+    todo = [p for p in parts if force or not part_complete(out, p, identities[p * size:(p + 1) * size])]
+    if not todo and done == {"key": pack_key, "members": len(members)}:
+        files.write_text(out / "done.json", json.dumps(done) + "\n")
+        log.info("%s: already done in %s, skipped (force=true reruns it)", label, out)
+        return
+    if len(todo) < len(parts):
+        log.info("%s: %d of %d parts already done in %s; %s", label, len(parts) - len(todo), len(parts), out,
+                 "running the rest" if todo else "recording its run")
+    reused = {} if force else _reuse_parts(out, todo, len(parts), size, identities, first, specs[0].experiment,
+                                           uri, label)
+    todo = [p for p in todo if p not in reused]
+    tracker = life.tracker = _pack_run(uri, sweep_dir, out, specs[0].experiment, label, index, len(members), pack_key,
+                                       earlier)
+    failed_any = _run_parts(out, todo, len(parts), size, specs, members, identities, first, label)
+    tables = [pd.read_parquet(_part_paths(out, p)[0]) for p in parts]
+    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    artifacts = [_part_paths(out, p)[0] for p in parts]
+    tracking.finish_pack(tracker, _pack_params(table, index, len(members), first), _pack_metrics(table), artifacts,
+                         failed=failed_any)
+    if not failed_any:
+        kept = {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri), "experiment": specs[0].experiment,
+                "output_dir": str(out)}
+        _keep_parts(out, [p for p in parts if p not in reused], identities, size, kept, label)
+        files.write_text(out / "done.json", json.dumps({"key": pack_key, "members": len(members)}) + "\n")
 
 
 def _recorded_done(out: Path) -> Any:

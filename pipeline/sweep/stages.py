@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sys
 import time
@@ -20,6 +19,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.sweep import context as sweep
+from pipeline.sweep.life import Life, Place
 from pipeline.judging.guarantees import PER_RUN, guarantee
 
 log = logging.getLogger("boundlab")
@@ -149,69 +149,7 @@ def write(result: Any, out: Path) -> list[Path]:
     return [table, curve, trace]
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
-
-
-_watching: list[int] = []  # the driver this worker process watches (started once per process)
 _store_said: list[bool] = []  # this process has said that the job store cannot be used
-_in_job = False  # whether this process is inside job() (the watchdog interrupts it, or exits at once)
-
-
-def watch_driver(grace: float = 5.0, every: float = 0.5) -> None:
-    """In a sweep's worker process (joblib/loky), stop when the command's process is gone.
-
-    A worker whose sweep died (killed, crashed) would otherwise finish jobs the rerun runs again. A
-    daemon thread checks the driver (the sweep context's ``driver_pid``, set by the command) every ``every`` s;
-    once it is gone, an idle worker exits at once, and a running job is interrupted like Ctrl-C (its
-    run ends KILLED, no marker is written) and the worker exits ``grace`` s later whatever it is doing
-    (a long native call). Does nothing in the driver's own process or without a driver.
-    """
-    import _thread
-    import signal
-    import threading
-
-    from pipeline.sweep import interrupts
-
-    driver = sweep.current().driver_pid
-    if driver is None or driver == os.getpid() or _watching:
-        return
-    _watching.append(driver)
-    # Python's own handler raises anywhere; this one waits for a call into omegaconf or MLflow to return
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, interrupts.Handler())
-
-    def watch() -> None:
-        while _alive(driver):
-            time.sleep(every)
-        log.error("the sweep's process %s is gone: this worker (process %d) stops", driver, os.getpid())
-        if _in_job:
-            _thread.interrupt_main()
-            time.sleep(grace)
-            from pipeline import tracking
-
-            tracking.end_open_runs(f"the sweep's process {driver} ended while this job ran")  # still in a native call
-        os._exit(1)
-
-    threading.Thread(target=watch, name="boundlab-driver-watch", daemon=True).start()
-
-
-def set_in_job(inside: bool) -> None:
-    """Mark this process as inside a job (True) or between jobs (False): what :func:`watch_driver` does when
-    the driver is gone (a pack job, ``pipeline.sweep.pack.run_pack``, marks itself as a job does)."""
-    global _in_job
-    _in_job = inside
 
 
 def redact_saved(directory: Path) -> None:
@@ -295,39 +233,37 @@ def read_failure(job_dir: Path) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-class JobLife:
+class JobLife(Life):
     """One Hydra job's lifecycle as a context manager: hold its directory -> check whether it is done ->
     its identity in the job store -> reuse a stored result or run -> record -> release.
 
-    Constructed from the job's config (the run's name, directory, tracking URI; credentials hidden in the
-    configs Hydra saved); ``with`` marks the process as inside a job and releases the directory's lock and
-    the job store's hold on the way out, whatever happens. Inside, :meth:`done`, :meth:`reused` and
-    :meth:`run` are the steps. A fault anywhere inside is recorded once, by :meth:`_failed` (a FAILED run when
-    one can be opened, ``error.txt``, no ``done.json``): in a sweep it is swallowed so the sweep goes on (its
-    end reports it and exits non-zero); outside a sweep it is raised after being recorded, and data the
-    learner cannot take (a :class:`pipeline.params.UserError` before any run opened) is raised unrecorded.
+    Constructed from the job's config and its :class:`~pipeline.sweep.life.Place` (Hydra's, unless given: the
+    lifecycle runs without Hydra too); credentials are hidden in the configs Hydra saved. The frame is
+    :class:`~pipeline.sweep.life.Life`'s, shared with a pack: ``with`` marks the process as inside a job and
+    releases the directory's lock and the job store's hold on the way out, whatever happens. Inside,
+    :meth:`done`, :meth:`reused` and :meth:`run` are the steps. A fault anywhere inside is recorded once, by
+    :meth:`failed` (a FAILED run when one can be opened, ``error.txt``, no ``done.json``): in a sweep it is
+    swallowed so the sweep goes on (its end reports it and exits non-zero); outside a sweep it is raised after
+    being recorded, and data the learner cannot take (a :class:`pipeline.params.UserError` before any run
+    opened) is raised unrecorded.
     """
 
-    def __init__(self, cfg: DictConfig) -> None:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
+    def __init__(self, cfg: DictConfig, place: Place | None = None) -> None:
         from pipeline import tracking
         from pipeline.job.config import build
 
-        hc = HydraConfig.get()
-        self.cfg, self.hydra = cfg, hc
-        self.out = Path(hc.runtime.output_dir)
-        self.multirun = hc.mode == RunMode.MULTIRUN
+        super().__init__(Place.from_hydra() if place is None else place)
+        self.cfg = cfg
         self.spec = build(cfg)
         self.forced = sweep.forces(self.spec.force, self.spec.seed)  # force=true, less what this command reran
-        self.name = run_name(self.spec.learner.name, hc.overrides.task)
-        self.step = progress(hc.job.num) if self.multirun else ""
+        self.name = run_name(self.spec.learner.name, self.place.overrides)
+        self.step = progress(self.place.num) if self.multirun else ""
+        self.label = f"{self.step}{self.name}"
         self.why: str | None = "unknown (its resume check failed)"
         self.tracker: tracking.JobRun | None = None
         self.uri = tracking.tracking_uri(cfg.tracking.uri)
-        self.sweep_dir = Path(hc.sweep.dir) if self.multirun else None
-        self.lock = self.held = self.ident = None
+        self.sweep_dir = self.place.sweep_dir
+        self.held = self.ident = None
         self.rerun_why = ""  # why a sweep's job that had run runs again, when that is the expected case
         self.sources = self.code = None
         if tracking.redact(self.uri) != self.uri:  # a database password in the URI: not in the configs Hydra saved
@@ -339,7 +275,7 @@ class JobLife:
         from pipeline import tracking
 
         spec = self.spec
-        parent_id, sweep_id = tracking.sweep_context(Path(self.hydra.sweep.dir)) if self.multirun else (None, "")
+        parent_id, sweep_id = tracking.sweep_context(self.sweep_dir) if self.sweep_dir is not None else (None, "")
         return tracking.JobRun(
             self.uri,
             experiment=spec.experiment,
@@ -351,23 +287,14 @@ class JobLife:
             supersede=self.why != "not run yet",
         )
 
-    def __enter__(self) -> JobLife:
-        global _in_job
-        if self.multirun:
-            watch_driver()
-        _in_job = True
-        return self
-
     def done(self) -> bool:
         """Hold the job's directory (a twin process is waited for) and say whether it already holds an intact
         finished run of the same config, code and input files (then the job is skipped, unless force=true)."""
         from pipeline import tracking
-        from pipeline.job import identity, locks, markers
+        from pipeline.job import identity, markers
 
         step, name, out = self.step, self.name, self.out
-        # one process per job directory: a twin (an orphaned worker, the same directory named twice) is waited for
-        self.lock = locks.hold(out, wait=True, waiting=lambda pid: log.warning(
-            "%s%s: waiting for process %s, which holds %s", step, name, pid, out))
+        self.hold()  # one process per job directory: a twin (an orphaned worker, the directory named twice) is waited for
         self.sources = identity.inputs(self.spec.dataset)  # before the data are read: an edit during the run reruns it
         self.code = identity.job_code(self.spec)
         self.why = markers.check(out, self.spec.key(), self.sources, self.code)
@@ -396,6 +323,7 @@ class JobLife:
         try:
             self.held = store.hold_identity(self.ident, waiting=lambda pid: log.warning(
                 "%s%s: waiting for process %s, which runs the same job", step, name, pid))
+            self.keep(self.held)
         except OSError as e:  # said once per process (the command's pre-flight said it too)
             (log.debug if _store_said else log.warning)(
                 "%s%s: the job store cannot be used (%s): jobs run without it", step, name, _name_of_error(e))
@@ -460,7 +388,7 @@ class JobLife:
                         _name_of_error(e))
         return result
 
-    def _failed(self, e: Exception) -> bool:
+    def failed(self, e: Exception) -> bool:
         """Record a fault of the job; True (swallow it) in a sweep, False (raise it) outside one."""
         from pipeline import files, tracking
         from pipeline.job import markers
@@ -499,24 +427,6 @@ class JobLife:
         else:
             log.error("%s%s: FAILED: %s (see %s)", step, name, tracking.redact(_name_of_error(e)), out / "error.txt")
         return True
-
-    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: Any) -> bool:
-        global _in_job
-        from pipeline import tracking
-        from pipeline.job import locks
-
-        try:
-            if isinstance(e, Exception):
-                return self._failed(e)
-            if isinstance(e, KeyboardInterrupt):
-                # a run already ended FINISHED stays so: its marker may be written, and the rerun then skips the job
-                if self.tracker is not None and self.tracker.run_id in tracking.OPEN_RUNS:
-                    self.tracker.fail(e)
-            return False
-        finally:
-            _in_job = False
-            locks.release(self.held)
-            locks.release(self.lock)
 
 
 def job(cfg: DictConfig) -> None:
