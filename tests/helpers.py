@@ -276,7 +276,7 @@ def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
 
 def alive(pid: int) -> bool:
     """Whether process ``pid`` runs (a zombie does not), as the workers' watch of their driver sees it."""
-    from pipeline.sweep.stages import _alive
+    from pipeline.sweep.life import _alive
 
     return _alive(pid)
 

@@ -42,8 +42,8 @@ class Place:
 
         hc = HydraConfig.get()
         multirun = hc.mode == RunMode.MULTIRUN
-        return cls(Path(hc.runtime.output_dir), multirun, Path(hc.sweep.dir) if multirun else None, int(hc.job.num),
-                   tuple(hc.overrides.task))
+        return cls(Path(hc.runtime.output_dir), multirun, Path(hc.sweep.dir) if multirun else None,
+                   int(hc.job.num) if multirun else 0, tuple(hc.overrides.task))  # a single run has no number
 
 
 def _alive(pid: int) -> bool:
