@@ -12,7 +12,7 @@ bound, exact worst case, its certificate and the solver's time, printed as table
 - Weighted Majority (deterministic, beta = 1/2, a horizon of 10 rounds): the exact value over every sign pattern of
   N experts with the best expert erring at most m* times, against (ln|H| + m* ln(1/beta)) / ln(2/(1+beta)).
 - Pegasos / online gradient descent, eta_t = 1/(lam t): the worst average regret by performance estimation
-  (pipeline.solvers.pep), upper (certified from the SDP's dual) and lower (a replayed instance), against
+  (pipeline.analysis.pep), upper (certified from the SDP's dual) and lower (a replayed instance), against
   G^2 (1 + ln T) / (2 lam T); with a projection ball the upper end covers every convex set between {0, u} and the
   ball, so for the ball itself it is an upper bound only.
 
@@ -88,7 +88,7 @@ def weighted_majority() -> list[dict]:
 
 
 def pegasos() -> list[dict]:
-    from pipeline.solvers import pep
+    from pipeline.analysis import pep
 
     rows = []
     for radius, T in product((None, 1 / math.sqrt(0.1)), (1, 2, 4, 8, 16)):

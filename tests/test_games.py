@@ -1,6 +1,6 @@
-"""The adversary's exact value against Halving and Weighted Majority (pipeline/solvers/games.py; docs/bounds.md
-section 3): equal to a brute force over every adversary sequence on tiny classes, the closed forms (the cube,
-thresholds, singletons), never above the project's bounds, and attained: the returned sequence, replayed
+"""The adversary's exact value against Halving and Weighted Majority (pipeline/solvers/games.py and
+pipeline/analysis/games.py; docs/bounds.md section 3): equal to a brute force over every adversary sequence on
+tiny classes, the closed forms (the cube, thresholds, singletons), never above the project's bounds, and attained: the returned sequence, replayed
 through the project's own learners, makes exactly that many mistakes."""
 
 from __future__ import annotations
@@ -17,11 +17,8 @@ from hypothesis import strategies as st
 
 from pipeline.bounds.finite import HALVING, WEIGHTED_MAJORITY
 from pipeline.learners.halving import Halving, WeightedMajority
-from pipeline.solvers.games import (
-    halving_value,
-    littlestone_dimension,
-    weighted_majority_value,
-)
+from pipeline.analysis.games import weighted_majority_value
+from pipeline.solvers.games import halving_value, littlestone_dimension
 
 # --- independent references: plain lists, no memo, no bitmasks -------------------------------------------
 

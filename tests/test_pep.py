@@ -1,4 +1,4 @@
-"""Worst-case regret of Pegasos' update by performance estimation (pipeline/solvers/pep.py; docs/bounds.md section 4):
+"""Worst-case regret of Pegasos' update by performance estimation (pipeline/analysis/pep.py; docs/bounds.md section 4):
 the certified SDP upper bound is above the replayed instance's regret and below the closed form of `regret`, equals
 the proven exact value G^2 H_T/(2 lam T) without projection and the hand-derived value at T = 1, and the replayed
 instances satisfy the class's conditions and follow the update rule, checked by an independent re-implementation."""
@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.solvers.pep import MAX_T, bound, replay, worst_regret
+from pipeline.analysis.pep import MAX_T, bound, replay, worst_regret
 
 TOL = 1e-6  # relative: Clarabel at 1e-10 tolerances; the lower bound's instance is shrunk by 1e-9
 

@@ -10,8 +10,9 @@
 - :mod:`pipeline.solvers.perceptron_worst`: the exact worst case of Novikoff's class, a margin SDP with its
   duality gap and an instance that attains it (docs/bounds.md section 1, "The exact worst case"; the data
   layer's ``dataset=worst_case`` is that instance);
-- :mod:`pipeline.solvers.games`: the adversary's exact value against Halving and Weighted Majority on small
-  classes, by game search (docs/bounds.md section 3);
+- :mod:`pipeline.solvers.games`: the adversary's exact value against Halving on small classes, and the
+  Littlestone dimension, by game search (docs/bounds.md section 3; Weighted Majority's game, which no job
+  computes, is :mod:`pipeline.analysis.games`);
 - :mod:`pipeline.solvers.certified`: the certified arithmetic of a sample's statistics, the radius R and
   rigorous bounds of the margins from explicit witnesses (docs/bounds.md section 1);
 - :mod:`pipeline.solvers.max_margin`: the max-margin search that proposes those witnesses and decides
