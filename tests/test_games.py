@@ -1,7 +1,7 @@
 """The adversary's exact value against Halving and Weighted Majority (pipeline/solvers/games.py and
 pipeline/analysis/games.py; docs/bounds.md section 3): equal to a brute force over every adversary sequence on
-tiny classes, the closed forms (the cube, thresholds, singletons), never above the project's bounds, and attained: the returned sequence, replayed
-through the project's own learners, makes exactly that many mistakes."""
+tiny classes, the closed forms (the cube, thresholds, singletons), never above the project's bounds, and
+attained: the returned sequence, replayed through the project's own learners, makes exactly that many mistakes."""
 
 from __future__ import annotations
 
