@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 
-from pipeline.outputs.report import RESUME, SweepNotFinished, read_results
+from pipeline.outputs.reading import RESUME, SweepNotFinished, read_results
 from pipeline.judging.verdicts import ClaimVerdict, judge_claim
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def experiment(name: str, root: str | os.PathLike[str] = ".") -> Results:
     """Experiment ``name`` of the checkout ``root`` after ``dvc repro``: ``results/NAME`` with the claims of
     ``experiments/NAME.yaml``, and what the stage's sweep (``multirun/dvc/NAME``) and the report
     (``report/provenance.json``) record of its provenance."""
-    from pipeline.dvc_stage import WORK_DIR
+    from pipeline.paths import WORK_DIR
 
     root = Path(root)
     results = root / "results" / name
@@ -329,7 +329,7 @@ def _from_directory(directory: Path, experiments: Path | None, sweep_dir: Path |
 
 def _environment() -> dict[str, Any]:
     """Python and package versions of this process (what reads the results; the report records the same)."""
-    from pipeline.outputs.report import provenance
+    from pipeline.outputs.reading import provenance
 
     return provenance()
 

@@ -13,15 +13,10 @@ import os
 import sys
 from pathlib import Path
 
+from pipeline.paths import EXPERIMENTS, WORK_DIR  # the main job's experiments, where their sweeps run
+
 # The main job's experiments, in the docs' order (docs/experiments.md): dvc.yaml has one stage for each.
-EXPERIMENTS = ("perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "worst_case",
-               "halving_classes", "pegasos_convergence", "pegasos_expectation", "pegasos_high_probability", "pegasos_sampling",
-               "pegasos_imbalanced", "pegasos_transfer", "pegasos_full_batch", "kernel_pegasos", "kernel_pegasos_projection",
-               "kernel_pegasos_expectation", "multiclass_sgd_rate", "multiclass_svm_samples",
-               "multiclass_excess_expectation", "multiclass_pegasos_projection", "multiclass_cost", "multiclass_expectation",
-               "real_data_margins")
 PARAMS = ("scale", "gamma", "rho", "seed", "n", "d")  # the keys of params.yaml: overrides of every experiment's grid
-WORK_DIR = Path("multirun") / "dvc"  # the DVC stages' sweeps run here; results/NAME gets what they determine
 PUBLISHED = ("results.parquet", "curves.parquet", "metrics.json", "*.png", "*.svg")
 
 

@@ -115,3 +115,14 @@ def fault(error: BaseException) -> str | None:
         return (f"{shown(where)}: {why or 'a name or a path longer than this system allows'}; use a shorter "
                 "path (hydra.sweep.dir, hydra.run.dir, BOUNDLAB_CACHE or the working directory)")
     return None
+
+
+# The main job (dvc.yaml, written by pipeline.dvc_stage): its experiments in the order of docs/experiments.md, and
+# where their stages' sweeps run (results/NAME gets what they determine). Here, below every reader of the results.
+EXPERIMENTS = ("perceptron_margin", "perceptron_tight", "perceptron_nonseparable", "perceptron_batch", "worst_case",
+               "halving_classes", "pegasos_convergence", "pegasos_expectation", "pegasos_high_probability", "pegasos_sampling",
+               "pegasos_imbalanced", "pegasos_transfer", "pegasos_full_batch", "kernel_pegasos", "kernel_pegasos_projection",
+               "kernel_pegasos_expectation", "multiclass_sgd_rate", "multiclass_svm_samples",
+               "multiclass_excess_expectation", "multiclass_pegasos_projection", "multiclass_cost", "multiclass_expectation",
+               "real_data_margins")
+WORK_DIR = Path("multirun") / "dvc"
