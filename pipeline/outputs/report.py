@@ -2,9 +2,10 @@
 
 It reads (through :mod:`pipeline.outputs.reading`, which :mod:`pipeline.api` shares) what the sweeps wrote
 (``results/NAME/metrics.json``, the summary of :func:`pipeline.sweep.callbacks.summary`, and
-``results/NAME/results.parquet``) and the claims each experiment states (``experiments/NAME.yaml``); it never recomputes a bound or a verdict: each claim
-takes its sweep's verdict through :func:`pipeline.judging.verdicts.judge_claim` (docs/bounds.md section 9), with
-its informative runs and the limit that decided it.
+``results/NAME/results.parquet``) and the claims each experiment states (``experiments/NAME.yaml``); it never
+recomputes a bound or a verdict: each claim takes its sweep's verdict through
+:func:`pipeline.judging.verdicts.judge_claim` (docs/bounds.md section 9), with its informative runs and the
+limit that decided it.
 
 ``python -m pipeline.outputs.report`` writes ``report/index.html`` (the answer first: every claim, then each
 experiment's claims beside the one figure that answers each), a page per experiment with all its figures
