@@ -587,7 +587,8 @@ for j, cfg in enumerate(cfgs):
     ds = prepare(spec); mark("data (generate, certify)")
     res = run(spec, ds); mark("learner and bounds")
     files = write(res, out_dir / str(j)); mark("write outputs")
-    tr = tracking.JobRun(uri, experiment="breakdown", name="x", parent_id=None, tags={"boundlab.config_hash": spec.key()})
+    tr = tracking.backend(uri).job_run(uri, experiment="breakdown", name="x", parent_id=None,
+                                       tags={"boundlab.config_hash": spec.key()})
     tr.finish({"seed": j}, res.table, res.curve, files); mark("mlflow")
     markers.record(out_dir / str(j), spec.key(), res.table["data_hash"].iloc[0]); mark("resume marker")
     if j:  # the first job pays imports and compilation

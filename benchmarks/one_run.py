@@ -53,16 +53,16 @@ PROBE = textwrap.dedent("""
     import pipeline.job.run, pipeline.job.identity as identity, pipeline.sweep.preflight as preflight
     phases["import: the run path (pandas, statistics, learners)"] = time.perf_counter() - t
     t = time.perf_counter()
-    import pipeline.tracking as tracking
+    import pipeline.tracking.clients as clients, pipeline.tracking.runs as runs
     wrap(preflight, "checked_plan", "pre-flight check (composition, validation)")
     wrap(identity, "job_code", "the job's code identity (import closure)")
     wrap(pipeline.job.run, "prepare", "data and certificate")
-    wrap(tracking, "_open_client", "MLflow: import and open the store")
+    wrap(clients, "_open_client", "MLflow: import and open the store")
     wrap(caching.Cache, "load_overload", "numba: load kernels from the disk cache (first: numba's set-up)")
     wrap(dispatcher.Dispatcher, "compile", "numba: compile or load, in all")
     wrap(pipeline.job.run, "run", "learner, statistics, bounds (kernels included)")
     wrap(stages, "write", "writing the results")
-    wrap(tracking.JobRun, "finish", "MLflow: logging the run")
+    wrap(runs.JobRun, "finish", "MLflow: logging the run")
     def done():  # registered last, so the first exit handler to run
         phases["in all (inside)"] = time.perf_counter() - T0
         open(OUT, "w").write(json.dumps(phases))

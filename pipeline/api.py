@@ -334,18 +334,18 @@ def _environment() -> dict[str, Any]:
     return provenance()
 
 
-def _download(client: Any, run_id: str, names: list[str], dest: Path) -> None:
+def _download(uri: str, run_id: str, names: list[str], dest: Path) -> None:
     """The parent run's files into ``dest``, each downloaded beside it and renamed into place: an interrupted
     download leaves the previous file (or none), never a truncated one that a later load would read."""
     quiet = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
     os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # three small files: no progress bars in a notebook
-    from pipeline import files
+    from pipeline import files, tracking
 
     files.clean_stale(dest)  # what a killed download left (named with its pid)
     staging = Path(tempfile.mkdtemp(prefix=".download-", suffix=f".{os.getpid()}.tmp", dir=dest))
     try:
         for name in names:
-            client.download_artifacts(run_id, name, str(staging))
+            tracking.backend(uri).download(uri, run_id, [name], staging)
         for name in names:
             os.replace(staging / name, dest / name)
     finally:
@@ -360,25 +360,19 @@ def _from_mlflow(run_id: str, tracking_uri: str | None, experiments: Path | None
     from pipeline import tracking
 
     uri = tracking.tracking_uri(tracking_uri) if tracking_uri is None else tracking_uri
-    db = tracking._sqlite_path(uri)
-    if db is not None and not Path(db).exists():  # never create an empty store by reading one
-        raise FileNotFoundError(f"no MLflow store at {uri}")
-    import mlflow
-
-    client = mlflow.MlflowClient(tracking_uri=uri)
-    run = client.get_run(run_id)
+    run = tracking.backend(uri).read_parent(uri, run_id)  # a missing SQLite store: FileNotFoundError, none made
     dest = Path(tempfile.mkdtemp(prefix=f"boundlab-{run_id[:8]}-")) if dest is None else dest
     dest.mkdir(parents=True, exist_ok=True)
-    present = {a.path for a in client.list_artifacts(run_id)}
+    present = set(run["files"])
     if not present & set(FILES):
         raise FileNotFoundError(f"MLflow run {run_id} has none of {', '.join(FILES)}: not a finished sweep's parent run")
     resume = f"{RESUME} (parent run {run_id})"
     if "metrics.json" not in present:  # the parent's files are logged after the aggregation: it was interrupted
         raise SweepNotFinished(f"MLflow run {run_id} has {', '.join(sorted(present & set(FILES)))} but no metrics.json; "
                                f"{resume}")
-    _download(client, run_id, sorted(present & set(FILES)), dest)
+    _download(uri, run_id, sorted(present & set(FILES)), dest)
     table, curves, metrics = read_results(dest, resume)
-    tags, experiment_name = run.data.tags, client.get_experiment(run.info.experiment_id).name
+    tags, experiment_name = run["tags"], run["experiment"]
     name = _name(table, experiment_name)
     found = _spec_file(name, experiments, None)
     description = tags.get("mlflow.note.content", "")
@@ -389,8 +383,8 @@ def _from_mlflow(run_id: str, tracking_uri: str | None, experiments: Path | None
         "source": f"runs:/{run_id}", "tracking uri": tracking.redact(uri), "experiment": name, "claims from": claims_from,
         "question": " ".join((spec.get("question") or question or "").split()) or None,
         "experiment file": str(found) if found else None, "parent run": run_id,
-        "sweep id": tags.get("boundlab.sweep_id"), "status": run.info.status,
-        "overrides": tags.get("boundlab.overrides", "").split(), "grid": dict(run.data.params),
+        "sweep id": tags.get("boundlab.sweep_id"), "status": run["status"],
+        "overrides": tags.get("boundlab.overrides", "").split(), "grid": run["params"],
         "git commit": tags.get("boundlab.git_commit"), "sweep dir": tags.get("boundlab.sweep_dir"),
         "downloaded to": str(dest),
     }

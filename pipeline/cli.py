@@ -269,8 +269,7 @@ def _end_stranded_parent(plan: Plan | None, why: str | None = None) -> None:
         return
     uri = tracking.tracking_uri(plan.tracking_uri)
     try:
-        tracking.end_children(uri, parent, "the sweep stopped before this job ended")
-        tracking.end_run(uri, parent, "FAILED")
+        _end_sweep(uri, parent, "the sweep stopped before this job ended", "FAILED")
     except Exception as e:  # noqa: BLE001 - the store may be the fault; the rerun marks them
         print(f"boundlab: could not end the sweep's parent run FAILED ({tracking.redact(f'{type(e).__name__}: {e}')})",
               file=sys.stderr)
@@ -278,6 +277,15 @@ def _end_stranded_parent(plan: Plan | None, why: str | None = None) -> None:
     print(f"boundlab: error: {why}; its parent run ended FAILED" if why else "boundlab: the sweep stopped before "
           "its end (the error is above); its parent run ended FAILED; finished jobs are kept: run the same command to "
           "resume", file=sys.stderr)
+
+
+def _end_sweep(uri: str, parent: str, reason: str, status: str) -> None:
+    """End the sweep's open job runs KILLED with ``reason``, then its parent run with ``status``."""
+    from pipeline import tracking
+
+    store = tracking.backend(uri)
+    store.end_children(uri, parent, reason)
+    store.end_run(uri, parent, status)
 
 
 def _interrupted(plan: Plan | None) -> None:
@@ -288,8 +296,7 @@ def _interrupted(plan: Plan | None) -> None:
     if parent:  # the launcher has stopped its workers (joblib kills them): their runs end with the parent
         uri = tracking.tracking_uri(plan.tracking_uri)
         try:
-            tracking.end_children(uri, parent, "KeyboardInterrupt: the sweep was interrupted while this job ran")
-            tracking.end_run(uri, parent, "KILLED")
+            _end_sweep(uri, parent, "KeyboardInterrupt: the sweep was interrupted while this job ran", "KILLED")
         except Exception as e:  # noqa: BLE001 - the store may be the fault; the rerun marks them KILLED
             print(f"boundlab: could not end the sweep's runs KILLED ({tracking.redact(f'{type(e).__name__}: {e}')}); "
                   "the next run of the same command marks them", file=sys.stderr)
@@ -307,8 +314,7 @@ def _stopped(name: str, during: str, uri: str | None) -> None:
     if parent:
         try:
             uri = tracking.tracking_uri(uri)
-            tracking.end_children(uri, parent, f"KeyboardInterrupt: {name}: the sweep was stopped while this job ran")
-            tracking.end_run(uri, parent, "KILLED")
+            _end_sweep(uri, parent, f"KeyboardInterrupt: {name}: the sweep was stopped while this job ran", "KILLED")
         except Exception:  # noqa: BLE001
             pass
 

@@ -129,12 +129,12 @@ slow = pytest.mark.slow
 
 CALLBACK_FAULTS = {
     "lock": ("pipeline.job.locks:hold", "start"),  # the sweep directory cannot be locked (read-only, no flock)
-    "start_parent": ("pipeline.tracking:start_parent", "start"),
+    "start_parent": ("pipeline.tracking.runs:start_parent", "start"),
     "announce": ("pipeline.tracking:announce_sweep", "start"),
     "collect": ("pipeline.sweep.callbacks:collect", "aggregation"),
     "figures": ("pipeline.outputs.plots:sweep_figures", "aggregation"),
     "summary": ("pipeline.sweep.callbacks:summary", "aggregation"),
-    "finish_parent": ("pipeline.tracking:finish_parent", "aggregation"),
+    "finish_parent": ("pipeline.tracking.runs:finish_parent", "aggregation"),
 }
 
 

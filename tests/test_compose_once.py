@@ -151,7 +151,7 @@ def test_metric_history_keeps_the_ends_and_at_most_the_limit() -> None:
     t = np.unique(np.geomspace(1, 10_000, 300).astype(int))
     curve = pd.concat([pd.DataFrame({"quantity": "mistakes", "t": t, "empirical": np.arange(len(t), dtype=float)}),
                        pd.DataFrame({"quantity": "bound/x", "t": t[:5], "empirical": [5.0, 4, 3, 2, 1]})])
-    rows = tracking.history(curve, points=64)
+    rows = tracking.runs.history(curve, points=64)
     mistakes = [(v, s) for q, v, s in rows if q == "mistakes"]
     assert len(mistakes) == 64 and mistakes[0] == (0.0, 1) and mistakes[-1] == (len(t) - 1.0, 10_000)
     assert all(v == float(np.flatnonzero(t == s)[0]) for v, s in mistakes)  # each value at its own step
@@ -162,14 +162,14 @@ def test_metric_history_keeps_the_ends_and_at_most_the_limit() -> None:
 def test_a_new_parent_has_no_earlier_runs_to_look_for(new: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(sweep.ENV, raising=False)
     uri = migrated_store(tmp_path / "mlflow.db")  # about the runs' search, not the store's creation
-    parent = tracking.start_parent(uri, "e", "p", "q", "s-1", tags={})
+    parent = tracking.runs.start_parent(uri, "e", "p", "q", "s-1", tags={})
     tracking.announce_sweep(tmp_path, parent, "s-1", new=new)
     searched: list[str] = []
-    monkeypatch.setattr(tracking.JobRun, "_supersede", lambda self, *a, **k: searched.append(self.run_id))
+    monkeypatch.setattr(tracking.runs.JobRun, "_supersede", lambda self, *a, **k: searched.append(self.run_id))
     tags = {"boundlab.config_hash": "k"}
-    tracking.JobRun(uri, "e", "job", parent_id=parent, tags=tags)
-    tracking.JobRun(uri, "e", "job", parent_id=parent, tags=tags, supersede=True)  # a forced rerun always looks
-    tracking.JobRun(uri, "e", "job", parent_id="f" * 32 if new else parent, tags=tags)  # another parent: looks
+    tracking.runs.JobRun(uri, "e", "job", parent_id=parent, tags=tags)
+    tracking.runs.JobRun(uri, "e", "job", parent_id=parent, tags=tags, supersede=True)  # a forced rerun always looks
+    tracking.runs.JobRun(uri, "e", "job", parent_id="f" * 32 if new else parent, tags=tags)  # another parent: looks
     assert len(searched) == (2 if new else 3)
     sweep.current().ended().publish()
     assert sweep.current().parent_new is False

@@ -342,7 +342,7 @@ def test_the_commit_is_dirty_for_edited_code_but_not_for_the_lock_dvc_rewrites(t
     (tmp_path / "code.py").write_text("x = 1\n")
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "fixture"]):
         subprocess.run([*git, *cmd], cwd=tmp_path, check=True)
-    monkeypatch.setattr(tracking, "project_root", lambda: tmp_path)
+    monkeypatch.setattr(tracking.runs, "project_root", lambda: tmp_path)
     commit = getattr(tracking.git_commit, "__wrapped__", tracking.git_commit)  # uncached: the checkout changes here
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
     assert commit() == head
@@ -365,7 +365,7 @@ def test_a_fresh_clone_is_clean_while_dvc_rewrites_the_pipeline_s_outputs(tmp_pa
         pytest.skip("not a git checkout")
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(root), str(clone)], check=True)
-    monkeypatch.setattr(tracking, "project_root", lambda: clone)
+    monkeypatch.setattr(tracking.runs, "project_root", lambda: clone)
     commit = getattr(tracking.git_commit, "__wrapped__", tracking.git_commit)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
     assert commit() == head

@@ -188,10 +188,10 @@ def test_boundlab_experiments_are_tagged_model_training(tmp_path: Path) -> None:
 
     uri = migrated_store(tmp_path / "mlflow.db")
     client = mlflow.MlflowClient(tracking_uri=uri)
-    new = tracking.experiment_id(uri, "fresh")
+    new = tracking.runs.experiment_id(uri, "fresh")
     older = client.create_experiment("older")  # made before boundlab tagged experiments
-    chosen = client.create_experiment("chosen", tags={tracking.EXPERIMENT_KIND_TAG: "genai_development"})
-    assert tracking.experiment_id(uri, "older") == older and tracking.experiment_id(uri, "chosen") == chosen
+    chosen = client.create_experiment("chosen", tags={tracking.runs.EXPERIMENT_KIND_TAG: "genai_development"})
+    assert tracking.runs.experiment_id(uri, "older") == older and tracking.runs.experiment_id(uri, "chosen") == chosen
     kinds = {e: client.get_experiment(e).tags.get("mlflow.experimentKind") for e in (new, older, chosen)}
     assert kinds == {new: "custom_model_development", older: "custom_model_development", chosen: "genai_development"}
 
@@ -230,10 +230,10 @@ def test_link_reused_reads_the_children_a_page_at_a_time(tmp_path: Path, monkeyp
     exp_id = client.get_run(parent_id).info.experiment_id
     own = [client.create_run(exp_id, run_name=f"job {i}", tags={"mlflow.parentRunId": parent_id}).info.run_id
            for i in range(5)]
-    kept = tracking.link_reused(uri, parent_id, [sid])
+    kept = tracking.runs.link_reused(uri, parent_id, [sid])
     gone = client.create_run(exp_id, run_name="old link", tags={"mlflow.parentRunId": parent_id,
                                                                   "boundlab.reused_from": own[0]}).info.run_id
-    monkeypatch.setattr(tracking, "CHILDREN_PAGE", 2)
+    monkeypatch.setattr(tracking.runs, "CHILDREN_PAGE", 2)
     pages: list[int] = []
     search = type(client).search_runs
 
@@ -242,14 +242,14 @@ def test_link_reused_reads_the_children_a_page_at_a_time(tmp_path: Path, monkeyp
         return search(self, *args, **kwargs)
 
     monkeypatch.setattr(type(client), "search_runs", paged)
-    assert tracking.link_reused(uri, parent_id, [*own, sid]) == kept  # own children: no link; sid: the same one
+    assert tracking.runs.link_reused(uri, parent_id, [*own, sid]) == kept  # own children: no link; sid: the same one
     assert len(pages) == 4 and max(pages) <= 2  # 7 children
     children = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
     assert {c.info.run_id for c in children} == {*own, kept[sid]}
     assert client.get_run(gone).info.lifecycle_stage == "deleted"
     # nothing to link (the usual end of a sweep): only the light children are read, found by their tag
     pages.clear()
-    assert tracking.link_reused(uri, parent_id, []) == {}
+    assert tracking.runs.link_reused(uri, parent_id, []) == {}
     assert pages == [2]  # one page: the one light child left, not the parent's 6 children
     children = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
     assert {c.info.run_id for c in children} == set(own)
@@ -261,8 +261,8 @@ def test_a_reused_run_becomes_a_light_child_of_the_new_sweeps_parent_once(tmp_pa
 
     uri = migrated_store(tmp_path / "mlflow.db")
     sid, parent_id, client = _reused_and_source(uri, tmp_path)
-    linked = tracking.link_reused(uri, parent_id, [sid])
-    again = tracking.link_reused(uri, parent_id, [sid, sid])  # a rerun of the sweep: the same link, no second one
+    linked = tracking.runs.link_reused(uri, parent_id, [sid])
+    again = tracking.runs.link_reused(uri, parent_id, [sid, sid])  # a rerun of the sweep: the same link, no second one
     assert again == linked and set(linked) == {sid}
     exp_id = client.get_run(parent_id).info.experiment_id
     children = client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
@@ -280,7 +280,7 @@ def test_a_reused_run_becomes_a_light_child_of_the_new_sweeps_parent_once(tmp_pa
     assert [a.path for a in client.list_artifacts(sid)] == ["results.parquet"]
     assert client.list_artifacts(child.info.run_id) == []  # a link to them, not a copy
     # a job of the sweep rerun instead of reused: its light child goes (soft-deleted), the rest stays
-    assert tracking.link_reused(uri, parent_id, []) == {}
+    assert tracking.runs.link_reused(uri, parent_id, []) == {}
     assert client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'") == []
     assert client.get_run(linked[sid]).info.lifecycle_stage == "deleted"
     assert client.get_run(sid).info.lifecycle_stage == "active"  # the reused run itself is never touched
@@ -294,7 +294,7 @@ def test_verdict_tags_are_short_and_whole_in_metrics_json() -> None:
                                   "halving": {"verdict": "holds", "evidence": "0 violations in 2 runs (2 informative)"}})
     assert tags["verdict.halving"] == "holds: 0 violations in 2 runs (2 informative)"
     assert tags["verdict.novikoff"].startswith("inconclusive: 0 violations in 2 runs, but the bound is vacuous")
-    assert len(tags["verdict.novikoff"]) == tracking.VERDICT_TEXT and tags["verdict.novikoff"].endswith("…")
+    assert len(tags["verdict.novikoff"]) == tracking.runs.VERDICT_TEXT and tags["verdict.novikoff"].endswith("…")
     assert set(tags) == {"verdict.novikoff", "verdict.halving"}
 
 

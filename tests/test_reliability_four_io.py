@@ -385,7 +385,7 @@ def _not_found() -> BaseException:
     (lambda: ValueError("a bad value of the call"), None, None),
 ], ids=["mlflow-lock", "table-lock", "401", "403", "artifact-403", "disk", "refused-connection", "not-found", "value"])
 def test_a_store_failure_is_classified_in_one_clause(make, kind: str | None, reason: str | None) -> None:  # noqa: ANN001
-    found = tracking.store_problem(make())
+    found = tracking.down.store_problem(make())
     if kind is None:
         assert found is None
         return
@@ -396,10 +396,10 @@ def test_a_store_failure_is_classified_in_one_clause(make, kind: str | None, rea
 @pytest.fixture
 def fresh_tracking(monkeypatch: pytest.MonkeyPatch) -> None:
     """No store known down, no client cached: each test opens its own."""
-    monkeypatch.setattr(tracking, "_DOWN", {})
-    monkeypatch.setattr(tracking, "_CLIENTS", {})
-    monkeypatch.setattr(tracking, "_EXPERIMENTS", {})
-    monkeypatch.setattr(tracking, "_SWEEP_DIRS", {}, raising=False)
+    monkeypatch.setattr(tracking.down, "_DOWN", {})
+    monkeypatch.setattr(tracking.clients, "_CLIENTS", {})
+    monkeypatch.setattr(tracking.runs, "_EXPERIMENTS", {})
+    monkeypatch.setattr(tracking.down, "_SWEEP_DIRS", {}, raising=False)
 
 
 @pytest.fixture
@@ -549,9 +549,9 @@ def test_a_store_locked_by_another_process_gets_one_line_and_the_same_command_co
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_CACHE": str(tmp_path / "cache")}
     locker = _Locker(tmp_path / "mlflow.db")
     if when == "mid":
-        _after(monkeypatch, "pipeline.tracking:JobRun.finish", 2, locker.take)
+        _after(monkeypatch, "pipeline.tracking.runs:JobRun.finish", 2, locker.take)
     else:
-        _after(monkeypatch, "pipeline.tracking:link_reused", 1, locker.take)
+        _after(monkeypatch, "pipeline.tracking.runs:link_reused", 1, locker.take)
     try:
         done = _sweep(boundlab_in_process, tmp_path, env)
     finally:
@@ -581,7 +581,7 @@ def test_a_store_locked_at_the_sweeps_start_gets_one_line(tmp_path: Path, boundl
         locker.release()
     assert before.returncode == 2 and before.stderr.count("\n") == 1, before.stderr
     assert "is locked by another process" in before.stderr and "run the same command once" in before.stderr
-    _after(monkeypatch, "pipeline.tracking:start_parent", 1, locker.take)
+    _after(monkeypatch, "pipeline.tracking.runs:start_parent", 1, locker.take)
     try:
         started = _sweep(boundlab_in_process, tmp_path, env)
     finally:
@@ -603,9 +603,9 @@ def test_credentials_revoked_mid_sweep_get_one_line_and_the_same_command_complet
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "BOUNDLAB_CACHE": str(tmp_path / "cache")}
     revoked = _Revoked(monkeypatch, status)
     if when == "mid":  # revoked while the second job logs its results: its run stays open
-        _after(monkeypatch, "pipeline.tracking:JobRun.finish", 2, revoked.revoke)
+        _after(monkeypatch, "pipeline.tracking.runs:JobRun.finish", 2, revoked.revoke)
     else:
-        _after(monkeypatch, "pipeline.tracking:link_reused", 1, revoked.revoke)
+        _after(monkeypatch, "pipeline.tracking.runs:link_reused", 1, revoked.revoke)
     done = _sweep(boundlab_in_process, tmp_path, env)
     revoked.restore()
     assert done.returncode == 1
@@ -622,7 +622,7 @@ def test_credentials_revoked_mid_sweep_get_one_line_and_the_same_command_complet
 def test_a_jobs_run_on_a_locked_store_fails_the_next_job_at_once(tmp_path: Path) -> None:
     """Without a sweep: the job's call that meets the lock is one StoreDown, and the next job's, without a request."""
     uri = migrated_store(tmp_path / "mlflow.db")
-    run = tracking.JobRun(uri, experiment="e", name="job 0", parent_id=None, tags={})
+    run = tracking.runs.JobRun(uri, experiment="e", name="job 0", parent_id=None, tags={})
     locker = _Locker(tmp_path / "mlflow.db")
     locker.take()
     try:
@@ -632,7 +632,7 @@ def test_a_jobs_run_on_a_locked_store_fails_the_next_job_at_once(tmp_path: Path)
 
         started = time.perf_counter()
         with pytest.raises(tracking.StoreDown):
-            tracking.JobRun(uri, experiment="e", name="job 1", parent_id=None, tags={})
+            tracking.runs.JobRun(uri, experiment="e", name="job 1", parent_id=None, tags={})
         assert time.perf_counter() - started < 0.2
     finally:
         locker.release()

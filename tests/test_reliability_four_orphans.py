@@ -38,7 +38,7 @@ def _dead_pid() -> int:
 
 
 def _running_parent(uri: str, experiment: str, sweep_dir: Path) -> str:
-    return tracking.start_parent(uri, experiment=experiment, name="a killed sweep", question="q", sweep_id="killed",
+    return tracking.runs.start_parent(uri, experiment=experiment, name="a killed sweep", question="q", sweep_id="killed",
                                  tags={"boundlab.sweep_dir": str(sweep_dir.resolve())})
 
 
@@ -60,15 +60,15 @@ def test_a_parent_whose_sweep_process_is_gone_is_ended_killed(tmp_path: Path) ->
     child = client.create_run(exp, tags={"mlflow.parentRunId": ids["dead"]}).info.run_id
     try:
         assert locks.is_held(live) is True and locks.is_held(dead) is False and locks.is_held(elsewhere) is None
-        ended = tracking.end_orphaned_parents(uri, "exp", tmp_path / "mine")
+        ended = tracking.runs.end_orphaned_parents(uri, "exp", tmp_path / "mine")
         assert ended == [ids["dead"]]
         assert client.get_run(ids["dead"]).info.status == "KILLED"
         assert "process ended without ending it" in client.get_run(ids["dead"]).data.tags["boundlab.error"]
         assert client.get_run(child).info.status == "KILLED"
         assert client.get_run(ids["live"]).info.status == "RUNNING"
         assert client.get_run(ids["elsewhere"]).info.status == "RUNNING"
-        assert tracking.end_orphaned_parents(uri, "exp", dead) == []  # the sweep starting in its own directory
-        assert tracking.end_orphaned_parents(uri, "other", tmp_path) == []  # another experiment: not its business
+        assert tracking.runs.end_orphaned_parents(uri, "exp", dead) == []  # the sweep starting in its own directory
+        assert tracking.runs.end_orphaned_parents(uri, "other", tmp_path) == []  # another experiment: not its business
     finally:
         locks.release(held)
 

@@ -243,9 +243,9 @@ def test_a_store_failing_mid_way_is_one_line_and_ends_the_report_run_failed(ws: 
     def refused(*args: object, **kwargs: object) -> None:
         raise RuntimeError("injected: the artifact store\nrefused the upload")
 
-    monkeypatch.setattr(tracking, "start_parent", lambda *a, **k: "0" * 32)
-    monkeypatch.setattr(tracking, "finish_parent", refused)
-    monkeypatch.setattr(tracking, "end_run", lambda uri, run_id, status: ended.append((run_id, status)))
+    monkeypatch.setattr(tracking.runs, "start_parent", lambda *a, **k: "0" * 32)
+    monkeypatch.setattr(tracking.runs, "finish_parent", refused)
+    monkeypatch.setattr(tracking.runs, "end_run", lambda uri, run_id, status: ended.append((run_id, status)))
     assert report.main([]) == 3
     err = _one_line(capsys)
     assert "not logged to MLflow: " in err and "RuntimeError: injected: the artifact store refused the upload" in err

@@ -123,11 +123,11 @@ JOB_FAULTS = {  # where, and the call that fails (2: job 1 of the sweep)
     "prepare": "pipeline.job.run:prepare",
     "resume_check": "pipeline.job.markers:check",
     "input_fingerprint": "pipeline.job.identity:inputs",
-    "tracking_open": "pipeline.tracking:JobRun.__init__",
-    "experiment_lookup": "pipeline.tracking:experiment_id",
+    "tracking_open": "pipeline.tracking.runs:JobRun.__init__",
+    "experiment_lookup": "pipeline.tracking.runs:experiment_id",
     "run": "pipeline.job.run:run",
     "write": "pipeline.sweep.stages:write",
-    "tracking_finish": "pipeline.tracking:JobRun.finish",
+    "tracking_finish": "pipeline.tracking.runs:JobRun.finish",
     "record": "pipeline.job.markers:record",
 }
 

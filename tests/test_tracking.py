@@ -1,4 +1,4 @@
-"""The tracking store's reliability (pipeline/tracking.py): credentials kept out of the store and the
+"""The tracking store's reliability (pipeline/tracking/): credentials kept out of the store and the
 messages, a server that dies mid-sweep failing the next jobs at once, SQLite files that are not (or
 not yet) MLflow's refused before MLflow touches them, stores that cannot keep runs (in-memory, file, read-only,
 unreachable, a missing driver) refused before any work, parallel sweeps on one store losing nothing, and the
@@ -34,18 +34,9 @@ from hypothesis import strategies as st
 from pipeline import tracking
 from pipeline.sweep import context as sweep
 from pipeline.cli import main
-from pipeline.tracking import (
-    DOWN_FILE,
-    StoreDown,
-    check_store,
-    ensure_up,
-    is_connection_error,
-    known_down,
-    mark_down,
-    mark_up,
-    redact,
-    split_credentials,
-)
+from pipeline.tracking import StoreDown, ensure_up, is_connection_error, known_down, mark_down, redact, split_credentials
+from pipeline.tracking.down import DOWN_FILE, mark_up
+from pipeline.tracking.health import check_store
 
 HOST = "127.0.0.1"
 SECRET = "s3cr3t-Pw"  # in every credentialed URI below: it must never come out
@@ -56,10 +47,11 @@ def _fresh_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     """Each test starts with no store known down, no cached client, no credentials (not even a
     ~/.mlflow/credentials), and gets its environment back (``_open_client`` sets MLflow's variables)."""
     saved = dict(os.environ)
-    monkeypatch.setattr(tracking, "_DOWN", {})
-    monkeypatch.setattr(tracking, "_CLIENTS", {})
-    monkeypatch.setattr(tracking, "_EXPERIMENTS", {})
-    for name in (*tracking.HTTP_DEFAULTS, tracking.USERNAME_ENV, tracking.PASSWORD_ENV, tracking.TOKEN_ENV):
+    monkeypatch.setattr(tracking.down, "_DOWN", {})
+    monkeypatch.setattr(tracking.clients, "_CLIENTS", {})
+    monkeypatch.setattr(tracking.runs, "_EXPERIMENTS", {})
+    secrets = tracking.secrets
+    for name in (*tracking.HTTP_DEFAULTS, secrets.USERNAME_ENV, secrets.PASSWORD_ENV, secrets.TOKEN_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
     yield
@@ -288,8 +280,8 @@ class _FakeClient:
 @pytest.fixture
 def fake_store(monkeypatch: pytest.MonkeyPatch) -> _FakeClient:
     client = _FakeClient()
-    monkeypatch.setattr(tracking, "_client", lambda uri: client)
-    monkeypatch.setattr(tracking, "experiment_id", lambda uri, name: "0")
+    monkeypatch.setattr(tracking.clients, "_client", lambda uri: client)
+    monkeypatch.setattr(tracking.runs, "experiment_id", lambda uri, name: "0")
     return client
 
 
@@ -305,12 +297,12 @@ def _table_and_curve():  # noqa: ANN202
 
 def test_a_jobs_run_never_sends_a_password_to_the_store(fake_store: _FakeClient) -> None:
     uri = f"http://ann:{SECRET}@{HOST}:5000"
-    run = tracking.JobRun(uri, experiment="e", name=f"perceptron tracking.uri={uri}", parent_id=None,
+    run = tracking.runs.JobRun(uri, experiment="e", name=f"perceptron tracking.uri={uri}", parent_id=None,
                           tags={"boundlab.output_dir": "/x", "mlflow.note.content": f"sent to {uri}"})
     table, curve = _table_and_curve()
     run.finish({"tracking.uri": uri, "gamma": 0.1, "db": f"postgresql://u:{SECRET}@db/x"}, table, curve, [])
     run.fail(RuntimeError(f"API request to {uri}/api/2.0/mlflow/runs/update failed"))
-    tracking.start_parent(uri, "e", "sweep", question=f"reached through {uri}?", sweep_id="s",
+    tracking.runs.start_parent(uri, "e", "sweep", question=f"reached through {uri}?", sweep_id="s",
                           tags={"boundlab.store": uri}, params={"tracking.uri": uri})
     sent = json.dumps(fake_store.sent)
     assert SECRET not in sent, sent
@@ -329,7 +321,7 @@ def test_resume_compares_the_grid_as_it_was_logged(fake_store: _FakeClient, tmp_
     fake_store.search_runs = lambda *a, **k: []  # type: ignore[attr-defined]
     fake_store.update_run = lambda run_id, status: None  # type: ignore[attr-defined]
     (tmp_path / tracking.PARENT_FILE).write_text(f"{'a' * 32} sweep1\n")
-    assert tracking.resume_parent(uri, tmp_path, params=params) == ("a" * 32, "sweep1", 0)
+    assert tracking.runs.resume_parent(uri, tmp_path, params=params) == ("a" * 32, "sweep1", 0)
 
 
 # --------------------------------------------------------------------------- connection errors
@@ -349,7 +341,7 @@ def _mlflow_error_from(port: int) -> BaseException:
 def test_mlflows_error_for_a_refused_connection_is_a_connection_error() -> None:
     error = _mlflow_error_from(_closed_port())
     assert type(error).__name__ == "MlflowException" and is_connection_error(error)
-    assert tracking._reason(error) == "ConnectionRefusedError: [Errno 111] Connection refused"
+    assert tracking.down._reason(error) == "ConnectionRefusedError: [Errno 111] Connection refused"
 
 
 def test_mlflows_error_for_a_refused_request_is_not(guarded: _Server) -> None:
@@ -409,7 +401,7 @@ def test_ensure_up_raises_at_once_after_mark_down(tmp_path: Path) -> None:
 def test_a_sibling_process_learns_it_from_the_marker(tmp_path: Path) -> None:
     uri = f"http://{HOST}:{_closed_port()}"
     mark_down(uri, tmp_path, "no answer")
-    tracking._DOWN.clear()  # another worker of the same sweep: only the marker tells it
+    tracking.down._DOWN.clear()  # another worker of the same sweep: only the marker tells it
     started = time.perf_counter()
     assert "down since" in (known_down(uri, tmp_path) or "")
     with pytest.raises(StoreDown):
@@ -425,7 +417,7 @@ def _age_marker(sweep_dir: Path, seconds: float, **changes: object) -> None:
     data["checked"] -= seconds
     data.update(changes)
     path.write_text(json.dumps(data))
-    tracking._DOWN.clear()
+    tracking.down._DOWN.clear()
 
 
 @pytest.mark.parametrize("why_checked", ["older than a minute", "left by another command"])
@@ -433,7 +425,7 @@ def test_a_stale_marker_is_checked_once(tmp_path: Path, guarded: _Server, why_ch
     uri = _url(guarded)
     mark_down(uri, tmp_path, "no answer")
     if why_checked == "older than a minute":
-        _age_marker(tmp_path, tracking.RECHECK_S + 5)
+        _age_marker(tmp_path, tracking.down.RECHECK_S + 5)
     else:
         _age_marker(tmp_path, 0, driver=-1)
     assert known_down(uri, tmp_path) is None  # the server answers /health again
@@ -445,7 +437,7 @@ def test_a_stale_marker_of_a_store_still_down_is_renewed(tmp_path: Path) -> None
     uri = f"http://{HOST}:{_closed_port()}"
     mark_down(uri, tmp_path, "first reason")
     since = json.loads((tmp_path / DOWN_FILE).read_text())["since"]
-    _age_marker(tmp_path, tracking.RECHECK_S + 5)
+    _age_marker(tmp_path, tracking.down.RECHECK_S + 5)
     with pytest.raises(StoreDown, match="does not answer"):
         ensure_up(uri, tmp_path)
     data = json.loads((tmp_path / DOWN_FILE).read_text())
@@ -471,13 +463,13 @@ def test_a_jobs_connection_failure_fails_the_next_job_at_once(monkeypatch: pytes
     uri = f"http://{HOST}:{_closed_port()}"
     os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"  # the bounded defaults are tested against a real server
     with pytest.raises(Exception) as first:  # noqa: PT011 - classified by is_connection_error below
-        tracking.JobRun(uri, experiment="e", name="n", parent_id=None, tags={})
+        tracking.runs.JobRun(uri, experiment="e", name="n", parent_id=None, tags={})
     assert is_connection_error(first.value)
-    monkeypatch.setattr(tracking, "_open_client", lambda uri: pytest.fail("a request to a store known down"))
-    monkeypatch.setattr(tracking, "_CLIENTS", {})
+    monkeypatch.setattr(tracking.clients, "_open_client", lambda uri: pytest.fail("a request to a store known down"))
+    monkeypatch.setattr(tracking.clients, "_CLIENTS", {})
     started = time.perf_counter()
     with pytest.raises(StoreDown):
-        tracking.JobRun(uri, experiment="e", name="n", parent_id=None, tags={})
+        tracking.runs.JobRun(uri, experiment="e", name="n", parent_id=None, tags={})
     assert time.perf_counter() - started < 0.1
 
 
@@ -493,7 +485,7 @@ def made_clients(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_open_client_bounds_mlflows_retries_unless_the_user_chose(made_clients: list[str]) -> None:
     os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "77"  # the user's choice stays
-    tracking._open_client(f"http://ann:{SECRET}@{HOST}:5000")
+    tracking.clients._open_client(f"http://ann:{SECRET}@{HOST}:5000")
     assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2" and os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"] == "1"
     assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "77"
     assert (os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"]) == ("ann", SECRET)
@@ -501,8 +493,8 @@ def test_open_client_bounds_mlflows_retries_unless_the_user_chose(made_clients: 
 
 
 def test_a_database_store_is_left_to_mlflows_defaults(made_clients: list[str]) -> None:
-    tracking._open_client(f"postgresql://u:{SECRET}@db/mlflow")
-    assert not set(tracking.HTTP_DEFAULTS) & set(os.environ) and tracking.PASSWORD_ENV not in os.environ
+    tracking.clients._open_client(f"postgresql://u:{SECRET}@db/mlflow")
+    assert not set(tracking.HTTP_DEFAULTS) & set(os.environ) and tracking.secrets.PASSWORD_ENV not in os.environ
     assert made_clients == [f"postgresql://u:{SECRET}@db/mlflow"]  # SQLAlchemy needs the password
 
 
@@ -518,7 +510,7 @@ def _sqlite(path: Path, *statements: str) -> Path:
 
 
 def _mlflow_head() -> str:
-    """MLflow's own answer (alembic's script directory), not the one tracking.py reads from the scripts' text."""
+    """MLflow's own answer (alembic's script directory), not the one pipeline.tracking.health reads from the scripts' text."""
     from mlflow.store.db.utils import _get_latest_schema_revision
 
     return _get_latest_schema_revision()
@@ -615,7 +607,7 @@ def _start_mlflow_server(root: Path) -> tuple[subprocess.Popen, str]:
     url = f"http://{HOST}:{port}"
     deadline = time.monotonic() + 25
     while time.monotonic() < deadline and proc.poll() is None:
-        if tracking._probe_server(url, timeout=1.0, credentials=False) is None:
+        if tracking.health._probe_server(url, timeout=1.0, credentials=False) is None:
             return proc, url
         time.sleep(0.25)
     _kill(proc)
@@ -635,11 +627,11 @@ def test_a_server_killed_mid_sweep_fails_the_next_jobs_within_seconds(tmp_path: 
     proc, url = _start_mlflow_server(tmp_path)
     sweep_dir = tmp_path / "sweep"
     try:
-        run = tracking.JobRun(url, experiment="e", name="job 0", parent_id=None, tags={})
+        run = tracking.runs.JobRun(url, experiment="e", name="job 0", parent_id=None, tags={})
         assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2"  # the bounded defaults, not MLflow's 7
         table, curve = _table_and_curve()
         run.finish({"seed": 0}, table, curve, [])
-        second = tracking.JobRun(url, experiment="e", name="job 1", parent_id=None, tags={})
+        second = tracking.runs.JobRun(url, experiment="e", name="job 1", parent_id=None, tags={})
     finally:
         _kill(proc)
     started = time.perf_counter()
@@ -648,12 +640,12 @@ def test_a_server_killed_mid_sweep_fails_the_next_jobs_within_seconds(tmp_path: 
     took = time.perf_counter() - started
     assert is_connection_error(dead.value) and took < 10, (took, dead.value)  # MLflow's defaults: ~4 min a call
     mark_down(url, sweep_dir, dead.value)
-    tracking._DOWN.clear()  # a sibling worker: only the marker tells it
+    tracking.down._DOWN.clear()  # a sibling worker: only the marker tells it
     started = time.perf_counter()
     with pytest.raises(StoreDown, match=r"is down since .* \(ConnectionRefusedError"):
         ensure_up(url, sweep_dir)
     with pytest.raises(StoreDown):
-        tracking.JobRun(url, experiment="e", name="job 2", parent_id=None, tags={})
+        tracking.runs.JobRun(url, experiment="e", name="job 2", parent_id=None, tags={})
     assert time.perf_counter() - started < 0.5
     print(f"\na call to the killed server failed in {took:.1f} s; the next job in "
           f"{time.perf_counter() - started:.3f} s")
@@ -722,7 +714,7 @@ def test_garbled_parent_marker_means_no_parent(tmp_path: Path, content: str, mon
     (tmp_path / tracking.PARENT_FILE).write_text(content)
     monkeypatch.delenv(sweep.ENV, raising=False)
     assert tracking.read_parent_marker(tmp_path) is None
-    assert tracking.resume_parent("sqlite:///never-opened.db", tmp_path) is None  # no store touched
+    assert tracking.runs.resume_parent("sqlite:///never-opened.db", tmp_path) is None  # no store touched
     assert tracking.sweep_context(tmp_path) == (None, "")
     assert "no parent run to resume" in caplog.text
 
@@ -810,7 +802,7 @@ def test_a_tracking_store_plugins_scheme_is_mlflows_to_judge(monkeypatch: pytest
     """A scheme an installed MLflow plug-in registers (entry point group mlflow.tracking_store) passes; the
     same scheme without the plug-in is refused."""
     assert "MLflow has no store for custom: URIs" in check_store("custom://host/store")
-    monkeypatch.setattr(tracking, "_plugin_schemes", lambda: {"custom"})
+    monkeypatch.setattr(tracking.health, "_plugin_schemes", lambda: {"custom"})
     assert check_store("custom://host/store") is None
 
 

@@ -806,29 +806,30 @@ def _track(experiments: list[Experiment], out_dir: Path, summary: dict[str, Any]
     from pipeline import tracking
 
     uri = tracking.tracking_uri()
-    why = tracking.check_store(uri)
+    backend = tracking.backend(uri)
+    why = backend.check_store(uri)
     if why:
         return tracking.redact(f"tracking store {uri}: {why}")
     run_id = None
-    # MLflow's HTTP retries are bounded for this process (pipeline.tracking): a dead server fails in seconds
+    # MLflow's HTTP retries are bounded for this process (pipeline.tracking.down): a dead server fails in seconds
     try:
-        run_id = tracking.start_parent(uri, experiment="report", name=f"report {time.strftime('%Y-%m-%d %H:%M:%S')}",
-                                       question="Every experiment's claims and verdicts", sweep_id="report",
-                                       tags={"boundlab.experiments": " ".join(e.name for e in experiments),
-                                             "boundlab.report_commit": str(record["git commit"])})
+        run_id = backend.start_parent(uri, experiment="report", name=f"report {time.strftime('%Y-%m-%d %H:%M:%S')}",
+                                      question="Every experiment's claims and verdicts", sweep_id="report",
+                                      tags={"boundlab.experiments": " ".join(e.name for e in experiments),
+                                            "boundlab.report_commit": str(record["git commit"])})
         files = [out_dir / "index.html", out_dir / "summary.md", out_dir / "verdicts.json", out_dir / PROVENANCE,
                  out_dir / PAGES, out_dir / "figures"]  # the report whole, as its pages link to each other
         metrics = {k: float(v) for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
-        tracking.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
+        backend.finish_parent(uri, run_id, [f for f in files if f.exists()], metrics, failed=failed)
     except KeyboardInterrupt:  # a stop while logging: the run ends KILLED, not left RUNNING
         if run_id is not None:
             with contextlib.suppress(Exception):
-                tracking.end_run(uri, run_id, "KILLED")
+                backend.end_run(uri, run_id, "KILLED")
         raise
     except Exception as e:  # noqa: BLE001 - any store failure: the pages are written, only the run is missing
         if run_id is not None:
             with contextlib.suppress(Exception):
-                tracking.end_run(uri, run_id, "FAILED")
+                backend.end_run(uri, run_id, "FAILED")
         return tracking.redact(f"tracking store {uri}: {_gist(e)}")
     return None
 

@@ -167,7 +167,7 @@ def _end_parent(uri: str, parent_id: str | None, status: str) -> None:
     if not parent_id:
         return
     try:
-        tracking.end_run(uri, parent_id, status)
+        tracking.backend(uri).end_run(uri, parent_id, status)
     except Exception as e:  # noqa: BLE001 - the original fault is the one to report
         log.error("could not end parent run %s %s: %s: %s", parent_id, status, type(e).__name__, e)
 
@@ -276,8 +276,9 @@ class SweepCallback(Callback):
 
             redact_saved(sweep_dir)
         swept = _swept(config)
-        resumed = tracking.resume_parent(self.uri, sweep_dir, params=swept)  # None after another grid: new parent
-        orphans = tracking.end_orphaned_parents(self.uri, config.name, sweep_dir)
+        backend = tracking.backend(self.uri)
+        resumed = backend.resume_parent(self.uri, sweep_dir, params=swept)  # None after another grid: a new parent
+        orphans = backend.end_orphaned_parents(self.uri, config.name, sweep_dir)
         if orphans:
             log.warning("sweep: %d earlier parent run(s) of %s were left RUNNING by a process that is gone (%s): "
                         "ended KILLED; their finished jobs are kept", len(orphans), config.name, ", ".join(orphans[:5]))
@@ -287,7 +288,7 @@ class SweepCallback(Callback):
                      self.sweep_id, sweep_dir, self.parent_id, killed)
         else:
             self.sweep_id = f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-            self.parent_id = tracking.start_parent(
+            self.parent_id = backend.start_parent(
                 self.uri,
                 experiment=config.name,
                 name=f"{config.name} sweep {time.strftime('%Y-%m-%d %H:%M:%S')}",
@@ -364,10 +365,11 @@ class SweepCallback(Callback):
         # child per reused run carries its params and metrics and points to it, so the parent lists every job
         reused = [r for j in ([] if pack else _job_dirs(sweep_dir, size))  # a pack's members use no job store
                   if (r := store.reused_run(j)) and markers.finished(j)]
-        tracking.link_reused(self.uri, self.parent_id, reused)
+        backend = tracking.backend(self.uri)
+        backend.link_reused(self.uri, self.parent_id, reused)
         parent_tags["boundlab.reused_runs"] = (" ".join(reused) or "none")[:5000]
-        tracking.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"], "reused_jobs": len(reused)},
-                               failed=bool(failed or violated), tags=parent_tags)
+        backend.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"], "reused_jobs": len(reused)},
+                              failed=bool(failed or violated), tags=parent_tags)
         elapsed = time.perf_counter() - self.started
         log.info("sweep %s: %d runs in %.1f s (%d reused from earlier sweeps); results in %s", self.sweep_id, stats["runs"],
                  elapsed, len(reused), sweep_dir)

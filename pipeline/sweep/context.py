@@ -56,7 +56,7 @@ class Sweep:
         The sweep's MLflow parent run and its id, once the sweep callback has opened it.
     parent_new
         Whether this command created that parent run (rather than resuming one): it then has no earlier
-        child runs, and a job need not look for any to supersede (``pipeline.tracking.JobRun``).
+        child runs, and a job need not look for any to supersede (``pipeline.tracking.runs.JobRun``).
     forced_from
         With ``force=true``, the lowest seed this sweep reruns (:func:`forces`): a ``seeds=auto`` round after
         the first reran seeds 0 to ``forced_from`` - 1 in this command's earlier rounds, so it reuses them.

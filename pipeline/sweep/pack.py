@@ -130,7 +130,8 @@ def _reuse_part(out: Path, p: int, identities: list[list[Any]], first: int, expe
     from pipeline.job import store
 
     ident = part_identity(identities)
-    entry = store.stored(ident, tracking.redact(uri), finished=lambda run_id: tracking.is_finished(uri, run_id),
+    backend = tracking.backend(uri)
+    entry = store.stored(ident, tracking.redact(uri), finished=lambda run_id: backend.is_finished(uri, run_id),
                          kept=store.PART_KEPT)
     if entry is None:
         return None
@@ -315,12 +316,12 @@ def _pack_run(uri: str, sweep_dir: Path, out: Path, experiment: str, label: str,
     from pipeline import tracking
 
     parent_id, sweep_id = tracking.sweep_context(sweep_dir)
-    return tracking.JobRun(uri, experiment=experiment, name=f"{experiment} {label}", parent_id=parent_id,
-                           tags={"boundlab.config_hash": pack_key, "boundlab.sweep_id": sweep_id,
-                                 "boundlab.output_dir": str(out), "boundlab.pack": str(index),
-                                 "mlflow.note.content": f"{label}: {size} runs of the sweep "
-                                                        f"{experiment!r}, packed (docs/sweeps.md)."},
-                           supersede=earlier)
+    return tracking.backend(uri).job_run(uri, experiment=experiment, name=f"{experiment} {label}", parent_id=parent_id,
+                                         tags={"boundlab.config_hash": pack_key, "boundlab.sweep_id": sweep_id,
+                                               "boundlab.output_dir": str(out), "boundlab.pack": str(index),
+                                               "mlflow.note.content": f"{label}: {size} runs of the sweep "
+                                                                      f"{experiment!r}, packed (docs/sweeps.md)."},
+                                         supersede=earlier)
 
 
 def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any], identities: list[Any], first: int,
@@ -455,8 +456,8 @@ def _run_pack(life: PackLife) -> None:
     tables = [pd.read_parquet(_part_paths(out, p)[0]) for p in parts]
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     artifacts = [_part_paths(out, p)[0] for p in parts]
-    tracking.finish_pack(tracker, _pack_params(table, index, len(members), first), _pack_metrics(table), artifacts,
-                         failed=failed_any)
+    tracker.finish_pack(_pack_params(table, index, len(members), first), _pack_metrics(table), artifacts,
+                        failed=failed_any)
     if not failed_any:
         kept = {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri), "experiment": specs[0].experiment,
                 "output_dir": str(out)}

@@ -539,12 +539,10 @@ def checked_plan(argv: list[str], in_round: bool = False) -> Plan:
     register()
     plan = preflight(argv, True) if in_round else preflight(argv)
     if plan.jobs:
-        from pipeline.tracking import check_store, tracking_uri
-
-        from pipeline.tracking import redact
+        from pipeline.tracking import backend, redact, tracking_uri
 
         uri = tracking_uri(plan.tracking_uri)  # tracking.uri when set, else MLFLOW_TRACKING_URI, else mlflow.db
-        why = check_store(uri)
+        why = backend(uri).check_store(uri)
         if why:
             fix = ("give tracking.uri one that works (when set, it wins over MLFLOW_TRACKING_URI)" if plan.tracking_uri
                    else "set MLFLOW_TRACKING_URI (or tracking.uri=...) to one that works")

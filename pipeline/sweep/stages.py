@@ -260,7 +260,7 @@ class JobLife(Life):
         self.step = progress(self.place.num) if self.multirun else ""
         self.label = f"{self.step}{self.name}"
         self.why: str | None = "unknown (its resume check failed)"
-        self.tracker: tracking.JobRun | None = None
+        self.tracker: tracking.Run | None = None
         self.uri = tracking.tracking_uri(cfg.tracking.uri)
         self.sweep_dir = self.place.sweep_dir
         self.held = self.ident = None
@@ -276,7 +276,7 @@ class JobLife(Life):
 
         spec = self.spec
         parent_id, sweep_id = tracking.sweep_context(self.sweep_dir) if self.sweep_dir is not None else (None, "")
-        return tracking.JobRun(
+        return tracking.backend(self.uri).job_run(
             self.uri,
             experiment=spec.experiment,
             name=self.name,
@@ -332,7 +332,8 @@ class JobLife(Life):
         if not (self.multirun and not self.forced and self.ident is not None):
             return False
         uri = self.uri
-        entry = store.stored(self.ident, tracking.redact(uri), finished=lambda run_id: tracking.is_finished(uri, run_id))
+        backend = tracking.backend(uri)
+        entry = store.stored(self.ident, tracking.redact(uri), finished=lambda run_id: backend.is_finished(uri, run_id))
         if entry is None:
             return False
         try:
