@@ -360,7 +360,7 @@ def test_a_fresh_clone_is_clean_while_dvc_rewrites_the_pipeline_s_outputs(tmp_pa
     commit clean; an edit to what the runs compute from (code, a config, an experiment) makes it dirty."""
     from pipeline import tracking
 
-    root = Path(tracking.project_root())
+    root = Path(tracking.runs.project_root())
     if not (root / ".git").exists():
         pytest.skip("not a git checkout")
     clone = tmp_path / "clone"
