@@ -151,3 +151,19 @@ def test_a_sweep_recorded_by_another_backend_never_opens_an_mlflow_store(tmp_pat
     res = api.load(f"runs:/{parent}", tracking_uri="memo://lab", dest=tmp_path / "downloaded")
     table = pd.read_parquet(tmp_path / "a" / "results.parquet")
     assert len(res.table) == len(table) and res.provenance["parent run"] == parent
+
+
+def test_only_the_mlflow_backend_and_mlflow_s_ui_page_import_mlflow() -> None:
+    """Every import of mlflow in the package (inside functions too) is in MLflow's backend (its runs and its
+    clients) or in the UI page that is MLflow's own (pipeline/dashboard.py): nothing else depends on MLflow."""
+    import ast
+
+    root = Path(tracking.__file__).resolve().parents[1]
+    found = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if any(n == "mlflow" or n.startswith("mlflow.") for n in names):
+                found.add(path.relative_to(root.parent).as_posix())
+    assert found == {"pipeline/tracking/clients.py", "pipeline/tracking/runs.py", "pipeline/dashboard.py"}
