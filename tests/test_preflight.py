@@ -120,6 +120,16 @@ BAD = [
     ([f"hydra.run.dir=/tmp/{'f/' * 2100}"], "above this system's limit of"),
     ([f"hydra.job.name={'g' * 300}"], "give hydra.job.name a shorter value"),
     (["-m", "seed=0,1", f"hydra.output_subdir={'h' * 300}"], "give hydra.output_subdir a shorter value"),
+    # a group of settings set to a value, null or removed: one line, never a traceback from deep in the run
+    (["tracking=null"], "tracking: a group of settings cannot be set to null"),
+    (["-m", "seed=0,1", "~tracking"], "tracking: a group of settings cannot be removed"),
+    (["log=3"], "log: a group of settings cannot be set to 3"),
+    (["-m", "seed=0,1", "hydra.sweeper=null"], "hydra.sweeper: a group of settings cannot be set to null"),
+    (["-m", "seed=0,1", "hydra.launcher=null"], "hydra.launcher: a group of settings cannot be set to null"),
+    # an override Hydra or OmegaConf fails on with an error of another kind: named, in one line
+    (["-m", "seed=0,1", "hydra.sweeper.params={seed: '0,1'}"],
+     "hydra.sweeper.params={seed: '0,1'}: Hydra cannot compose the config with this override (AttributeError"),
+    (["n=5", "algorithm=null"], "algorithm=null: Hydra cannot compose the config with this override (ValueError"),
 ]
 
 

@@ -191,6 +191,57 @@ def check_steering(overrides: Sequence) -> None:
                             "(or run one command per value)")
 
 
+def composed(make: Any, overrides: Sequence[str]) -> Any:
+    """``make()``, a composition of ``overrides`` by Hydra. Hydra's and OmegaConf's own errors pass through (the
+    pre-flight explains them); any other exception raised while composing a user's overrides (OmegaConf fails
+    with an ``AttributeError`` on ``hydra.sweeper.params={...}``, for one) becomes one line naming the
+    override it comes from, found by composing each override alone."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from pipeline.params import UserError
+
+    try:
+        return make()
+    except (HydraException, OmegaConfBaseException, UserError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - Hydra's composition of the user's overrides failed in another way
+        first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+        why = f"{type(e).__name__}: {first}" if first else type(e).__name__
+        culprit = None
+        for override in overrides:
+            try:
+                hydra.compose("config", overrides=[override], return_hydra_config=True)
+            except Exception:  # noqa: BLE001 - this one alone fails: it is the one to name
+                culprit = override
+                break
+        where = f"{culprit}: " if culprit else f"{' '.join(overrides)}: "
+        raise UserError(f"{where}Hydra cannot compose the config with this override ({why[:200]}); check its key "
+                        "and the syntax of its value ('boundlab --help' lists every key with its default)") from None
+
+
+# The groups of settings a composed config must keep as groups (the command and the job read their keys):
+# `tracking=null` or `~tracking` would otherwise fail deep inside the run, with a traceback.
+SECTIONS = ("algorithm", "dataset", "log", "tracking", "hydra.sweeper", "hydra.launcher")
+
+
+def check_sections(cfg: DictConfig) -> None:
+    """Each of :data:`SECTIONS` is still a group of settings in ``cfg``: not set to a value, null or removed."""
+    from omegaconf import OmegaConf
+
+    from pipeline.params import UserError
+
+    for key in SECTIONS:
+        if key.startswith("hydra.") and not isinstance(cfg.get("hydra"), DictConfig):
+            continue  # a job's own composition, without Hydra's settings (the sweep's are checked once)
+        node = OmegaConf.select(cfg, key, default="<missing>") if key.startswith("hydra.") or key in cfg else "<missing>"
+        if isinstance(node, DictConfig):
+            continue
+        what = "removed" if node == "<missing>" else "set to null" if node is None else f"set to {node!r}"
+        raise UserError(f"{key}: a group of settings cannot be {what}; set its keys instead (e.g. {key}.KEY=VALUE; "
+                        f"'boundlab --help' lists them with their defaults)")
+
+
 def plan_of(argv: Sequence[str]) -> Plan:
     """The jobs that ``boundlab argv`` would run (each as its override list)."""
     from pipeline.params import UserError
@@ -206,7 +257,7 @@ def plan_of(argv: Sequence[str]) -> Plan:
         return Plan(False, list(args.overrides), [list(args.overrides)])
     fixed = [o.input_line for o in overrides if not o.is_sweep_override()]
     try:
-        base = hydra.compose("config", overrides=fixed, return_hydra_config=True)
+        base = composed(lambda: hydra.compose("config", overrides=fixed, return_hydra_config=True), fixed)
     except Exception as e:  # Hydra composes a sweep's fixed overrides before choosing the swept options
         swept = [o.key_or_group for o in overrides if o.is_sweep_override()]
         why = explain(e, fixed)
@@ -217,6 +268,7 @@ def plan_of(argv: Sequence[str]) -> Plan:
         if "unknown key" in why:
             raise UserError(why) from None
         raise
+    check_sections(base)
     _check_sweeper(base.hydra.sweeper)
     _check_launcher(base.hydra.launcher)
     check_steering(sweep_overrides(base, args.overrides))
@@ -349,7 +401,8 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             progress(i)
             where = f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""
             try:
-                cfg = compose(job)
+                cfg = composed(lambda job=job: compose(job), job)
+                check_sections(cfg)
                 keys.add(build(cfg).key())
                 _check_log(cfg)
                 if any(o.startswith("+") for o in job):
