@@ -292,3 +292,25 @@ def test_own_experiments_keep_the_package_callbacks(conf_with_evil_experiment: P
     # the package's own experiment, its grid whole: 3 gammas x 3 dimensions x 3 seeds, each job once
     jobs = {tuple(sorted(job)) for job in plan.task_jobs()}
     assert len(plan.jobs) == 27 == len(jobs) and all("experiment=perceptron_margin" in job for job in jobs)
+
+
+def test_an_error_no_override_causes_alone_is_not_called_the_user_s() -> None:
+    """``composed`` names an override only when that override alone fails to compose; an error of the code
+    around Hydra (here a composition that always fails) keeps its type and traceback."""
+    import hydra
+
+    from pipeline.params import UserError
+    from pipeline.paths import CONF_DIR
+    from pipeline.sweep.preflight import composed
+    from pipeline.sweep.schemas import register
+
+    register()  # the learners' and datasets' schemas, as the command registers them before its pre-flight
+
+    def broken() -> None:
+        raise RuntimeError("a bug of ours")
+
+    with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        with pytest.raises(RuntimeError, match="a bug of ours"):
+            composed(broken, ["n=5", "seed=1"])
+        with pytest.raises(UserError, match=r"^hydra.sweeper.params=\{seed: 1\}: Hydra cannot compose"):
+            composed(broken, ["n=5", "hydra.sweeper.params={seed: 1}"])

@@ -195,7 +195,8 @@ def composed(make: Any, overrides: Sequence[str]) -> Any:
     """``make()``, a composition of ``overrides`` by Hydra. Hydra's and OmegaConf's own errors pass through (the
     pre-flight explains them); any other exception raised while composing a user's overrides (OmegaConf fails
     with an ``AttributeError`` on ``hydra.sweeper.params={...}``, for one) becomes one line naming the
-    override it comes from, found by composing each override alone."""
+    override it comes from, found by composing each override alone. When no override fails alone, the error
+    is not the user's to fix: it propagates, with its traceback."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -205,7 +206,7 @@ def composed(make: Any, overrides: Sequence[str]) -> Any:
         return make()
     except (HydraException, OmegaConfBaseException, UserError, KeyboardInterrupt):
         raise
-    except Exception as e:  # noqa: BLE001 - Hydra's composition of the user's overrides failed in another way
+    except Exception as e:  # Hydra's composition of the user's overrides failed in another way
         first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
         why = f"{type(e).__name__}: {first}" if first else type(e).__name__
         culprit = None
@@ -215,9 +216,10 @@ def composed(make: Any, overrides: Sequence[str]) -> Any:
             except Exception:  # noqa: BLE001 - this one alone fails: it is the one to name
                 culprit = override
                 break
-        where = f"{culprit}: " if culprit else f"{' '.join(overrides)}: "
-        raise UserError(f"{where}Hydra cannot compose the config with this override ({why[:200]}); check its key "
-                        "and the syntax of its value ('boundlab --help' lists every key with its default)") from None
+        if culprit is None:
+            raise
+        raise UserError(f"{culprit}: Hydra cannot compose the config with this override ({why[:200]}); check its "
+                        "key and the syntax of its value ('boundlab --help' lists every key with its default)") from None
 
 
 # The groups of settings a composed config must keep as groups (the command and the job read their keys):
