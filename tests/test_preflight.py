@@ -130,6 +130,9 @@ BAD = [
     (["-m", "seed=0,1", "hydra.sweeper.params={seed: '0,1'}"],
      "hydra.sweeper.params={seed: '0,1'}: Hydra cannot compose the config with this override (AttributeError"),
     (["n=5", "algorithm=null"], "algorithm=null: Hydra cannot compose the config with this override (ValueError"),
+    # a group given a mapping with a key it lacks: that key is named, with the close one (not the group itself)
+    (["tracking={urx: 1}"], "tracking.urx: unknown key; did you mean tracking.uri?"),
+    (["-m", "seed=0,1", "log={bounds: true, x: 2}"], "log.x: unknown key"),
 ]
 
 

@@ -8,6 +8,8 @@ or options closest to a misspelt one ('did you mean gamma?').
 
 from __future__ import annotations
 
+import re
+
 from typing import Sequence
 
 import hydra
@@ -41,6 +43,9 @@ def explain(exc: BaseException, job: Sequence[str] | None = None) -> str:
                 "value or refer to another key")
     if "Could not override '" in text or "is not in struct" in text:
         key = text.split("'")[1]
+        inner = re.search(r"full_key: (\S+)", str(exc.__cause__ or ""))
+        if inner and inner[1].startswith(key + "."):  # a group given a mapping with a key it lacks: name that key
+            key = inner[1]
         hint = _key_hint(key, job) if job is not None else ""
         if hint:
             return f"{key}: unknown key; {hint} ('boundlab --help' lists every key with its default)"
