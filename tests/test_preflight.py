@@ -44,6 +44,7 @@ BAD = [
     (["-m", "experiment=perceptron_tight,../config"], f"experiment=../config: unknown experiment ({BY_NAME})"),
     # class 4: a misspelt +key; a comma inside one file name
     (["+gama=0.1"], "+gama=0.1: unknown key, nothing reads gama; did you mean gamma?"),
+    (["+foo=1"], "+foo=1: unknown key, nothing reads foo; 'boundlab --help' lists every key"),
     (["++gama=0.1"], "++gama=0.1: unknown key, nothing reads gama; did you mean gamma?"),
     (["+tracking.urI=x"], "did you mean tracking.uri"),
     (["-m", "seed=0,1", "+sed=3"], "+sed=3: unknown key, nothing reads sed; did you mean seed"),

@@ -112,8 +112,9 @@ def check_added(job: list[str], composed_without: DictConfig) -> None:
         if key.split(".")[0] in ("hydra", "algorithm", "dataset", "experiment", *ADDABLE) or key in known:
             continue
         close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
-        hint = f"did you mean {' or '.join(close)}? " if close else ""
-        raise UserError(f"{o.input_line}: unknown key, nothing reads {key}; {hint}('boundlab --help' lists every key)")
+        hint = f"did you mean {' or '.join(close)}? ('boundlab --help' lists every key)" if close else \
+            "'boundlab --help' lists every key"
+        raise UserError(f"{o.input_line}: unknown key, nothing reads {key}; {hint}")
 
 
 @dataclass
