@@ -167,3 +167,19 @@ def test_only_the_mlflow_backend_and_mlflow_s_ui_page_import_mlflow() -> None:
             if any(n == "mlflow" or n.startswith("mlflow.") for n in names):
                 found.add(path.relative_to(root.parent).as_posix())
     assert found == {"pipeline/tracking/clients.py", "pipeline/tracking/runs.py", "pipeline/dashboard.py"}
+
+
+def test_an_entry_point_may_name_the_backend_or_what_makes_it(tmp_path: Path) -> None:
+    """docs/mlflow.md's entry point names a class: the backend is an instance of it, as for a function that
+    returns one; a module (like MLflow's) or an object is the backend itself."""
+    from pipeline.tracking import instance, runs
+
+    class MemoBackend(Memo):
+        def __init__(self) -> None:
+            super().__init__(tmp_path)
+
+    made = instance(MemoBackend)
+    assert isinstance(made, MemoBackend) and made.runs == {}
+    assert isinstance(instance(lambda: Memo(tmp_path)), Memo)
+    memo = Memo(tmp_path)
+    assert instance(memo) is memo and instance(runs) is runs

@@ -261,6 +261,8 @@ def plan_of(argv: Sequence[str]) -> Plan:
     fixed = [o.input_line for o in overrides if not o.is_sweep_override()]
     try:
         base = composed(lambda: hydra.compose("config", overrides=fixed, return_hydra_config=True), fixed)
+    except UserError:  # composed named the override already
+        raise
     except Exception as e:  # Hydra composes a sweep's fixed overrides before choosing the swept options
         swept = [o.key_or_group for o in overrides if o.is_sweep_override()]
         why = explain(e, fixed)

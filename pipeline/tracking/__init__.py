@@ -11,6 +11,7 @@ server-down protocol (:mod:`~pipeline.tracking.down`), the sweep's parent-run ma
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Callable
 
 import pipeline.tracking.runs as runs
@@ -45,9 +46,16 @@ def _entry_point(scheme: str) -> Backend | None:
 
     for point in entry_points(group=GROUP):
         if point.name.lower() == scheme:
-            found: Backend | Callable[[], Backend] = point.load()
-            return found() if callable(found) and not hasattr(found, "start_parent") else found  # type: ignore[return-value]
+            return instance(point.load())
     return None
+
+
+def instance(found: Backend | Callable[[], Backend]) -> Backend:
+    """What an entry point of :data:`GROUP` names, as a backend: a class or a function is called (without
+    arguments) for it; a module or an object already is one."""
+    if isinstance(found, type) or inspect.isfunction(found):
+        return found()  # type: ignore[no-any-return]
+    return found  # type: ignore[return-value]
 
 
 def scheme(uri: str) -> str:

@@ -4,9 +4,9 @@ picks the one for a tracking URI).
 
 MLflow's (:mod:`pipeline.tracking.runs`) is the one boundlab ships and the default for every URI. Another
 backend is an object with these methods, registered for a URI scheme, either with :func:`pipeline.tracking.register` or as an
-entry point of the group ``boundlab.trackers`` named after the scheme (its value the object, or a callable
-without arguments that returns it). What does not depend on the store stays in the package for every backend:
-credentials kept out of text (:mod:`~pipeline.tracking.secrets`), the server-down protocol
+entry point of the group ``boundlab.trackers`` named after the scheme (its value the object, or a class
+or function that makes it when called without arguments). What does not depend on the store stays in the
+package for every backend: credentials kept out of text (:mod:`~pipeline.tracking.secrets`), the server-down protocol
 (:mod:`~pipeline.tracking.down`), the parent-run marker (:mod:`~pipeline.tracking.parents`) and this process's
 open runs (:data:`OPEN_RUNS`). docs/mlflow.md lists what a new backend touches.
 """
