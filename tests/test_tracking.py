@@ -25,6 +25,7 @@ from types import SimpleNamespace
 import pytest
 from helpers import all_runs as _all_runs
 from helpers import fault_env as _env
+from helpers import migrated_store
 from helpers import mlflow_store as _store
 from helpers import serving
 from helpers import sweep_runs as _runs
@@ -927,3 +928,24 @@ def test_repeated_parallel_sweeps_on_one_store_lose_nothing(tmp_path: Path, boun
     assert all("novikoff/ratio" in r.data.metrics and "mistakes" in r.data.metrics for r in children)
     with sqlite3.connect(tmp_path / "mlflow.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_no_sqlite_connection_of_a_store_is_carried_across_a_fork(tmp_path: Path) -> None:
+    """SQLite's locks are the process's own: a forked process (a sweep's worker, the figures' helper) that used or
+    closed a copy of the parent's connection would corrupt what the parent holds. The idle connections are closed
+    just before any fork; both processes open their own afterwards."""
+    from pipeline.tracking import clients
+
+    uri = migrated_store(tmp_path / "mlflow.db")
+    client = clients._client(uri)
+    client.search_experiments()
+    store = client._inner._tracking_client.store
+    assert store.engine.pool.checkedin() >= 1  # the call's connection, kept for the next
+    pid = os.fork()
+    if pid == 0:  # the child: no connection inherited
+        os._exit(0 if store.engine.pool.checkedin() == 0 else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store.engine.pool.checkedin() == 0
+    assert client.search_experiments()  # the parent opens a new one

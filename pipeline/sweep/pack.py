@@ -424,6 +424,7 @@ def _run_pack(life: PackLife) -> None:
     from pipeline import files, tracking
     from pipeline.sweep import hydra_seam, context as sweep
     from pipeline.job.config import build
+    from pipeline.sweep.seeded import Seeded
 
     out, sweep_dir, label, uri = life.out, life.sweep_dir, life.label, life.uri
     index, first, members = life.index, life.first, life.members
@@ -431,8 +432,8 @@ def _run_pack(life: PackLife) -> None:
     earlier = (out / "members.json").exists()  # an earlier start of this pack: its run is replaced
     done = _recorded_done(out)
     listed = _start_attempt(out, first, members, attempt)
-    compose = hydra_seam.Composer()
-    specs = [build(compose(list(m))) for m in members]
+    compose, seeded = hydra_seam.Composer(), Seeded()
+    specs = [seeded.build(m, lambda o: (cfg := compose(o), build(cfg)))[1] for m in members]
     force = any(sweep.forces(s.force, s.seed) for s in specs)
     identities = json.loads(json.dumps([_identity(s) for s in specs], default=str))  # as a marker reads them back
     files.write_text(out / "members.json", json.dumps(listed | {"identities": identities}) + "\n")

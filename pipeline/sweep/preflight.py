@@ -388,6 +388,7 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
 
     from pipeline.job.config import build
     from pipeline.params import UserError
+    from pipeline.sweep.seeded import Seeded
 
     with hydra.initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         try:
@@ -400,18 +401,25 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             fail("the sweep has no jobs (an empty list or range among its values, e.g. seed='range(0,0)'): give each "
                   "swept key at least one value")
         compose = hydra_seam.Composer()
+        seeded = Seeded(fresh=False)  # a job that differs from a checked one only in its seed: that job, reseeded
+
+        def check(job: list[str]) -> tuple[Any, Any]:
+            cfg = composed(lambda: compose(job), job)
+            check_sections(cfg)
+            built = build(cfg)
+            _check_log(cfg)
+            if any(o.startswith("+") for o in job):
+                check_added(job, compose([o for o in job if not o.startswith("+")]))
+            return cfg, built
+
         keys: set[str] = set()
         progress = _CheckProgress(len(plan.jobs))
         for i, job in enumerate(plan.jobs):
             progress(i)
             where = f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""
             try:
-                cfg = composed(lambda job=job: compose(job), job)
-                check_sections(cfg)
-                keys.add(build(cfg).key())
-                _check_log(cfg)
-                if any(o.startswith("+") for o in job):
-                    check_added(job, compose([o for o in job if not o.startswith("+")]))
+                cfg, built, _ = seeded.build(job, check)
+                keys.add(built.key())
             except UserError as e:
                 fail(f"{e}{where}")
             except (HydraException, OmegaConfBaseException) as e:

@@ -98,6 +98,11 @@ def _close_clients() -> None:
 
 
 atexit.register(_close_clients)
+# A forked process (a sweep's worker, the figures' helper) must not inherit open SQLite connections: SQLite's
+# locks are the process's own (POSIX), so a copy used or closed in the child corrupts what the parent holds.
+# The idle connections are closed just before any fork; the parent reopens one on its next call, the child
+# its own.
+os.register_at_fork(before=_close_clients)
 
 
 def _open_client(uri: str):  # noqa: ANN202
