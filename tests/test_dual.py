@@ -287,3 +287,34 @@ def test_certificate_property(p: dict, seed: int) -> None:
     rng = np.random.default_rng(seed)
     for w in (np.zeros(X.shape[1]), r, rng.normal(size=X.shape[1]), cert.w + 0.01 * rng.normal(size=X.shape[1])):
         assert cert.dual <= objective(X, y, lam, w, weights=weights, w_ref=w_ref) + 1e-12
+
+
+@pytest.mark.parametrize("kind", ["linear", "sparse", "kernel"])
+def test_objectives_at_many_points_are_each_points_objective_bit_for_bit(kind: str) -> None:
+    """The statistics evaluate the objective at every snapshot of a run (dozens a run) in one call: each value must be
+    the bits a problem read afresh for that point gives (the one-point functions of the same sums)."""
+    import scipy.sparse
+
+    from pipeline.solvers.dual import _Kernel, _Linear, _labels, _lam, _rows, _vector, _weights, kernel_objectives, \
+        objectives, symmetric_gram
+
+    rng = np.random.default_rng(7)
+    m, d = 300, 7
+    X = rng.standard_normal((m, d))
+    y = rng.choice([-1.0, 1.0], m)
+    weights, w_ref = rng.uniform(0.2, 2.0, m), rng.standard_normal(d)
+    if kind == "kernel":
+        K, points = X @ X.T, rng.uniform(0.0, 0.1, (9, m))
+        got = kernel_objectives(K, y, 0.05, points, weights=weights)
+        want = [_Kernel(symmetric_gram(K, m), _labels(y, m), _lam(0.05), _weights(weights, m)).primal(_vector("a", a, m))[0]
+                for a in points]
+    else:
+        data = scipy.sparse.csr_matrix(X * (rng.random((m, d)) < 0.4)) if kind == "sparse" else X
+        points = rng.standard_normal((9, d))
+        got = objectives(data, y, 0.05, points, weights=weights, w_ref=w_ref)
+        want = [_Linear(_rows(data), _labels(y, m), _lam(0.05), _weights(weights, m), _vector("w_ref", w_ref, d)).primal(
+            _vector("w", w, d))[0] for w in points]
+    assert got.dtype == np.float64 and got.tolist() == want
+    with pytest.raises(ParamError):
+        (kernel_objectives(K, y, 0.05, [np.full(m, np.nan)]) if kind == "kernel"
+         else objectives(data, y, 0.05, [np.full(d, np.inf)]))

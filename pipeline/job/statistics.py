@@ -151,12 +151,17 @@ def hull_top(run: StronglyConvexRun) -> float:
     else:
         diag, err = np.asarray(np.diagonal(K), dtype=np.float64), 0.0
     best = -math.inf
+    top = (1.0 - ref)[:, None]
     for a in range(0, m, _HULL_BLOCK):
         b = min(a + _HULL_BLOCK, m)
-        cols = X @ X[a:b].T if X is not None else np.asarray(K[:, a:b], dtype=np.float64)  # (m, block)
-        scale = step[a:b] * y[a:b] / lam
-        hinge = np.maximum(0.0, 1.0 - ref[:, None] - y[:, None] * cols * scale[None, :]
-                           + (err * np.abs(step[a:b]) / lam)[None, :])
+        # the hinges 1 - r_i - (y_i K_ij) s_j y_j / lam + e_j, each operation in this order, in place in the block
+        # of the Gram (an (m, block) temporary per operation cost more than the rest: page faults)
+        cols = X @ X[a:b].T if X is not None else np.array(K[:, a:b], dtype=np.float64)  # (m, block), a copy
+        cols *= y[:, None]
+        cols *= (step[a:b] * y[a:b] / lam)[None, :]
+        np.subtract(top, cols, out=cols)
+        cols += (err * np.abs(step[a:b]) / lam)[None, :]
+        hinge = np.maximum(0.0, cols, out=cols)
         f = (step[a:b] ** 2) * (diag[a:b] + err) / (2.0 * lam) + (w @ hinge) / m
         best = max(best, float(f.max()))
     return best * (1.0 + (m + 16) * 4.0 * UNIT_ROUNDOFF) if math.isfinite(best) else math.nan
@@ -206,7 +211,7 @@ def _svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     regret_still = float(np.mean(f_still - f_u))
 
     def sub(ws: np.ndarray) -> np.ndarray:
-        return np.array([dual.objective(X, y, lam, w + shift, weights=weights, w_ref=w_ref) for w in ws]) - cert.dual
+        return dual.objectives(X, y, lam, ws + shift, weights=weights, w_ref=w_ref) - cert.dual
 
     sub_avg, sub_last = sub(run.avg), sub(run.last)
     t, grid = log_grid(T), run.grid
@@ -302,7 +307,7 @@ def _kernel_svm_optimum(ds: Any, learner: Any, out: Outcome) -> Outcome:
     steps = np.arange(1, T + 1)
     regret = np.cumsum(run.loss - f_u) / steps
     regret_still = float(np.mean(1.0 - f_u))  # beta = 0 throughout: f_t(0) = 1
-    sub_avg = np.array([dual.kernel_objective(K, y, lam, a) for a in avg]) - cert.dual
+    sub_avg = dual.kernel_objectives(K, y, lam, avg) - cert.dual
     sub_last = np.array([dual.kernel_objective(K, y, lam, run.last) - cert.dual])  # w_(T+1) only
     t, grid = log_grid(T), run.grid
     return Outcome(
