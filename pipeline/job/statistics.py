@@ -40,6 +40,7 @@ from pipeline.contract import (Cost, CrammerSingerRun, HalvingRun, KernelSvmRun,
                                MulticlassSvmRun, OneVsAllRun, OneVsAllVotes, PresentedRun, Run, StronglyConvexRun,
                                SvmRun)
 from pipeline.learners.base import Outcome, log_grid
+from pipeline._jit import kernel
 from pipeline.numerics import UNIT_ROUNDOFF, margins_kernel
 from pipeline.risk import (clopper_pearson, cost_losses, cost_matrix, ghinge_losses, mean_ci, zero_loss,
                            zero_one_losses)
@@ -151,20 +152,31 @@ def hull_top(run: StronglyConvexRun) -> float:
     else:
         diag, err = np.asarray(np.diagonal(K), dtype=np.float64), 0.0
     best = -math.inf
-    top = (1.0 - ref)[:, None]
+    top = 1.0 - ref
     for a in range(0, m, _HULL_BLOCK):
         b = min(a + _HULL_BLOCK, m)
         # the hinges 1 - r_i - (y_i K_ij) s_j y_j / lam + e_j, each operation in this order, in place in the block
         # of the Gram (an (m, block) temporary per operation cost more than the rest: page faults)
         cols = X @ X[a:b].T if X is not None else np.array(K[:, a:b], dtype=np.float64)  # (m, block), a copy
-        cols *= y[:, None]
-        cols *= (step[a:b] * y[a:b] / lam)[None, :]
-        np.subtract(top, cols, out=cols)
-        cols += (err * np.abs(step[a:b]) / lam)[None, :]
-        hinge = np.maximum(0.0, cols, out=cols)
+        hinge = _hinges(cols, y, top, step[a:b] * y[a:b] / lam, err * np.abs(step[a:b]) / lam)
         f = (step[a:b] ** 2) * (diag[a:b] + err) / (2.0 * lam) + (w @ hinge) / m
         best = max(best, float(f.max()))
     return best * (1.0 + (m + 16) * 4.0 * UNIT_ROUNDOFF) if math.isfinite(best) else math.nan
+
+
+@kernel
+def _hinges(cols: np.ndarray, y: np.ndarray, top: np.ndarray, scale: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """In place, ``cols[i, j]`` (K_ij) becomes max(0, top_i - (y_i K_ij) scale_j + e_j): each operation in numpy's
+    order for ``np.maximum(0.0, top[:, None] - y[:, None] * K * scale[None, :] + e[None, :])`` (the same bits; a NaN
+    stays NaN, -0 becomes 0), in one pass over the block instead of one per operation."""
+    m, k = cols.shape
+    for i in range(m):
+        yi = y[i]
+        ti = top[i]
+        for j in range(k):
+            x = (ti - (yi * cols[i, j]) * scale[j]) + e[j]
+            cols[i, j] = 0.0 if 0.0 >= x else x
+    return cols
 
 
 def _constant(ds: Any, learner: Any, out: Outcome) -> Outcome:
