@@ -562,6 +562,70 @@ def bench_packed(sizes: list[int], pack: int, workers: int, warm: bool = True) -
     return out
 
 
+SEED_JOBS = {"pegasos": ["algorithm=pegasos", "n=1000", "d=10", "T=1000"], "perceptron": ["n=200", "d=5"]}
+
+
+def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
+    """Per seed, in this process (after a first seed that pays the imports and compilations): the data (generated
+    and certified), the learner alone (its run again on the same data), and the whole run (the learner, the
+    statistics the bounds read, the bounds and the run's rows); seconds."""
+    import numpy as np
+    from hydra import initialize_config_dir
+
+    from pipeline.job.run import prepare, run
+    from pipeline.paths import CONF_DIR
+    from pipeline.sweep import hydra_seam
+    from pipeline.sweep.schemas import register
+    from pipeline.job.config import build
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        compose = hydra_seam.Composer()
+        jobs = [build(compose([*job_args, f"seed={s}"])) for s in range(seeds + 1)]
+    parts = {"data": 0.0, "learner alone": 0.0, "run (learner, statistics, bounds, rows)": 0.0}
+    for i, job in enumerate(jobs):
+        t0 = time.perf_counter()
+        ds = prepare(job)
+        t1 = time.perf_counter()
+        job.learner.run(ds, np.random.default_rng(0))
+        t2 = time.perf_counter()
+        run(job, ds)
+        t3 = time.perf_counter()
+        if i:
+            for name, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
+                parts[name] += dt / seeds
+    return parts
+
+
+def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm: bool = True) -> dict[str, Any]:
+    """A seed round as a user runs it (``boundlab -m 'seed=range(0,N)' ... pack=P`` on joblib's ``workers``
+    processes, a fresh store, the kernels compiled by a small round first): its wall time from the command's
+    start to its end (start-up, pre-flight, packs, the job store, tables, verdicts, figures), beside the
+    per-seed cost of what a seed computes (:func:`seed_costs`, ``probe`` seeds). Plumbing is the rest: the
+    wall time less the compute spread over the workers, as a share of the wall time."""
+    out: dict[str, Any] = {"pack": pack, "workers": workers}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+                            "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+        for name, seeds in sizes.items():
+            args = SEED_JOBS[name]
+            base = [*boundlab_cmd(), "-m", *args, f"pack={pack}", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={workers}"]
+            if warm:
+                _timed([*base, "seed=range(0,4)", f"hydra.sweep.dir={tmp_path / (name + '-warm')}"], tmp_path, env)
+            costs = seed_costs(args, probe)
+            wall = _timed([*base, f"seed=range(0,{seeds})", f"hydra.sweep.dir={tmp_path / name}"], tmp_path, env)
+            compute = sum(v for k, v in costs.items() if k != "learner alone")
+            plumbing = max(0.0, wall - seeds * compute / workers)
+            out[name] = {"job": " ".join(args), "seeds": seeds, "wall_seconds": wall, "per_seed_ms": {
+                k: 1e3 * v for k, v in costs.items()}, "compute_per_seed_ms": 1e3 * compute,
+                "plumbing_share_of_wall": plumbing / wall, "projected_10000_seeds_seconds": wall * 1e4 / seeds,
+                "load_average_at_end": os.getloadavg()}
+            print(f"  {seeds} seeds of {name}: {wall:.1f} s, compute {1e3 * compute:.1f} ms a seed, plumbing "
+                  f"{100 * plumbing / wall:.0f} % (load {os.getloadavg()[0]:.2f})", file=sys.stderr)
+    return out
+
+
 BREAKDOWN_CODE = """
 import json, sys, time
 from pathlib import Path
@@ -613,7 +677,8 @@ def breakdown(job_args: list[str], env: dict[str, str], reps: int) -> dict[str, 
 
 # --- main -------------------------------------------------------------------------------------------
 
-SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "compose", "single", "one_run", "stream", "files", "sweep", "packed")
+SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "compose", "single", "one_run", "stream", "files", "sweep", "packed",
+            "seeds")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -633,6 +698,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="comma-separated job kinds of the sweep section, by learner: "
                          f"{', '.join(k.split()[0] for k in SWEEP_JOBS)} (default both)")
     ap.add_argument("--packed", default="2000,10000", help="the two sizes (runs) of the packed sweep")
+    ap.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")], default=[2000, 10000],
+                    help="seeds of the seed rounds: Pegasos (n=1000 d=10 T=1000), Perceptron (n=200 d=5)")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = ap.parse_args(argv)
     only = set(args.only.split(",")) if args.only else set(SECTIONS) - ({"sweep", "one_run"} if args.tiny else set())
@@ -666,6 +733,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "one_run": lambda: _one_run(1 if args.tiny else 3),
         "packed": lambda: bench_packed([20, 60] if args.tiny else [int(j) for j in str(args.packed).split(",")],
                                        pack=20 if args.tiny else 1000, workers=2, warm=not args.tiny),
+        "seeds": lambda: bench_seeds({"perceptron": 6} if args.tiny else
+                                     {"pegasos": args.seeds[0], "perceptron": args.seeds[1]},
+                                     pack=10 if args.tiny else 500, workers=2, probe=3 if args.tiny else 40,
+                                     warm=not args.tiny),
         "sweep": lambda: bench_sweeps([3] if args.tiny else [int(j) for j in str(args.jobs).split(",")],
                                       parallel=not args.no_parallel, tiny=args.tiny, learners=learners),
     }
@@ -792,6 +863,18 @@ def table(report: dict[str, Any]) -> str:
             lines.append(f"| the same, joblib n_jobs=2: wall-time speed-up over the basic launcher | "
                          f"{r['parallel']['speedup_wall_vs_basic']:.2f}x | "
                          f"{_target(r['parallel']['speedup_wall_vs_basic'], 1.7, above=True)} |")
+    seeds = report.get("seeds", {})
+    for name, goal in (("pegasos", 60.0), ("perceptron", 120.0 / 10)):  # issue 53: 10,000 in 60 s; 100,000 in 2 min
+        r = seeds.get(name)
+        if not isinstance(r, dict):
+            continue
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in r["per_seed_ms"].items())
+        lines += [f"| {r['seeds']} seeds of {name} ({r['job']}, pack={seeds['pack']}, {seeds['workers']} workers): wall, "
+                  f"projected to 10,000 | {r['wall_seconds']:.1f} s, {r['projected_10000_seeds_seconds']:.0f} s | "
+                  f"{_target(r['projected_10000_seeds_seconds'], goal, unit=' s')} |",
+                  f"| the same: per seed (ms) in one process | {parts} | |",
+                  f"| the same: plumbing (the wall time less the compute over the workers) | "
+                  f"{100 * r['plumbing_share_of_wall']:.0f} % | {_target(100 * r['plumbing_share_of_wall'], 20, unit=' %')} |"]
     return "\n".join(lines)
 
 

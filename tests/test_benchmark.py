@@ -130,6 +130,10 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert set(packed["seconds"]) == {"20", "60"} and all(t > 0 for t in packed["seconds"].values())
     # the difference of two tiny sweeps' times is noise (it came out negative under load): finite, of any sign
     assert math.isfinite(packed["per_run_seconds"]) and packed["peak_resident_GB"] > 0
+    r = report["seeds"]["perceptron"]  # a seed round as a user runs it, beside what a seed computes
+    assert r["seeds"] == 6 and r["wall_seconds"] > 0 and 0 <= r["plumbing_share_of_wall"] <= 1
+    assert set(r["per_seed_ms"]) == {"data", "learner alone", "run (learner, statistics, bounds, rows)"}
+    assert all(v > 0 for v in r["per_seed_ms"].values()) and "6 seeds of perceptron" in proc.stdout
     assert "| measurement |" in proc.stdout
     # each section keeps what it was measured under, when a later run re-measures another one
     first = report["sections_measured"]
