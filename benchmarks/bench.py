@@ -731,8 +731,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "single": lambda: bench_single(1 if args.tiny else reps, warm=not args.tiny),
         "files": lambda: bench_files(args.tiny),
         "one_run": lambda: _one_run(1 if args.tiny else 3),
-        "packed": lambda: bench_packed([20, 60] if args.tiny else [int(j) for j in str(args.packed).split(",")],
-                                       pack=20 if args.tiny else 1000, workers=2, warm=not args.tiny),
+        "packed": lambda: bench_packed([4, 8] if args.tiny else [int(j) for j in str(args.packed).split(",")],
+                                       pack=4 if args.tiny else 1000, workers=2, warm=not args.tiny),
         "seeds": lambda: bench_seeds({"perceptron": 6} if args.tiny else
                                      {"pegasos": args.seeds[0], "perceptron": args.seeds[1]},
                                      pack=10 if args.tiny else 500, workers=2, probe=3 if args.tiny else 40,

@@ -127,7 +127,7 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert set(report["startup"]) == {"help", "config_error"}
     assert report["compose"]["same_configs"] is True and report["compose"]["compositions_per_rep"] == 8
     packed = report["packed"]
-    assert set(packed["seconds"]) == {"20", "60"} and all(t > 0 for t in packed["seconds"].values())
+    assert set(packed["seconds"]) == {"4", "8"} and all(t > 0 for t in packed["seconds"].values())
     # the difference of two tiny sweeps' times is noise (it came out negative under load): finite, of any sign
     assert math.isfinite(packed["per_run_seconds"]) and packed["peak_resident_GB"] > 0
     r = report["seeds"]["perceptron"]  # a seed round as a user runs it, beside what a seed computes

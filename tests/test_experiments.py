@@ -18,7 +18,7 @@ import pandas as pd
 from PIL import Image
 import pytest
 from helpers import compose_job, composer, migrated_store
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 
 from pipeline.sweep import hydra_seam
 from pipeline.bounds import BOUNDS
@@ -171,7 +171,8 @@ def _reduced_small_grid(name: str) -> pd.DataFrame:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         jobs = [j for j in plan_of(["-m", f"experiment={name}"]).jobs
                 if not any(o.startswith("seed=") and o not in ("seed=0", "seed=1") for o in j)]
-        tables = [run(build(compose("config", overrides=job))).table for job in jobs]
+        job_config = composer()  # as the pre-flight composes each job (equal to Hydra's: tests/test_config.py)
+        tables = [run(build(job_config(job))).table for job in jobs]
     return pd.concat(tables, ignore_index=True)
 
 
