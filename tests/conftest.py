@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 import pytest
-from helpers import file_order
+from helpers import file_order, names_used, tier_mismatches
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,12 +55,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     files of subprocess tests last, to one worker, while the other had finished). Longest first, the last
     files handed out are short, and the workers finish close together. Every worker computes the same order
     (they must agree). Without xdist it changes nothing but the order."""
+    wrong = tier_mismatches((item.nodeid, {m.name for m in item.iter_markers()}, set(getattr(item, "fixturenames", ())),
+                             _names(item)) for item in items)
+    if wrong:
+        raise pytest.UsageError("tests in the wrong tier (docs/testing.md, \"Tiers\"):\n  " + "\n  ".join(wrong))
     known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
     order = file_order([(_file(item.nodeid), _tier(m.name for m in item.iter_markers())) for item in items], known, ESTIMATE)
     rank = {file: k for k, file in enumerate(order)}
     items.sort(key=lambda item: rank[_file(item.nodeid)])  # stable: a file's tests keep their order
     if items and all(_tier(m.name for m in item.iter_markers()) == "fast" for item in items):
         _one_blas_thread()
+
+
+def _names(item: pytest.Item) -> set[str]:
+    """The names a test's own function reads (:func:`helpers.names_used`; none for a doctest)."""
+    function = getattr(item, "function", None)
+    code = getattr(function, "__code__", None)
+    return names_used(code) if code is not None else set()
 
 
 _LIMITS: list[object] = []  # the BLAS limit of this test process, kept for the session

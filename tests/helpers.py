@@ -7,7 +7,9 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Iterable
 from pathlib import Path
+from types import CodeType
 
 import numpy as np
 
@@ -384,6 +386,49 @@ TINY = ["n=40", "d=3", "T=200"]
 # tests/test_params.py, the options of tests/test_config.py and the experiments of tests/test_experiments.py
 # differ in plain ``key=value`` overrides only, over a few group choices.
 COMPOSED: dict[str, dict] = {}
+
+
+# --- the tiers, checked (docs/testing.md, "Tiers") ------------------------------------------------------
+PROCESS_FIXTURES = {"boundlab"}  # the installed command, in a process of its own
+IN_PROCESS_FIXTURES = {"boundlab_in_process", "in_process"}  # the command or a stage's entry, end to end here
+_STARTS_A_PROCESS = {"subprocess": {"run", "Popen", "check_output", "check_call", "call"}, "os": {"fork", "forkpty"},
+                     "multiprocessing": {"Process", "Pool", "get_context"}}
+
+
+def names_used(code: CodeType) -> set[str]:
+    """The global and attribute names a function's code (and the functions and lambdas inside it) reads."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            names |= names_used(const)
+    return names
+
+
+def tier_mismatches(tests: Iterable[tuple[str, set[str], set[str], set[str]]]) -> list[str]:
+    """A line for each test in a tier its body contradicts, from (node id, its markers, its fixtures, the names its
+    function reads: :func:`names_used`): a test that starts a process (the ``boundlab`` fixture, or
+    ``subprocess``, ``os.fork`` or ``multiprocessing`` called in its own body) is ``slow``; one that runs the
+    command or a stage's entry end to end in the test process (``boundlab_in_process``, ``in_process``) is
+    ``e2e``, ``long`` or ``slow``. What a helper function starts is not seen: the rule's commonest forms are.
+
+    >>> for line in tier_mismatches([("t.py::a", set(), {"boundlab"}, set()), ("t.py::b", {"slow"}, {"boundlab"}, set()),
+    ...                              ("t.py::c", set(), {"in_process"}, set()),
+    ...                              ("t.py::d", {"e2e"}, set(), {"subprocess", "run"}),
+    ...                              ("t.py::e", set(), set(), {"os", "path", "run"})]):
+    ...     print(line)
+    t.py::a: starts a process (boundlab): mark it slow
+    t.py::c: runs end to end in process (in_process): mark it e2e
+    t.py::d: starts a process (subprocess.run): mark it slow
+    """
+    out = []
+    for nodeid, markers, fixtures, names in tests:
+        starts = sorted(fixtures & PROCESS_FIXTURES) + [f"{module}.{call}" for module, calls in _STARTS_A_PROCESS.items()
+                                                         if module in names for call in sorted(calls & names)]
+        if starts and "slow" not in markers:
+            out.append(f"{nodeid}: starts a process ({', '.join(starts)}): mark it slow")
+        elif fixtures & IN_PROCESS_FIXTURES and not markers & {"e2e", "long", "slow"}:
+            out.append(f"{nodeid}: runs end to end in process ({', '.join(sorted(fixtures & IN_PROCESS_FIXTURES))}): mark it e2e")
+    return out
 
 
 def composer():  # noqa: ANN201

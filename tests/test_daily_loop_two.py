@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from helpers import migrated_store
 
 
+@pytest.mark.e2e  # two sweeps, in the test process
 def test_a_sweep_rerun_after_a_config_change_says_it_once_per_job(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
     """The same sweep directory run again with another value (what ``dvc exp run -S gamma=0.2`` does to an
     experiment's sweep): every job runs again, and says why in its one line, with no warning line of its own;
@@ -39,6 +41,7 @@ def test_the_committed_lock_holds_exactly_the_pipeline_s_stages() -> None:
     assert locked == defined, {"locked, not defined": sorted(locked - defined), "defined, not locked": sorted(defined - locked)}
 
 
+@pytest.mark.slow  # a fresh interpreter shows what an import pulls in
 def test_the_t_limit_is_scipy_s_without_importing_scipy_stats() -> None:
     """t_limits and the seeds a t limit needs use scipy.special.stdtrit, which is what scipy.stats.t.ppf
     computes (the same bits), without the half second of importing scipy.stats in every stage's process."""

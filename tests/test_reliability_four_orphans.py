@@ -86,6 +86,7 @@ def test_the_probe_never_takes_a_held_lock(tmp_path: Path) -> None:
     assert locks.is_held(tmp_path / "e") is None  # a link where the lock belongs is not followed
 
 
+@pytest.mark.e2e  # two sweeps, in the test process
 def test_a_killed_round_s_parent_is_ended_by_the_next_sweep(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
     """A sweep whose parent a killed process left RUNNING in another directory (another grid): the next sweep of
     the experiment ends it KILLED and says so; its own parent ends FINISHED."""
@@ -106,6 +107,7 @@ def test_a_killed_round_s_parent_is_ended_by_the_next_sweep(tmp_path: Path, boun
 # --------------------------------------------------------------------------- 9. temporaries of dead processes
 
 
+@pytest.mark.slow  # a process started and waited for: a dead pid
 def test_a_dead_report_s_staging_directory_is_removed_by_the_next(tmp_path: Path, in_process) -> None:  # noqa: ANN001
     from pipeline.outputs import report
 
@@ -127,6 +129,7 @@ def test_a_dead_report_s_staging_directory_is_removed_by_the_next(tmp_path: Path
     assert not [p for p in (tmp_path / "report").glob(".staging-*") if p != alive]  # its own staging is gone too
 
 
+@pytest.mark.slow  # the report in a process, signalled
 def test_a_report_stopped_by_sigterm_leaves_no_staging_directory(tmp_path: Path) -> None:
     """SIGTERM while the report reads the results (inside its staging directory's life): exit 130, one line,
     no traceback, no staging directory, and no report run left RUNNING."""
@@ -153,6 +156,7 @@ def test_a_report_stopped_by_sigterm_leaves_no_staging_directory(tmp_path: Path)
     assert not list((tmp_path / "report").glob(".staging-*"))
 
 
+@pytest.mark.slow  # a report in another process holds the lock
 def test_a_second_report_at_once_is_refused_in_one_line(tmp_path: Path, in_process) -> None:  # noqa: ANN001
     from pipeline.outputs import report
 
@@ -172,6 +176,7 @@ def test_a_second_report_at_once_is_refused_in_one_line(tmp_path: Path, in_proce
     assert "is being written by another report" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # a process started and waited for: a dead pid
 def test_clean_stale_keeps_live_and_foreign_names(tmp_path: Path) -> None:
     pid = _dead_pid()
     dead = [tmp_path / f".a.{pid}.tmp", tmp_path / f".staging-x1.{pid}.tmp"]
@@ -187,6 +192,7 @@ def test_clean_stale_keeps_live_and_foreign_names(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- 10. results whose experiment is gone
 
 
+@pytest.mark.e2e  # the report end to end, in the test process
 @pytest.mark.parametrize("removed", [["gone"], ["gone", "also_gone"]])
 def test_a_report_names_the_results_it_leaves_out(tmp_path: Path, in_process, removed: list[str]) -> None:  # noqa: ANN001
     from pipeline.outputs import report
@@ -201,6 +207,7 @@ def test_a_report_names_the_results_it_leaves_out(tmp_path: Path, in_process, re
     assert "removed or renamed" in proc.stderr and "no experiment has results" in proc.stderr
 
 
+@pytest.mark.e2e  # the report end to end, in the test process
 def test_a_report_with_some_experiments_still_names_the_orphans(tmp_path: Path, in_process) -> None:  # noqa: ANN001
     from pipeline.outputs import report
 
@@ -217,6 +224,7 @@ def test_a_report_with_some_experiments_still_names_the_orphans(tmp_path: Path, 
 # --------------------------------------------------------------------------- 10. seeds=auto force=true
 
 
+@pytest.mark.e2e  # two seed rounds of sweeps, in the test process
 def test_seeds_auto_force_reruns_each_seed_once(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Three rounds of 2 seeds under force=true (the rounds kept going whatever the verdicts): 6 jobs run, not

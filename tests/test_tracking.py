@@ -931,6 +931,7 @@ def test_repeated_parallel_sweeps_on_one_store_lose_nothing(tmp_path: Path, boun
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+@pytest.mark.slow  # a forked child
 def test_no_sqlite_connection_of_a_store_is_carried_across_a_fork(tmp_path: Path) -> None:
     """SQLite's locks are the process's own: a forked process (a sweep's worker, the figures' helper) that used or
     closed a copy of the parent's connection would corrupt what the parent holds. The idle connections are closed
