@@ -317,6 +317,28 @@ def test_each_file_is_trimmed_to_the_box_bbox_inches_tight_gives_it(tmp_path) ->
     assert size(svg) == size(tmp_path / "tight.svg") != []
 
 
+@pytest.mark.parametrize("layout", ["constrained", "tight", None])
+def test_a_callers_figure_is_trimmed_as_bbox_inches_tight_trims_it(tmp_path, layout) -> None:  # noqa: ANN001
+    """A caller's Figure with its own layout engine (docs/notebook.md: ``layout="constrained"``), one laid out
+    by ``tight_layout`` and one never laid out: save() writes the PNG ``savefig(bbox_inches="tight")``
+    writes, byte for byte (the engine runs before the box is measured, as a draw runs it)."""
+    def draw() -> Figure:
+        fig = Figure(figsize=(6, 4), layout=layout if layout != "tight" else None)
+        top, bottom = fig.subfigures(2, 1) if layout == "constrained" else (fig, None)
+        plots.rate_vs_bound(_table(), "kernel_expectation", "T", ax=top.subplots())
+        if bottom is not None:
+            bottom.subplots().set_title("a second panel, laid out by the engine")
+        plots._plain_ticks(fig)  # as save() labels the log axes
+        if layout == "tight":
+            fig.tight_layout()
+        return fig
+
+    with matplotlib.rc_context(plots.STYLE):  # both drawn in the report's style
+        png, _ = plots.save(draw(), tmp_path, "saved")
+        draw().savefig(tmp_path / "tight.png", metadata={"Software": None}, bbox_inches="tight")
+    assert png.read_bytes() == (tmp_path / "tight.png").read_bytes()
+
+
 def _many_runs(seeds: int) -> pd.DataFrame:
     """``seeds`` runs at each of two margins: the measured value is the seed's rank, so its quantiles are known."""
     rows = []
