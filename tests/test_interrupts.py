@@ -408,15 +408,17 @@ def test_a_signal_during_a_long_native_call_stops_the_run_within_seconds(tmp_pat
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_stopping_a_joblib_sweep_whose_workers_are_in_native_calls(tmp_path: Path, sig: int) -> None:
-    """The driver stops at once; its workers are gone within seconds; every run it started ends KILLED."""
+@pytest.mark.parametrize("launcher", ["joblib", "fork"])
+def test_stopping_a_sweep_whose_workers_are_in_native_calls(tmp_path: Path, sig: int, launcher: str) -> None:
+    """The driver stops at once; its workers (joblib's fresh processes, or forked from the driver) are gone
+    within seconds; every run it started ends KILLED."""
     import mlflow
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = with_sitecustomize(tmp_path, NATIVE_HANG, {**os.environ, "MLFLOW_TRACKING_URI": uri,
                                                      "BOUNDLAB_NATIVE_AT": "pipeline.job.run:run",
                                                      "BOUNDLAB_NATIVE_FLAG": str(tmp_path / "in-native-call")})
-    argv = [*_command(), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1,2", "n=100", "d=5"]
+    argv = [*_command(), "-m", f"hydra/launcher={launcher}", "hydra.launcher.n_jobs=2", "seed=0,1,2", "n=100", "d=5"]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(lambda: len(list(tmp_path.glob("in-native-call.*"))) == 2, 300, "two workers in a native call")

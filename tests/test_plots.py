@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
+from pipeline import forks
 from pipeline.outputs import plots
 
 
@@ -469,7 +470,7 @@ def test_a_second_core_draws_half_the_figures_with_the_same_bytes(tmp_path, monk
     monkeypatch.setattr(plots, "save", lambda fig, d, stem: (pids.add(os.getpid()), save(fig, d, stem))[1])
     shared = drawn("shared")
     assert list(shared) == list(alone) and shared == alone
-    if plots._cores() > 1:
+    if forks.cores() > 1:
         assert pids == {os.getpid()}  # the helper's figures were saved in another process (its pid never comes back)
 
         def dies(fig, d, stem):  # noqa: ANN001, ANN202

@@ -24,15 +24,20 @@ joblib launcher's worker function) it takes from ``pipeline.sweep.hydra_seam``, 
 tests/test_sweep.py fails if a Hydra release changes what it uses.
 """
 
+import logging
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
 from hydra.core.config_store import ConfigStore
+from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext
 
 from pipeline.sweep.hydra_seam import ComposeOnce, basic_sweeper, execute_job, launch_keeping_plugins
 
-__all__ = ["BoundlabJoblibLauncher", "BoundlabSweeper", "BoundlabSweeperConf", "ComposeOnce", "execute_job"]
+__all__ = ["BoundlabForkLauncher", "BoundlabJoblibLauncher", "BoundlabSweeper", "BoundlabSweeperConf", "ComposeOnce",
+           "execute_job"]
 
 
 # Jobs per batch of the in-process (basic) launcher, whose job configs are dropped after each. A batch holds
@@ -129,3 +134,94 @@ class BoundlabJoblibLauncher(_import_joblib_launcher()):  # type: ignore[misc]
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
         return launch_keeping_plugins(self, job_overrides, initial_job_idx)
+
+
+# ---------------------------------------------------------------- forked workers
+
+log = logging.getLogger(__name__)
+_FORKED: list = []  # the launcher whose jobs the forked workers run: inherited through the fork, never pickled
+
+
+class BoundlabForkLauncher(Launcher):
+    """A sweep's jobs on ``n_jobs`` worker processes forked from the command (``hydra/launcher=fork``,
+    conf/hydra/launcher/fork.yaml; Linux and macOS).
+
+    A forked worker inherits what the command has loaded (Python's modules, the compiled kernels, the
+    compositions of the pre-flight): it starts in milliseconds, where a joblib (loky) worker is a fresh
+    interpreter that imports everything again (~3 s, and the kernels loaded once more). Each worker takes the
+    next job as it finishes one; each job runs as the basic launcher runs it (Hydra's ``run_job``), so its
+    directory, logs, results and MLflow run are the same, and the results bit for bit. ``n_jobs``: -1 for
+    one per core (-2: all but one, ...), or a number of workers; never more than the jobs. With one worker,
+    or where fork is not available, the jobs run in the command's process. An interrupt ends the workers at
+    once (:func:`pipeline.forks.stop`); the command ends their runs KILLED, and the same command resumes.
+    """
+
+    def __init__(self, n_jobs: int = -1) -> None:
+        super().__init__()
+        self.n_jobs = n_jobs
+        self.config: Any = None
+        self.task_function: Any = None
+        self.hydra_context: Any = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: Any, config: Any) -> None:
+        self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
+
+    def workers(self, jobs: int) -> int:
+        from pipeline import forks
+
+        wanted = self.n_jobs if self.n_jobs > 0 else max(1, forks.cores() + 1 + self.n_jobs)
+        return min(wanted, jobs) if forks.available() else 1
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
+        from hydra.core.utils import configure_log, setup_globals
+
+        from pipeline import forks
+
+        setup_globals()
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+        jobs = [(initial_job_idx + i, tuple(overrides)) for i, overrides in enumerate(job_overrides)]
+        workers = self.workers(len(jobs))
+        log.info(f"Launching {len(jobs)} jobs on {workers} forked worker{'s' if workers > 1 else ''}"
+                 if workers > 1 else f"Launching {len(jobs)} jobs locally")
+        if workers == 1:
+            return [self.run_one(idx, overrides) for idx, overrides in jobs]
+        executor = forks.pool(workers, blas_threads=max(1, forks.cores() // workers))
+        assert executor is not None
+        _FORKED[:] = [self]
+        try:
+            futures = [executor.submit(_forked_job, idx, overrides) for idx, overrides in jobs]
+            results = [f.result() for f in futures]
+        except BrokenProcessPool:  # a worker killed from outside (the out-of-memory killer, a signal to it alone)
+            forks.stop(executor)
+            raise RuntimeError("a forked worker of hydra/launcher=fork died while it ran a job (killed from outside "
+                               "this command: out of memory?); the other workers were stopped") from None
+        except BaseException:
+            forks.stop(executor)  # an interrupt: the workers end too (the command ends their runs KILLED)
+            raise
+        finally:
+            _FORKED.clear()
+        executor.shutdown(wait=True)
+        return results
+
+    def run_one(self, idx: int, overrides: Sequence[str]) -> Any:
+        """One job, as Hydra's basic launcher runs it (its config, ``run_job``, the logging put back)."""
+        from hydra.core.utils import configure_log, filter_overrides, run_job
+        from omegaconf import open_dict
+
+        log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
+        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(sweep_config):
+            sweep_config.hydra.job.id = idx
+            sweep_config.hydra.job.num = idx
+        ret = run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=sweep_config,
+                      job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        ret.cfg = ret.hydra_cfg = None  # what the sweeper drops anyway (BoundlabSweeper.setup): not sent back
+        return ret
+
+
+def _forked_job(idx: int, overrides: Sequence[str]) -> Any:
+    """A forked worker's job: the launcher it inherited runs it."""
+    (launcher,) = _FORKED
+    return launcher.run_one(idx, overrides)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import colorsys
 import contextlib
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1106,33 +1105,12 @@ def _draw_some(plan: list[tuple[int, Spec]], directory: Path, keep_going: bool) 
 
 
 def helper() -> Any:
-    """One forked helper process (a ``ProcessPoolExecutor`` of one worker) for work beside this process's: it
-    inherits the tables and the imported modules, so it starts in milliseconds, and it takes Ctrl-C and SIGTERM
-    as a plain process does (it dies at once: the command's own stop guard, inherited through the fork, ends
-    runs and is this process's alone). None where fork is not available or there is one core."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    """One forked helper process (a ``ProcessPoolExecutor`` of one worker, :func:`pipeline.forks.pool`) for work
+    beside this process's: it inherits the tables and the imported modules, so it starts in milliseconds, and it
+    takes Ctrl-C and SIGTERM as a plain process does. None where fork is not available or there is one core."""
+    from pipeline import forks
 
-    if _cores() < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return None
-    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"), initializer=_plain_signals)
-
-
-def _plain_signals() -> None:
-    """The helper's start: the default handlers, and no wake-up pipe (the command's stop guard reads the one the
-    fork handed down: a signal here must never wake it)."""
-    import signal
-
-    signal.set_wakeup_fd(-1)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    return forks.pool(1) if forks.cores() >= 2 else None
 
 
 def _draw_shared(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Spec]], directory: Path,
