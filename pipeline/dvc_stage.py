@@ -1,8 +1,7 @@
 """The DVC stage of one experiment: ``python -m pipeline.dvc_stage NAME`` (dvc.yaml, one stage per experiment).
 
-It runs ``boundlab -m experiment=NAME hydra/launcher=fork`` (its jobs on every core, in workers forked from the
-stage's process: the results are the basic launcher's, bit for bit) with the overrides in ``params.yaml`` (a list
-value sweeps), so ``dvc exp run -S gamma=0.2`` changes the sweep, and publishes its results into ``results/NAME``
+It runs ``boundlab -m experiment=NAME`` with the overrides in ``params.yaml`` (a list value sweeps), so
+``dvc exp run -S gamma=0.2`` changes the sweep, and publishes its results into ``results/NAME``
 (:func:`run_sweep`). A violated bound is recorded and left for the report stage to fail on (loudly,
 after every experiment ran); any other failure stops the pipeline at once (:func:`stage`).
 """
@@ -45,7 +44,7 @@ def run_sweep(experiment: str, params_file: Path = Path("params.yaml"), results:
     work = WORK_DIR / experiment
     callbacks.LAST.clear()  # filled by this sweep's aggregation: only then are the sweep's files its own
     try:
-        main(["-m", f"experiment={experiment}", f"hydra.sweep.dir={work}", "hydra/launcher=fork", *overrides])
+        main(["-m", f"experiment={experiment}", f"hydra.sweep.dir={work}", *overrides])
     except SystemExit as e:
         # an earlier sweep's metrics.json may still be there: published only if this sweep wrote it
         if e.code == 1 and callbacks.LAST and (work / "metrics.json").exists():

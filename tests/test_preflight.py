@@ -59,6 +59,13 @@ BAD = [
     (["-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0"], "worker processes >= 1, or -1"),
     (["-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=abc"], "could not be converted to Integer"),
     (["-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.verbose=loud"], "hydra.launcher.verbose=loud: value 'loud'"),
+    *[(["-m", "seed=0,1", "hydra/launcher=fork", f"hydra.launcher.n_jobs={v}"], "hydra.launcher.n_jobs=")
+      for v in ("0", "abc", "1.5", "true", "-0.5")],
+    (["-m", "seed=0,1", "hydra/launcher=fork", "hydra.launcher.n_jobs=0"], "worker processes >= 1, or -1"),
+    (["-m", "seed=0,1", "hydra/launcher=fork", "hydra.launcher.backend=loky"], "hydra.launcher.backend: unknown key"),
+    (["-m", "seed=0,1", "hydra/launcher=frok"], "unknown hydra/launcher; did you mean fork?"),
+    (["-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.backend=multiprocessing"],
+     "hydra.launcher.backend='multiprocessing': must be loky (or null): Hydra's joblib launcher always runs loky"),
     # the key a recursive interpolation loops on, and what to do
     (["gamma=${gamma}"], "dataset.gamma: its value refers back to itself"),
     (["-m", "seed=0,1", "n=${n}"], "refers back to itself"),
@@ -90,9 +97,9 @@ BAD = [
     (["experiment=perceptron_margn"], "unknown experiment; did you mean perceptron_margin or"),
     (["zzz=1"], "zzz: unknown key; 'boundlab --help' lists every key"),  # nothing close: no guess
     # a key of another launcher than the one chosen: which launcher takes it
-    (["-m", "seed=0,1", "hydra.launcher.n_jobs=2"], ("hydra.launcher.n_jobs: unknown key; a key of hydra/launcher=joblib, "
-                                                     "not of hydra/launcher=basic: choose it too (hydra/launcher=joblib "
-                                                     "hydra.launcher.n_jobs=...)")),
+    (["-m", "seed=0,1", "hydra.launcher.n_jobs=2"], ("hydra.launcher.n_jobs: unknown key; a key of hydra/launcher=fork and "
+                                                     "hydra/launcher=joblib, not of hydra/launcher=basic: choose it too "
+                                                     "(hydra/launcher=fork hydra.launcher.n_jobs=...)")),
     (["seed=0", "hydra.launcher.ray.remote.num_cpus=2"], "a key of hydra/launcher=ray, not of hydra/launcher=basic"),
     # the one key of the log: true or false
     (["log.bounds=yes"], "log.bounds='yes': must be true (a sweep logs every bound of every job"),

@@ -339,6 +339,11 @@ def _check_launcher(launcher: DictConfig) -> None:
     if "n_jobs" in launcher and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0):
         raise ParamError("hydra.launcher.n_jobs", n_jobs, "a number of worker processes >= 1, or -1 for one per core "
                          "(-2: all but one, ...)")
+    backend = launcher.get("backend")
+    if "JoblibLauncher" in str(launcher.get("_target_", "")) and backend not in (None, "loky"):
+        # Hydra's joblib launcher sets loky whatever this says (its _core.launch): refused, not silently ignored
+        raise ParamError("hydra.launcher.backend", backend, "loky (or null): Hydra's joblib launcher always runs "
+                         "loky's fresh processes; for workers forked from the command choose hydra/launcher=fork")
 
 
 def _check_pack(base: DictConfig) -> None:
