@@ -914,10 +914,12 @@ def test_unreachable_tracking_store_stops_before_any_work(tmp_path: Path, boundl
 
 @slow
 def test_repeated_parallel_sweeps_on_one_store_lose_nothing(tmp_path: Path, boundlab) -> None:  # noqa: ANN001
+    """Four worker processes writing to one SQLite store at once, three sweeps in a row: joblib's fresh
+    processes, then workers forked from the command (``hydra/launcher=fork``, each opening its own connection)."""
     uri, env = _store(tmp_path)
-    for rep in range(3):
+    for rep, launcher in enumerate(("joblib", "fork", "fork")):
         seeds = ",".join(str(8 * rep + i) for i in range(8))
-        proc = boundlab("-m", f"seed={seeds}", "n=500", "name=parallel", "hydra/launcher=joblib",
+        proc = boundlab("-m", f"seed={seeds}", "n=500", "name=parallel", f"hydra/launcher={launcher}",
                         "hydra.launcher.n_jobs=4", cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
     runs = _all_runs(uri, "parallel")
