@@ -317,6 +317,23 @@ def test_a_sweep_with_a_planted_lock_directory_writes_nothing_outside(tmp_path: 
     assert _snapshot(tmp_path / "outside") == before
 
 
+@pytest.mark.e2e
+def test_each_sweep_of_a_process_says_its_store_cannot_be_used(tmp_path: Path, boundlab_in_process) -> None:  # noqa: ANN001
+    """The warning is said once a sweep, not once a process: a second sweep in the same process (a test's, a
+    notebook's) says it too. It was said once a process, so this file's planted-lock test failed whenever an
+    earlier test in the same worker had been told first."""
+    for k in range(2):
+        here = tmp_path / str(k)
+        root = here / "cache" / "jobs"
+        root.mkdir(parents=True)
+        (root / "locks").symlink_to(_victim(here / "outside"), target_is_directory=True)
+        env = {**os.environ, "MLFLOW_TRACKING_URI": migrated_store(here / "mlflow.db"), "BOUNDLAB_CACHE": str(here / "cache")}
+        done = boundlab_in_process("-m", "seed=0,1", "n=50", "name=planted", f"hydra.sweep.dir={here / 'sweep'}",
+                                   cwd=here, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"{root / 'locks'} is a symbolic link" in done.stdout + done.stderr, k
+
+
 # --------------------------------------------------------------------------- 5. the tracking store failing mid-sweep
 
 

@@ -41,7 +41,7 @@ log = logging.getLogger("boundlab")
 
 PART = 200  # members per part at most: what an interrupted pack loses, and what one file holds
 KEY = "pack_members"  # the pack job's config key that holds its members (added by the sweeper: +pack_members=...)
-_store_said: list[bool] = []  # the job store could not keep a part: said once per process
+_store_said: set[str] = set()  # the sweeps (their directories) whose parts the job store could not keep: said once each
 PREFIX = "z"  # before the encoded members: a Hydra ID token (letters, digits, '-', '_'), never a number
 
 
@@ -173,10 +173,11 @@ def _keep_parts(out: Path, parts: Sequence[int], identities: list[list[Any]], si
         try:
             store.put(part_identity(identities[p * size:(p + 1) * size]), out, entry | {"kind": "part"},
                       sources={"results.parquet": results, "curves.parquet": curves, "part.json": marker})
-        except OSError as e:  # said once per process (the command's pre-flight says an unusable store too)
-            (log.debug if _store_said else log.warning)(
+        except OSError as e:  # said once per sweep (the command's pre-flight says an unusable store too)
+            said = str(out.parent)
+            (log.debug if said in _store_said else log.warning)(
                 "%s: its parts are not kept in the job store (%s); later sweeps rerun them", label, e)
-            _store_said.append(True)
+            _store_said.add(said)
             return
 
 

@@ -149,7 +149,7 @@ def write(result: Any, out: Path) -> list[Path]:
     return [table, curve, trace]
 
 
-_store_said: list[bool] = []  # this process has said that the job store cannot be used
+_store_said: set[str] = set()  # the sweeps (their directories) for which this process has said the job store cannot be used
 
 
 def redact_saved(directory: Path) -> None:
@@ -324,10 +324,11 @@ class JobLife(Life):
             self.held = store.hold_identity(self.ident, waiting=lambda pid: log.warning(
                 "%s%s: waiting for process %s, which runs the same job", step, name, pid))
             self.keep(self.held)
-        except OSError as e:  # said once per process (the command's pre-flight said it too)
-            (log.debug if _store_said else log.warning)(
+        except OSError as e:  # said once per sweep (not per process: one process may run several, e.g. a test's)
+            said = str(self.sweep_dir)
+            (log.debug if said in _store_said else log.warning)(
                 "%s%s: the job store cannot be used (%s): jobs run without it", step, name, _name_of_error(e))
-            _store_said.append(True)
+            _store_said.add(said)
             self.ident = None
         if not (self.multirun and not self.forced and self.ident is not None):
             return False
