@@ -182,8 +182,8 @@ class BoundlabForkLauncher(Launcher):
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
         jobs = [(initial_job_idx + i, tuple(overrides)) for i, overrides in enumerate(job_overrides)]
         workers = self.workers(len(jobs))
-        log.info(f"Launching {len(jobs)} jobs on {workers} forked worker{'s' if workers > 1 else ''}"
-                 if workers > 1 else f"Launching {len(jobs)} jobs locally")
+        log.info(f"Launching {len(jobs)} jobs on {workers} forked workers" if workers > 1
+                 else f"Launching {len(jobs)} jobs locally")
         if workers == 1:
             return [self.run_one(idx, overrides) for idx, overrides in jobs]
         executor = forks.pool(workers, blas_threads=max(1, forks.cores() // workers))
