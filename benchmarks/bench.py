@@ -568,11 +568,13 @@ SEED_JOBS = {"pegasos": ["algorithm=pegasos", "n=1000", "d=10", "T=1000"], "perc
 def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
     """Per seed, in this process (after a first seed that pays the imports and compilations): the data (generated
     and certified), the learner alone (its run again on the same data), and the whole run (the learner, the
-    statistics the bounds read, the bounds and the run's rows); seconds."""
+    statistics the bounds read, the bounds and the run's rows); seconds. BLAS on one thread, as in each of the
+    round's workers (two workers on two cores: ``pipeline.forks``)."""
     import numpy as np
     from hydra import initialize_config_dir
 
     from pipeline.job.run import prepare, run
+    from pipeline.numerics import single_thread
     from pipeline.paths import CONF_DIR
     from pipeline.sweep import hydra_seam
     from pipeline.sweep.schemas import register
@@ -583,6 +585,7 @@ def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
         compose = hydra_seam.Composer()
         jobs = [build(compose([*job_args, f"seed={s}"])) for s in range(seeds + 1)]
     parts = {"data": 0.0, "learner alone": 0.0, "run (learner, statistics, bounds, rows)": 0.0}
+    limit = single_thread()
     for i, job in enumerate(jobs):
         t0 = time.perf_counter()
         ds = prepare(job)
@@ -594,12 +597,13 @@ def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
         if i:
             for name, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
                 parts[name] += dt / seeds
+    limit.restore_original_limits()
     return parts
 
 
 def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm: bool = True) -> dict[str, Any]:
-    """A seed round as a user runs it (``boundlab -m 'seed=range(0,N)' ... pack=P`` on joblib's ``workers``
-    processes, a fresh store, the kernels compiled by a small round first): its wall time from the command's
+    """A seed round as a user runs it (``boundlab -m 'seed=range(0,N)' ... pack=P`` on ``workers`` forked
+    workers, ``hydra/launcher=fork``, a fresh store, the kernels compiled by a small round first): its wall time from the command's
     start to its end (start-up, pre-flight, packs, the job store, tables, verdicts, figures), beside the
     per-seed cost of what a seed computes (:func:`seed_costs`, ``probe`` seeds). Plumbing is the rest: the
     wall time less the compute spread over the workers, as a share of the wall time."""
@@ -610,7 +614,7 @@ def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm
                             "BOUNDLAB_CACHE": str(tmp_path / "cache")}
         for name, seeds in sizes.items():
             args = SEED_JOBS[name]
-            base = [*boundlab_cmd(), "-m", *args, f"pack={pack}", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={workers}"]
+            base = [*boundlab_cmd(), "-m", *args, f"pack={pack}", "hydra/launcher=fork", f"hydra.launcher.n_jobs={workers}"]
             if warm:
                 _timed([*base, "seed=range(0,4)", f"hydra.sweep.dir={tmp_path / (name + '-warm')}"], tmp_path, env)
             costs = seed_costs(args, probe)
@@ -698,7 +702,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="comma-separated job kinds of the sweep section, by learner: "
                          f"{', '.join(k.split()[0] for k in SWEEP_JOBS)} (default both)")
     ap.add_argument("--packed", default="2000,10000", help="the two sizes (runs) of the packed sweep")
-    ap.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")], default=[2000, 10000],
+    ap.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")], default=[10000, 10000],
                     help="seeds of the seed rounds: Pegasos (n=1000 d=10 T=1000), Perceptron (n=200 d=5)")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = ap.parse_args(argv)

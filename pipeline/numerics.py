@@ -22,6 +22,7 @@ of the results' bits; :func:`two_product` here is the same TwoProduct on numpy a
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -179,6 +180,27 @@ def single_thread() -> Any:
 
         return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")
+
+
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+_JOBS_BLAS: list[Any] = []  # the limit set for the jobs of this process, kept for its life
+
+
+def jobs_on_one_blas_thread() -> None:
+    """BLAS on one thread for the rest of this process, from its first job on, unless the environment names a
+    count (:data:`BLAS_ENV`: the user's choice is kept). A job's matrices are small (a Gram block of 1000 x 512,
+    a solve of a few hundred): OpenBLAS's thread per core mostly waits for them, spinning on a core another
+    process or worker needs (measured: a packed Pegasos seed 7.6 ms on one thread against 35 ms on two, with
+    another process busy on the second core; docs/performance.md). A sweep's parallelism is its workers
+    (``hydra/launcher=fork``). The results are the same bits: no statistic's rounding depends on the thread
+    count (the ones that could ask for one thread themselves: :func:`single_thread`)."""
+    if _JOBS_BLAS or any(os.environ.get(k) for k in BLAS_ENV):
+        return
+    try:
+        from threadpoolctl import threadpool_limits  # installed with scikit-learn
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        return
+    _JOBS_BLAS.append(threadpool_limits(limits=1, user_api="blas"))
 
 
 def certified_psd(K: np.ndarray) -> bool:
