@@ -603,8 +603,8 @@ def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
 
 def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm: bool = True) -> dict[str, Any]:
     """A seed round as a user runs it (``boundlab -m 'seed=range(0,N)' ... pack=P`` on ``workers`` forked
-    workers, ``hydra/launcher=fork``, a fresh store, the kernels compiled by a small round first): its wall time from the command's
-    start to its end (start-up, pre-flight, packs, the job store, tables, verdicts, figures), beside the
+    workers, ``hydra/launcher=fork``, a fresh store, the kernels compiled by a small round first): its wall
+    time from the command's start to its end (start-up, pre-flight, packs, the job store, tables, verdicts, figures), beside the
     per-seed cost of what a seed computes (:func:`seed_costs`, ``probe`` seeds). Plumbing is the rest: the
     wall time less the compute spread over the workers, as a share of the wall time."""
     out: dict[str, Any] = {"pack": pack, "workers": workers}

@@ -62,26 +62,39 @@ def test_limits_cover_the_mean(dist, n, seed) -> None:  # noqa: ANN001
     assert cover_hi >= 0.95 - slack and cover_lo >= 0.95 - slack
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=16, deadline=None)
 @given(values=st.lists(st.floats(0.0, 50.0), min_size=1, max_size=25), lo=st.sampled_from([0.0, -3.0, 1e-9, 7.5]),
-       block=st.sampled_from([1, 7, 100, limits.BLOCK]))
-def test_the_limits_are_the_grid_thresholds_the_tests_keep(values, lo, block) -> None:  # noqa: ANN001
-    """A limit is its definition, computed in blocks of thresholds of any width: the lower limit without a top
-    is the grid threshold before the first that :func:`limits.test_above` does not reject (one call per
-    threshold, the test itself); the upper limit of a finite range is the same whatever the block."""
+       spread=st.sampled_from([1, 40]), skew=st.floats(0.0, 1.0),
+       block=st.sampled_from([1, 7, 100, limits.BLOCK]), columns=st.sampled_from([1, 5, limits.COLUMNS, limits.GRID]),
+       first_rows=st.sampled_from([1, 3, limits.FIRST_ROWS]))
+def test_the_limits_are_the_grid_thresholds_the_tests_keep(values: list, lo: float, spread: int, skew: float, block: int,
+                                                           columns: int, first_rows: int) -> None:
+    """A limit is its definition, whatever the chunks of values and groups of thresholds it is computed in (and
+    the search that stops at the first group holding the answer): the upper limit of a finite range is the grid
+    threshold after the last that :func:`limits.test_below` does not reject, the lower limit without a top
+    the one before the first that :func:`limits.test_above` does not reject (one call per threshold, the
+    tests themselves). ``spread`` repeats the values (up to 1,000, shuffled by ``skew``'s power) so that the
+    chunks of values and the running sums across them are exercised."""
     x = lo + np.asarray(values)
+    if spread > 1:
+        rng = np.random.default_rng(len(values))
+        x = np.concatenate([x, lo + (x.max() - lo) * rng.random(len(values) * spread) ** (1.0 + 8.0 * skew)])
     top = float(max(x.max(), lo)) + 1e-300
     grid = np.linspace(lo, top, limits.GRID)
     kept = [not limits.test_above(x, g, lo, math.inf).reject for g in grid]
     i = int(np.argmax(kept)) if any(kept) else grid.size - 1
-    whole = limits.upper_limit(x, lo, lo + 60.0)
-    original = limits.BLOCK
+    hi = lo + 60.0
+    finite = np.linspace(lo, hi, limits.GRID)
+    kept_below = [not limits.test_below(x, g, lo, hi).reject for g in finite]
+    j = max((k for k, keep in enumerate(kept_below) if keep), default=None)
+    upper = float(lo) if j is None else finite[min(j + 1, finite.size - 1)]
+    saved = limits.BLOCK, limits.COLUMNS, limits.FIRST_ROWS
     try:
-        limits.BLOCK = block
+        limits.BLOCK, limits.COLUMNS, limits.FIRST_ROWS = block, columns, first_rows
         assert limits.lower_limit(x, lo, math.inf) == grid[max(i - 1, 0)]
-        assert limits.upper_limit(x, lo, lo + 60.0) == whole
+        assert limits.upper_limit(x, lo, hi) == upper
     finally:
-        limits.BLOCK = original
+        limits.BLOCK, limits.COLUMNS, limits.FIRST_ROWS = saved
 
 
 def test_a_rare_large_value_cannot_make_a_false_bound_hold() -> None:

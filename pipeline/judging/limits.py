@@ -43,6 +43,7 @@ package: it is a foundation, like :mod:`pipeline.judging.verdicts` which uses it
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -244,13 +245,91 @@ def floor_of(x: Values, b: Values, lo: Values, hi: Values, alpha: float = ALPHA,
     return floor_seeds(float(np.mean((x - lo) / w)), float(np.mean((b - lo) / w)), 0.0, 1.0, alpha, beta)
 
 
-def _blocks(rows: int) -> list[tuple[int, int]]:
-    """The blocks [a, b) of grid thresholds tested at once: a block of (values x thresholds) holds at most
-    :data:`BLOCK` numbers (at least one threshold), so a limit's memory does not grow with the number of values
-    times the grid. Each threshold's column is computed alone (sums run down the values), so blocks of any
-    width give the same bits."""
-    step = max(1, BLOCK // max(rows, 1))
-    return [(a, min(a + step, GRID)) for a in range(0, GRID, step)]
+COLUMNS = 64  # thresholds of a limit tested together, from the side the limit is searched from
+FIRST_ROWS = 64  # values of a limit's first chunk; each next chunk twice the last (at most BLOCK numbers)
+
+
+def _extreme_kept(payoff: Callable[[int, int, np.ndarray], np.ndarray], top: np.ndarray, rows: int,
+                  rejects: Callable[[np.ndarray], np.ndarray], last: bool) -> int | None:
+    """The last (``last``) or first grid threshold the test does not reject, None when it rejects them all.
+    Column j's values are ``payoff(a, b, cols)`` (rows a..b-1 of the columns ``cols``, as :func:`_log_capital`
+    takes them), its largest bet ``top[j]``. The columns are tested :data:`COLUMNS` at a time from the end the
+    answer is searched from, and the search stops at the first group holding a kept threshold: the groups
+    beyond it cannot change the answer. :func:`_rejected` decides each group as the whole capital would."""
+    width = top.shape[0]
+    starts = range(0, width, COLUMNS)
+    for a in (reversed(starts) if last else starts):
+        cols = np.arange(a, min(a + COLUMNS, width))
+        kept = cols[~_rejected(payoff, top, rows, rejects, cols)]
+        if kept.size:
+            return int(kept[-1] if last else kept[0])
+    return None
+
+
+def _rejected(payoff: Callable[[int, int, np.ndarray], np.ndarray], top: np.ndarray, rows: int,
+              rejects: Callable[[np.ndarray], np.ndarray], columns: np.ndarray) -> np.ndarray:
+    """Whether the test rejects each threshold (column) of ``columns``; ``rejects(best)`` tells from a column's
+    largest log-capital whether its test rejects (the test's own comparison, so the same decisions). The
+    capital is :func:`_log_capital`'s, computed down the values in chunks, each chunk's running sums continuing
+    from the last (each sum's operations in the same order: a column's decision is the same whatever the
+    chunks), and a column is dropped once its capital has reached the bar: later values cannot undo a
+    rejection (the test is on the running maximum). A threshold far from the mean crosses within a few values,
+    so it costs a few values, not all of them. A chunk holds at most :data:`BLOCK` numbers (at least one row)."""
+    width = top.shape[0]
+    rejected = np.zeros(width, dtype=bool)
+    best = np.full(width, -np.inf)
+    sums, squares = np.zeros(width), np.zeros(width)  # the payoffs before the chunk, and their squares
+    logs = np.zeros((len(COMPONENTS), width))  # each bettor's log-capital before the chunk
+    cols = columns
+    a, step = 0, FIRST_ROWS
+    while a < rows and cols.size:
+        b = min(rows, a + max(1, min(step, BLOCK // cols.size)))
+        step *= 2
+        p = np.asarray(payoff(a, b, cols), dtype=np.float64)
+        t = np.broadcast_to(top[cols], p.shape)
+        # the running sums of the payoffs before each value: the last chunk's total, then this chunk's
+        g, s2 = np.empty_like(p), np.empty_like(p)
+        g[0], s2[0] = sums[cols], squares[cols]
+        if p.shape[0] > 1:
+            head = p[:-1].copy()
+            head[0] += g[0]
+            np.cumsum(head, axis=0, out=g[1:])
+            head = p[:-1] * p[:-1]
+            head[0] += s2[0]
+            np.cumsum(head, axis=0, out=s2[1:])
+        sums[cols] = g[-1] + p[-1]
+        squares[cols] = s2[-1] + p[-1] * p[-1]
+        y0 = 0.5 / t  # as in _log_capital, cell by cell
+        g += y0
+        np.maximum(g, 0.0, out=g)
+        s2 += y0 * y0
+        np.maximum(s2, 1e-300, out=s2)
+        g /= s2
+        chunk_logs = []
+        for k, (f, c) in enumerate(COMPONENTS):
+            log_k = np.multiply(g, f)
+            np.minimum(log_k, c * t, out=log_k)
+            log_k *= p
+            np.log1p(log_k, out=log_k)
+            log_k[0] += logs[k, cols]
+            np.cumsum(log_k, axis=0, out=log_k)
+            logs[k, cols] = log_k[-1]
+            chunk_logs.append(log_k)
+        big = chunk_logs[0].copy()
+        for log_k in chunk_logs[1:]:
+            np.maximum(big, log_k, out=big)
+        total = np.zeros_like(big)
+        for log_k in chunk_logs:
+            log_k -= big
+            total += np.exp(log_k, out=log_k)
+        total *= 1.0 / len(COMPONENTS)
+        capital = big + np.log(total, out=total)
+        best[cols] = np.maximum(best[cols], np.max(capital, axis=0))
+        done = rejects(best[cols])
+        rejected[cols[done]] = True
+        cols = cols[~done]
+        a = b
+    return rejected[columns]
 
 
 def upper_limit(x: Values, lo: Values, hi: Values, alpha: float = ALPHA) -> float:
@@ -265,14 +344,11 @@ def upper_limit(x: Values, lo: Values, hi: Values, alpha: float = ALPHA) -> floa
     grid = np.linspace(lo, hi, GRID)
     u = (grid - lo) / (hi - lo)
     ux = ((x - lo) / (hi - lo))[:, None]
-    cap = _top_below(u)[None, :]
-    kept = np.empty(GRID, dtype=bool)
-    for a, b in _blocks(x.size):
-        log_k = _log_capital(u[None, a:b] - ux, np.broadcast_to(cap[:, a:b], (x.size, b - a)))
-        kept[a:b] = np.max(log_k, axis=0) < math.log(1.0 / alpha)
-    if not kept.any():
+    cap = _top_below(u)
+    bar = math.log(1.0 / alpha)
+    i = _extreme_kept(lambda a, b, cols: u[None, cols] - ux[a:b], cap, x.size, lambda best: best >= bar, last=True)
+    if i is None:
         return float(lo)
-    i = int(np.nonzero(kept)[0].max())
     return float(grid[min(i + 1, grid.size - 1)])
 
 
@@ -290,11 +366,12 @@ def lower_limit(x: Values, lo: Values, hi: Values, alpha: float = ALPHA) -> floa
     top = float(max(x.max(), lo)) + 1e-300
     grid = np.linspace(lo, top, GRID)
     scale, u_m, cap = _above_bets(grid, lo, math.inf)  # test_above's bets at each threshold
-    kept = np.empty(GRID, dtype=bool)
-    for a, b in _blocks(x.size):
-        z = (x[:, None] - lo) / scale[None, a:b]
-        log_k = _log_capital(z - u_m[None, a:b], np.broadcast_to(cap[None, a:b], z.shape))
-        for j, best in enumerate(np.max(log_k, axis=0).tolist(), start=a):  # _outcome's p, column by column
-            kept[j] = not _p_value(best) <= alpha
-    i = int(np.argmax(kept)) if kept.any() else grid.size - 1
+    col = x[:, None]
+
+    def rejects(best: np.ndarray) -> np.ndarray:  # _outcome's p <= alpha, column by column
+        return np.array([_p_value(b) <= alpha for b in best.tolist()], dtype=bool)
+
+    first = _extreme_kept(lambda a, b, cols: (col[a:b] - lo) / scale[None, cols] - u_m[None, cols], cap, x.size,
+                          rejects, last=False)
+    i = grid.size - 1 if first is None else first
     return float(grid[max(i - 1, 0)])
