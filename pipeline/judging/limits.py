@@ -329,7 +329,8 @@ def _rejected(payoff: Callable[[int, int, np.ndarray], np.ndarray], top: np.ndar
         rejected[cols[done]] = True
         cols = cols[~done]
         a = b
-    return rejected[columns]
+    out: np.ndarray = rejected[columns]
+    return out
 
 
 def upper_limit(x: Values, lo: Values, hi: Values, alpha: float = ALPHA) -> float:
