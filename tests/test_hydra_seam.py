@@ -9,6 +9,8 @@ import ast
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
@@ -98,3 +100,30 @@ def test_the_preflight_refuses_what_hydra_refuses(composer) -> None:  # noqa: AN
     with pytest.raises(ConfigCompositionException) as ours:
         composer(["extra=2", "+extra=1"])
     assert str(ours.value) == str(theirs.value)
+
+
+_KEYS = ["seed", "n", "a.b", "algorithm.lam", "x_1.y2", "_k", "null", "true", "inf", "nan", "seed.0x"]
+_KEY = r"[A-Za-z_][A-Za-z0-9_]{0,6}(\.[A-Za-z_][A-Za-z0-9_]{0,4}){0,2}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.sampled_from(_KEYS) | st.from_regex(_KEY, fullmatch=True),
+       value=st.integers(0, 10**30) | st.sampled_from(["007", "1_000", "+4", "-3", "00", "0x1F", "1e3", "12a"]))
+def test_a_key_int_line_is_parsed_as_hydra_parses_it(key: str, value: object) -> None:
+    """The seam's short cut for ``key=N`` lines gives Hydra's own parse, field for field (the value and its type,
+    the line's text); a line outside the short cut (a sign, an underscore, a leading zero) is Hydra's too, and
+    so is a refusal."""
+    from hypothesis import assume
+
+    from pipeline.sweep import hydra_seam
+
+    line = f"{key}={value}"
+    try:
+        expected = hydra_seam.parser().parse_overrides([line])[0]
+    except Exception as e:  # noqa: BLE001 - Hydra's refusal is the expected outcome
+        with pytest.raises(type(e)):
+            hydra_seam._override.__wrapped__(line)
+        return
+    assume(expected is not None)
+    got = hydra_seam._override.__wrapped__(line)  # not the process's cache: this line's own parse
+    assert got == expected and type(got._value) is type(expected._value)

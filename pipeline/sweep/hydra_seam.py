@@ -48,8 +48,10 @@ release changes a signature used here or a line of Hydra's source that this modu
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import pickle
+import re
 import uuid
 import warnings
 from typing import Any, Callable, Iterable, NoReturn, Sequence
@@ -70,8 +72,23 @@ def parser():  # noqa: ANN201
     return OverridesParser.create()
 
 
+# ``key=N``: a dotted key and a plain non-negative integer (no sign, underscore or leading zero), as a seed round's
+# lines are; Hydra's grammar reads N as the int N whatever the key (a line Hydra would refuse never gets here:
+# the same key with 0 is parsed by Hydra first)
+_KEY_INT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(0|[1-9][0-9]*)")
+
+
 @functools.lru_cache(maxsize=65536)
 def _override(line: str):  # noqa: ANN202
+    """Hydra's parse of one override line. A ``key=N`` line (:data:`_KEY_INT`) is Hydra's parse of ``key=0``
+    with N as its value and the line as its text (equal, field for field, to Hydra's parse of the line:
+    tests/test_hydra_seam.py): a seed round of 10,000 seeds has 10,000 distinct ``seed=`` lines, and Hydra's
+    ANTLR parser took ~0.1 ms each (1.2 s of the round's start)."""
+    plain = _KEY_INT.fullmatch(line)
+    if plain is not None:
+        key, value = plain.groups()
+        return dataclasses.replace(_override(f"{key}=0"), _value=int(value), input_line=line) if value != "0" \
+            else parser().parse_overrides([line])[0]
     return parser().parse_overrides([line])[0]
 
 
