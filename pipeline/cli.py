@@ -26,11 +26,9 @@ from pipeline.sweep.preflight import Plan, fail
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
 def _app(cfg: DictConfig) -> None:
-    from pipeline.numerics import jobs_on_one_blas_thread
     from pipeline.params import UserError
     from pipeline.sweep.stages import job
 
-    jobs_on_one_blas_thread()  # a job's matrices are small: BLAS's second thread only spins (workers are the parallelism)
     if cfg.get("pack_members"):  # a pack job of a packed sweep (pack=N): its members, part by part
         from pipeline.sweep.pack import run_pack as job
     try:

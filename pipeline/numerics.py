@@ -22,7 +22,6 @@ of the results' bits; :func:`two_product` here is the same TwoProduct on numpy a
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -182,23 +181,29 @@ def single_thread() -> Any:
     return threadpool_limits(limits=1, user_api="blas")
 
 
-BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 _JOBS_BLAS: list[Any] = []  # the limit set for the jobs of this process, kept for its life
 
 
 def jobs_on_one_blas_thread() -> None:
-    """BLAS on one thread for the rest of this process, from its first job on, unless the environment names a
-    count (:data:`BLAS_ENV`: the user's choice is kept). A job's matrices are small (a Gram block of 1000 x 512,
-    a solve of a few hundred): OpenBLAS's thread per core mostly waits for them, spinning on a core another
-    process or worker needs (measured: a packed Pegasos seed 7.6 ms on one thread against 35 ms on two, with
-    another process busy on the second core; docs/performance.md). A sweep's parallelism is its workers
-    (``hydra/launcher=fork``). The results are the same bits: no statistic's rounding depends on the thread
-    count (the ones that could ask for one thread themselves: :func:`single_thread`)."""
-    if _JOBS_BLAS or any(os.environ.get(k) for k in BLAS_ENV):
+    """BLAS on one thread for the rest of this process, from its first job on (:mod:`pipeline.job.run` calls
+    this before a job's data and its run), whatever the environment asks (``OPENBLAS_NUM_THREADS`` and the like).
+
+    Bits: OpenBLAS's results can depend on its thread count. Measured on an AMD EPYC: the synthetic
+    margin data at d = 50 (a QR of a 50 x 50 Gaussian and a product with it) differed in their last bits
+    between one thread and two, so a sweep on the basic launcher (BLAS on every core) and the same sweep on
+    forked or joblib workers (one thread each) computed on different data. On one thread always, a job's results
+    are the same on every launcher and any number of workers.
+
+    Time: a job's matrices are small (a Gram block of 1000 x 512, a solve of a few hundred); OpenBLAS's
+    thread per core mostly waits for them, spinning on a core another process or worker needs (a packed
+    Pegasos seed: 7.6 ms on one thread against 35 ms on two, with another process busy on the second core;
+    docs/performance.md). A sweep's parallelism is its workers (``hydra/launcher=fork``)."""
+    if _JOBS_BLAS:
         return
     try:
+        import scipy.linalg  # noqa: F401 - its own OpenBLAS, loaded now: a library loaded after the limit is not limited
         from threadpoolctl import threadpool_limits  # installed with scikit-learn
-    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+    except ImportError:  # pragma: no cover - scipy and scikit-learn are dependencies
         return
     _JOBS_BLAS.append(threadpool_limits(limits=1, user_api="blas"))
 

@@ -66,7 +66,9 @@ def _worker_state() -> tuple:
 def test_a_forked_sweep_is_the_basic_launchers_bit_for_bit(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Four jobs on two forked workers: the same results, curves and verdicts, byte for byte, as the basic
-    launcher's; each job run once, none of them in the command's process, in two workers."""
+    launcher's; each job run once, none of them in the command's process, in two workers. At d = 50 and n = 400
+    the margin data's QR and product are large enough for OpenBLAS to thread them, and their bits followed the
+    thread count (BLAS on every core in the command, one thread in each worker) until a job pinned it."""
     if forks.cores() < 2 or not forks.available():
         pytest.skip("one core, or no fork: the fork launcher runs the jobs in the command's process")
     from pipeline.job import run as job_run
@@ -85,7 +87,7 @@ def test_a_forked_sweep_is_the_basic_launchers_bit_for_bit(tmp_path: Path, bound
         env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / launcher}.db",
                "BOUNDLAB_CACHE": str(tmp_path / f"cache-{launcher}")}  # no job reused from the other sweep
         workers = ["hydra.launcher.n_jobs=2"] if launcher == "fork" else []
-        proc = boundlab_in_process("-m", "seed=0,1,2,3", "n=150", "d=5", "algorithm=pegasos", "T=300",
+        proc = boundlab_in_process("-m", "seed=0,1,2,3", "n=400", "d=50", "algorithm=pegasos", "T=300",
                                    f"hydra/launcher={launcher}", *workers, f"hydra.sweep.dir={tmp_path / launcher}",
                                    cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]

@@ -14,6 +14,7 @@ from pipeline.data import Dataset
 from pipeline.data.certify import content_hash
 from pipeline.params import UserError
 from pipeline.job.statistics import available, complete
+from pipeline.numerics import jobs_on_one_blas_thread
 
 
 @dataclass
@@ -58,6 +59,7 @@ def prepare(job: Job) -> Dataset:
     """The job's data, checked against its learner: raises :class:`pipeline.params.UserError` before
     anything is run or written if the learner cannot take them: a kind of data it does not accept
     (:func:`refusal`), or what its ``check_data`` refuses (e.g. a batch larger than the sample)."""
+    jobs_on_one_blas_thread()  # the same bits whatever BLAS's thread count (a QR's and a product's roundings follow it)
     ds = job.dataset.generate(np.random.default_rng(_seeds(job)[0]))
     if ds.kind not in job.learner.accepts:
         raise UserError(refusal(job.learner, ds))
