@@ -750,7 +750,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"{name}: starting (load average {load[0]:.2f} on {os.cpu_count()} cores)", file=sys.stderr)
             t = time.perf_counter()
             report[name] = steps[name]()
-            measured[name] = {"date": time.strftime("%Y-%m-%d"), "load_average_at_start": load,
+            measured[name] = {"date": time.strftime("%Y-%m-%d"), "machine": report["machine"], "load_average_at_start": load,
                               "load_average_at_end": os.getloadavg(), "reps": reps, "tiny": args.tiny,
                               "seconds": round(time.perf_counter() - t, 1),
                               "command": " ".join(["python benchmarks/bench.py", *(argv if argv is not None else sys.argv[1:])])}
