@@ -44,13 +44,27 @@ def run_sweep(experiment: str, params_file: Path = Path("params.yaml"), results:
     work = WORK_DIR / experiment
     callbacks.LAST.clear()  # filled by this sweep's aggregation: only then are the sweep's files its own
     try:
-        main(["-m", f"experiment={experiment}", f"hydra.sweep.dir={work}", *overrides])
+        main(["-m", f"experiment={experiment}", f"hydra.sweep.dir={work}", *launcher(experiment), *overrides])
     except SystemExit as e:
         # an earlier sweep's metrics.json may still be there: published only if this sweep wrote it
         if e.code == 1 and callbacks.LAST and (work / "metrics.json").exists():
             publish(work, results / experiment)
         raise
     publish(work, results / experiment)
+
+
+def launcher(experiment: str) -> list[str]:
+    """The launcher of the experiment's stage: forked workers (``hydra/launcher=fork``, one per core) for a packed
+    experiment (``pack:`` in experiments/NAME.yaml: a few jobs of many seeds each, seconds of work a job), the
+    basic launcher for the rest (many small jobs: in a fresh clone each worker would compile and fill the caches
+    the command has not yet, and the stages of small jobs lost as much as the packed ones gained; docs/performance.md,
+    "Forked workers"). The results are the same bits on either (every job on one BLAS thread)."""
+    from omegaconf import OmegaConf
+
+    from pipeline.paths import PACKAGE_ROOT
+
+    spec = OmegaConf.load(PACKAGE_ROOT / "experiments" / f"{experiment}.yaml")
+    return ["hydra/launcher=fork"] if spec.get("pack") else []
 
 
 def publish(sweep_dir: Path, dest: Path) -> list[Path]:

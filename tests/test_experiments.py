@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 from PIL import Image
 import pytest
+import yaml
 from helpers import compose_job, composer, migrated_store
 from hydra import initialize_config_dir
 
@@ -107,6 +108,17 @@ def test_dvc_runs_every_experiment_once_then_the_report_over_all() -> None:
     assert dvc["stages"]["report"]["metrics"] == [{"report/counts.json": {"cache": False}}] and "metrics" not in dvc
     assert {"report/claims.json": {"cache": False}} in dvc["stages"]["report"]["outs"]  # in git, compared by --targets
     assert all((ROOT / p).parent.name in EXPERIMENTS or p.startswith("report/") for p in dvc["plots"])
+
+
+def test_the_packed_experiments_stages_run_on_forked_workers_and_the_rest_on_the_basic_launcher() -> None:
+    """A packed experiment (a few jobs of many seeds) gains from a second worker; one of many small jobs lost as
+    much in a fresh clone (docs/performance.md, "Forked workers"): the stage chooses by the experiment's ``pack``."""
+    from pipeline import dvc_stage
+
+    packed = {name for name in EXPERIMENTS if yaml.safe_load((ROOT / "experiments" / f"{name}.yaml").read_text()).get("pack")}
+    assert {"pegasos_expectation", "kernel_pegasos_expectation", "multiclass_expectation"} <= packed
+    for name in EXPERIMENTS:
+        assert dvc_stage.launcher(name) == (["hydra/launcher=fork"] if name in packed else []), name
 
 
 def test_the_stage_command_says_what_it_does(capsys: pytest.CaptureFixture) -> None:
