@@ -85,10 +85,9 @@ def _override(line: str):  # noqa: ANN202
     tests/test_hydra_seam.py): a seed round of 10,000 seeds has 10,000 distinct ``seed=`` lines, and Hydra's
     ANTLR parser took ~0.1 ms each (1.2 s of the round's start)."""
     plain = _KEY_INT.fullmatch(line)
-    if plain is not None:
+    if plain is not None and plain.group(2) != "0":
         key, value = plain.groups()
-        return dataclasses.replace(_override(f"{key}=0"), _value=int(value), input_line=line) if value != "0" \
-            else parser().parse_overrides([line])[0]
+        return dataclasses.replace(_override(f"{key}=0"), _value=int(value), input_line=line)
     return parser().parse_overrides([line])[0]
 
 
