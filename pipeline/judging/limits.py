@@ -95,18 +95,35 @@ def _log_capital(payoff: np.ndarray, top: np.ndarray, n: int | None = None, alph
     s2[0] = 0.0
     np.cumsum(payoff[:-1], axis=0, out=g[1:])
     np.cumsum(payoff[:-1] * payoff[:-1], axis=0, out=s2[1:])
+    return _capital(_plug_in(g, s2, y0), payoff, top)[0]
+
+
+def _plug_in(g: np.ndarray, s2: np.ndarray, y0: np.ndarray) -> np.ndarray:
+    """The growth-rate plug-in, in place in ``g``: (the payoffs' sum before each value + y0) over (their squares'
+    sum + y0^2), from those sums (``g``, ``s2``, which this overwrites) and the pseudo-value ``y0``."""
     g += y0
     np.maximum(g, 0.0, out=g)
     s2 += y0 * y0
     np.maximum(s2, 1e-300, out=s2)  # (a cap of 1e300 makes y0^2 underflow: g is then the cap)
     g /= s2
+    return g
+
+
+def _capital(g: np.ndarray, payoff: np.ndarray, top: np.ndarray,
+             before: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """log K_t, the average of the :data:`COMPONENTS` bettors' capitals, given the plug-in ``g``, the payoffs and
+    the largest bets; ``before``: each bettor's log-capital before the first row (one row per bettor), added to
+    its first term. Returns the log-capital and each bettor's log-capital after the last row."""
     logs: list[np.ndarray] = []
-    for f, c in COMPONENTS:
-        log_k = np.multiply(g, f, out=s2 if not logs else None)  # s2 is no longer needed
+    for k, (f, c) in enumerate(COMPONENTS):
+        log_k = np.multiply(g, f)
         np.minimum(log_k, c * top, out=log_k)
         log_k *= payoff
         np.log1p(log_k, out=log_k)
+        if before is not None:
+            log_k[0] += before[k]
         logs.append(np.cumsum(log_k, axis=0, out=log_k))
+    after = np.array([log_k[-1] for log_k in logs])
     big = logs[0].copy()
     for log_k in logs[1:]:
         np.maximum(big, log_k, out=big)
@@ -116,7 +133,7 @@ def _log_capital(payoff: np.ndarray, top: np.ndarray, n: int | None = None, alph
         total += np.exp(log_k, out=log_k)
     total *= 1.0 / len(COMPONENTS)
     capital: np.ndarray = big + np.log(total, out=total)
-    return capital
+    return capital, after
 
 
 def _top_below(u: np.ndarray) -> np.ndarray:
@@ -299,31 +316,7 @@ def _rejected(payoff: Callable[[int, int, np.ndarray], np.ndarray], top: np.ndar
             np.cumsum(head, axis=0, out=s2[1:])
         sums[cols] = g[-1] + p[-1]
         squares[cols] = s2[-1] + p[-1] * p[-1]
-        y0 = 0.5 / t  # as in _log_capital, cell by cell
-        g += y0
-        np.maximum(g, 0.0, out=g)
-        s2 += y0 * y0
-        np.maximum(s2, 1e-300, out=s2)
-        g /= s2
-        chunk_logs = []
-        for k, (f, c) in enumerate(COMPONENTS):
-            log_k = np.multiply(g, f)
-            np.minimum(log_k, c * t, out=log_k)
-            log_k *= p
-            np.log1p(log_k, out=log_k)
-            log_k[0] += logs[k, cols]
-            np.cumsum(log_k, axis=0, out=log_k)
-            logs[k, cols] = log_k[-1]
-            chunk_logs.append(log_k)
-        big = chunk_logs[0].copy()
-        for log_k in chunk_logs[1:]:
-            np.maximum(big, log_k, out=big)
-        total = np.zeros_like(big)
-        for log_k in chunk_logs:
-            log_k -= big
-            total += np.exp(log_k, out=log_k)
-        total *= 1.0 / len(COMPONENTS)
-        capital = big + np.log(total, out=total)
+        capital, logs[:, cols] = _capital(_plug_in(g, s2, 0.5 / t), p, t, logs[:, cols])  # y0 as in _log_capital
         best[cols] = np.maximum(best[cols], np.max(capital, axis=0))
         done = rejects(best[cols])
         rejected[cols[done]] = True
