@@ -522,6 +522,47 @@ def bench_sweep(jobs: int, job_args: list[str], parallel: bool, breakdown_too: b
         return out
 
 
+def bench_sweep_memory(sizes: list[int], job_args: list[str]) -> dict[str, Any]:
+    """Issue 53's decided memory target: a sweep's peak resident memory may grow by at most twice its results
+    tables from the smaller size to the larger (1,000 and 10,000 jobs, the basic launcher, one job a seed).
+    The peak is the command's own (``os.wait4``: its largest resident set, its forked helpers included); the
+    tables are the sweep's results and curves as its end holds them (``pipeline.sweep.callbacks.collect`` of
+    its directory, ``memory_usage(deep=True)``), read after the command ended."""
+    from pipeline.sweep.callbacks import collect
+
+    out: dict[str, Any] = {"job": " ".join(job_args), "launcher": "basic"}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+                            "BOUNDLAB_CACHE": str(tmp_path / "cache")}
+        _timed([*boundlab_cmd(), "-m", *job_args, "seed=range(0,2)", f"hydra.sweep.dir={tmp_path / 'warm'}"],
+               tmp_path, env)
+        for jobs in sizes:
+            sweep_dir = tmp_path / f"s{jobs}"
+            argv = [*boundlab_cmd(), "-m", *job_args, f"seed=range(0,{jobs})", f"hydra.sweep.dir={sweep_dir}"]
+            t = time.perf_counter()
+            proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)
+            err = proc.stderr.read() if proc.stderr else ""
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode:
+                raise RuntimeError(f"{' '.join(argv[:4])} ... exited {proc.returncode}: {err[-2000:]}")
+            results, curves, failed = collect(sweep_dir, jobs)
+            table_bytes = int(results.memory_usage(deep=True).sum() + curves.memory_usage(deep=True).sum())
+            out[str(jobs)] = {"seconds": time.perf_counter() - t, "peak_resident_MB": usage.ru_maxrss / 1024,
+                              "tables_MB": table_bytes / 2**20, "rows": len(results), "failed": len(failed)}
+            print(f"  sweep of {jobs} jobs: peak {usage.ru_maxrss / 1024:.0f} MB, tables {table_bytes / 2**20:.1f} MB "
+                  f"(load {os.getloadavg()[0]:.2f})", file=sys.stderr)
+    small, large = str(min(sizes)), str(max(sizes))
+    growth = out[large]["peak_resident_MB"] - out[small]["peak_resident_MB"]
+    out["peak_growth_MB"] = growth
+    out["growth_over_larger_tables"] = growth / out[large]["tables_MB"]
+    out["target"] = "peak growth <= 2 x the larger sweep's tables"
+    out["met"] = growth <= 2 * out[large]["tables_MB"]
+    return out
+
+
 def _one_run(reps: int) -> dict[str, Any]:
     """One run's phases, cold and warm (benchmarks/one_run.py)."""
     from one_run import main as one_run  # the script's own directory is on sys.path
@@ -565,39 +606,68 @@ def bench_packed(sizes: list[int], pack: int, workers: int, warm: bool = True) -
 SEED_JOBS = {"pegasos": ["algorithm=pegasos", "n=1000", "d=10", "T=1000"], "perceptron": ["n=200", "d=5"]}
 
 
+SEED_PARTS = ("data", "learner alone", "learner, statistics, bounds", "the run's tables (rows, curves)")
+
+
 def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
     """Per seed, in this process (after a first seed that pays the imports and compilations): the data (generated
-    and certified), the learner alone (its run again on the same data), and the whole run (the learner, the
-    statistics the bounds read, the bounds and the run's rows); seconds. BLAS on one thread, as in each of the
-    round's workers (two workers on two cores: ``pipeline.forks``)."""
+    and certified), the learner alone (its run again on the same data), the run's learner, statistics (what the
+    bounds read) and bounds, and the run's tables (its rows and curves as frames: plumbing); seconds. As each of
+    the round's workers computes: BLAS on one thread (two workers on two cores: ``pipeline.forks``), the
+    command's cycle collector (``pipeline.sweep.interrupts.seldom_collection``), the objects made before the
+    round frozen (``gc.freeze``, as at a worker's start)."""
+    import gc
+
     import numpy as np
     from hydra import initialize_config_dir
 
-    from pipeline.job.run import prepare, run
+    import pipeline.job.run as job_run
+    from pipeline.job.config import build
     from pipeline.numerics import single_thread
     from pipeline.paths import CONF_DIR
     from pipeline.sweep import hydra_seam
+    from pipeline.sweep.interrupts import seldom_collection
     from pipeline.sweep.schemas import register
-    from pipeline.job.config import build
 
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         compose = hydra_seam.Composer()
         jobs = [build(compose([*job_args, f"seed={s}"])) for s in range(seeds + 1)]
-    parts = {"data": 0.0, "learner alone": 0.0, "run (learner, statistics, bounds, rows)": 0.0}
+    parts = dict.fromkeys(SEED_PARTS, 0.0)
+    tables = [0.0]
+
+    def timed_table(f: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return f(*args)
+            finally:
+                tables[0] += time.perf_counter() - t
+        return wrapper
+
+    originals, threshold = (job_run.rows_table, job_run.curve_table), gc.get_threshold()
+    job_run.rows_table, job_run.curve_table = (timed_table(f) for f in originals)
     limit = single_thread()
-    for i, job in enumerate(jobs):
-        t0 = time.perf_counter()
-        ds = prepare(job)
-        t1 = time.perf_counter()
-        job.learner.run(ds, np.random.default_rng(0))
-        t2 = time.perf_counter()
-        run(job, ds)
-        t3 = time.perf_counter()
-        if i:
-            for name, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
-                parts[name] += dt / seeds
-    limit.restore_original_limits()
+    seldom_collection()
+    gc.freeze()
+    try:
+        for i, job in enumerate(jobs):
+            t0 = time.perf_counter()
+            ds = job_run.prepare(job)
+            t1 = time.perf_counter()
+            job.learner.run(ds, np.random.default_rng(0))
+            t2 = time.perf_counter()
+            tables[0] = 0.0
+            job_run.run(job, ds)
+            t3 = time.perf_counter()
+            if i:
+                for name, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2 - tables[0], tables[0])):
+                    parts[name] += dt / seeds
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+        job_run.rows_table, job_run.curve_table = originals
+        limit.restore_original_limits()
     return parts
 
 
@@ -619,7 +689,7 @@ def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm
                 _timed([*base, "seed=range(0,4)", f"hydra.sweep.dir={tmp_path / (name + '-warm')}"], tmp_path, env)
             costs = seed_costs(args, probe)
             wall = _timed([*base, f"seed=range(0,{seeds})", f"hydra.sweep.dir={tmp_path / name}"], tmp_path, env)
-            compute = sum(v for k, v in costs.items() if k != "learner alone")
+            compute = costs["data"] + costs["learner, statistics, bounds"]  # the rest is plumbing
             plumbing = max(0.0, wall - seeds * compute / workers)
             out[name] = {"job": " ".join(args), "seeds": seeds, "wall_seconds": wall, "per_seed_ms": {
                 k: 1e3 * v for k, v in costs.items()}, "compute_per_seed_ms": 1e3 * compute,
@@ -682,7 +752,7 @@ def breakdown(job_args: list[str], env: dict[str, str], reps: int) -> dict[str, 
 # --- main -------------------------------------------------------------------------------------------
 
 SECTIONS = ("kernels", "kernel_pegasos", "cache", "startup", "compose", "single", "one_run", "stream", "files", "sweep", "packed",
-            "seeds")
+            "seeds", "memory")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -704,6 +774,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--packed", default="2000,10000", help="the two sizes (runs) of the packed sweep")
     ap.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")], default=[10000, 10000],
                     help="seeds of the seed rounds: Pegasos (n=1000 d=10 T=1000), Perceptron (n=200 d=5)")
+    ap.add_argument("--memory-jobs", type=lambda v: [int(x) for x in v.split(",")], default=[1000, 10000],
+                    help="the two sweep sizes of the memory section (Perceptron n=200 d=5, one job a seed)")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = ap.parse_args(argv)
     only = set(args.only.split(",")) if args.only else set(SECTIONS) - ({"sweep", "one_run"} if args.tiny else set())
@@ -741,6 +813,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                      {"pegasos": args.seeds[0], "perceptron": args.seeds[1]},
                                      pack=10 if args.tiny else 500, workers=2, probe=3 if args.tiny else 40,
                                      warm=not args.tiny),
+        "memory": lambda: bench_sweep_memory([3, 6] if args.tiny else args.memory_jobs, ["n=200", "d=5"]),
         "sweep": lambda: bench_sweeps([3] if args.tiny else [int(j) for j in str(args.jobs).split(",")],
                                       parallel=not args.no_parallel, tiny=args.tiny, learners=learners),
     }
@@ -879,6 +952,14 @@ def table(report: dict[str, Any]) -> str:
                   f"| the same: per seed (ms) in one process | {parts} | |",
                   f"| the same: plumbing (the wall time less the compute over the workers) | "
                   f"{100 * r['plumbing_share_of_wall']:.0f} % | {_target(100 * r['plumbing_share_of_wall'], 20, unit=' %')} |"]
+    memory = report.get("memory")
+    if isinstance(memory, dict) and "peak_growth_MB" in memory:
+        sizes = sorted((k for k in memory if k.isdigit()), key=int)
+        peaks = ", ".join(f"{k} jobs {memory[k]['peak_resident_MB']:.0f} MB (tables {memory[k]['tables_MB']:.1f} MB)"
+                          for k in sizes)
+        lines.append(f"| sweep memory ({memory['job']}, one job a seed): peak resident | {peaks}; growth "
+                     f"{memory['peak_growth_MB']:.0f} MB = {memory['growth_over_larger_tables']:.2f}x the larger tables | "
+                     f"<= 2x: {'met' if memory['met'] else 'not met'} |")
     return "\n".join(lines)
 
 

@@ -54,6 +54,7 @@ def command() -> NoReturn:
     (:func:`pipeline.sweep.interrupts.quick_exit`: the exit handlers run, the modules are not torn down), quietly
     when the reader of its output has gone (``boundlab --help | head -1``). An exception other than
     ``SystemExit`` takes Python's own way out (its traceback, then the teardown)."""
+    interrupts.seldom_collection()
     try:
         interrupts.quick_exit(interrupts.until_the_reader_leaves(main))
     except SystemExit as e:

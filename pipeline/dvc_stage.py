@@ -256,7 +256,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from pipeline.sweep.interrupts import quick_exit, until_the_reader_leaves
+    from pipeline.sweep.interrupts import quick_exit, seldom_collection, until_the_reader_leaves
+
+    seldom_collection()
 
     # without the interpreter's teardown of MLflow and numba (~1 s a stage); quiet when stdout's reader has gone
     quick_exit(until_the_reader_leaves(lambda: main(sys.argv[1:])))

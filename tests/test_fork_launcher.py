@@ -32,34 +32,46 @@ def test_a_forked_worker_has_plain_signals_and_its_share_of_blas() -> None:
     per core ran at half speed."""
     import signal
 
+    import gc
+
+    from pipeline.sweep.interrupts import GC_THRESHOLD, seldom_collection
+
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     read, write = os.pipe()
     os.set_blocking(write, False)
     old_fd = signal.set_wakeup_fd(write)
+    threshold = gc.get_threshold()
+    seldom_collection()  # as the command's start sets it
     try:
         pool = forks.pool(1, blas_threads=1)
         if pool is None:
             pytest.skip("no fork on this platform")
         with pool:
-            handlers, blas, wakeup = pool.submit(_worker_state).result()
+            handlers, blas, wakeup, collector = pool.submit(_worker_state).result()
     finally:
+        gc.set_threshold(*threshold)
         signal.set_wakeup_fd(old_fd)
         signal.signal(signal.SIGTERM, previous)
         os.close(read)
         os.close(write)
     assert handlers == (signal.SIG_DFL,) * 3 and wakeup == -1
     assert blas <= {1}
+    # the command's collector pace, and what the worker inherited out of its collections' reach
+    assert collector[0] == GC_THRESHOLD != threshold and collector[1] > 10_000
 
 
 def _worker_state() -> tuple:
-    """A worker's signal handlers, its BLAS thread counts and its wake-up fd."""
+    """A worker's signal handlers, its BLAS thread counts, its wake-up fd and its cycle collector (thresholds,
+    objects frozen)."""
     import signal
 
     from threadpoolctl import threadpool_info
 
+    import gc
+
     handlers = tuple(signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
     blas = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
-    return handlers, blas, signal.set_wakeup_fd(-1)
+    return handlers, blas, signal.set_wakeup_fd(-1), (gc.get_threshold(), gc.get_freeze_count())
 
 
 @pytest.mark.e2e

@@ -517,3 +517,30 @@ def test_the_command_piped_into_a_reader_that_has_gone_says_nothing(argv: list[s
     finally:
         os.close(write)
     assert (proc.returncode, proc.stderr) == (interrupts.CLOSED_PIPE, "")
+
+
+def test_the_command_collects_cycles_at_its_own_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``boundlab`` command sets the cycle collector's thresholds before its work (a seed round spent ~10 % of
+    its time in full collections at Python's own: docs/performance.md)."""
+    import gc
+
+    from pipeline import cli
+
+    class Ended(Exception):
+        pass
+
+    seen = []
+
+    def ended(code: object = 0) -> None:
+        raise Ended(code)
+
+    monkeypatch.setattr(cli, "main", lambda: seen.append(gc.get_threshold()))
+    monkeypatch.setattr(interrupts, "quick_exit", ended)
+    threshold = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        with pytest.raises(Ended):
+            cli.command()
+    finally:
+        gc.set_threshold(*threshold)
+    assert seen == [interrupts.GC_THRESHOLD] and interrupts.GC_THRESHOLD[0] > 700

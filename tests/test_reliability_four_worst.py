@@ -62,7 +62,8 @@ def _at_or_above_exact_sqrt(upper: float, square: Fraction) -> bool:
 # --- sizes: 201 to 5,000 mistakes -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("M", "rho", "label"), [(201, 1.0, 1), (500, 2.5, -1), (2000, 0.3, 1), (MAX_ROWS, 1.0, 1)])
+@pytest.mark.parametrize(("M", "rho", "label"), [(201, 1.0, 1), (500, 2.5, -1), (2000, 0.3, 1),
+                                                  pytest.param(MAX_ROWS, 1.0, 1, marks=pytest.mark.long)])
 def test_every_worst_case_the_docs_promise_is_built_certified_and_attained(M: int, rho: float, label: int) -> None:
     """Past the SDPs' 63 mistakes, up to the 5,000 rows the docs promise: the instance has M* = floor((rho/gamma)^2)
     rows, its certified radius and margin are in the class, the project's Perceptron makes exactly M* mistakes on it

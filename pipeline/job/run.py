@@ -188,8 +188,12 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
                     curves[f"{prefix}bound/{b.name}"] = (t, values)
     if outcome.parts:
         curves |= outcome.curves
-    table = pd.DataFrame(rows)
-    return Result(table=table, curve=curve_table(job.key(), curves), trace=outcome.trace, dataset=ds)
+    return Result(table=rows_table(rows), curve=curve_table(job.key(), curves), trace=outcome.trace, dataset=ds)
+
+
+def rows_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The run's rows (one per bound, and per part) as its results table."""
+    return pd.DataFrame(rows)
 
 
 def curve_table(run_key: str, curves: dict[str, tuple[Any, Any]]) -> pd.DataFrame:

@@ -228,6 +228,24 @@ def stop_workers() -> None:
         executor.shutdown(wait=True)
 
 
+GC_THRESHOLD = (10_000, 20, 20)  # allocations less deallocations before a young collection; then as Python's own
+
+
+def seldom_collection() -> None:
+    """Python's cycle collector at a command's pace: a young collection every 10,000 net allocations, not 700.
+
+    A command holds a large heap of long-lived objects (Hydra's, MLflow's, SQLAlchemy's, pandas' modules, a
+    sweep's configs), and every tenth middle collection scans all of it. A packed seed round allocates fast
+    (each run's rows and tables): at Python's thresholds each of its workers spent 1.2-1.4 s in full
+    collections per 1,000 Pegasos seeds, ~10 % of the round, and the command ~0.9 s at its start and end
+    (docs/performance.md, "Seeds by the thousand"). Nothing boundlab computes depends on when garbage is
+    collected; a cycle waits longer to be freed, a few megabytes at most. Called by the ``boundlab`` command and the
+    DVC stage at their start; forked workers inherit it (:func:`pipeline.forks.pool`)."""
+    import gc
+
+    gc.set_threshold(*GC_THRESHOLD)
+
+
 def quick_exit(code: object = 0) -> NoReturn:
     """End the process as ``sys.exit(code)`` does, without the interpreter's teardown of its modules.
 
