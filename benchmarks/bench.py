@@ -606,23 +606,24 @@ def bench_packed(sizes: list[int], pack: int, workers: int, warm: bool = True) -
 SEED_JOBS = {"pegasos": ["algorithm=pegasos", "n=1000", "d=10", "T=1000"], "perceptron": ["n=200", "d=5"]}
 
 
-SEED_PARTS = ("data", "learner alone", "learner, statistics, bounds", "the run's tables (rows, curves)")
+SEED_PARTS = ("data", "learner alone", "learner, statistics, bounds", "the part's tables (rows, curves)")
 
 
 def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
     """Per seed, in this process (after a first seed that pays the imports and compilations): the data (generated
     and certified), the learner alone (its run again on the same data), the run's learner, statistics (what the
-    bounds read) and bounds, and the run's tables (its rows and curves as frames: plumbing); seconds. As each of
-    the round's workers computes: BLAS on one thread (two workers on two cores: ``pipeline.forks``), the
-    command's cycle collector (``pipeline.sweep.interrupts.seldom_collection``), the objects made before the
-    round frozen (``gc.freeze``, as at a worker's start)."""
+    bounds read) and bounds (``pipeline.job.run.measure``), and the tables a pack's part makes of its runs' rows and
+    curves (``part_tables`` of the ``seeds`` runs: plumbing); seconds. As each of the round's workers computes: BLAS
+    on one thread (two workers on two cores: ``pipeline.forks``), the command's cycle collector
+    (``pipeline.sweep.interrupts.seldom_collection``), the objects made before the round frozen (``gc.freeze``, as
+    at a worker's start)."""
     import gc
 
     import numpy as np
     from hydra import initialize_config_dir
 
-    import pipeline.job.run as job_run
     from pipeline.job.config import build
+    from pipeline.job.run import measure, part_tables, prepare
     from pipeline.numerics import single_thread
     from pipeline.paths import CONF_DIR
     from pipeline.sweep import hydra_seam
@@ -634,39 +635,29 @@ def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
         compose = hydra_seam.Composer()
         jobs = [build(compose([*job_args, f"seed={s}"])) for s in range(seeds + 1)]
     parts = dict.fromkeys(SEED_PARTS, 0.0)
-    tables = [0.0]
-
-    def timed_table(f: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return f(*args)
-            finally:
-                tables[0] += time.perf_counter() - t
-        return wrapper
-
-    originals, threshold = (job_run.rows_table, job_run.curve_table), gc.get_threshold()
-    job_run.rows_table, job_run.curve_table = (timed_table(f) for f in originals)
+    threshold, measured = gc.get_threshold(), []
     limit = single_thread()
     seldom_collection()
     gc.freeze()
     try:
         for i, job in enumerate(jobs):
             t0 = time.perf_counter()
-            ds = job_run.prepare(job)
+            ds = prepare(job)
             t1 = time.perf_counter()
             job.learner.run(ds, np.random.default_rng(0))
             t2 = time.perf_counter()
-            tables[0] = 0.0
-            job_run.run(job, ds)
+            rows = measure(job, ds).rows
             t3 = time.perf_counter()
             if i:
-                for name, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2 - tables[0], tables[0])):
+                measured.append(rows)
+                for name, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
                     parts[name] += dt / seeds
+        t = time.perf_counter()
+        part_tables(measured)
+        parts[SEED_PARTS[3]] = (time.perf_counter() - t) / seeds
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
-        job_run.rows_table, job_run.curve_table = originals
         limit.restore_original_limits()
     return parts
 

@@ -132,7 +132,7 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert math.isfinite(packed["per_run_seconds"]) and packed["peak_resident_GB"] > 0
     r = report["seeds"]["perceptron"]  # a seed round as a user runs it, beside what a seed computes
     assert r["seeds"] == 6 and r["wall_seconds"] > 0 and 0 <= r["plumbing_share_of_wall"] <= 1
-    assert set(r["per_seed_ms"]) == {"data", "learner alone", "learner, statistics, bounds", "the run's tables (rows, curves)"}
+    assert set(r["per_seed_ms"]) == {"data", "learner alone", "learner, statistics, bounds", "the part's tables (rows, curves)"}
     assert all(v > 0 for v in r["per_seed_ms"].values()) and "6 seeds of perceptron" in proc.stdout
     memory = report["memory"]  # issue 53's memory target: a sweep's peak against its tables, at two sizes
     assert set(memory["3"]) == {"seconds", "peak_resident_MB", "tables_MB", "rows", "failed"}

@@ -149,9 +149,36 @@ def check_unchanged(learner: str, before: dict[str, str], after: dict[str, str])
                            "writing into it: docs/plugins.md)")
 
 
+@dataclass
+class RunRows:
+    """What one run's tables are made of: its key, its rows (one per bound, and per part) and its curves
+    (quantity -> (t, values)). :func:`run` makes its tables; a pack makes one pair for a part's runs
+    (:func:`part_tables`)."""
+
+    key: str
+    rows: list[dict[str, Any]]
+    curves: dict[str, tuple[Any, Any]]
+
+
+@dataclass
+class Measured:
+    """What one run measured, before its tables: its rows, its trace and its data."""
+
+    rows: RunRows
+    trace: dict[str, np.ndarray]
+    dataset: Dataset
+
+
 def run(job: Job, ds: Dataset | None = None) -> Result:
     """Run ``job`` (on ``ds`` from :func:`prepare`, or freshly prepared). Data and algorithm draw from
     separate streams spawned from the job's seed."""
+    m = measure(job, ds)
+    return Result(table=rows_table(m.rows.rows), curve=curve_table(m.rows.key, m.rows.curves), trace=m.trace,
+                  dataset=m.dataset)
+
+
+def measure(job: Job, ds: Dataset | None = None) -> Measured:
+    """:func:`run` up to its tables: the learner, the statistics and the bounds, as rows and curves."""
     ds = prepare(job) if ds is None else ds
     learner = job.learner
     algorithm_seed = _seeds(job)[1]
@@ -188,12 +215,69 @@ def run(job: Job, ds: Dataset | None = None) -> Result:
                     curves[f"{prefix}bound/{b.name}"] = (t, values)
     if outcome.parts:
         curves |= outcome.curves
-    return Result(table=rows_table(rows), curve=curve_table(job.key(), curves), trace=outcome.trace, dataset=ds)
+    return Measured(rows=RunRows(key=job.key(), rows=rows, curves=curves), trace=outcome.trace, dataset=ds)
 
 
 def rows_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The run's rows (one per bound, and per part) as its results table."""
     return pd.DataFrame(rows)
+
+
+def _signature(rows: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """What pandas' inference of a frame from ``rows`` reads: each row's keys in order, and each column's set of
+    value types (exact types: ``bool`` is not ``int``, ``np.float64`` is not ``float``)."""
+    types: dict[str, set[type]] = {}
+    for row in rows:
+        for k, v in row.items():
+            types.setdefault(k, set()).add(type(v))
+    return tuple(tuple(r) for r in rows), tuple((k, frozenset(t)) for k, t in types.items())
+
+
+# The columns' sets of value types whose dtype pandas infers from the types alone (tests/test_run_tables.py tries
+# each with adversarial values): one type, or one type with None. Integers are checked apart (see part_tables).
+_BY_TYPE = {frozenset(t) for t in ({float}, {int}, {bool}, {str}, {type(None)}, {np.float64}, {float, type(None)},
+                                   {bool, type(None)}, {str, type(None)})}
+
+
+def part_tables(runs: list[RunRows]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The results and curves of ``runs``: exactly ``pd.concat`` of each run's own tables (:func:`run`'s), each
+    built once for all of them when that is the same frame, cell for cell and dtype for dtype.
+
+    pandas infers a column's dtype from the types of its values (floats, with None: float64 and NaN; bools with
+    None: object; ...), and ``pd.concat`` keeps a dtype the frames share. So when every run's rows have the same
+    keys in the same order and each column the same set of value types in every run, one of the sets whose dtype
+    follows from the types alone (``_BY_TYPE``), each run's frame has the dtypes of the frame of all of them, and
+    the frame of all the rows is their concatenation. Integers follow their values too (beyond int64 they become
+    uint64 or object): an integer column must come out int64. Curves likewise, when every run has a point and their
+    steps and values one dtype each. Any other case takes the runs one by one. A packed part of 100-250 runs built
+    ~0.6 ms of frames a run and concatenated them (docs/performance.md, "Seeds by the thousand");
+    tests/test_run_tables.py tries the equality on generated rows of every kind."""
+    if not runs:
+        return pd.DataFrame(), pd.DataFrame()
+    table = curve = None
+    first = _signature(runs[0].rows)
+    if all(kinds in _BY_TYPE for _, kinds in first[1]) and all(_signature(m.rows) == first for m in runs[1:]):
+        table = rows_table([row for m in runs for row in m.rows])
+        ints = [k for k, kinds in first[1] if kinds == {int}]
+        if any(table[k].dtype != np.int64 for k in ints):
+            table = None
+    kinds = {_curve_kinds(m.curves) for m in runs}
+    if len(kinds) == 1 and None not in kinds:
+        curve = _curves_table([(m.key, m.curves) for m in runs])
+    if table is None:
+        table = pd.concat([rows_table(m.rows) for m in runs], ignore_index=True)
+    if curve is None:
+        curve = pd.concat([curve_table(m.key, m.curves) for m in runs], ignore_index=True)
+    return table, curve
+
+
+def _curve_kinds(curves: dict[str, tuple[Any, Any]]) -> tuple[Any, Any] | None:
+    """The dtypes of a run's curve table's steps and values (None: no point, its table's columns typed apart)."""
+    ts = [np.asarray(t) for t, _ in curves.values()]
+    values = [np.asarray(v) for _, v in curves.values()]
+    if not sum(t.shape[0] for t in ts):
+        return None
+    return np.concatenate(ts).dtype, np.concatenate(values).dtype
 
 
 def curve_table(run_key: str, curves: dict[str, tuple[Any, Any]]) -> pd.DataFrame:
@@ -204,11 +288,21 @@ def curve_table(run_key: str, curves: dict[str, tuple[Any, Any]]) -> pd.DataFram
     if not curves:
         return pd.DataFrame({"run": pd.Series(dtype=object), "quantity": pd.Series(dtype=object),
                              "t": pd.Series(dtype=np.int64), "empirical": pd.Series(dtype=np.float64)})
-    names = list(curves)
-    ts = [np.asarray(curves[q][0]) for q in names]
-    values = [np.asarray(curves[q][1]) for q in names]
+    return _curves_table([(run_key, curves)])
+
+
+def _curves_table(runs: list[tuple[str, dict[str, tuple[Any, Any]]]]) -> pd.DataFrame:
+    """The curves of runs that each have some, one after the other, as one long table."""
+    keys, names, ts, values = [], [], [], []
+    for key, curves in runs:
+        for q, (t, v) in curves.items():
+            t = np.asarray(t)
+            keys.append(key)
+            names.append(q)
+            ts.append(t)
+            values.append(np.asarray(v))
     sizes = [t.shape[0] for t in ts]
-    quantity = np.empty(sum(sizes), dtype=object)
+    run, quantity = np.empty(sum(sizes), dtype=object), np.empty(sum(sizes), dtype=object)
+    run[:] = np.repeat(np.array(keys, dtype=object), sizes)
     quantity[:] = np.repeat(np.array(names, dtype=object), sizes)
-    return pd.DataFrame({"run": np.full(len(quantity), run_key, dtype=object), "quantity": quantity,
-                         "t": np.concatenate(ts), "empirical": np.concatenate(values)})
+    return pd.DataFrame({"run": run, "quantity": quantity, "t": np.concatenate(ts), "empirical": np.concatenate(values)})

@@ -270,9 +270,10 @@ def part_summary(table: Any) -> str:
 
 
 def _run_member(spec: Any) -> Any:
-    from pipeline.job.run import prepare, run
+    """A member's run up to its tables (:func:`pipeline.job.run.measure`): its part makes them for all its runs."""
+    from pipeline.job.run import measure, prepare
 
-    return run(spec, prepare(spec))
+    return measure(spec, prepare(spec))
 
 
 def _pack_params(table: Any, index: int, size: int, first: int) -> dict[str, str]:
@@ -329,14 +330,13 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
               label: str) -> bool:
     """Run one part's members (run numbers ``first``, ``first`` + 1, ...) and write the part whole: its
     results and curves, then its marker naming any run that failed (the others are kept). True if one failed."""
-    import pandas as pd
-
     from pipeline import files, tracking
+    from pipeline.job.run import part_tables
     from pipeline.sweep import stages
 
     results, curves, marker = _part_paths(out, p)
     marker.unlink(missing_ok=True)
-    tables, curve_tables, failed, kinds = [], [], {}, {}
+    measured, failed, kinds = [], {}, {}
     for i, spec in enumerate(specs):
         try:
             result = _run_member(spec)
@@ -348,10 +348,8 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
                 pass
             log.error("%s: run %d (%s) FAILED: %s", label, first + i, " ".join(members[i]), failed[str(first + i)])
             continue
-        tables.append(result.table)
-        curve_tables.append(result.curve)
-    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-    curve = pd.concat(curve_tables, ignore_index=True) if curve_tables else pd.DataFrame()
+        measured.append(result.rows)  # its rows and curves: its data and trace are let go
+    table, curve = part_tables(measured)
     with files.staged(results) as tmp:
         table.to_parquet(tmp, index=False)
     with files.staged(curves) as tmp:
