@@ -217,14 +217,14 @@ SLOW_JOBS = """\
 import os, time
 if os.environ.get("BOUNDLAB_SLOW_JOB"):
     import pipeline.job.run
-    original = pipeline.job.run.run
+    original = pipeline.job.run.measure  # a run's work, alone (a packed member) or within run()
     def slow(*args, **kwargs):
         flag = os.environ.get("BOUNDLAB_SLOW_FLAG")
         if flag:
             open(flag + "." + str(os.getpid()), "w").close()
         time.sleep(float(os.environ["BOUNDLAB_SLOW_JOB"]))
         return original(*args, **kwargs)
-    pipeline.job.run.run = slow
+    pipeline.job.run.measure = slow
 """
 
 # Wraps BOUNDLAB_FAULT ("module:Attr.path") so that call number BOUNDLAB_FAULT_CALL (0: every call)

@@ -87,13 +87,13 @@ def test_a_forked_sweep_is_the_basic_launchers_bit_for_bit(tmp_path: Path, bound
 
     ran = tmp_path / "ran"
     ran.mkdir()
-    real = job_run.run
+    real = job_run.measure  # a run's work, alone (a packed member) or within run()
 
-    def recording(job, ds):  # noqa: ANN001, ANN202 - inherited by the forked workers
+    def recording(job, ds=None):  # noqa: ANN001, ANN202 - inherited by the forked workers
         (ran / f"{job.seed}.{os.getpid()}").touch()
         return real(job, ds)
 
-    monkeypatch.setattr(job_run, "run", recording)
+    monkeypatch.setattr(job_run, "measure", recording)
     out = {}
     for launcher in ("fork", "basic"):
         env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / launcher}.db",

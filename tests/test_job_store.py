@@ -126,11 +126,11 @@ SLOW = """\
 import os, time
 if os.environ.get("BOUNDLAB_SLOW_JOB"):
     import pipeline.job.run
-    original = pipeline.job.run.run
+    original = pipeline.job.run.measure  # a run's work, alone (a packed member) or within run()
     def slow(*args, **kwargs):
         time.sleep(float(os.environ["BOUNDLAB_SLOW_JOB"]))
         return original(*args, **kwargs)
-    pipeline.job.run.run = slow
+    pipeline.job.run.measure = slow
 """
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
+import numpy as np
 import pytest
 
 from pipeline.sweep import pack
@@ -43,11 +44,13 @@ def _identity(i: int, code: str = "c1", inputs: dict | None = None) -> list:
 
 
 def _member_result(spec: SimpleNamespace) -> SimpleNamespace:
+    """A member's measurement as ``pipeline.job.run.measure`` gives it: two rows, one curve of three points."""
+    from pipeline.job.run import RunRows
+
     key = spec.key()
-    table = pd.DataFrame({"run": [key, key], "bound": ["a", "b"], "guarantee": ["D", "D"], "empirical": [1.0, 2.0],
-                          "applicable": [True, True], "holds": [True, True], "informative": [True, True]})
-    return SimpleNamespace(table=table,
-                           curve=pd.DataFrame({"run": [key] * 3, "t": [1, 2, 3], "value": [0.0, 1.0, 1.0]}))
+    rows = [{"run": key, "bound": b, "guarantee": "D", "empirical": e, "applicable": True, "holds": True,
+             "informative": True} for b, e in (("a", 1.0), ("b", 2.0))]
+    return SimpleNamespace(rows=RunRows(key=key, rows=rows, curves={"value": (np.array([1, 2, 3]), np.array([0.0, 1.0, 1.0]))}))
 
 
 def _spec(i: int) -> SimpleNamespace:

@@ -82,7 +82,7 @@ def _two(first: list[dict], second: list[dict]) -> list[RunRows]:
     return [RunRows(key="run0", rows=first, curves=point), RunRows(key="run1", rows=second, curves=point)]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
 # where pandas' inference reads the values: integers beyond int64 (uint64 in one run, int64 in the other: their
 # concatenation is float64) and integers with floats (an object column whose 1 stays an int in the frame of all
