@@ -59,6 +59,21 @@ def runs(draw: st.DrawFn) -> list[RunRows]:
     return out
 
 
+@st.composite
+def runs_of_one_signature(draw: st.DrawFn) -> list[RunRows]:
+    """Runs whose rows share one signature by construction (the same keys, the same value type at each row and
+    column in every run; only the values differ): the part's one-build path, whose guards these values probe."""
+    columns = draw(st.lists(st.sampled_from(range(len(KINDS))), min_size=1, max_size=5))
+    n_rows = draw(st.integers(1, 3))
+    pattern = [[draw(st.sampled_from(KINDS[kind])) for kind in columns] for _ in range(n_rows)]
+    out = []
+    for r in range(draw(st.integers(2, 5))):
+        rows = [{f"c{c}": draw(VALUES[name]) for c, name in enumerate(names)} for names in pattern]
+        n = draw(st.integers(1, 3))
+        out.append(RunRows(key=f"run{r}", rows=rows, curves={"q": (np.arange(n), np.zeros(n))}))
+    return out
+
+
 def _parquet(frame: pd.DataFrame) -> bytes | None:
     buffer = io.BytesIO()
     try:
@@ -94,6 +109,33 @@ def test_a_parts_tables_are_its_runs_tables_concatenated(measured: list[RunRows]
     table, curve = part_tables(measured)
     _same(table, pd.concat([rows_table(m.rows) for m in measured], ignore_index=True))
     _same(curve, pd.concat([curve_table(m.key, m.curves) for m in measured], ignore_index=True))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs_of_one_signature())
+def test_runs_of_one_signature_are_built_once_unless_their_values_decide(measured: list[RunRows]) -> None:
+    """The one-build path taken whenever its guards allow (every column's types of a kind pandas types alone, integers
+    within int64), and then the same tables as the concatenation."""
+    want_table = pd.concat([rows_table(m.rows) for m in measured], ignore_index=True)
+    want_curve = pd.concat([curve_table(m.key, m.curves) for m in measured], ignore_index=True)
+    built: list[int] = []
+    curves_table = job_run._curves_table
+    job_run.rows_table = lambda rows: built.append(len(rows)) or rows_table(rows)
+    job_run._curves_table = lambda runs: built.append(-len(runs)) or curves_table(runs)
+    try:
+        table, curve = part_tables(measured)
+    finally:
+        job_run.rows_table, job_run._curves_table = rows_table, curves_table
+    assert -len(measured) in built  # every run has a point, of one dtype: the curves in one table
+    built.remove(-len(measured))
+    _same(table, want_table)
+    _same(curve, want_curve)
+    types = {k: {type(v) for m in measured for row in m.rows for k2, v in row.items() if k2 == k}
+             for k in measured[0].rows[0]}
+    by_type = all(frozenset(t) in job_run._BY_TYPE for t in types.values())
+    in_int64 = all(-2**63 <= v < 2**63 for m in measured for row in m.rows for v in row.values() if type(v) is int)
+    if by_type and in_int64:
+        assert built == [sum(len(m.rows) for m in measured)]  # one frame for the part
 
 
 @pytest.mark.parametrize("job", [["n=200", "d=5"], ["algorithm=pegasos", "n=300", "d=5", "T=300"]])
