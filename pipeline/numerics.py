@@ -200,12 +200,9 @@ def jobs_on_one_blas_thread() -> None:
     docs/performance.md). A sweep's parallelism is its workers (``hydra/launcher=fork``)."""
     if _JOBS_BLAS:
         return
-    try:
-        import scipy.linalg  # noqa: F401 - its own OpenBLAS, loaded now: a library loaded after the limit is not limited
-        from threadpoolctl import threadpool_limits  # installed with scikit-learn
-    except ImportError:  # pragma: no cover - scipy and scikit-learn are dependencies
-        return
-    _JOBS_BLAS.append(threadpool_limits(limits=1, user_api="blas"))
+    import scipy.linalg  # noqa: F401 - its own OpenBLAS, loaded now: a library loaded after the limit is not limited
+
+    _JOBS_BLAS.append(single_thread())
 
 
 def certified_psd(K: np.ndarray) -> bool:

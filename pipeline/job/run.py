@@ -274,10 +274,9 @@ def part_tables(runs: list[RunRows]) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _curve_kinds(curves: dict[str, tuple[Any, Any]]) -> tuple[Any, Any] | None:
     """The dtypes of a run's curve table's steps and values (None: no point, its table's columns typed apart)."""
     ts = [np.asarray(t) for t, _ in curves.values()]
-    values = [np.asarray(v) for _, v in curves.values()]
     if not sum(t.shape[0] for t in ts):
         return None
-    return np.concatenate(ts).dtype, np.concatenate(values).dtype
+    return np.result_type(*ts), np.result_type(*(np.asarray(v) for _, v in curves.values()))  # the concatenations' dtypes
 
 
 def curve_table(run_key: str, curves: dict[str, tuple[Any, Any]]) -> pd.DataFrame:
