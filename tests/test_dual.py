@@ -132,28 +132,49 @@ def test_compiled_kernels_equal_their_python_reference() -> None:
     m, d, lm = 40, 6, 1e-2 * 40
     b = 1.0 - y * (X @ np.full(d, 0.1))
     s, sqn = np.full(m, 1.5), np.einsum("ij,ij->i", X, X)
-    perms = np.random.default_rng(0).permuted(np.tile(np.arange(m), (5, 1)), axis=1)
+    draws = np.random.default_rng(0).random((5, m))
     runs = []
     for f in (dual._dense_epochs, dual._dense_epochs.py):
         alpha, v = np.zeros(m), np.zeros(d)
-        f(X, y, b, s, sqn, lm, alpha, v, perms)
-        runs.append((alpha, v))
-    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+        runs.append((f(X, y, b, s, sqn, lm, alpha, v, draws), alpha, v))
+    assert runs[0][0] == runs[1][0] and runs[0][0][0] == 5  # epochs made: all five (each changed something)
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    np.testing.assert_array_equal(runs[0][2], runs[1][2])
     K = X @ X.T
     runs = []
     for f in (dual._gram_epochs, dual._gram_epochs.py):
         alpha, g = np.zeros(m), np.zeros(m)
-        f(K, y, s, lm, alpha, g, perms)
-        runs.append(alpha)
-    np.testing.assert_array_equal(runs[0], runs[1])
+        runs.append((f(K, y, s, lm, alpha, g, draws), alpha))
+    assert runs[0][0] == runs[1][0]
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
     for f in (dual._dense_combination, dual._gram_products):
-        args = (X, y, runs[0], lm) if f is dual._dense_combination else (K, runs[0] * y)
+        args = (X, y, runs[0][1], lm) if f is dual._dense_combination else (K, runs[0][1] * y)
         shape = d if f is dual._dense_combination else m
         out_c, out_py = (np.empty(shape), np.empty(shape)), (np.empty(shape), np.empty(shape))
         f(*args, *out_c)
         f.py(*args, *out_py)
         np.testing.assert_array_equal(out_c, out_py)
+
+
+def test_the_ascent_stops_at_a_fixed_point_of_its_steps() -> None:
+    """An epoch that changes no coordinate ends the epochs (v is unchanged, so every later epoch would change
+    none); one that does so from the freshly evaluated point ends the ascent, whatever the tolerance: more epochs
+    could never move it. Before, the ascent ran its 42-epoch blocks and, at tol = 0, all of max_epochs."""
+    from pipeline.solvers import dual
+
+    X, y = noisy(200, 5, seed=3)
+    m, lam = 200, 1.0 / (0.01 * 200)  # C = 0.01: every alpha_i reaches its upper end in the first epoch
+    cert = sdca(X, y, lam, tol=1e-7)
+    assert cert.epochs == 2 and np.all(cert.alpha == 1.0) and cert.gap <= 1e-7
+    stuck = sdca(X, y, lam, tol=0.0, max_epochs=100_000)
+    assert stuck.epochs < 100 and stuck.gap > 0.0
+    np.testing.assert_array_equal(stuck.alpha, cert.alpha)
+    v, _ = dual._Dense(X).combination(y, stuck.alpha.copy(), lam * m)
+    alpha = stuck.alpha.copy()
+    made = dual._dense_epochs(X, y, np.ones(m), np.ones(m), np.einsum("ij,ij->i", X, X), lam * m, alpha, v,
+                              np.random.default_rng(1).random((7, m)))
+    assert made == (1, 0)
+    np.testing.assert_array_equal(alpha, stuck.alpha)
 
 
 def test_sparse_input_gives_the_same_certificate() -> None:
