@@ -232,24 +232,32 @@ def test_noise_knobs_make_the_data_non_separable_and_solvers_certify_it() -> Non
     assert np.array_equal(clean.X, _noisy(0.1, 0.2, 0.0, 0.0, 400, 5, 1).X)  # flips change labels only
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(1, 5000), st.integers(1, 50_000), st.integers(0, 2**32 - 1))
-def test_the_hinge_bounds_sum_their_table_in_blocks_to_the_same_bits(m: int, block: int, seed: int) -> None:
-    """The (scales x margins) tables of the hinge bounds are formed a block of rows at a time (memory O(m)
-    at a million examples): every row's sum is the same bits as the whole table's, at any block size."""
-    import pipeline.bounds.perceptron as bp
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5000), st.floats(-0.5, 0.5), st.floats(0.01, 1.0), st.floats(0.05, 20.0),
+       st.integers(0, 2**32 - 1))
+def test_the_hinge_bounds_sums_hold_every_term_within_their_rounding_factor(m: int, centre: float, spread: float,
+                                                                            R: float, seed: int) -> None:
+    """The two bounds' sums over the margins (compiled, in sorted order, stopping where the terms reach zero)
+    are within the bounds' rounding factor (1 + 2 m u) of the exact sum of the very terms numpy's table forms
+    (math.fsum of the table's row: exactly rounded): the factor the bounds multiply by covers them. Ties,
+    repeats and negative margins included; the compiled kernels are the same bits as their Python references."""
+    import math
 
-    margins = np.random.default_rng(seed).normal(0.2, 0.3, size=m)
-    rows = bp.SCALES / 3.7
-    whole = np.maximum(0.0, 1.0 - np.outer(rows, margins)).sum(axis=1)
-    short = (np.maximum(0.0, bp.GAMMAS[:, None] - margins[None, :]) ** 2).sum(axis=1)
-    saved = bp._BLOCK_ENTRIES
-    try:
-        bp._BLOCK_ENTRIES = block
-        assert np.array_equal(bp._row_sums(rows, margins, lambda a, b: np.maximum(0.0, 1.0 - a * b)), whole)
-        assert np.array_equal(bp._row_sums(bp.GAMMAS, margins, lambda a, b: np.maximum(0.0, a - b) ** 2), short)
-    finally:
-        bp._BLOCK_ENTRIES = saved
+    import pipeline.bounds.perceptron as bp
+    from pipeline.numerics import UNIT_ROUNDOFF
+
+    rng = np.random.default_rng(seed)
+    margins = np.round(rng.normal(centre, spread, size=m), int(rng.integers(2, 17)))  # rounding makes ties
+    cases = ((bp._hinge_sums, bp.SCALES / R, np.maximum(0.0, 1.0 - np.outer(bp.SCALES / R, margins))),
+             (bp._short_sums, bp.GAMMAS * R, np.maximum(0.0, (bp.GAMMAS * R)[:, None] - margins[None, :]) ** 2))
+    for sums, rows, table in cases:
+        got = bp._sums(sums, rows, margins)
+        exact = np.array([math.fsum(row) for row in table])
+        assert np.all(exact <= got * (1 + 2 * m * UNIT_ROUNDOFF)) and np.all(got <= exact * (1 + 2 * m * UNIT_ROUNDOFF))
+        if m <= 64:
+            ref = np.empty(rows.size)
+            sums.py(rows, np.sort(margins), ref)
+            assert np.array_equal(got, ref)
 
 
 # --- the batch Perceptron ([S1] slides 2-3; docs/bounds.md section 1, the batch form) ------------------

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
-
 import numpy as np
 
+from pipeline._jit import kernel
 from pipeline.bounds.base import Bound, Stats
 from pipeline.numerics import UNIT_ROUNDOFF
 
@@ -41,14 +40,80 @@ SCALES = np.geomspace(1e-2, 1e6, 321)
 GAMMAS = np.geomspace(1e-6, 1.0, 241)
 
 
-_BLOCK_ENTRIES = 1 << 22  # entries of a (scales x margins) table formed at a time: memory stays O(m), not O(321 m)
+@kernel
+def _hinge_sums(scales, m, out):  # noqa: ANN001, ANN202
+    """out[k] = sum_i max(0, 1 - scales[k] m_i), for margins m sorted ascending and scales > 0.
+
+    Four accumulators over i = 0, 1, 2, 3 (mod 4), the tail added to the first, combined as (s0 + s1) + (s2 + s3):
+    a fixed order, and any order is covered by the bound's rounding factor (a sum of n terms errs by at most
+    gamma_(n-1) times their sum: Higham, *Accuracy and Stability of Numerical Algorithms*, eq. 3.5). The terms
+    fall as m_i grows (fl is monotone), so once a block's last term is <= 0 every later term is 0 and the sum
+    stops: adding zeros would leave the same bits.
+    """
+    n = m.shape[0]
+    for k in range(scales.shape[0]):
+        a = scales[k]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        i = 0
+        done = False
+        while i + 4 <= n:
+            t3 = 1.0 - a * m[i + 3]
+            s0 += max(0.0, 1.0 - a * m[i])
+            s1 += max(0.0, 1.0 - a * m[i + 1])
+            s2 += max(0.0, 1.0 - a * m[i + 2])
+            s3 += max(0.0, t3)
+            i += 4
+            if t3 <= 0.0:
+                done = True
+                break
+        if not done:
+            for j in range(i, n):
+                s0 += max(0.0, 1.0 - a * m[j])
+        out[k] = (s0 + s1) + (s2 + s3)
 
 
-def _row_sums(rows: np.ndarray, m: np.ndarray, term: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
-    """sum_i term(rows[k], m_i) for every k, a block of rows at a time. Each row is summed whole, as one
-    contiguous row of the full table would be, so the sums are the same bits at any block size."""
-    step = max(1, _BLOCK_ENTRIES // max(m.size, 1))
-    return np.concatenate([term(rows[k:k + step, None], m[None, :]).sum(axis=1) for k in range(0, rows.size, step)])
+@kernel
+def _short_sums(gammas, m, out):  # noqa: ANN001, ANN202
+    """out[k] = sum_i max(0, gammas[k] - m_i)^2, for margins m sorted ascending, in the order of
+    :func:`_hinge_sums` (and stopping as it does: the terms fall as m_i grows)."""
+    n = m.shape[0]
+    for k in range(gammas.shape[0]):
+        g = gammas[k]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        i = 0
+        done = False
+        while i + 4 <= n:
+            t3 = max(0.0, g - m[i + 3])
+            t0 = max(0.0, g - m[i])
+            t1 = max(0.0, g - m[i + 1])
+            t2 = max(0.0, g - m[i + 2])
+            s0 += t0 * t0
+            s1 += t1 * t1
+            s2 += t2 * t2
+            s3 += t3 * t3
+            i += 4
+            if t3 <= 0.0:
+                done = True
+                break
+        if not done:
+            for j in range(i, n):
+                t = max(0.0, g - m[j])
+                s0 += t * t
+        out[k] = (s0 + s1) + (s2 + s3)
+
+
+def _sums(sums: kernel[..., None], rows: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``sums`` (:func:`_hinge_sums` or :func:`_short_sums`) of every row value over the margins m: memory O(m)
+    at a million examples, a pass over the margins a row value at most."""
+    out = np.empty(rows.shape[0])
+    sums(np.ascontiguousarray(rows, dtype=np.float64), np.sort(m), out)
+    return out
 
 
 def _passes(s: Stats, m: np.ndarray) -> float:
@@ -67,7 +132,7 @@ def _hinge_all_rounds(s: Stats) -> tuple[float, str]:
         # L_T(s v) for every scale at once; m are lower bounds of the margins, so L_T is over-estimated
         # u = v / min margin has L_T(u) = 0 and the bound (R/gamma_v)^2: Novikoff's form, for that v
         s_all = np.append(scales, 1.0 / m.min()) if m.size and m.min() > 0 else scales
-        hinge = _row_sums(s_all, m, lambda a, b: np.maximum(0.0, 1.0 - a * b))
+        hinge = _sums(_hinge_sums, s_all, m)
         loss = _passes(s, m) * hinge * (1 + 2 * len(m) * UNIT_ROUNDOFF)
         value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
@@ -82,7 +147,7 @@ def _freund_schapire(s: Stats) -> tuple[float, str]:
     R, best = s["R"], (math.inf, "")
     gammas = GAMMAS * R
     for name, m in s["comparators"].items():
-        short = _row_sums(gammas, m, lambda a, b: np.maximum(0.0, a - b) ** 2)
+        short = _sums(_short_sums, gammas, m)
         D = np.sqrt(_passes(s, m) * short * (1 + 2 * len(m) * UNIT_ROUNDOFF))
         value = ((R + D) / gammas) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
