@@ -156,6 +156,58 @@ def test_compiled_kernels_equal_their_python_reference() -> None:
         np.testing.assert_array_equal(out_c, out_py)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 12), st.floats(-6.0, 1.0), st.booleans(), st.booleans(),
+       st.integers(0, 2**32 - 1))
+def test_the_compiled_evaluation_is_the_same_bits_as_its_steps(m: int, d: int, log_lam: float, weighted: bool,
+                                                               transfer: bool, seed: int) -> None:
+    """Dense rows are evaluated by one compiled call (:func:`_dense_ends`): both ends, their error bounds, w and v
+    are the same bits as the evaluation a kernel call a step (which CSR rows take), at dual points with
+    coordinates at 0, inside the box and at its upper ends, zero rows included."""
+    from pipeline.solvers import dual
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d)) * (rng.random((m, d)) < 0.8)
+    X[rng.random(m) < 0.1] = 0.0
+    y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    s = rng.uniform(0.5, 3.0, m) if weighted else np.ones(m)
+    r = rng.normal(size=d) if transfer else np.zeros(d)
+    problem = dual._Linear(dual._Dense(X), y, 10.0**log_lam, s, r)
+    alpha = np.where(rng.random(m) < 0.3, 0.0, np.where(rng.random(m) < 0.4, s, rng.random(m) * s))
+    one, steps = problem.evaluate(alpha), problem.evaluate_in_steps(alpha)
+    assert one[1] == steps[1] and one[2] == steps[2]
+    np.testing.assert_array_equal(one[0], steps[0])
+    np.testing.assert_array_equal(one[3], steps[3])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_the_compiled_polish_ascends_as_its_reference(n: int, rank: int, seed: int) -> None:
+    """The active-set polish, compiled, stays in the box, never lowers q(a) = rhs.a - a.G.a/2, and agrees with its
+    Python reference (numpy's LAPACK) to rounding, on positive semi-definite G of any rank (duplicates make
+    null spaces, where a step runs to a bound), and ends stationary on the coordinates it leaves inside the box."""
+    from pipeline.solvers import dual
+
+    rng = np.random.default_rng(seed)
+    B = rng.normal(size=(n, min(rank, n)))
+    G = B @ B.T
+    rhs, s = rng.normal(size=n) * 2.0, rng.uniform(0.5, 2.0, n)
+    a0 = rng.random(n) * s
+
+    def q(a: np.ndarray) -> float:
+        return float(rhs @ a - a @ G @ a / 2.0)
+
+    got, ref = dual._polish(G, rhs, a0, s, 20), dual._polish.py(G, rhs, a0, s, 20)
+    assert np.all(got >= 0.0) and np.all(got <= s)
+    assert q(got) >= q(a0) - 1e-12 * (1.0 + abs(q(a0)))
+    assert abs(q(got) - q(ref)) <= 1e-9 * (1.0 + abs(q(ref)))
+    # n + 1 steps at most (each but the last puts a coordinate on a bound), the last a completed Newton step:
+    # q is stationary on the coordinates left inside the box (a point of a null space would be no maximiser)
+    inside = (got > 0.0) & (got < s)
+    scale = np.abs(rhs).max() + np.abs(G).max() * s.max()
+    assert np.all(np.abs((rhs - G @ got)[inside]) <= 1e-8 * scale)
+
+
 def test_the_ascent_stops_at_a_fixed_point_of_its_steps() -> None:
     """An epoch that changes no coordinate ends the epochs (v is unchanged, so every later epoch would change
     none); one that does so from the freshly evaluated point ends the ascent, whatever the tolerance: more epochs
