@@ -350,8 +350,15 @@ def available_memory() -> float:
     return math.inf
 
 
+SMALL_REQUEST = float(2**20)  # bytes never refused: less than the interpreter's own allocations ever need
+
+
 def memory_shortfall(nbytes: float, what: str = "the data") -> str | None:
-    """None when ``nbytes`` fit in the available memory; else the words saying they do not."""
+    """None when ``nbytes`` fit in the available memory; else the words saying they do not. A request below
+    ``SMALL_REQUEST`` fits without asking (reading /proc/meminfo costs ~25 us: a seed round's run, a few ms,
+    checks its data once)."""
+    if nbytes < SMALL_REQUEST:
+        return None
     available = available_memory()
     if not nbytes > available:
         return None

@@ -30,7 +30,7 @@ JOBS = [
     ["algorithm=pegasos", "T=200", "seed=3"],  # the same groups as the one above: from the cache
     ["dataset=file", "dataset.path=a.npz", "seed=0"],
     ["gamma=0.2", "rho=2", "name='a b'"],
-    ["+extra=1", "seed=1"],  # an addition: composed by Hydra
+    ["+extra=1", "seed=1"],  # an addition: applied to the cached composition, as Hydra applies it
     ["~k", "seed=4"],  # a deletion: composed by Hydra
     ["experiment=perceptron_margin", "seed=5"],
     ["hydra.job.name=other", "seed=6"],  # a hydra override: composed by Hydra
@@ -38,6 +38,8 @@ JOBS = [
     ["algorithm=perceptron", "algorithm.tie=mistake", "gamma=0.05"],
     ["seed=1", "~seed"],  # a plain override before a deletion of its key: in Hydra's order
     ["seed=8", "+extra=1", "extra=2", "gamma=0.3"],  # plain ones after the addition: from the cache
+    ["n=200", "d=5", "pack=50", "+pack_members=zeNq_a-b", "seed=9"],  # a pack job's line: from the cache
+    ["++extra=1", "seed=10"],  # a forced addition: composed by Hydra
 ]
 
 

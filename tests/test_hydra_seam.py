@@ -81,7 +81,8 @@ def composer():  # noqa: ANN201
 
 @pytest.mark.parametrize(("job", "plain"), [
     (["seed=1", "gamma=0.2"], ["seed=1", "gamma=0.2"]),
-    (["algorithm=pegasos", "T=50", "+extra=1", "seed=2"], ["seed=2"]),  # after the addition only
+    (["algorithm=pegasos", "T=50", "+extra=1", "seed=2"], ["T=50", "+extra=1", "seed=2"]),  # an addition is plain
+    (["algorithm=pegasos", "T=50", "++extra=1", "seed=2"], ["seed=2"]),  # after the forced addition only
     (["seed=1", "~seed"], []),  # a plain override before a deletion: Hydra's order kept
     (["hydra.job.name=x", "seed=3", "algorithm.lam=0.5", "x={a: 1}"], []),  # a dict value is a config override
     (["seed=4", "hydra.job.name=x", "+hydra.foo=1"], ["seed=4"]),  # hydra.* never touches a plain key
@@ -127,3 +128,14 @@ def test_a_key_int_line_is_parsed_as_hydra_parses_it(key: str, value: object) ->
     assume(expected is not None)
     got = hydra_seam._override.__wrapped__(line)  # not the process's cache: this line's own parse
     assert got == expected and type(got._value) is type(expected._value)
+
+
+def test_a_sweeps_packs_share_one_composer_in_a_process(composer) -> None:  # noqa: ANN001
+    """A forked worker runs many packs of one sweep: their members' configs come from one cache (two
+    compositions a pack before); another sweep, or another Hydra loader, gets a new one."""
+    from pipeline.sweep import hydra_seam
+
+    first = hydra_seam.sweep_composer('{"sweep_id": "a"}')
+    assert hydra_seam.sweep_composer('{"sweep_id": "a"}') is first
+    assert hydra_seam.sweep_composer('{"sweep_id": "b"}') is not first
+    assert first(["seed=3", "gamma=0.2"]).seed == 3

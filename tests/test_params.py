@@ -181,3 +181,15 @@ def test_check_memory_names_the_parameter_and_the_estimate(monkeypatch: pytest.M
     with pytest.raises(UserError, match=r"^n=11: must be smaller: the data need ~6 GiB, more than the 3 GiB of memory "
                                         r"available; lower n$"):
         params.check_memory("n", 11, 6.0 * GIB, "lower n")
+
+
+def test_a_small_request_is_never_refused_and_does_not_read_the_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``SMALL_REQUEST`` (1 MiB) nothing is asked of the system (a seed round checks each run's data); from
+    it on the available memory decides."""
+    def unread() -> float:
+        raise AssertionError("the available memory was read")
+
+    monkeypatch.setattr(params, "available_memory", unread)
+    assert params.memory_shortfall(params.SMALL_REQUEST - 1.0) is None
+    monkeypatch.setattr(params, "available_memory", lambda: params.SMALL_REQUEST / 2)
+    assert "more than the" in str(params.memory_shortfall(params.SMALL_REQUEST))

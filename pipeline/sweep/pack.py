@@ -431,7 +431,7 @@ def _run_pack(life: PackLife) -> None:
     earlier = (out / "members.json").exists()  # an earlier start of this pack: its run is replaced
     done = _recorded_done(out)
     listed = _start_attempt(out, first, members, attempt)
-    compose, seeded = hydra_seam.Composer(), Seeded()
+    compose, seeded = hydra_seam.sweep_composer(sweep.current().to_json()), Seeded()
     specs = [seeded.build(m, lambda o: (cfg := compose(o), build(cfg)))[1] for m in members]
     force = any(sweep.forces(s.force, s.seed) for s in specs)
     identities = json.loads(json.dumps([_identity(s) for s in specs], default=str))  # as a marker reads them back
