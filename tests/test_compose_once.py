@@ -40,6 +40,8 @@ JOBS = [
     ["seed=8", "+extra=1", "extra=2", "gamma=0.3"],  # plain ones after the addition: from the cache
     ["n=200", "d=5", "pack=50", "+pack_members=zeNq_a-b", "seed=9"],  # a pack job's line: from the cache
     ["++extra=1", "seed=10"],  # a forced addition: composed by Hydra
+    ["hydra.sweep.subdir=pack-3", "n=200", "+pack_members=zeNq_c", "seed=11"],  # a pack's directory: plain too
+    ["hydra.sweep.dir=other", "seed=12"],  # another hydra key: composed by Hydra
 ]
 
 
@@ -92,6 +94,20 @@ def test_value_only_jobs_compose_once_per_group_choice(loader, master, monkeypat
         assert once.load_sweep_config(master, [f"seed={s}", "algorithm=pegasos", "T=50"]).T == 50
     assert len(calls) == 2
     assert ["algorithm=pegasos"] == [o for o in calls[1] if not o.startswith("hydra.")]
+
+
+def test_a_packed_sweeps_packs_compose_once(loader, master, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """A pack job's line differs from the next one's in its directory (hydra.sweep.subdir), its members (an
+    addition) and its first seed: values only, so one composition serves every pack (one each before, ~30 ms)."""
+    once = ComposeOnce(loader)
+    calls: list[list[str]] = []
+    real = loader.load_configuration
+    monkeypatch.setattr(loader, "load_configuration", lambda **kw: calls.append(kw["overrides"]) or real(**kw))
+    for p in range(5):
+        cfg = once.load_sweep_config(master, [f"hydra.sweep.subdir=pack-{p}", "pack=4", f"+pack_members=m{p}",
+                                              f"seed={4 * p}"])
+        assert (cfg.hydra.sweep.subdir, cfg.pack_members, cfg.seed) == (f"pack-{p}", f"m{p}", 4 * p)
+    assert len(calls) == 1
 
 
 def test_a_bad_value_fails_as_hydras_does(loader, master) -> None:  # noqa: ANN001

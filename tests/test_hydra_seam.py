@@ -86,6 +86,7 @@ def composer():  # noqa: ANN201
     (["seed=1", "~seed"], []),  # a plain override before a deletion: Hydra's order kept
     (["hydra.job.name=x", "seed=3", "algorithm.lam=0.5", "x={a: 1}"], []),  # a dict value is a config override
     (["seed=4", "hydra.job.name=x", "+hydra.foo=1"], ["seed=4"]),  # hydra.* never touches a plain key
+    (["hydra.sweep.subdir=pack-2", "seed=5"], ["hydra.sweep.subdir=pack-2", "seed=5"]),  # read when the job runs
 ])
 def test_one_definition_of_a_plain_override(composer, job: list[str], plain: list[str]) -> None:  # noqa: ANN001
     from pipeline.sweep.hydra_seam import parse_overrides

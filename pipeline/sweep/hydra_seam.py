@@ -272,6 +272,9 @@ def _config_bytes(source: Any, config_path: str) -> bytes | None:
         return None
 
 
+RUN_TIME_HYDRA = frozenset({"hydra.sweep.subdir"})  # hydra leaves no composition reads: plain when set
+
+
 class Compositions:
     """The compose-once cache: one composition per choice of config groups, copied per job (:func:`_frozen`).
 
@@ -285,7 +288,9 @@ class Compositions:
     A **plain** override, the one definition for the pre-flight and the launcher, is a ``key=value`` or
     ``+key=value`` config override that Hydra applies as a plain set or addition (one node; an addition whose
     key is already there fails as Hydra's does, by the fallback): no ``++``, ``~`` or ``@package``, not a
-    sweep, its key not a config group and not under ``hydra.``/``hydra/``, its value not a dict; and no other
+    sweep, its key not a config group and not under ``hydra.``/``hydra/`` (but for the keys of
+    ``RUN_TIME_HYDRA``, read only once the job runs: a packed sweep's ``hydra.sweep.subdir=pack-N``), its
+    value not a dict; and no other
     (non-plain) config override outside ``hydra`` follows it on the job's line (which could touch the same
     keys: ``seed=1 ~seed``, ``extra=2 +extra=1``): then applying the plain ones after the composition of the
     rest keeps the order Hydra applies config overrides in. Every other override is structural: part of
@@ -309,8 +314,8 @@ class Compositions:
 
     def _plain(self, o: Any) -> bool:
         return (not (o.is_delete() or o.is_force_add() or o.is_sweep_override())
-                and o.package is None and not o.is_hydra_override() and not isinstance(o.value(), dict)
-                and not self._group(o.key_or_group))
+                and o.package is None and (not o.is_hydra_override() or o.key_or_group in RUN_TIME_HYDRA)
+                and not isinstance(o.value(), dict) and not self._group(o.key_or_group))
 
     def _config_override(self, o: Any) -> bool:
         return isinstance(o.value(), dict) or not self._group(o.key_or_group)
