@@ -260,6 +260,49 @@ def test_the_hinge_bounds_sums_hold_every_term_within_their_rounding_factor(m: i
             assert np.array_equal(got, ref)
 
 
+def _least_by_tables(s: dict) -> tuple[tuple[float, str], tuple[float, str]]:
+    """The two hinge bounds as numpy tables would give them: every scale's and margin's value formed, numpy's
+    argmin in each comparator, the first comparator with the least value kept (the sums: ``_sums``)."""
+    import math
+
+    import pipeline.bounds.perceptron as bp
+    from pipeline.numerics import UNIT_ROUNDOFF
+
+    R, hinge, fs = s["R"], (math.inf, ""), (math.inf, "")
+    for name, m in s["comparators"].items():
+        scales = bp.SCALES / R
+        s_all = np.append(scales, 1.0 / m.min()) if m.size and m.min() > 0 else scales
+        loss = s["T"] / m.size * bp._sums(bp._hinge_sums, s_all, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF)
+        value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
+        i = int(np.argmin(value))
+        if value[i] < hinge[0]:
+            hinge = (float(value[i]), f"u = {s_all[i]:.4g} * {name}, L_T(u) = {loss[i]:.4g}")
+        gammas = bp.GAMMAS * R
+        D = np.sqrt(s["T"] / m.size * bp._sums(bp._short_sums, gammas, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF))
+        value = ((R + D) / gammas) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
+        i = int(np.argmin(value))
+        if value[i] < fs[0]:
+            fs = (float(value[i]), f"u = {name}, gamma = {gammas[i]:.4g}, D = {D[i]:.4g}")
+    return (float(math.floor(hinge[0])) if math.isfinite(hinge[0]) else hinge[0], hinge[1]), fs
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 400), st.floats(0.1, 20.0), st.integers(1, 5000), st.booleans(),
+       st.integers(0, 2**32 - 1))
+def test_the_hinge_bounds_least_is_the_tables_least(k: int, m: int, R: float, T: int, repeat: bool, seed: int) -> None:
+    """Each bound's search over its grid, compiled (no table formed), gives the value and the words the tables
+    give: the same bits, the same scale or margin, the same comparator on ties (a repeated comparator)."""
+    import pipeline.bounds.perceptron as bp
+
+    rng = np.random.default_rng(seed)
+    comparators = {f"c{j}": np.round(rng.normal(rng.uniform(-0.3, 0.5), rng.uniform(0.01, 1.0), m),
+                                     int(rng.integers(2, 17))) for j in range(k)}
+    if repeat:
+        comparators["again"] = comparators["c0"].copy()
+    stats = {"R": R, "T": T, "comparators": comparators}
+    assert (bp._hinge_all_rounds(stats), bp._freund_schapire(stats)) == _least_by_tables(stats)
+
+
 # --- the batch Perceptron ([S1] slides 2-3; docs/bounds.md section 1, the batch form) ------------------
 
 from pipeline.bounds.perceptron import BATCH_PASSES  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from pipeline._jit import kernel
+from pipeline._jit import helper, kernel
 from pipeline.bounds.base import Bound, Stats
 from pipeline.numerics import UNIT_ROUNDOFF
 
@@ -40,9 +40,9 @@ SCALES = np.geomspace(1e-2, 1e6, 321)
 GAMMAS = np.geomspace(1e-6, 1.0, 241)
 
 
-@kernel
-def _hinge_sums(scales, m, out):  # noqa: ANN001, ANN202
-    """out[k] = sum_i max(0, 1 - scales[k] m_i), for margins m sorted ascending and scales > 0.
+@helper
+def _hinge_at(a, m):  # noqa: ANN001, ANN202
+    """sum_i max(0, 1 - a m_i), for margins m sorted ascending and a > 0.
 
     Four accumulators over i = 0, 1, 2, 3 (mod 4), the tail added to the first, combined as (s0 + s1) + (s2 + s3):
     a fixed order, and any order is covered by the bound's rounding factor (a sum of n terms errs by at most
@@ -51,61 +51,65 @@ def _hinge_sums(scales, m, out):  # noqa: ANN001, ANN202
     stops: adding zeros would leave the same bits.
     """
     n = m.shape[0]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        t3 = 1.0 - a * m[i + 3]
+        s0 += max(0.0, 1.0 - a * m[i])
+        s1 += max(0.0, 1.0 - a * m[i + 1])
+        s2 += max(0.0, 1.0 - a * m[i + 2])
+        s3 += max(0.0, t3)
+        i += 4
+        if t3 <= 0.0:
+            return (s0 + s1) + (s2 + s3)
+    for j in range(i, n):
+        s0 += max(0.0, 1.0 - a * m[j])
+    return (s0 + s1) + (s2 + s3)
+
+
+@helper
+def _short_at(g, m):  # noqa: ANN001, ANN202
+    """sum_i max(0, g - m_i)^2, for margins m sorted ascending, in the order of :func:`_hinge_at` (and stopping
+    as it does: the terms fall as m_i grows)."""
+    n = m.shape[0]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        t3 = max(0.0, g - m[i + 3])
+        t0 = max(0.0, g - m[i])
+        t1 = max(0.0, g - m[i + 1])
+        t2 = max(0.0, g - m[i + 2])
+        s0 += t0 * t0
+        s1 += t1 * t1
+        s2 += t2 * t2
+        s3 += t3 * t3
+        i += 4
+        if t3 <= 0.0:
+            return (s0 + s1) + (s2 + s3)
+    for j in range(i, n):
+        t = max(0.0, g - m[j])
+        s0 += t * t
+    return (s0 + s1) + (s2 + s3)
+
+
+@kernel
+def _hinge_sums(scales, m, out):  # noqa: ANN001, ANN202
+    """out[k] = :func:`_hinge_at` (scales[k], m)."""
     for k in range(scales.shape[0]):
-        a = scales[k]
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        i = 0
-        done = False
-        while i + 4 <= n:
-            t3 = 1.0 - a * m[i + 3]
-            s0 += max(0.0, 1.0 - a * m[i])
-            s1 += max(0.0, 1.0 - a * m[i + 1])
-            s2 += max(0.0, 1.0 - a * m[i + 2])
-            s3 += max(0.0, t3)
-            i += 4
-            if t3 <= 0.0:
-                done = True
-                break
-        if not done:
-            for j in range(i, n):
-                s0 += max(0.0, 1.0 - a * m[j])
-        out[k] = (s0 + s1) + (s2 + s3)
+        out[k] = _hinge_at(scales[k], m)
 
 
 @kernel
 def _short_sums(gammas, m, out):  # noqa: ANN001, ANN202
-    """out[k] = sum_i max(0, gammas[k] - m_i)^2, for margins m sorted ascending, in the order of
-    :func:`_hinge_sums` (and stopping as it does: the terms fall as m_i grows)."""
-    n = m.shape[0]
+    """out[k] = :func:`_short_at` (gammas[k], m)."""
     for k in range(gammas.shape[0]):
-        g = gammas[k]
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        i = 0
-        done = False
-        while i + 4 <= n:
-            t3 = max(0.0, g - m[i + 3])
-            t0 = max(0.0, g - m[i])
-            t1 = max(0.0, g - m[i + 1])
-            t2 = max(0.0, g - m[i + 2])
-            s0 += t0 * t0
-            s1 += t1 * t1
-            s2 += t2 * t2
-            s3 += t3 * t3
-            i += 4
-            if t3 <= 0.0:
-                done = True
-                break
-        if not done:
-            for j in range(i, n):
-                t = max(0.0, g - m[j])
-                s0 += t * t
-        out[k] = (s0 + s1) + (s2 + s3)
+        out[k] = _short_at(gammas[k], m)
 
 
 def _sums(sums: kernel[..., None], rows: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -114,6 +118,47 @@ def _sums(sums: kernel[..., None], rows: np.ndarray, m: np.ndarray) -> np.ndarra
     out = np.empty(rows.shape[0])
     sums(np.ascontiguousarray(rows, dtype=np.float64), np.sort(m), out)
     return out
+
+
+@kernel
+def _hinge_least(scales, extra, m, R, passes, factor, f8):  # noqa: ANN001, ANN202
+    """The least of the hinge bound ((R a + sqrt((R a)^2 + 4 L))/2)^2 f8, L = passes * :func:`_hinge_at` (a, m)
+    * factor, over the scales a (then ``extra`` when > 0), as (index, value, L there); the first index of the
+    least value, as numpy's argmin of the values finds it; index -1 when none is below infinity or one is NaN
+    (argmin would find the NaN, which no comparison selects)."""
+    n = scales.shape[0]
+    best_i = -1
+    best = np.inf
+    best_loss = 0.0
+    total = n + 1 if extra > 0.0 else n
+    for k in range(total):
+        a = scales[k] if k < n else extra
+        loss = passes * _hinge_at(a, m) * factor
+        ra = R * a
+        value = ((ra + np.sqrt(ra * ra + 4.0 * loss)) / 2.0) ** 2 * f8
+        if value != value:
+            return -1, np.nan, np.nan
+        if value < best:
+            best_i, best, best_loss = k, value, loss
+    return best_i, best, best_loss
+
+
+@kernel
+def _short_least(gammas, m, R, passes, factor, f8):  # noqa: ANN001, ANN202
+    """The least of Freund and Schapire's ((R + D)/g)^2 f8, D = sqrt(passes * :func:`_short_at` (g, m) * factor),
+    over the margins g, as (index, value, D there), found as :func:`_hinge_least` finds its least."""
+    best_i = -1
+    best = np.inf
+    best_D = 0.0
+    for k in range(gammas.shape[0]):
+        g = gammas[k]
+        D = np.sqrt(passes * _short_at(g, m) * factor)
+        value = ((R + D) / g) ** 2 * f8
+        if value != value:
+            return -1, np.nan, np.nan
+        if value < best:
+            best_i, best, best_D = k, value, D
+    return best_i, best, best_D
 
 
 def _passes(s: Stats, m: np.ndarray) -> float:
@@ -129,15 +174,14 @@ def _hinge_all_rounds(s: Stats) -> tuple[float, str]:
     R, best = s["R"], (math.inf, "")
     scales = SCALES / R
     for name, m in s["comparators"].items():
-        # L_T(s v) for every scale at once; m are lower bounds of the margins, so L_T is over-estimated
+        # L_T(a v) for every scale a; m are lower bounds of the margins, so L_T is over-estimated.
         # u = v / min margin has L_T(u) = 0 and the bound (R/gamma_v)^2: Novikoff's form, for that v
-        s_all = np.append(scales, 1.0 / m.min()) if m.size and m.min() > 0 else scales
-        hinge = _sums(_hinge_sums, s_all, m)
-        loss = _passes(s, m) * hinge * (1 + 2 * len(m) * UNIT_ROUNDOFF)
-        value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
-        i = int(np.argmin(value))
-        if value[i] < best[0]:
-            best = (float(value[i]), f"u = {s_all[i]:.4g} * {name}, L_T(u) = {loss[i]:.4g}")
+        extra = 1.0 / m.min() if m.size and m.min() > 0 else 0.0
+        i, value, loss = _hinge_least(scales, extra, np.sort(m), R, _passes(s, m), 1 + 2 * len(m) * UNIT_ROUNDOFF,
+                                      1 + 8 * UNIT_ROUNDOFF)
+        if i >= 0 and value < best[0]:
+            scale = scales[i] if i < scales.size else extra
+            best = (float(value), f"u = {scale:.4g} * {name}, L_T(u) = {loss:.4g}")
     # mistakes are a whole number: M <= b implies M <= floor(b)
     return (float(math.floor(best[0])) if math.isfinite(best[0]) else best[0]), best[1]
 
@@ -147,12 +191,10 @@ def _freund_schapire(s: Stats) -> tuple[float, str]:
     R, best = s["R"], (math.inf, "")
     gammas = GAMMAS * R
     for name, m in s["comparators"].items():
-        short = _sums(_short_sums, gammas, m)
-        D = np.sqrt(_passes(s, m) * short * (1 + 2 * len(m) * UNIT_ROUNDOFF))
-        value = ((R + D) / gammas) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
-        i = int(np.argmin(value))
-        if value[i] < best[0]:
-            best = (float(value[i]), f"u = {name}, gamma = {gammas[i]:.4g}, D = {D[i]:.4g}")
+        i, value, D = _short_least(gammas, np.sort(m), R, _passes(s, m), 1 + 2 * len(m) * UNIT_ROUNDOFF,
+                                   1 + 8 * UNIT_ROUNDOFF)
+        if i >= 0 and value < best[0]:
+            best = (float(value), f"u = {name}, gamma = {gammas[i]:.4g}, D = {D:.4g}")
     return best
 
 
