@@ -229,6 +229,23 @@ def test_the_ascent_stops_at_a_fixed_point_of_its_steps() -> None:
     np.testing.assert_array_equal(alpha, stuck.alpha)
 
 
+def test_a_path_of_lams_gives_the_certificates_of_warm_started_calls() -> None:
+    """``sdca_path`` reads the sample once and solves each lam from the last one's dual point: every certificate
+    is the one of the corresponding ``sdca(..., alpha0=previous.alpha)``, bit for bit, dense and CSR alike."""
+    from pipeline.solvers.dual import sdca_path
+
+    X, y = noisy(150, 6, seed=7)
+    lams = [1.0 / (c * 150) for c in (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)]
+    for A in (X, sparse.csr_matrix(X)):
+        path, alpha = sdca_path(A, y, lams, tol=1e-7, max_epochs=20_000), None
+        for lam, got in zip(lams, path):
+            want = sdca(A, y, lam, tol=1e-7, max_epochs=20_000, alpha0=alpha)
+            alpha = want.alpha
+            np.testing.assert_array_equal(got.w, want.w)
+            np.testing.assert_array_equal(got.alpha, want.alpha)
+            assert (got.primal, got.dual, got.gap, got.epochs) == (want.primal, want.dual, want.gap, want.epochs)
+
+
 def test_sparse_input_gives_the_same_certificate() -> None:
     X, y = noisy(300, 30, seed=11)
     X[np.abs(X) < 0.15] = 0.0  # about 40 % zeros

@@ -39,17 +39,19 @@ def svm_directions(X: object, y: np.ndarray, c_grid: tuple[float, ...] = C_GRID)
     """Soft-margin SVM directions (hinge loss, no intercept) on a grid of C, deterministic."""
     import scipy.sparse
 
-    from pipeline.solvers.dual import sdca, sdca_direction
+    from pipeline.solvers.dual import sdca_direction, sdca_path
 
     m = int(X.shape[0])
     entries = float(X.nnz if scipy.sparse.issparse(X) else X.shape[0] * X.shape[1]) + m
     small = entries <= SMALL
     epochs = MAX_EPOCHS if small else int(max(1, math.ceil(WORK / entries)))
     out, alpha, began = {}, None, time.monotonic()
-    for c in sorted(c_grid):
-        if small:  # converged to the certified gap TOL (or MAX_EPOCHS), as a solver run to the end
-            cert = sdca(X, y, 1.0 / (c * m), tol=TOL, max_epochs=epochs, seed=0, alpha0=alpha)
-            w, alpha = cert.w, cert.alpha
+    cs = sorted(c_grid)
+    # small: converged to the certified gap TOL (or MAX_EPOCHS), as a solver run to the end, each C from the last
+    certs = sdca_path(X, y, [1.0 / (c * m) for c in cs], tol=TOL, max_epochs=epochs, seed=0) if small else []
+    for i, c in enumerate(cs):
+        if small:
+            w = certs[i].w
         else:  # a fixed budget of passes, no certificate: any direction is a comparator
             w, alpha = sdca_direction(X, y, 1.0 / (c * m), epochs=epochs, seed=0, alpha0=alpha)
             log.info("comparators: SVM direction C=%g of %d x %d: %d passes, %.1f s", c, m, X.shape[1], epochs,
