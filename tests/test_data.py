@@ -68,6 +68,32 @@ def test_statistics_are_rigorous_in_exact_arithmetic(m: int, d: int, seed: int, 
         assert _at_most(lo, margin, norm2)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 9), st.integers(1, 6), st.integers(0, 2**32 - 1), st.floats(1e-6, 1e6),
+       st.booleans())
+def test_the_margins_of_several_directions_at_once_are_rigorous(m: int, d: int, k: int, seed: int, scale: float,
+                                                                 csr: bool) -> None:
+    """``margins_lower_each`` (the comparators' margins, the sample read once for all directions): every entry is
+    below the exact normalised margin of its direction, and within rounding of that direction's own
+    ``margins_lower``."""
+    import scipy.sparse as sp
+
+    from pipeline.solvers.certified import margins_lower, margins_lower_each
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d)) * scale * (rng.random((m, d)) < 0.8)
+    W = rng.standard_normal((k, d)) * 10.0 ** rng.uniform(-3, 3, (k, 1))
+    y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    A = sp.csr_matrix(X) if csr else X
+    lower = margins_lower_each(A, y, W)
+    assert lower.shape == (k, m)
+    for w, row in zip(W, lower):
+        norm2 = _exact_dot(w, w)
+        assert all(_at_most(Fraction(lo), Fraction(float(label)) * _exact_dot(w, x), norm2)
+                   for lo, x, label in zip(row, X, y))
+        np.testing.assert_allclose(row, margins_lower(A, y, w), rtol=1e-13, atol=1e-300)
+
+
 def _at_most(lo: Fraction, margin: Fraction, norm2: Fraction) -> bool:
     """lo <= margin / sqrt(norm2), decided in exact arithmetic."""
     if lo <= 0 <= margin:

@@ -125,23 +125,31 @@ _CHUNK_ENTRIES = 1 << 20  # entries of X per block of rows where a pass needs a 
 def margins_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Rigorous lower bounds of each y_i w.x_i / ||w||: the rounding of every dot product and of
     ||w|| is charged against the margin, so each value is below the exact one."""
+    lower: np.ndarray = margins_lower_each(X, y, np.asarray(w, dtype=np.float64)[None, :])[0]
+    return lower
+
+
+def margins_lower_each(X: Matrix, y: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """:func:`margins_lower` of each row w of ``W`` (k, d), as a (k, m) array: the sample scaled and read once for
+    all of them (the comparators of a run: seven directions). Each bound charges gamma_d of its products' moduli
+    and of ||w||^2, which covers any order of summation (BLAS's, for one row or for several)."""
     Xs, k = _unit_scale(X)
-    w = _unit_witness(w, _WINDOW)
+    W = np.stack([_unit_witness(w, _WINDOW) for w in np.asarray(W, dtype=np.float64)])
     d = X.shape[1]
     g = err_factor(d)
     y = np.asarray(y, dtype=np.float64)
-    w_abs = np.abs(w)
-    margins = np.empty(X.shape[0])
-    step = max(1, _CHUNK_ENTRIES // max(d, 1))  # rows at a time: |X| is never formed for the whole sample
+    W_abs = np.abs(W)
+    margins = np.empty((X.shape[0], W.shape[0]))
+    step = max(1, _CHUNK_ENTRIES // max(d, W.shape[0], 1))  # rows at a time: |X| is never formed for the whole sample
     for start in range(0, X.shape[0], step):
         part = Xs[start:start + step]
         # d ETA: products that underflow err absolutely, outside the relative model gamma_d covers
-        margins[start:start + step] = (y[start:start + step] * np.asarray(part @ w).ravel()
-                                       - (g * np.asarray(abs(part) @ w_abs).ravel() + d * ETA))
-    norm_hi = math.sqrt(float(w @ w) * (1.0 + g)) * (1.0 + 2.0 * UNIT_ROUNDOFF)
-    lo = margins / norm_hi
+        margins[start:start + step] = (y[start:start + step, None] * np.asarray(part @ W.T)
+                                       - (g * np.asarray(abs(part) @ W_abs.T) + d * ETA))
+    norm_hi = np.sqrt(np.einsum("ij,ij->i", W, W) * (1.0 + g)) * (1.0 + 2.0 * UNIT_ROUNDOFF)
+    lo = (margins / norm_hi).T
     lo = np.where(lo > 0, lo * (1.0 - 4.0 * UNIT_ROUNDOFF), lo * (1.0 + 4.0 * UNIT_ROUNDOFF))
-    return _scaled_back(lo, k, round_down)
+    return np.asarray(_scaled_back(lo, k, round_down))
 
 
 def margin_lower(X: Matrix, y: np.ndarray, w: np.ndarray) -> float:

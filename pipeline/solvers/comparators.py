@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from pipeline.solvers.certified import margins_lower
+from pipeline.solvers.certified import margins_lower_each
 
 C_GRID = (1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 WORK = 2e7  # larger samples: entries visited per C (passes x stored entries), at least one pass
@@ -64,4 +64,7 @@ def svm_directions(X: object, y: np.ndarray, c_grid: tuple[float, ...] = C_GRID)
 def comparator_margins(X: object, y: np.ndarray, known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """For each comparator direction: rigorous lower bounds of its normalised margins on the sample."""
     directions = {**known, **svm_directions(X, y)} if len(np.unique(y)) == 2 else dict(known)
-    return {name: margins_lower(X, y, v) for name, v in directions.items()}
+    if not directions:
+        return {}
+    lower = margins_lower_each(X, y, np.stack([np.asarray(v, dtype=np.float64).ravel() for v in directions.values()]))
+    return dict(zip(directions, lower))
