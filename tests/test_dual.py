@@ -132,19 +132,20 @@ def test_compiled_kernels_equal_their_python_reference() -> None:
     m, d, lm = 40, 6, 1e-2 * 40
     b = 1.0 - y * (X @ np.full(d, 0.1))
     s, sqn = np.full(m, 1.5), np.einsum("ij,ij->i", X, X)
-    draws = np.random.default_rng(0).random((5, m))
     runs = []
     for f in (dual._dense_epochs, dual._dense_epochs.py):
         alpha, v = np.zeros(m), np.zeros(d)
-        runs.append((f(X, y, b, s, sqn, lm, alpha, v, draws), alpha, v))
+        rng = np.random.default_rng(0)
+        runs.append((f(X, y, b, s, sqn, lm, alpha, v, rng, 5), alpha, v, rng.random()))
     assert runs[0][0] == runs[1][0] and runs[0][0][0] == 5  # epochs made: all five (each changed something)
+    assert runs[0][3] == runs[1][3]  # the same draws taken from the generator: (m - 1) a shuffle
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     np.testing.assert_array_equal(runs[0][2], runs[1][2])
     K = X @ X.T
     runs = []
     for f in (dual._gram_epochs, dual._gram_epochs.py):
         alpha, g = np.zeros(m), np.zeros(m)
-        runs.append((f(K, y, s, lm, alpha, g, draws), alpha))
+        runs.append((f(K, y, s, lm, alpha, g, np.random.default_rng(0), 5), alpha))
     assert runs[0][0] == runs[1][0]
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     for f in (dual._dense_combination, dual._gram_products):
@@ -224,7 +225,7 @@ def test_the_ascent_stops_at_a_fixed_point_of_its_steps() -> None:
     v, _ = dual._Dense(X).combination(y, stuck.alpha.copy(), lam * m)
     alpha = stuck.alpha.copy()
     made = dual._dense_epochs(X, y, np.ones(m), np.ones(m), np.einsum("ij,ij->i", X, X), lam * m, alpha, v,
-                              np.random.default_rng(1).random((7, m)))
+                              np.random.default_rng(1), 7)
     assert made == (1, 0)
     np.testing.assert_array_equal(alpha, stuck.alpha)
 

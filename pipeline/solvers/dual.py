@@ -86,29 +86,30 @@ class Certificate:
 
 
 @helper
-def _shuffle(order, u):  # noqa: ANN001, ANN202
-    """Fisher-Yates in place: ``u[i]`` (uniform in [0, 1)) picks the position swapped with i, for i = m-1, ..., 1.
-    The orders of an ascent's epochs come from ``numpy.random.default_rng(seed).random``: ~1.5 ns a row drawn,
-    a fifth of ``Generator.permuted``, whose bounded draws cost more than an epoch over 200 x 5 entries."""
+def _shuffle(order, rng):  # noqa: ANN001, ANN202
+    """Fisher-Yates in place, for i = m-1, ..., 1 the position swapped with i drawn as int(u (i + 1)), u =
+    ``rng.random()`` (the numpy Generator's doubles; numba draws the same ones). Drawn as each epoch starts, so
+    epochs that are never made draw nothing (``Generator.permuted`` cost more than an epoch over 200 x 5
+    entries)."""
     for i in range(order.shape[0] - 1, 0, -1):
-        j = min(int(u[i] * (i + 1)), i)
+        j = min(int(rng.random() * (i + 1)), i)
         t = order[j]
         order[j] = order[i]
         order[i] = t
 
 
 @kernel
-def _dense_epochs(X, y, b, s, sqn, lm, alpha, v, draws):  # noqa: ANN001, ANN202
-    """SDCA epochs over the rows of a dense X, each in a fresh random order (:func:`_shuffle` by the row
-    ``draws[e]``); ``alpha`` and ``v = sum_i alpha_i y_i x_i / lm`` are updated in place.
+def _dense_epochs(X, y, b, s, sqn, lm, alpha, v, rng, epochs):  # noqa: ANN001, ANN202
+    """At most ``epochs`` SDCA epochs over the rows of a dense X, each in a fresh random order (:func:`_shuffle`
+    from ``rng``); ``alpha`` and ``v = sum_i alpha_i y_i x_i / lm`` are updated in place.
     ``b_i = 1 - y_i <w_ref, x_i>``, so ``b_i - y_i <v, x_i> = 1 - y_i <w, x_i>``. Rows with ``sqn[i] == 0`` are
     skipped. Stops after an epoch that changed no coordinate (every later epoch would change none: v is
     unchanged). Returns (epochs made, coordinates changed in the last)."""
     d = X.shape[1]
     order = np.arange(X.shape[0])
     changed = 0
-    for e in range(draws.shape[0]):
-        _shuffle(order, draws[e])
+    for e in range(epochs):
+        _shuffle(order, rng)
         changed = 0
         for i in order:
             if sqn[i] == 0.0:
@@ -126,17 +127,17 @@ def _dense_epochs(X, y, b, s, sqn, lm, alpha, v, draws):  # noqa: ANN001, ANN202
                 changed += 1
         if changed == 0:
             return e + 1, 0
-    return draws.shape[0], changed
+    return epochs, changed
 
 
 @kernel
-def _sparse_epochs(indptr, indices, data, y, b, s, sqn, lm, alpha, v, draws):  # noqa: ANN001, ANN202
+def _sparse_epochs(indptr, indices, data, y, b, s, sqn, lm, alpha, v, rng, epochs):  # noqa: ANN001, ANN202
     """:func:`_dense_epochs` over CSR rows: cost per step proportional to the row's non-zeros. Sums
     run over the stored entries in index order, so every float equals the dense kernel's."""
     order = np.arange(indptr.shape[0] - 1)
     changed = 0
-    for e in range(draws.shape[0]):
-        _shuffle(order, draws[e])
+    for e in range(epochs):
+        _shuffle(order, rng)
         changed = 0
         for i in order:
             if sqn[i] == 0.0:
@@ -154,19 +155,19 @@ def _sparse_epochs(indptr, indices, data, y, b, s, sqn, lm, alpha, v, draws):  #
                 changed += 1
         if changed == 0:
             return e + 1, 0
-    return draws.shape[0], changed
+    return epochs, changed
 
 
 @kernel
-def _gram_epochs(K, y, s, lm, alpha, g, draws):  # noqa: ANN001, ANN202
+def _gram_epochs(K, y, s, lm, alpha, g, rng, epochs):  # noqa: ANN001, ANN202
     """SDCA epochs on a symmetric Gram matrix, in the orders of :func:`_dense_epochs`: ``g = K (alpha * y)`` is
     updated in place, so y_i <v, phi(x_i)> = y_i g_i / lm and the step is (lm - y_i g_i) / K_ii. Rows with
     K_ii == 0 are skipped. Stops, and returns, as :func:`_dense_epochs`."""
     m = K.shape[0]
     order = np.arange(m)
     changed = 0
-    for e in range(draws.shape[0]):
-        _shuffle(order, draws[e])
+    for e in range(epochs):
+        _shuffle(order, rng)
         changed = 0
         for i in order:
             if K[i, i] == 0.0:
@@ -181,7 +182,7 @@ def _gram_epochs(K, y, s, lm, alpha, g, draws):  # noqa: ANN001, ANN202
                 changed += 1
         if changed == 0:
             return e + 1, 0
-    return draws.shape[0], changed
+    return epochs, changed
 
 
 @kernel
@@ -377,6 +378,92 @@ def _dense_ends(X, y, alpha, b, b_err, s, r, lam, lm, g_m, gm2, g_d, f4, f8, w, 
     value = lam / 2.0 * reg + loss / m
     err = (1.0 + g_m) * carried / m + g_m * (loss + scale) / m
     return value, err + g_d * lam / 2.0 * reg, dual, dual_err
+
+
+@helper
+def _same(a, b):  # noqa: ANN001, ANN202
+    """Whether two arrays of one length hold the same values."""
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+@kernel
+def _dense_ascent(X, y, b, b_err, s, r, sqn, lam, lm, g_m, gm2, g_d, f4, f8, tol, max_epochs, calls0,  # noqa: ANN001, ANN202
+                  calls1, work, steps, largest, alpha, rng, w):  # noqa: ANN001
+    """:func:`_ascend` on dense rows, the whole loop compiled: the same evaluations, polishes, epochs and draws
+    from ``rng`` in the same order, so the same certificate bit for bit (CSR rows take the Python loop:
+    tests/test_dual.py compares them). On 200 x 5 the Python around each of the ~20 evaluations of a
+    comparator's six solves was ~15 us, as much as the solves' arithmetic. ``alpha`` is the start and is
+    updated in place; ``w`` receives the primal point. Returns (primal end, dual end, epochs)."""
+    m = X.shape[0]
+    d = X.shape[1]
+    v = np.empty(d)
+    value, err, dual, dual_err = _dense_ends(X, y, alpha, b, b_err, s, r, lam, lm, g_m, gm2, g_d, f4, f8, w, v)
+    codes = np.zeros(m, dtype=np.int8)
+    previous = np.zeros(m, dtype=np.int8)
+    tried = np.zeros(m, dtype=np.int8)
+    has_previous = False
+    has_tried = False
+    epochs = 0
+    k = 0
+    stationary = False
+    while True:
+        hi = value + err
+        lo = dual - dual_err
+        if max(hi - lo, 0.0) <= tol or epochs >= max_epochs:
+            return hi, lo, epochs
+        n = 0
+        for i in range(m):
+            codes[i] = (1 if alpha[i] > 0 else 0) + (1 if alpha[i] == s[i] else 0)
+            if codes[i] == 1:
+                n += 1
+        stable = has_previous and _same(codes, previous) and not (has_tried and _same(codes, tried))
+        cheap = k >= calls1 and steps * n * n * n <= k * work
+        if 0 < n <= largest and (stable or cheap):
+            tried[:] = codes
+            has_tried = True
+            free = np.flatnonzero(codes == 1)
+            fixed = alpha.copy()
+            fixed[free] = 0.0
+            v_fixed = np.empty(d)
+            c = np.empty(d)
+            _dense_combination(X, y, fixed, lm, v_fixed, c)
+            z = np.empty(m)
+            za = np.empty(m)
+            _dense_margins(X, v_fixed, z, za)
+            G = np.empty((n, n))
+            _dense_gram_rows(X, free, G)
+            rhs = np.empty(n)
+            for a in range(n):
+                for e in range(n):
+                    G[a, e] = G[a, e] * (y[free[a]] * y[free[e]])
+                rhs[a] = lm * (b[free[a]] - y[free[a]] * z[free[a]])
+            candidate = alpha.copy()
+            candidate[free] = _polish(G, rhs, alpha[free], s[free], steps)
+            c_w = np.empty(d)
+            c_v = np.empty(d)
+            c_value, c_err, c_dual, c_dual_err = _dense_ends(X, y, candidate, b, b_err, s, r, lam, lm, g_m, gm2, g_d,
+                                                             f4, f8, c_w, c_v)
+            if c_dual - c_dual_err > dual - dual_err:
+                alpha[:] = candidate
+                v[:] = c_v
+                w[:] = c_w
+                value, err, dual, dual_err = c_value, c_err, c_dual, c_dual_err
+                if max((value + err) - (dual - dual_err), 0.0) <= tol:
+                    return value + err, dual - dual_err, epochs
+                stationary = False
+        if stationary:
+            return value + err, dual - dual_err, epochs
+        previous[:] = codes
+        has_previous = True
+        k = min(max(1, epochs // 10, calls0), 50, max_epochs - epochs)
+        made, changed = _dense_epochs(X, y, b, s, sqn, lm, alpha, v, rng, k)
+        stationary = made == 1 and changed == 0
+        epochs += made
+        k = made
+        value, err, dual, dual_err = _dense_ends(X, y, alpha, b, b_err, s, r, lam, lm, g_m, gm2, g_d, f4, f8, w, v)
 
 
 @kernel
@@ -597,8 +684,8 @@ class _Linear:
         w = self.r + v
         return w, self.primal(w), (dual, dual_err), v
 
-    def run(self, alpha: np.ndarray, v: np.ndarray, draws: np.ndarray) -> tuple[int, int]:
-        return self.rows.epochs(self.y, self.b, self.s, self.sqn, self.lm, alpha, v, draws)
+    def run(self, alpha: np.ndarray, v: np.ndarray, rng: np.random.Generator, epochs: int) -> tuple[int, int]:
+        return self.rows.epochs(self.y, self.b, self.s, self.sqn, self.lm, alpha, v, rng, epochs)
 
     def epoch_work(self, free: int) -> int:
         """Entries and rows an epoch visits. Non-zero entries, however stored: dense and CSR input of the same
@@ -659,8 +746,8 @@ class _Kernel:
         a = alpha / self.lm
         return a, self.primal(a), (dual, dual_err), g
 
-    def run(self, alpha: np.ndarray, g: np.ndarray, draws: np.ndarray) -> tuple[int, int]:
-        result: tuple[int, int] = _gram_epochs(self.K, self.y, self.s, self.lm, alpha, g, draws)
+    def run(self, alpha: np.ndarray, g: np.ndarray, rng: np.random.Generator, epochs: int) -> tuple[int, int]:
+        result: tuple[int, int] = _gram_epochs(self.K, self.y, self.s, self.lm, alpha, g, rng, epochs)
         return result
 
     def epoch_work(self, free: int) -> int:
@@ -795,6 +882,13 @@ def _ascend(problem: _Linear | _Kernel, tol: float, max_epochs: int, seed: int,
         if start.shape != (m,) or not np.all(np.isfinite(start)):
             raise ParamError("alpha0", f"array of shape {start.shape}", f"{m} finite dual values")
         alpha = np.where(alpha == s, alpha, np.clip(start, 0.0, s))
+    if isinstance(problem, _Linear) and isinstance(problem.rows, _Dense):  # the loop below, compiled
+        w = np.empty(problem.rows.d)
+        hi, lo, made = _dense_ascent(problem.rows.X, problem.y, problem.b, problem.b_err, s, problem.r, problem.sqn,
+                                     problem.lam, problem.lm, problem.g_m, problem.g_m**2, problem.g_d, err_factor(4),
+                                     err_factor(8), float(tol), int(max_epochs), problem.calls[0], problem.calls[1],
+                                     problem.epoch_work(0), _POLISH_STEPS, _POLISH_MAX, alpha, rng, w)
+        return Certificate(w=w, alpha=alpha.copy(), primal=hi, dual=lo, gap=max(hi - lo, 0.0), epochs=int(made))
     epochs = k = 0
     previous = tried = b""
     stationary = False  # the last epochs began at the evaluated state, and their first changed no coordinate
@@ -824,7 +918,7 @@ def _ascend(problem: _Linear | _Kernel, tol: float, max_epochs: int, seed: int,
             return cert
         previous = sets
         k = min(max(1, epochs // 10, problem.calls[0]), 50, max_epochs - epochs)  # the next evaluation within k epochs
-        made, changed = problem.run(alpha, state, rng.random((k, m)))
+        made, changed = problem.run(alpha, state, rng, k)
         stationary = made == 1 and changed == 0
         epochs += made
         k = made
@@ -895,7 +989,7 @@ def sdca(X: Any, y: np.ndarray, lam: float, *, weights: np.ndarray | None = None
 
     (docs/bounds.md sections 4 and 6). The step maximises D exactly along coordinate i:
     alpha_i <- clip(alpha_i + lam m (1 - y_i <w, x_i>) / ||x_i||^2, 0, s_i). Coordinates are visited
-    in random-permutation epochs (Fisher-Yates from ``numpy.random.default_rng(seed).random``); v is
+    in random-permutation epochs (Fisher-Yates by ``numpy.random.default_rng(seed).random()``); v is
     maintained incrementally, and the epochs stop at a fixed point of the steps. Every few epochs (each
     epoch at first, then ~10 % of the epochs made, at most 50; on a small sample, never fewer than cost as
     much as an evaluation: see :func:`_ascend`)
@@ -1026,5 +1120,5 @@ def sdca_direction(X: Any, y: np.ndarray, lam: float, *, epochs: int, seed: int 
     rng = np.random.default_rng(seed)
     b = np.ones(m)
     for _ in range(int(epochs)):
-        rows.epochs(y, b, s, sqn, lm, alpha, v, rng.random((1, m)))
+        rows.epochs(y, b, s, sqn, lm, alpha, v, rng, 1)
     return v, alpha
