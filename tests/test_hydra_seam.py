@@ -86,7 +86,7 @@ def composer():  # noqa: ANN201
     (["seed=1", "~seed"], []),  # a plain override before a deletion: Hydra's order kept
     (["hydra.job.name=x", "seed=3", "algorithm.lam=0.5", "x={a: 1}"], []),  # a dict value is a config override
     (["seed=4", "hydra.job.name=x", "+hydra.foo=1"], ["seed=4"]),  # hydra.* never touches a plain key
-    (["hydra.sweep.subdir=pack-2", "seed=5"], ["hydra.sweep.subdir=pack-2", "seed=5"]),  # read when the job runs
+    (["hydra.sweep.subdir=pack-2", "seed=5"], ["seed=5"]),  # the pre-flight's configs have no hydra node to set
 ])
 def test_one_definition_of_a_plain_override(composer, job: list[str], plain: list[str]) -> None:  # noqa: ANN001
     from pipeline.sweep.hydra_seam import parse_overrides
@@ -140,3 +140,21 @@ def test_a_sweeps_packs_share_one_composer_in_a_process(composer) -> None:  # no
     assert hydra_seam.sweep_composer('{"sweep_id": "a"}') is first
     assert hydra_seam.sweep_composer('{"sweep_id": "b"}') is not first
     assert first(["seed=3", "gamma=0.2"]).seed == 3
+
+
+def test_the_preflight_composes_once_whatever_hydra_key_the_line_sets(composer, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The launcher treats a pack's ``hydra.sweep.subdir`` as a plain value; the pre-flight's configs have no
+    ``hydra`` node to set it in, so there it stays part of the cache's key: a command line that sets it composes
+    once, not once a job (each falling back to Hydra's whole composition)."""
+    import hydra
+
+    from pipeline.sweep.hydra_seam import Composer
+
+    calls: list[list[str]] = []
+    real = hydra.compose
+    monkeypatch.setattr(hydra, "compose",
+                        lambda name, overrides: calls.append(list(overrides)) or real(name, overrides=overrides))
+    fresh = Composer()
+    for s in range(20):
+        assert fresh(["hydra.sweep.subdir=mine", f"seed={s}"]).seed == s
+    assert len(calls) == 1

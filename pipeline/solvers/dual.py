@@ -412,7 +412,7 @@ def _dense_ascent(X, y, b, b_err, s, r, sqn, lam, lm, g_m, gm2, g_d, f4, f8, tol
     while True:
         hi = value + err
         lo = dual - dual_err
-        if max(hi - lo, 0.0) <= tol or epochs >= max_epochs:
+        if hi - lo <= tol or epochs >= max_epochs:  # the gap max(hi - lo, 0) <= tol (tol >= 0; a NaN gap goes on)
             return hi, lo, epochs
         n = 0
         for i in range(m):
@@ -451,7 +451,7 @@ def _dense_ascent(X, y, b, b_err, s, r, sqn, lam, lm, g_m, gm2, g_d, f4, f8, tol
                 v[:] = c_v
                 w[:] = c_w
                 value, err, dual, dual_err = c_value, c_err, c_dual, c_dual_err
-                if max((value + err) - (dual - dual_err), 0.0) <= tol:
+                if (value + err) - (dual - dual_err) <= tol:
                     return value + err, dual - dual_err, epochs
                 stationary = False
         if stationary:

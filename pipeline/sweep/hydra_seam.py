@@ -272,7 +272,7 @@ def _config_bytes(source: Any, config_path: str) -> bytes | None:
         return None
 
 
-RUN_TIME_HYDRA = frozenset({"hydra.sweep.subdir"})  # hydra leaves no composition reads: plain when set
+RUN_TIME_HYDRA = frozenset({"hydra.sweep.subdir"})  # hydra leaves no composition reads: the launcher's plain ones
 
 
 class Compositions:
@@ -288,20 +288,23 @@ class Compositions:
     A **plain** override, the one definition for the pre-flight and the launcher, is a ``key=value`` or
     ``+key=value`` config override that Hydra applies as a plain set or addition (one node; an addition whose
     key is already there fails as Hydra's does, by the fallback): no ``++``, ``~`` or ``@package``, not a
-    sweep, its key not a config group and not under ``hydra.``/``hydra/`` (but for the keys of
-    ``RUN_TIME_HYDRA``, read only once the job runs: a packed sweep's ``hydra.sweep.subdir=pack-N``), its
-    value not a dict; and no other
+    sweep, its key not a config group and not under ``hydra.``/``hydra/`` (but, for the launcher, whose
+    compositions keep the ``hydra`` node, the keys of ``run_time``, read only once the job runs: a packed sweep's
+    ``hydra.sweep.subdir=pack-N``), its value not a dict; and no other
     (non-plain) config override outside ``hydra`` follows it on the job's line (which could touch the same
     keys: ``seed=1 ~seed``, ``extra=2 +extra=1``): then applying the plain ones after the composition of the
     rest keeps the order Hydra applies config overrides in. Every other override is structural: part of
     the cache's key, composed by Hydra.
 
     ``store``: the dict that holds the compositions (the pre-flight's own; the launcher's per process).
+    ``run_time``: the hydra keys that are plain (the launcher's ``RUN_TIME_HYDRA``; none for the pre-flight, whose
+    compositions have no ``hydra`` node to set them in).
     """
 
-    def __init__(self, loader: Any, store: dict | None = None) -> None:
+    def __init__(self, loader: Any, store: dict | None = None, run_time: frozenset[str] = frozenset()) -> None:
         self.repository = loader.repository  # ConfigLoaderImpl's (not the ConfigLoader interface's)
         self.store: dict = {} if store is None else store
+        self.run_time = run_time
         self.groups: dict[str, bool] = {}  # key -> whether it names a config group (the repository asks its sources)
         cache_interpolation_parses()
         copy_repositories_shallow()
@@ -314,7 +317,7 @@ class Compositions:
 
     def _plain(self, o: Any) -> bool:
         return (not (o.is_delete() or o.is_force_add() or o.is_sweep_override())
-                and o.package is None and (not o.is_hydra_override() or o.key_or_group in RUN_TIME_HYDRA)
+                and o.package is None and (not o.is_hydra_override() or o.key_or_group in self.run_time)
                 and not isinstance(o.value(), dict) and not self._group(o.key_or_group))
 
     def _config_override(self, o: Any) -> bool:
@@ -436,7 +439,7 @@ class ComposeOnce:
         overrides = list(OmegaConf.to_container(master_config.hydra.overrides.hydra)) + list(sweep_overrides)
         parsed = parse_overrides(overrides)
         name = master_config.hydra.job.config_name
-        cfg = Compositions(self.loader, self._composed).config(
+        cfg = Compositions(self.loader, self._composed, RUN_TIME_HYDRA).config(
             parsed, lambda structural: self._compose(name, structural), key=(str(name),))
         app = [o for o in parsed if not o.is_hydra_override()]
         cfg.hydra.overrides.hydra = [o.input_line for o in parsed if o.is_hydra_override()]
