@@ -16,9 +16,9 @@ bare Hydra app's single run), ``stream`` (T examples generated in chunks, never 
 peak memory), ``files`` (the whole ``boundlab dataset=file`` run on generated files of 1e5 and 1e6 rows and a
 sparse one: wall time and peak memory, benchmarks/bench_files.py) and ``sweep`` (sweeps of each job kind of
 100 and 1,000 jobs against a bare Hydra multirun of as many jobs, with the per-job cost broken down, and the
-joblib launcher on both cores), ``packed`` (packed sweeps of tiny runs), ``seeds`` (seed rounds as a user runs them,
-10,000 Pegasos and 100,000 Perceptron seeds, beside what a seed computes) and ``memory`` (a sweep's peak memory at 1,000 and 10,000 jobs against
-its tables). The machine's load average is printed before each section.
+joblib launcher on both cores), ``packed`` (packed sweeps of tiny runs), ``seeds`` (seed rounds as a user runs
+them, 10,000 Pegasos and 100,000 Perceptron seeds, beside what a seed computes) and ``memory`` (a sweep's peak
+memory at 1,000 and 10,000 jobs against its tables). The machine's load average is printed before each section.
 """
 
 from __future__ import annotations

@@ -282,3 +282,14 @@ def test_packed_rounds_reuse_the_earlier_rounds_parts(tmp_path: Path, boundlab_i
     first_round = out.split("round 2:")[0]  # the damaged parts run again (and are stored afresh for later rounds)
     assert "found in the job store" not in first_round and first_round.count("stored result is damaged") == 2, out
     assert_frame_equal(_tables(again)[0], results, check_exact=True)
+
+
+def test_a_packs_log_line_shows_its_members_as_a_count_not_their_encoding() -> None:
+    """The launcher logs each job's overrides: a pack's members are kilobytes of base64 (a 100,000-seed round
+    printed 200 such lines), shown as their count and the runs they are."""
+    from pipeline.sweep.pack import pack_overrides, shown
+
+    line = shown(pack_overrides([["n=200", f"seed={s}"] for s in range(1000, 1500)], 2, 1000))
+    assert line[-1] == "+pack_members=<500 members: runs 1000-1499>" and "n=200" in line
+    assert shown(["+pack_members=not-base64", "seed=1"]) == ["+pack_members=<24 characters>", "seed=1"]
+    assert max(len(o) for o in line) < 60

@@ -209,7 +209,9 @@ class BoundlabForkLauncher(Launcher):
         from hydra.core.utils import configure_log, filter_overrides, run_job
         from omegaconf import open_dict
 
-        log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
+        from pipeline.sweep.pack import shown
+
+        log.info(f"\t#{idx} : {' '.join(shown(filter_overrides(overrides)))}")
         sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         with open_dict(sweep_config):
             sweep_config.hydra.job.id = idx

@@ -41,7 +41,7 @@ GAMMAS = np.geomspace(1e-6, 1.0, 241)
 
 
 @helper
-def _hinge_at(a, m):  # noqa: ANN001, ANN202
+def _hinge_at(a: float, m: np.ndarray) -> float:
     """sum_i max(0, 1 - a m_i), for margins m sorted ascending and a > 0.
 
     Four accumulators over i = 0, 1, 2, 3 (mod 4), the tail added to the first, combined as (s0 + s1) + (s2 + s3):
@@ -64,14 +64,14 @@ def _hinge_at(a, m):  # noqa: ANN001, ANN202
         s3 += max(0.0, t3)
         i += 4
         if t3 <= 0.0:
-            return (s0 + s1) + (s2 + s3)
+            return float((s0 + s1) + (s2 + s3))
     for j in range(i, n):
         s0 += max(0.0, 1.0 - a * m[j])
-    return (s0 + s1) + (s2 + s3)
+    return float((s0 + s1) + (s2 + s3))
 
 
 @helper
-def _short_at(g, m):  # noqa: ANN001, ANN202
+def _short_at(g: float, m: np.ndarray) -> float:
     """sum_i max(0, g - m_i)^2, for margins m sorted ascending, in the order of :func:`_hinge_at` (and stopping
     as it does: the terms fall as m_i grows)."""
     n = m.shape[0]
@@ -91,22 +91,22 @@ def _short_at(g, m):  # noqa: ANN001, ANN202
         s3 += t3 * t3
         i += 4
         if t3 <= 0.0:
-            return (s0 + s1) + (s2 + s3)
+            return float((s0 + s1) + (s2 + s3))
     for j in range(i, n):
         t = max(0.0, g - m[j])
         s0 += t * t
-    return (s0 + s1) + (s2 + s3)
+    return float((s0 + s1) + (s2 + s3))
 
 
 @kernel
-def _hinge_sums(scales, m, out):  # noqa: ANN001, ANN202
+def _hinge_sums(scales: np.ndarray, m: np.ndarray, out: np.ndarray) -> None:
     """out[k] = :func:`_hinge_at` (scales[k], m)."""
     for k in range(scales.shape[0]):
         out[k] = _hinge_at(scales[k], m)
 
 
 @kernel
-def _short_sums(gammas, m, out):  # noqa: ANN001, ANN202
+def _short_sums(gammas: np.ndarray, m: np.ndarray, out: np.ndarray) -> None:
     """out[k] = :func:`_short_at` (gammas[k], m)."""
     for k in range(gammas.shape[0]):
         out[k] = _short_at(gammas[k], m)
@@ -121,7 +121,8 @@ def _sums(sums: kernel[..., None], rows: np.ndarray, m: np.ndarray) -> np.ndarra
 
 
 @kernel
-def _hinge_least(scales, extra, m, R, passes, factor, f8):  # noqa: ANN001, ANN202
+def _hinge_least(scales: np.ndarray, extra: float, m: np.ndarray, R: float, passes: float, factor: float,
+                 f8: float) -> tuple[int, float, float]:
     """The least of the hinge bound ((R a + sqrt((R a)^2 + 4 L))/2)^2 f8, L = passes * :func:`_hinge_at` (a, m)
     * factor, over the scales a (then ``extra`` when > 0), as (index, value, L there); the first index of the
     least value, as numpy's argmin of the values finds it; index -1 when none is below infinity or one is NaN
@@ -144,7 +145,8 @@ def _hinge_least(scales, extra, m, R, passes, factor, f8):  # noqa: ANN001, ANN2
 
 
 @kernel
-def _short_least(gammas, m, R, passes, factor, f8):  # noqa: ANN001, ANN202
+def _short_least(gammas: np.ndarray, m: np.ndarray, R: float, passes: float, factor: float,
+                 f8: float) -> tuple[int, float, float]:
     """The least of Freund and Schapire's ((R + D)/g)^2 f8, D = sqrt(passes * :func:`_short_at` (g, m) * factor),
     over the margins g, as (index, value, D there), found as :func:`_hinge_least` finds its least."""
     best_i = -1

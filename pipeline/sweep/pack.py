@@ -64,6 +64,22 @@ def decode(text: str) -> dict[str, Any]:
     return json.loads(zlib.decompress(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))))
 
 
+def shown(overrides: Sequence[str]) -> list[str]:
+    """A job's overrides as a log line shows them: a pack's encoded members (kilobytes of base64) as their count
+    and range, ``+pack_members=<500 members: runs 1000-1499>``; any other override as it is."""
+    out = []
+    for o in overrides:
+        if o.startswith(f"+{KEY}="):
+            try:
+                payload = decode(o.split("=", 1)[1])
+                n, first = len(payload["members"]), int(payload["first"])
+                o = f"+{KEY}=<{n} members: runs {first}-{first + n - 1}>"
+            except (ValueError, KeyError, TypeError, zlib.error):
+                o = f"+{KEY}=<{len(o)} characters>"
+        out.append(o)
+    return out
+
+
 def pack_dir_name(index: int) -> str:
     return f"pack-{index}"
 
