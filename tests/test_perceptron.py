@@ -232,6 +232,12 @@ def test_noise_knobs_make_the_data_non_separable_and_solvers_certify_it() -> Non
     assert np.array_equal(clean.X, _noisy(0.1, 0.2, 0.0, 0.0, 400, 5, 1).X)  # flips change labels only
 
 
+def _sums(at, rows: np.ndarray, margins: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    """``at`` (``_hinge_at`` or ``_short_at``, or their ``.py``) at every row value, over the sorted margins."""
+    m = np.sort(margins)
+    return np.array([at(float(a), m) for a in rows])
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 5000), st.floats(-0.5, 0.5), st.floats(0.01, 1.0), st.floats(0.05, 20.0),
        st.integers(0, 2**32 - 1))
@@ -240,7 +246,7 @@ def test_the_hinge_bounds_sums_hold_every_term_within_their_rounding_factor(m: i
     """The two bounds' sums over the margins (compiled, in sorted order, stopping where the terms reach zero)
     are within the bounds' rounding factor (1 + 2 m u) of the exact sum of the very terms numpy's table forms
     (math.fsum of the table's row: exactly rounded): the factor the bounds multiply by covers them. Ties,
-    repeats and negative margins included; the compiled kernels are the same bits as their Python references."""
+    repeats and negative margins included; the compiled sums are the same bits as their Python references."""
     import math
 
     import pipeline.bounds.perceptron as bp
@@ -248,21 +254,19 @@ def test_the_hinge_bounds_sums_hold_every_term_within_their_rounding_factor(m: i
 
     rng = np.random.default_rng(seed)
     margins = np.round(rng.normal(centre, spread, size=m), int(rng.integers(2, 17)))  # rounding makes ties
-    cases = ((bp._hinge_sums, bp.SCALES / R, np.maximum(0.0, 1.0 - np.outer(bp.SCALES / R, margins))),
-             (bp._short_sums, bp.GAMMAS * R, np.maximum(0.0, (bp.GAMMAS * R)[:, None] - margins[None, :]) ** 2))
-    for sums, rows, table in cases:
-        got = bp._sums(sums, rows, margins)
+    cases = ((bp._hinge_at, bp.SCALES / R, np.maximum(0.0, 1.0 - np.outer(bp.SCALES / R, margins))),
+             (bp._short_at, bp.GAMMAS * R, np.maximum(0.0, (bp.GAMMAS * R)[:, None] - margins[None, :]) ** 2))
+    for at, rows, table in cases:
+        got = _sums(at, rows, margins)
         exact = np.array([math.fsum(row) for row in table])
         assert np.all(exact <= got * (1 + 2 * m * UNIT_ROUNDOFF)) and np.all(got <= exact * (1 + 2 * m * UNIT_ROUNDOFF))
         if m <= 64:
-            ref = np.empty(rows.size)
-            sums.py(rows, np.sort(margins), ref)
-            assert np.array_equal(got, ref)
+            assert np.array_equal(got, _sums(at.py, rows, margins))
 
 
 def _least_by_tables(s: dict) -> tuple[tuple[float, str], tuple[float, str]]:
     """The two hinge bounds as numpy tables would give them: every scale's and margin's value formed, numpy's
-    argmin in each comparator, the first comparator with the least value kept (the sums: ``_sums``)."""
+    argmin in each comparator, the first comparator with the least value kept (the sums: :func:`_sums`)."""
     import math
 
     import pipeline.bounds.perceptron as bp
@@ -272,13 +276,13 @@ def _least_by_tables(s: dict) -> tuple[tuple[float, str], tuple[float, str]]:
     for name, m in s["comparators"].items():
         scales = bp.SCALES / R
         s_all = np.append(scales, 1.0 / m.min()) if m.size and m.min() > 0 else scales
-        loss = s["T"] / m.size * bp._sums(bp._hinge_sums, s_all, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF)
+        loss = s["T"] / m.size * _sums(bp._hinge_at, s_all, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF)
         value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < hinge[0]:
             hinge = (float(value[i]), f"u = {s_all[i]:.4g} * {name}, L_T(u) = {loss[i]:.4g}")
         gammas = bp.GAMMAS * R
-        D = np.sqrt(s["T"] / m.size * bp._sums(bp._short_sums, gammas, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF))
+        D = np.sqrt(s["T"] / m.size * _sums(bp._short_at, gammas, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF))
         value = ((R + D) / gammas) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < fs[0]:

@@ -99,28 +99,6 @@ def _short_at(g: float, m: np.ndarray) -> float:
 
 
 @kernel
-def _hinge_sums(scales: np.ndarray, m: np.ndarray, out: np.ndarray) -> None:
-    """out[k] = :func:`_hinge_at` (scales[k], m)."""
-    for k in range(scales.shape[0]):
-        out[k] = _hinge_at(scales[k], m)
-
-
-@kernel
-def _short_sums(gammas: np.ndarray, m: np.ndarray, out: np.ndarray) -> None:
-    """out[k] = :func:`_short_at` (gammas[k], m)."""
-    for k in range(gammas.shape[0]):
-        out[k] = _short_at(gammas[k], m)
-
-
-def _sums(sums: kernel[..., None], rows: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """``sums`` (:func:`_hinge_sums` or :func:`_short_sums`) of every row value over the margins m: memory O(m)
-    at a million examples, a pass over the margins a row value at most."""
-    out = np.empty(rows.shape[0])
-    sums(np.ascontiguousarray(rows, dtype=np.float64), np.sort(m), out)
-    return out
-
-
-@kernel
 def _hinge_least(scales: np.ndarray, extra: float, m: np.ndarray, R: float, passes: float, factor: float,
                  f8: float) -> tuple[int, float, float]:
     """The least of the hinge bound ((R a + sqrt((R a)^2 + 4 L))/2)^2 f8, L = passes * :func:`_hinge_at` (a, m)
