@@ -230,6 +230,26 @@ def test_the_ascent_stops_at_a_fixed_point_of_its_steps() -> None:
     np.testing.assert_array_equal(alpha, stuck.alpha)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 80), st.integers(1, 8), st.floats(-6.0, 0.0), st.booleans(), st.booleans(), st.booleans(),
+       st.sampled_from([0.0, 1e-9, 1e-5]), st.integers(0, 300), st.integers(0, 2**32 - 1))
+def test_the_compiled_ascent_decides_as_the_python_loop(m: int, d: int, log_lam: float, weighted: bool,
+                                                        transfer: bool, warm: bool, tol: float, max_epochs: int,
+                                                        seed: int) -> None:
+    """Dense rows take the compiled loop (``_dense_ascent``), CSR rows the Python one: on the same sample, with
+    weights, a transfer reference, a warm start, any tolerance (0 included) and epoch budget, both return the same
+    certificate, bit for bit: the same evaluations, polishes, epochs and draws."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d)) * (rng.random((m, d)) < 0.7)
+    y = np.where(X @ rng.normal(size=d) + 0.3 * rng.normal(size=m) >= 0, 1.0, -1.0)
+    kwargs = {"weights": rng.uniform(0.5, 2.0, m) if weighted else None, "w_ref": rng.normal(size=d) if transfer else None,
+              "alpha0": rng.random(m) if warm else None, "tol": tol, "max_epochs": max_epochs, "seed": seed % 7}
+    dense, csr = sdca(X, y, 10.0**log_lam, **kwargs), sdca(sparse.csr_matrix(X), y, 10.0**log_lam, **kwargs)
+    np.testing.assert_array_equal(dense.w, csr.w)
+    np.testing.assert_array_equal(dense.alpha, csr.alpha)
+    assert (dense.primal, dense.dual, dense.gap, dense.epochs) == (csr.primal, csr.dual, csr.gap, csr.epochs)
+
+
 def test_a_path_of_lams_gives_the_certificates_of_warm_started_calls() -> None:
     """``sdca_path`` reads the sample once and solves each lam from the last one's dual point: every certificate
     is the one of the corresponding ``sdca(..., alpha0=previous.alpha)``, bit for bit, dense and CSR alike."""
