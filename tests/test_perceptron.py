@@ -232,10 +232,13 @@ def test_noise_knobs_make_the_data_non_separable_and_solvers_certify_it() -> Non
     assert np.array_equal(clean.X, _noisy(0.1, 0.2, 0.0, 0.0, 400, 5, 1).X)  # flips change labels only
 
 
-def _sums(at, rows: np.ndarray, margins: np.ndarray) -> np.ndarray:  # noqa: ANN001
-    """``at`` (``_hinge_at`` or ``_short_at``, or their ``.py``) at every row value, over the sorted margins."""
-    m = np.sort(margins)
-    return np.array([at(float(a), m) for a in rows])
+def _sums(squared: bool, rows: np.ndarray, margins: np.ndarray, reference: bool = False) -> np.ndarray:
+    """The hinge sums (Freund and Schapire's when ``squared``) at every row value over the sorted margins, by the
+    searches' ``_sum_at`` (``reference``: its Python form)."""
+    import pipeline.bounds.perceptron as bp
+
+    at, m = (bp._sum_at.py if reference else bp._sum_at), np.sort(margins)
+    return np.array([at(float(a), 1.0, m, True) if squared else at(1.0, float(a), m, False) for a in rows])
 
 
 @settings(max_examples=60, deadline=None)
@@ -254,14 +257,14 @@ def test_the_hinge_bounds_sums_hold_every_term_within_their_rounding_factor(m: i
 
     rng = np.random.default_rng(seed)
     margins = np.round(rng.normal(centre, spread, size=m), int(rng.integers(2, 17)))  # rounding makes ties
-    cases = ((bp._hinge_at, bp.SCALES / R, np.maximum(0.0, 1.0 - np.outer(bp.SCALES / R, margins))),
-             (bp._short_at, bp.GAMMAS * R, np.maximum(0.0, (bp.GAMMAS * R)[:, None] - margins[None, :]) ** 2))
-    for at, rows, table in cases:
-        got = _sums(at, rows, margins)
+    cases = ((False, bp.SCALES / R, np.maximum(0.0, 1.0 - np.outer(bp.SCALES / R, margins))),
+             (True, bp.GAMMAS * R, np.maximum(0.0, (bp.GAMMAS * R)[:, None] - margins[None, :]) ** 2))
+    for squared, rows, table in cases:
+        got = _sums(squared, rows, margins)
         exact = np.array([math.fsum(row) for row in table])
         assert np.all(exact <= got * (1 + 2 * m * UNIT_ROUNDOFF)) and np.all(got <= exact * (1 + 2 * m * UNIT_ROUNDOFF))
         if m <= 64:
-            assert np.array_equal(got, _sums(at.py, rows, margins))
+            assert np.array_equal(got, _sums(squared, rows, margins, reference=True))
 
 
 def _least_by_tables(s: dict) -> tuple[tuple[float, str], tuple[float, str]]:
@@ -276,13 +279,13 @@ def _least_by_tables(s: dict) -> tuple[tuple[float, str], tuple[float, str]]:
     for name, m in s["comparators"].items():
         scales = bp.SCALES / R
         s_all = np.append(scales, 1.0 / m.min()) if m.size and m.min() > 0 else scales
-        loss = s["T"] / m.size * _sums(bp._hinge_at, s_all, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF)
+        loss = s["T"] / m.size * _sums(False, s_all, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF)
         value = ((R * s_all + np.sqrt((R * s_all) ** 2 + 4 * loss)) / 2) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < hinge[0]:
             hinge = (float(value[i]), f"u = {s_all[i]:.4g} * {name}, L_T(u) = {loss[i]:.4g}")
         gammas = bp.GAMMAS * R
-        D = np.sqrt(s["T"] / m.size * _sums(bp._short_at, gammas, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF))
+        D = np.sqrt(s["T"] / m.size * _sums(True, gammas, m) * (1 + 2 * len(m) * UNIT_ROUNDOFF))
         value = ((R + D) / gammas) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
         i = int(np.argmin(value))
         if value[i] < fs[0]:

@@ -41,13 +41,15 @@ GAMMAS = np.geomspace(1e-6, 1.0, 241)
 
 
 @helper
-def _hinge_at(a: float, m: np.ndarray) -> float:
-    """sum_i max(0, 1 - a m_i), for margins m sorted ascending and a > 0.
+def _sum_at(c: float, a: float, m: np.ndarray, squared: bool) -> float:
+    """sum_i max(0, c - a m_i), or of its squares when ``squared``, for margins m sorted ascending and a > 0: the
+    hinge sum at scale a is ``_sum_at(1, a, m, False)``, Freund and Schapire's at margin g ``_sum_at(g, 1, m, True)``
+    (1 m_i is m_i exactly).
 
     Four accumulators over i = 0, 1, 2, 3 (mod 4), the tail added to the first, combined as (s0 + s1) + (s2 + s3):
     a fixed order, and any order is covered by the bound's rounding factor (a sum of n terms errs by at most
     gamma_(n-1) times their sum: Higham, *Accuracy and Stability of Numerical Algorithms*, eq. 3.5). The terms
-    fall as m_i grows (fl is monotone), so once a block's last term is <= 0 every later term is 0 and the sum
+    fall as m_i grows (fl is monotone), so once a block's last term is 0 every later term is 0 and the sum
     stops: adding zeros would leave the same bits.
     """
     n = m.shape[0]
@@ -57,51 +59,29 @@ def _hinge_at(a: float, m: np.ndarray) -> float:
     s3 = 0.0
     i = 0
     while i + 4 <= n:
-        t3 = 1.0 - a * m[i + 3]
-        s0 += max(0.0, 1.0 - a * m[i])
-        s1 += max(0.0, 1.0 - a * m[i + 1])
-        s2 += max(0.0, 1.0 - a * m[i + 2])
-        s3 += max(0.0, t3)
+        t0 = max(0.0, c - a * m[i])
+        t1 = max(0.0, c - a * m[i + 1])
+        t2 = max(0.0, c - a * m[i + 2])
+        t3 = max(0.0, c - a * m[i + 3])
+        if squared:
+            t0, t1, t2, t3 = t0 * t0, t1 * t1, t2 * t2, t3 * t3
+        s0 += t0
+        s1 += t1
+        s2 += t2
+        s3 += t3
         i += 4
         if t3 <= 0.0:
             return float((s0 + s1) + (s2 + s3))
-    for j in range(i, n):
-        s0 += max(0.0, 1.0 - a * m[j])
-    return float((s0 + s1) + (s2 + s3))
-
-
-@helper
-def _short_at(g: float, m: np.ndarray) -> float:
-    """sum_i max(0, g - m_i)^2, for margins m sorted ascending, in the order of :func:`_hinge_at` (and stopping
-    as it does: the terms fall as m_i grows)."""
-    n = m.shape[0]
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    i = 0
-    while i + 4 <= n:
-        t3 = max(0.0, g - m[i + 3])
-        t0 = max(0.0, g - m[i])
-        t1 = max(0.0, g - m[i + 1])
-        t2 = max(0.0, g - m[i + 2])
-        s0 += t0 * t0
-        s1 += t1 * t1
-        s2 += t2 * t2
-        s3 += t3 * t3
-        i += 4
-        if t3 <= 0.0:
-            return float((s0 + s1) + (s2 + s3))
-    for j in range(i, n):
-        t = max(0.0, g - m[j])
-        s0 += t * t
+    for k in range(i, n):
+        t = max(0.0, c - a * m[k])
+        s0 += t * t if squared else t
     return float((s0 + s1) + (s2 + s3))
 
 
 @kernel
 def _hinge_least(scales: np.ndarray, extra: float, m: np.ndarray, R: float, passes: float, factor: float,
                  f8: float) -> tuple[int, float, float]:
-    """The least of the hinge bound ((R a + sqrt((R a)^2 + 4 L))/2)^2 f8, L = passes * :func:`_hinge_at` (a, m)
+    """The least of the hinge bound ((R a + sqrt((R a)^2 + 4 L))/2)^2 f8, L = passes * :func:`_sum_at` (1, a, m)
     * factor, over the scales a (then ``extra`` when > 0), as (index, value, L there); the first index of the
     least value, as numpy's argmin of the values finds it; index -1 when none is below infinity or one is NaN
     (argmin would find the NaN, which no comparison selects)."""
@@ -112,7 +92,7 @@ def _hinge_least(scales: np.ndarray, extra: float, m: np.ndarray, R: float, pass
     total = n + 1 if extra > 0.0 else n
     for k in range(total):
         a = scales[k] if k < n else extra
-        loss = passes * _hinge_at(a, m) * factor
+        loss = passes * _sum_at(1.0, a, m, False) * factor
         ra = R * a
         value = ((ra + np.sqrt(ra * ra + 4.0 * loss)) / 2.0) ** 2 * f8
         if value != value:
@@ -125,14 +105,14 @@ def _hinge_least(scales: np.ndarray, extra: float, m: np.ndarray, R: float, pass
 @kernel
 def _short_least(gammas: np.ndarray, m: np.ndarray, R: float, passes: float, factor: float,
                  f8: float) -> tuple[int, float, float]:
-    """The least of Freund and Schapire's ((R + D)/g)^2 f8, D = sqrt(passes * :func:`_short_at` (g, m) * factor),
+    """The least of Freund and Schapire's ((R + D)/g)^2 f8, D = sqrt(passes * :func:`_sum_at` (g, 1, m, squared) * factor),
     over the margins g, as (index, value, D there), found as :func:`_hinge_least` finds its least."""
     best_i = -1
     best = np.inf
     best_D = 0.0
     for k in range(gammas.shape[0]):
         g = gammas[k]
-        D = np.sqrt(passes * _short_at(g, m) * factor)
+        D = np.sqrt(passes * _sum_at(g, 1.0, m, True) * factor)
         value = ((R + D) / g) ** 2 * f8
         if value != value:
             return -1, np.nan, np.nan
