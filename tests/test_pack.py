@@ -78,6 +78,12 @@ def test_a_packed_sweep_has_the_unpacked_sweeps_table_bit_for_bit(tmp_path: Path
     assert first.data.params["range.seed"] == f"0..{min(n, 3 if 'halving' in ' '.join(grid) else 5) - 1}"
     assert [a.path for a in client.list_artifacts(first.info.run_id, "results")] == ["results/results-part-00000.parquet"]
     assert "novikoff/max_ratio" in first.data.metrics
+    for child in children:  # what the pack's parts say, read back from their files
+        parts = sorted((tmp_path / "packed" / f"pack-{child.data.params['pack.index']}").glob("results-part-*.parquet"))
+        table = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+        index, first_run = int(child.data.params["pack.index"]), int(child.data.params["pack.first"])
+        assert child.data.params == pack._pack_params(table, index, min(n, jobs - first_run), first_run)
+        assert child.data.metrics == pack._pack_metrics(table)
     assert proc.stdout.count(" part 1/1: ") == packs  # one log line per part, not per run
 
 

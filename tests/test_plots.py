@@ -509,3 +509,51 @@ def _handlers() -> tuple[list, int]:
     import signal
 
     return [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)], signal.set_wakeup_fd(-1)
+
+
+@pytest.mark.parametrize("steps", [True, False])
+def test_a_band_on_the_runs_shared_steps_is_the_stack_of_their_values(steps: bool) -> None:
+    """plots._band_grid takes the runs' values as they are when every run has the same steps, and else goes run
+    by run: both ways give the same grid, bit for bit (NaN and infinite values too; a count's steps and a curve's
+    interpolation in log t), and runs whose steps differ in one place or in number, or repeat a step, are never
+    stacked."""
+    from hypothesis import given, settings, strategies as st
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        runs, length = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 7))
+        t = np.cumsum(data.draw(st.lists(st.integers(2, 50), min_size=length, max_size=length))).astype(np.int64)
+        if length > 1 and data.draw(st.booleans()):  # a step recorded twice, in every run: the union has one
+            j = data.draw(st.integers(1, length - 1))
+            t[j] = t[j - 1]
+        value = st.one_of(st.floats(-1e6, 1e6), st.sampled_from([np.nan, np.inf, -np.inf, 0.0, 3.0]))
+        curves = []
+        for _ in range(runs):
+            rt = t.copy()
+            change = data.draw(st.sampled_from(["none", "none", "step", "fewer"]))
+            if change == "step":  # one step one earlier (the gaps are at least 2: still increasing, still >= 1)
+                rt[data.draw(st.integers(0, length - 1))] -= 1
+            elif change == "fewer" and length > 1:
+                rt = rt[:-1]
+            values = np.array(data.draw(st.lists(value, min_size=len(rt), max_size=len(rt))), dtype=float)
+            curves.append(plots._Curve(rt, np.floor(values) if steps else values))
+        got_t, got = plots._band_grid(curves, steps)
+        want_t, want = plots._band_grid_each(curves, steps)
+        assert np.array_equal(got_t, want_t) and got.shape == want.shape
+        assert np.array_equal(got, want, equal_nan=True)
+
+    check()
+
+
+def test_a_sweeps_figures_are_shared_by_their_cost() -> None:
+    """plots._share: the curves figure (WEIGHT) against the three points figures, each share in plan order."""
+    kinds = ["measured_vs_bound", "curves_vs_bound", "measured_vs_bound", "measured_vs_bound", "curves_vs_bound"]
+    plan = [(i, plots.Spec(f"f{i}", kind, {})) for i, kind in enumerate(kinds)]
+    mine, theirs = plots._share(plan[:4])
+    assert [i for i, _ in theirs] == [1] and [i for i, _ in mine] == [0, 2, 3]
+    mine, theirs = plots._share(plan)
+    assert sorted(i for i, _ in mine + theirs) == list(range(5))
+    assert all([i for i, _ in share] == sorted(i for i, _ in share) for share in (mine, theirs))
+    cost = [sum(plots.WEIGHT.get(s.kind, 1.0) for _, s in share) for share in (mine, theirs)]
+    assert abs(cost[0] - cost[1]) <= 1.0

@@ -72,8 +72,9 @@ def packed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                                                   "identities": identities}))
     for p in (0, 1):
         lo = 2 * p
-        assert not pack._run_part(out, p, 2, [_spec(lo), _spec(lo + 1)], members[lo:lo + 2], identities[lo:lo + 2], lo,
-                                  "pack 0")
+        failed, _ = pack._run_part(out, p, 2, [_spec(lo), _spec(lo + 1)], members[lo:lo + 2], identities[lo:lo + 2], lo,
+                                   "pack 0")
+        assert not failed
     return sweep
 
 
@@ -146,7 +147,7 @@ def test_a_stale_markers_error_record_never_speaks_for_this_attempt(packed: Path
 
     monkeypatch.setattr(pack, "_run_member", refuted)
     out = packed / "pack-0"
-    assert pack._run_part(out, 0, 2, [_spec(0), _spec(1)], [["seed=0"], ["seed=1"]], [_identity(0), _identity(1)], 0, "p")
+    assert pack._run_part(out, 0, 2, [_spec(0), _spec(1)], [["seed=0"], ["seed=1"]], [_identity(0), _identity(1)], 0, "p")[0]
     path = pack.member_path(packed, 4, 0)
     assert failures(packed, [path], ATTEMPT)[0]["range_error"] is True  # this attempt's own record: read
     (out / "error.txt").write_text("RuntimeError: database is locked\n")

@@ -171,7 +171,7 @@ def test_a_pack_members_failure_kind_is_in_its_parts_marker(tmp_path: Path, monk
     out.mkdir(parents=True)
     members = [["seed=0", "pack=2"], ["seed=1", "pack=2"]]
     (out / "members.json").write_text(json.dumps({"first": 0, "members": members}))
-    assert pack._run_part(out, 0, 1, [_spec(0), _spec(1)], members, [["k0"], ["k1"]], 0, "pack 0")
+    assert pack._run_part(out, 0, 1, [_spec(0), _spec(1)], members, [["k0"], ["k1"]], 0, "pack 0")[0]  # one failed
     got = failures(sweep, [pack.member_path(sweep, 2, 0), pack.member_path(sweep, 2, 1)])
     assert [f["label"] for f in got] == ["pack-0 run 0 (seed=0 pack=2)", "pack-0 run 1 (seed=1 pack=2)"]
     assert got[0]["range_error"] is True and got[0]["bound"] == "b" and got[0]["setting"] == "s0"

@@ -233,6 +233,12 @@ def _signature(rows: list[dict[str, Any]]) -> tuple[Any, ...]:
     return tuple(tuple(r) for r in rows), tuple((k, frozenset(t)) for k, t in types.items())
 
 
+def _shape(rows: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """Each row's keys and the types of its values, in order: rows of the same shape have the same
+    :func:`_signature` (each column's set of types is the union of its rows' types)."""
+    return tuple((tuple(row), tuple(map(type, row.values()))) for row in rows)
+
+
 # The columns' sets of value types whose dtype pandas infers from the types alone (tests/test_run_tables.py tries
 # each with adversarial values): one type, or one type with None. Integers are checked apart (see part_tables).
 _BY_TYPE = {frozenset(t) for t in ({float}, {int}, {bool}, {str}, {type(None)}, {np.float64}, {float, type(None)},
@@ -256,7 +262,12 @@ def part_tables(runs: list[RunRows]) -> tuple[pd.DataFrame, pd.DataFrame]:
         return pd.DataFrame(), pd.DataFrame()
     table = curve = None
     first = _signature(runs[0].rows)
-    if all(kinds in _BY_TYPE for _, kinds in first[1]) and all(_signature(m.rows) == first for m in runs[1:]):
+    if all(kinds in _BY_TYPE for _, kinds in first[1]):
+        shape = _shape(runs[0].rows)  # the same keys and value types row by row: the same signature, found cheaper
+        same = all(_shape(m.rows) == shape or _signature(m.rows) == first for m in runs[1:])
+    else:
+        same = False
+    if same:
         table = rows_table([row for m in runs for row in m.rows])
         ints = [k for k, kinds in first[1] if kinds == {int}]
         if any(table[k].dtype != np.int64 for k in ints):

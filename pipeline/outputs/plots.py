@@ -29,7 +29,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 import matplotlib
 import numpy as np
@@ -348,9 +348,25 @@ def measured_vs_bound(table: pd.DataFrame, bound: str, *, ax: Axes | None = None
 SEED_LINES = 8  # runs per panel drawn one line each; beyond, the panel shows their median and range
 
 
-def _band(ax: Axes, runs: list[_Curve], color: object, dashed: bool, steps: bool) -> None:
-    """The median over ``runs`` (each a curve: t, empirical) and their min..max as a shaded band, on the
-    union of their steps (a count holds its value between steps; a curve is interpolated in log t)."""
+def _band_grid(runs: list[_Curve], steps: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the steps of ``runs`` (each a curve: t, empirical) and each run's value at them (a row per run;
+    NaN outside its own steps): a count holds its value between steps, a curve is interpolated in log t.
+
+    When every run has the same steps (one sweep's runs of one T: the usual case, 10^5 runs in a seed round),
+    each row is the run's own values: at its own steps both rules give them exactly (``searchsorted`` finds each
+    step, ``np.interp`` returns ``fp[j]`` where ``x == xp[j]``), so the grid is their stack, the same bits
+    (tests/test_plots.py compares the two ways on generated runs)."""
+    first = np.asarray(runs[0]["t"], dtype=float)
+    if all(len(r) == len(first) for r in runs) and bool(np.all(first[1:] > first[:-1])):
+        shape = (len(runs), len(first))
+        stacked = np.concatenate([r["t"] for r in runs]).astype(float).reshape(shape)
+        if bool((stacked == first).all()):
+            return first, np.concatenate([r["empirical"] for r in runs]).astype(float).reshape(shape)
+    return _band_grid_each(runs, steps)
+
+
+def _band_grid_each(runs: list[_Curve], steps: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_band_grid` run by run, whatever their steps."""
     t = np.unique(np.concatenate([np.asarray(r["t"], dtype=float) for r in runs]))
     grid = np.full((len(runs), len(t)), np.nan)
     for k, r in enumerate(runs):
@@ -360,6 +376,13 @@ def _band(ax: Axes, runs: list[_Curve], color: object, dashed: bool, steps: bool
             grid[k, inside] = rv[np.searchsorted(rt, t[inside], side="right") - 1]
         else:
             grid[k, inside] = np.interp(np.log(t[inside]), np.log(rt), rv)
+    return t, grid
+
+
+def _band(ax: Axes, runs: list[_Curve], color: object, dashed: bool, steps: bool) -> None:
+    """The median over ``runs`` (each a curve: t, empirical) and their min..max as a shaded band, on the
+    union of their steps (:func:`_band_grid`)."""
+    t, grid = _band_grid(runs, steps)
     with np.errstate(all="ignore"):
         lo, mid, hi = np.nanmin(grid, axis=0), np.nanmedian(grid, axis=0), np.nanmax(grid, axis=0)
     draw = ax.step if steps else ax.plot
@@ -439,8 +462,10 @@ def _curve_reader(curves: pd.DataFrame) -> Callable[[tuple[str, str]], _Curve]:
     by_run = _curve_rows(curves)
     t_all, value_all = curves["t"].to_numpy(), curves["empirical"].to_numpy()
 
+    nothing = slice(0, 0)
+
     def curve(key: tuple[str, str]) -> _Curve:  # a run's quantity (or a part's: 'part/quantity')
-        at = by_run.get(key, slice(0, 0))
+        at = by_run.get(key, nothing)
         return _Curve(t_all[at], value_all[at])
 
     return curve
@@ -466,13 +491,15 @@ def _curves_series(rows: pd.DataFrame, facets: list[str]) -> tuple[Callable[[Any
 def _panel_curves(runs: pd.DataFrame, curve: Callable[[tuple[str, str]], _Curve], quantity: str,
                   bound: str) -> tuple[list[tuple[Any, _Curve]], list[_Curve], list[float]]:
     """A panel's runs, each (row, its curve of ``quantity``); their curves of the bound; and the bound's levels
-    (NaN where it does not apply)."""
-    measured, bounds, levels = [], [], []
-    for r in runs.itertuples():  # the columns read: a row of all ~50 cost ~1.7 kB, 17 MB at 10^4 runs
-        prefix = f"{r.part}/" if isinstance(getattr(r, "part", None), str) and r.part else ""
-        measured.append((r, curve((r.run, f"{prefix}{quantity}"))))
-        bounds.append(curve((r.run, f"{prefix}bound/{bound}")))
-        levels.append(r.theoretical if r.applicable else np.nan)
+    (NaN where it does not apply). The rows (named tuples of the columns read) only for a panel drawn one line
+    a run (:data:`SEED_LINES`): a banded panel of 10^5 runs reads its columns as lists."""
+    keys = runs["run"].tolist()
+    prefixes = [f"{p}/" if isinstance(p, str) and p else "" for p in
+                (runs["part"].tolist() if "part" in runs else [None] * len(keys))]
+    rows: list[Any] = list(runs.itertuples()) if len(keys) <= SEED_LINES else [None] * len(keys)
+    measured = [(r, curve((k, f"{x}{quantity}"))) for r, k, x in zip(rows, keys, prefixes)]
+    bounds = [curve((k, f"{x}bound/{bound}")) for k, x in zip(keys, prefixes)]
+    levels = [t if a else np.nan for t, a in zip(runs["theoretical"].tolist(), runs["applicable"].tolist())]
     return measured, bounds, levels
 
 
@@ -480,14 +507,20 @@ def _curves_panel(ax: Axes, title: str, measured: list[tuple[Any, _Curve]], boun
                   series: Callable[[Any], str], cmap: Colormap, drawn: _Drawn) -> None:
     """One panel of :func:`curves_vs_bound`: its runs' lines (:func:`_panel_lines`) or their median and band
     (:func:`_panel_bands`), titled ``title``, on log axes (symlog y for values that are not all positive)."""
-    steps = all(len(c) == 0 or np.all(np.mod(c["empirical"], 1) == 0) for _, c in measured)  # counts change at steps
+    values = _values(c for _, c in measured)
+    steps = bool(np.all(np.mod(values, 1) == 0))  # counts change at steps
     if len(measured) <= SEED_LINES:
         _panel_lines(ax, measured, bounds, levels, steps, series, cmap, drawn)
     else:
         _panel_bands(ax, measured, bounds, levels, steps, cmap, drawn)
     ax.set_title(title, fontsize=9)
-    positive = all(bool(np.all(c["empirical"] > 0)) for c in [*(m for _, m in measured), *bounds])
+    positive = bool(np.all(values > 0)) and bool(np.all(_values(bounds) > 0))
     ax.set(xscale="log", yscale="log" if positive else "symlog")
+
+
+def _values(curves: Iterable[_Curve]) -> np.ndarray:
+    """The values of ``curves``, one after the other (a check of all of them in one step, not a step a curve)."""
+    return np.concatenate([c["empirical"] for c in curves] or [np.empty(0)])
 
 
 def _curve_rows(curves: pd.DataFrame) -> dict[tuple[Any, Any], slice | np.ndarray]:
@@ -504,23 +537,30 @@ def _curve_rows(curves: pd.DataFrame) -> dict[tuple[Any, Any], slice | np.ndarra
     starts = np.concatenate(([0], np.flatnonzero(change) + 1))
     stops = np.append(starts[1:], n)
     segments: dict[tuple[Any, Any], list[tuple[int, int]]] = {}
-    for r, q, a, b in zip(run[starts], quantity[starts], starts.tolist(), stops.tolist()):
-        if not (pd.isna(r) or pd.isna(q)):
+    first_run, first_quantity = curves["run"].iloc[starts], curves["quantity"].iloc[starts]  # a take: not run[starts]
+    missing = (first_run.isna() | first_quantity.isna()).to_numpy()
+    for r, q, a, b, gone in zip(first_run.tolist(), first_quantity.tolist(), starts.tolist(), stops.tolist(), missing):
+        if not gone:
             segments.setdefault((r, q), []).append((a, b))
     return {key: slice(*parts[0]) if len(parts) == 1 else np.concatenate([np.arange(a, b) for a, b in parts])
             for key, parts in segments.items()}
 
 
-@dataclass(frozen=True)
 class _Curve:
     """One run's curve of one quantity: its steps ``t`` and values, read as ``c["t"]`` and ``c["empirical"]``
-    (numpy arrays, the curves table's dtypes)."""
+    (numpy arrays, the curves table's dtypes). A plain class: a figure of 10^5 runs makes 2 x 10^5 of them."""
 
-    t: np.ndarray
-    empirical: np.ndarray
+    __slots__ = ("t", "empirical")
+
+    def __init__(self, t: np.ndarray, empirical: np.ndarray) -> None:
+        self.t, self.empirical = t, empirical
 
     def __getitem__(self, column: str) -> np.ndarray:
-        return {"t": self.t, "empirical": self.empirical}[column]
+        if column == "t":
+            return self.t
+        if column == "empirical":
+            return self.empirical
+        raise KeyError(column)
 
     def __len__(self) -> int:
         return len(self.t)
@@ -1113,14 +1153,34 @@ def helper() -> Any:
     return forks.pool(1) if forks.cores() >= 2 else None
 
 
+# A figure's cost in units of a measured_vs_bound figure (~0.25 s at 10^5 runs), for sharing them between two
+# processes: the curves against t read every run's curves (10^7 rows at 10^5 runs, ~1.4 s)
+WEIGHT = {"curves_vs_bound": 4.0}
+
+
+def _share(plan: list[tuple[int, Spec]]) -> tuple[list[tuple[int, Spec]], list[tuple[int, Spec]]]:
+    """``plan`` in two shares of about equal cost (:data:`WEIGHT`; heaviest first, each to the lighter share, the
+    helper's on a tie): (this process's, the helper's), each in plan order. This process draws the lighter one
+    and then computes what the sweep's end needs meanwhile (:func:`_draw_shared`)."""
+    mine: list[tuple[int, Spec]] = []
+    theirs: list[tuple[int, Spec]] = []
+    load = [0.0, 0.0]
+    for item in sorted(plan, key=lambda item: -WEIGHT.get(item[1].kind, 1.0)):  # stable: plan order among equals
+        side = 0 if load[0] < load[1] else 1
+        (mine, theirs)[side].append(item)
+        load[side] += WEIGHT.get(item[1].kind, 1.0)
+    return sorted(mine, key=lambda item: item[0]), sorted(theirs, key=lambda item: item[0])
+
+
 def _draw_shared(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Spec]], directory: Path,
-                 keep_going: bool) -> tuple[list, list]:
-    """Draw the figures ``plan``: from :data:`HELPER_FROM` figures on, with a second core, every other figure
-    in a forked helper process (it inherits the tables and the imported modules, so it starts in
-    milliseconds) while this process draws the rest; otherwise all here. Each figure is the same bytes
-    whichever process draws it (:data:`STYLE`: fixed SVG ids, no dates). A helper that dies (a signal, the
-    memory) leaves its figures to this process; an interrupt stops both (the helper is in the same process
-    group, and the pool ends it)."""
+                 keep_going: bool, meanwhile: Callable[[], Any] = lambda: None) -> tuple[list, list, Any]:
+    """Draw the figures ``plan``: from :data:`HELPER_FROM` figures on, with a second core, a share of them
+    (:func:`_share`) in a forked helper process (it inherits the tables and the imported modules, so it starts in
+    milliseconds) while this process draws the rest, then calls ``meanwhile``; otherwise all here, then
+    ``meanwhile``. Returns (drawn, errors, what ``meanwhile`` returned). Each figure is the same bytes whichever
+    process draws it (:data:`STYLE`: fixed SVG ids, no dates). A helper that dies (a signal, the memory) leaves
+    its figures to this process; an interrupt stops both (the helper is in the same process group, and the pool
+    ends it)."""
     global _SHARED
     from concurrent.futures.process import BrokenProcessPool
 
@@ -1128,16 +1188,17 @@ def _draw_shared(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int
     try:
         pool = helper() if len(plan) >= HELPER_FROM else None
         if pool is None:
-            return _draw_some(plan, directory, keep_going)
-        mine, theirs = plan[0::2], plan[1::2]
+            return (*_draw_some(plan, directory, keep_going), meanwhile())
+        mine, theirs = _share(plan)
         with pool:
             future = pool.submit(_draw_some, theirs, directory, keep_going)
             drawn, errors = _draw_some(mine, directory, keep_going)
+            extra = meanwhile()
             try:
                 more, more_errors = future.result()
             except BrokenProcessPool:
                 more, more_errors = _draw_some(theirs, directory, keep_going)
-        return drawn + more, errors + more_errors
+        return drawn + more, errors + more_errors, extra
     finally:
         _SHARED = None
 
@@ -1153,13 +1214,16 @@ def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path,
     seconds, not the minutes of drawing; the files are the same bytes either way."""
     from pipeline import files
 
-    key = _figures_key(table, curves)
-    if previous is not None:
+    key = None
+    if previous is not None and (previous / FIGURES_STAMP).exists():  # figures to reuse, if the key is theirs
+        key = _figures_key(table, curves)
         reused = _reused_figures(key, previous, directory)
         if reused is not None:
             return reused
     plan = list(enumerate(figure_plan(table, curves)))
-    drawn, errors = _draw_shared(table, curves, plan, directory, keep_going=failed is not None)
+    # the key of a stamp to write: computed while the helper draws (10^7 curve rows: ~0.7 s)
+    later = (lambda: _figures_key(table, curves)) if previous is not None and key is None else (lambda: key)
+    drawn, errors, key = _draw_shared(table, curves, plan, directory, keep_going=failed is not None, meanwhile=later)
     paths = [p for _, ps in sorted(drawn) for p in ps]
     if failed is not None:
         failed += [why for _, why in sorted(errors)]

@@ -39,7 +39,7 @@ from pipeline.sweep.life import Life, Place
 
 log = logging.getLogger("boundlab")
 
-PART = 200  # members per part at most: what an interrupted pack loses, and what one file holds
+PART = 250  # members per part at most: what an interrupted pack loses, and what one file holds (a pack of 500: 2 parts)
 KEY = "pack_members"  # the pack job's config key that holds its members (added by the sweeper: +pack_members=...)
 _store_said: set[str] = set()  # the sweeps (their directories) whose parts the job store could not keep: said once each
 PREFIX = "z"  # before the encoded members: a Hydra ID token (letters, digits, '-', '_'), never a number
@@ -272,6 +272,8 @@ def part_summary(table: Any) -> str:
     'every bound holds; vacuous: novikoff in 2 runs'."""
     if not len(table):
         return "no results"
+    columns = ["run", "bound", "guarantee", "applicable", "holds", "informative"]  # all it reads: 6 columns, not ~50
+    table = table[[c for c in columns if c in table.columns]]
     applicable = table[table["applicable"].astype(bool)]
     from pipeline.judging.guarantees import PER_RUN
 
@@ -343,9 +345,10 @@ def _pack_run(uri: str, sweep_dir: Path, out: Path, experiment: str, label: str,
 
 
 def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any], identities: list[Any], first: int,
-              label: str) -> bool:
+              label: str) -> tuple[bool, Any]:
     """Run one part's members (run numbers ``first``, ``first`` + 1, ...) and write the part whole: its
-    results and curves, then its marker naming any run that failed (the others are kept). True if one failed."""
+    results and curves, then its marker naming any run that failed (the others are kept). Returns (whether one
+    failed, the results table written)."""
     from pipeline import files, tracking
     from pipeline.job.run import part_tables
     from pipeline.sweep import stages
@@ -374,7 +377,7 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
                                         default=str) + "\n")
     log.info("%s%s: %d runs%s: %s", stages.progress(first + len(specs) - 1), f"{label} part {p + 1}/{parts}",
              len(specs) - len(failed), f" ({len(failed)} FAILED)" if failed else "", part_summary(table))
-    return bool(failed)
+    return bool(failed), table
 
 
 def _pack_failed(out: Path, label: str, tracker: Any, e: BaseException) -> None:
@@ -468,8 +471,9 @@ def _run_pack(life: PackLife) -> None:
     todo = [p for p in todo if p not in reused]
     tracker = life.tracker = _pack_run(uri, sweep_dir, out, specs[0].experiment, label, index, len(members), pack_key,
                                        earlier)
-    failed_any = _run_parts(out, todo, len(parts), size, specs, members, identities, first, label)
-    tables = [pd.read_parquet(_part_paths(out, p)[0]) for p in parts]
+    failed_any, made = _run_parts(out, todo, len(parts), size, specs, members, identities, first, label)
+    # the pack run's params and metrics: the parts it ran as they were written, the others read (done or reused)
+    tables = [made[p] if p in made else pd.read_parquet(_part_paths(out, p)[0]) for p in parts]
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     artifacts = [_part_paths(out, p)[0] for p in parts]
     tracker.finish_pack(_pack_params(table, index, len(members), first), _pack_metrics(table), artifacts,
@@ -518,14 +522,15 @@ def _reuse_parts(out: Path, todo: list[int], parts: int, size: int, identities: 
 
 
 def _run_parts(out: Path, todo: list[int], parts: int, size: int, specs: list[Any], members: list[Any],
-               identities: list[Any], first: int, label: str) -> bool:
-    """Run the parts ``todo`` (of ``parts``) in order, each written whole (:func:`_run_part`). True if a member
-    failed."""
-    failed_any = False
+               identities: list[Any], first: int, label: str) -> tuple[bool, dict[int, Any]]:
+    """Run the parts ``todo`` (of ``parts``) in order, each written whole (:func:`_run_part`). Returns (whether a
+    member failed, each part's results table as written)."""
+    failed_any, tables = False, {}
     for p in todo:  # in order: the parts not already done
         lo, hi = p * size, min((p + 1) * size, len(members))
-        failed_any |= _run_part(out, p, parts, specs[lo:hi], members[lo:hi], identities[lo:hi], first + lo, label)
-    return failed_any
+        failed, tables[p] = _run_part(out, p, parts, specs[lo:hi], members[lo:hi], identities[lo:hi], first + lo, label)
+        failed_any |= failed
+    return failed_any, tables
 
 
 # ---------------------------------------------------------------- the sweep's end

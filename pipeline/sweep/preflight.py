@@ -429,6 +429,7 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
                 fail(f"{e}{where}")
             except (HydraException, OmegaConfBaseException) as e:
                 fail(f"{explain(e, job)}{where}")
+        if plan.jobs:  # the last job's store (one sweep, one store: the jobs differ in what they run)
             plan.tracking_uri = cfg.tracking.uri
         if plan.jobs:  # the directories Hydra makes for the jobs fit the system (a job's node: the sweep's is one)
             try:
@@ -440,7 +441,9 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             if o.key_or_group == "hydra.job.chdir" and (o.is_sweep_override() or o.value() not in (False, "false")):
                 fail(f"{o.input_line}: {NO_CHDIR}")
         for key in ("experiment", "name"):  # one sweep is one experiment: its results land under one name
-            values = {str(o.value()) for job in plan.jobs for o in parse_overrides(job) if o.key_or_group == key}
+            # only an override that spells the key can set it: the others are not parsed (100,000 jobs: ~0.5 s)
+            values = {str(o.value()) for job in plan.jobs for o in parse_overrides([t for t in job if key in t])
+                      if o.key_or_group == key}
             if plan.multirun and len(values) > 1:
                 fail(f"{key}={','.join(sorted(values))}: a sweep runs one {key} (its results, parent run and verdicts "
                       f"are filed under it); run one command per {key}")

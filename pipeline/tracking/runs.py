@@ -107,7 +107,21 @@ def _pipeline_outputs(root: Path) -> list[str]:
     return [p for p in paths if isinstance(p, str) and "${" not in p]
 
 
+COMMIT_SECONDS = 30.0  # how long a process trusts the commit it last read (:func:`git_commit`)
+_commit: tuple[float, str] | None = None  # (when it was read: time.monotonic(), the commit)
+
+
 def git_commit() -> str:
+    """:func:`_git_commit`, read at most once every :data:`COMMIT_SECONDS` per process: a sweep's packs open a run
+    each (hundreds a minute, two git commands each, ~4 ms), and the code a process runs is the code it imported."""
+    global _commit
+    now = time.monotonic()
+    if _commit is None or not 0 <= now - _commit[0] <= COMMIT_SECONDS:
+        _commit = (now, _git_commit())
+    return _commit[1]
+
+
+def _git_commit() -> str:
     """The commit of the project checkout, with '+dirty' when it has uncommitted changes to what the runs
     compute from. ``dvc.lock`` and the pipeline's own outputs are left out (:func:`_pipeline_outputs`):
     ``dvc repro`` itself rewrites them while the stages run, so every run of the main job would otherwise call
@@ -121,6 +135,9 @@ def git_commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+git_commit.__wrapped__ = _git_commit  # type: ignore[attr-defined]  # uncached (tests whose checkout changes)
 
 
 def _param(value: Any) -> str:
