@@ -614,9 +614,11 @@ SEED_PARTS = ("data", "learner alone", "learner, statistics, bounds", "the part'
 
 def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
     """Per seed, in this process (after a first seed that pays the imports and compilations): the data (generated
-    and certified), the learner alone (its run again on the same data), the run's learner, statistics (what the
-    bounds read) and bounds (``pipeline.job.run.measure``), and the tables a pack's part makes of its runs' rows and
-    curves (``part_tables`` of the ``seeds`` runs: plumbing); seconds. As each of the round's workers computes: BLAS
+    and certified) and the run's learner, statistics (what the bounds read) and bounds (``pipeline.job.run.measure``),
+    one after the other as a pack's member runs them; the learner alone (its run again on the same data, in a pass
+    of its own: between the data and the run it would warm the run's learner, ~2 % of a Perceptron seed); and the
+    tables a pack's part makes of its runs' rows and curves (``part_tables`` of the ``seeds`` runs: plumbing);
+    seconds. As each of the round's workers computes: BLAS
     on one thread (two workers on two cores: ``pipeline.forks``), the command's cycle collector
     (``pipeline.sweep.interrupts.seldom_collection``), the objects made before the round frozen (``gc.freeze``, as
     at a worker's start)."""
@@ -643,18 +645,22 @@ def seed_costs(job_args: list[str], seeds: int) -> dict[str, float]:
     seldom_collection()
     gc.freeze()
     try:
-        for i, job in enumerate(jobs):
+        for i, job in enumerate(jobs):  # as a pack's member runs: its data, then its run (learner, statistics, bounds)
             t0 = time.perf_counter()
             ds = prepare(job)
             t1 = time.perf_counter()
-            job.learner.run(ds, np.random.default_rng(0))
-            t2 = time.perf_counter()
             rows = measure(job, ds).rows
-            t3 = time.perf_counter()
+            t2 = time.perf_counter()
             if i:
                 measured.append(rows)
-                for name, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
-                    parts[name] += dt / seeds
+                parts[SEED_PARTS[0]] += (t1 - t0) / seeds
+                parts[SEED_PARTS[2]] += (t2 - t1) / seeds
+        for i, job in enumerate(jobs):  # apart: the learner again on the same data would warm the run after it
+            ds = prepare(job)
+            t0 = time.perf_counter()
+            job.learner.run(ds, np.random.default_rng(0))
+            if i:
+                parts[SEED_PARTS[1]] += (time.perf_counter() - t0) / seeds
         t = time.perf_counter()
         part_tables(measured)
         parts[SEED_PARTS[3]] = (time.perf_counter() - t) / seeds
@@ -807,7 +813,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                        pack=4 if args.tiny else 1000, workers=2, warm=not args.tiny),
         "seeds": lambda: bench_seeds({"perceptron": 6} if args.tiny else
                                      {"pegasos": args.seeds[0], "perceptron": args.seeds[1]},
-                                     pack=10 if args.tiny else 500, workers=2, probe=3 if args.tiny else 40,
+                                     pack=10 if args.tiny else 500, workers=2, probe=3 if args.tiny else 1000,
                                      warm=not args.tiny),
         "memory": lambda: bench_sweep_memory([3, 6] if args.tiny else args.memory_jobs, ["n=200", "d=5"]),
         "sweep": lambda: bench_sweeps([3] if args.tiny else [int(j) for j in str(args.jobs).split(",")],

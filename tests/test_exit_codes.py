@@ -47,6 +47,11 @@ def test_the_preflight_counts_distinct_jobs(capsys: pytest.CaptureFixture) -> No
     assert "the grid lists 6 jobs, 1 of them distinct" in capsys.readouterr().err
     preflight(["-m", "seed=0,1"])
     assert "distinct" not in capsys.readouterr().err
+    # jobs built the short way (a family's third seed on) against jobs of another family spelling the same setting
+    plan = preflight(["-m", "seed=0,1,2,0,2", "gamma=0.1,1e-1"])
+    assert len(plan.jobs) == 10 and "the grid lists 10 jobs, 3 of them distinct" in capsys.readouterr().err
+    preflight(["-m", "seed=0,1,2,3", "gamma=0.1,0.2"])
+    assert "distinct" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("argv", "named"), [

@@ -142,6 +142,30 @@ def test_a_sweeps_packs_share_one_composer_in_a_process(composer) -> None:  # no
     assert first(["seed=3", "gamma=0.2"]).seed == 3
 
 
+def test_a_sweeps_packs_share_their_families_of_seeds_in_a_process(composer, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """pack._sweep_seeded: a setting's family is built in full once per worker and sweep, not in each pack; another
+    sweep's composer, or more than FAMILIES families (a grid of distinct settings), starts afresh."""
+    from pipeline.job.config import build
+    from pipeline.sweep import hydra_seam, pack
+
+    compose = hydra_seam.sweep_composer('{"sweep_id": "families"}')
+    seeded = pack._sweep_seeded(compose)
+    full = []
+
+    def built(seed: int) -> object:
+        return seeded.build([f"seed={seed}", "n=60"], lambda o: (full.append(o), (cfg := compose(o), build(cfg)))[1])[1]
+
+    first_pack = [built(s) for s in range(4)]
+    assert pack._sweep_seeded(compose) is seeded
+    second_pack = [built(s) for s in range(4, 8)]
+    assert len(full) == 2 and [j.seed for j in first_pack + second_pack] == list(range(8))  # two full builds in all
+    assert pack._sweep_seeded(hydra_seam.sweep_composer('{"sweep_id": "other"}')) is not seeded
+    monkeypatch.setattr(pack, "FAMILIES", 0)
+    again = pack._sweep_seeded(compose)
+    again.build(["seed=0", "n=70"], lambda o: (cfg := compose(o), build(cfg)))
+    assert pack._sweep_seeded(compose) is not again
+
+
 def test_the_preflight_composes_once_whatever_hydra_key_the_line_sets(composer, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     """The launcher treats a pack's ``hydra.sweep.subdir`` as a plain value; the pre-flight's configs have no
     ``hydra`` node to set it in, so there it stays part of the cache's key: a command line that sets it composes

@@ -115,3 +115,30 @@ def test_a_job_reseeded_without_copies_shares_its_learner() -> None:
     job = Job(experiment="e", seed=0, learner=object(), dataset=object())
     assert with_seed(job, 3, fresh=False).learner is job.learner and with_seed(job, 3, fresh=False).seed == 3
     assert job.seed == 0
+
+
+class _OwnCopy:
+    name = "own"
+
+    def __deepcopy__(self, memo: dict) -> _OwnCopy:
+        return self  # copies itself its own way: pickling would not
+
+
+def test_a_familys_copies_are_unpickled_where_that_is_a_deep_copy(compose: Any) -> None:
+    """Seeded copies a family's first job by unpickling it (seeded.freeze) once its second job agreed with its full
+    build: each copy its own learner and dataset down to their inner state; a job that copies itself its own way
+    (``__deepcopy__``) or cannot be pickled (a lambda) is deep-copied."""
+    from pipeline.sweep.seeded import freeze
+
+    seeded = Seeded()
+    built = [seeded.build([f"seed={s}", "n=120"], _full(compose, []))[1] for s in range(4)]
+    family = next(iter(seeded.families.values()))
+    assert family.frozen is not None and family.frozen == freeze(family.job)
+    a, b = built[2], built[3]
+    assert a.learner is not b.learner and a.dataset is not b.dataset and (a.seed, b.seed) == (2, 3)
+    assert all(vars(x) is not vars(y) for x, y in ((a.learner, b.learner), (a.dataset, b.dataset)))
+    a.learner.__dict__["state"] = [1]  # a run's state on one copy is not on the next one's
+    assert "state" not in vars(seeded.build(["seed=9", "n=120"], _full(compose, []))[1].learner)
+    job = build(compose(["seed=0", "n=120"]))
+    assert freeze(Job(experiment="e", seed=0, learner=_OwnCopy(), dataset=job.dataset)) is None
+    assert freeze(Job(experiment="e", seed=0, learner=job.learner, dataset=lambda: None)) is None

@@ -117,8 +117,10 @@ def current() -> Sweep:
 def forces(force: bool, seed: int) -> bool:
     """Whether a job of ``seed`` whose config says ``force`` is rerun although done: not when this command
     already reran that seed in an earlier ``seeds=auto`` round (:attr:`Sweep.forced_from`)."""
+    if not force:  # the context is read only when it can matter (a pack asks for each of its members)
+        return False
     start = current().forced_from
-    return force and (start is None or seed >= start)
+    return start is None or seed >= start
 
 
 def update(**changes: Any) -> Sweep:

@@ -442,7 +442,6 @@ def _run_pack(life: PackLife) -> None:
     from pipeline import files, tracking
     from pipeline.sweep import hydra_seam, context as sweep
     from pipeline.job.config import build
-    from pipeline.sweep.seeded import Seeded
 
     out, sweep_dir, label, uri = life.out, life.sweep_dir, life.label, life.uri
     index, first, members = life.index, life.first, life.members
@@ -450,7 +449,8 @@ def _run_pack(life: PackLife) -> None:
     earlier = (out / "members.json").exists()  # an earlier start of this pack: its run is replaced
     done = _recorded_done(out)
     listed = _start_attempt(out, first, members, attempt)
-    compose, seeded = hydra_seam.sweep_composer(sweep.current().to_json()), Seeded()
+    compose = hydra_seam.sweep_composer(sweep.current().to_json())
+    seeded = _sweep_seeded(compose)
     specs = [seeded.build(m, lambda o: (cfg := compose(o), build(cfg)))[1] for m in members]
     force = any(sweep.forces(s.force, s.seed) for s in specs)
     identities = json.loads(json.dumps([_identity(s) for s in specs], default=str))  # as a marker reads them back
@@ -483,6 +483,22 @@ def _run_pack(life: PackLife) -> None:
                 "output_dir": str(out)}
         _keep_parts(out, [p for p in parts if p not in reused], identities, size, kept, label)
         files.write_text(out / "done.json", json.dumps({"key": pack_key, "members": len(members)}) + "\n")
+
+
+_SEEDED: dict[str, Any] = {}  # this process's packs' families of seeds: {"composer": ..., "seeded": Seeded}
+FAMILIES = 256  # families kept at most: a grid of distinct settings starts afresh (each family holds a config)
+
+
+def _sweep_seeded(compose: Any) -> Any:
+    """The :class:`~pipeline.sweep.seeded.Seeded` of this process's packs of one sweep (``compose``: the sweep's
+    composer, ``hydra_seam.sweep_composer``): a setting's family is built and checked in full once per worker,
+    not again in each of its packs (a seed round of 100,000: 200 packs, two full builds each)."""
+    from pipeline.sweep.seeded import Seeded
+
+    if _SEEDED.get("composer") is not compose or len(_SEEDED["seeded"].families) > FAMILIES:
+        _SEEDED.clear()
+        _SEEDED.update(composer=compose, seeded=Seeded())
+    return _SEEDED["seeded"]
 
 
 def _recorded_done(out: Path) -> Any:

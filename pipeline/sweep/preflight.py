@@ -132,7 +132,9 @@ class Plan:
     def task_jobs(self) -> list[list[str]]:
         """The jobs as Hydra's sweeper lists them: without the ``hydra.*`` overrides, which Hydra keeps
         aside and adds to every job it composes (its ``hydra.overrides.task``)."""
-        return [[o.input_line for o in parse_overrides(job) if not o.is_hydra_override()] for job in self.jobs]
+        # an override that does not spell "hydra" is not one of them: only those are parsed (100,000 seeds: ~0.3 s)
+        return [[o for o in job if "hydra" not in o or not parse_overrides([o])[0].is_hydra_override()]
+                for job in self.jobs]
 
     def sweep_key(self) -> str:
         """Names the sweep directory: the same command (force aside) resumes in the same place."""
@@ -417,18 +419,18 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
                 check_added(job, compose([o for o in job if not o.startswith("+")]))
             return cfg, built
 
-        keys: set[str] = set()
+        keys: set[tuple[str, Any]] = set()
+        settings: dict[tuple[int, int], tuple[Any, Any, str, Any]] = {}
         progress = _CheckProgress(len(plan.jobs))
         for i, job in enumerate(plan.jobs):
             progress(i)
-            where = f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""
             try:
-                cfg, built, _ = seeded.build(job, check)
-                keys.add(built.key())
+                cfg, built, short = seeded.build(job, check)
+                keys.add(distinct(built, short, settings))
             except UserError as e:
-                fail(f"{e}{where}")
+                fail(f"{e}{_in_job(plan, job)}")
             except (HydraException, OmegaConfBaseException) as e:
-                fail(f"{explain(e, job)}{where}")
+                fail(f"{explain(e, job)}{_in_job(plan, job)}")
         if plan.jobs:  # the last job's store (one sweep, one store: the jobs differ in what they run)
             plan.tracking_uri = cfg.tracking.uri
         if plan.jobs:  # the directories Hydra makes for the jobs fit the system (a job's node: the sweep's is one)
@@ -461,6 +463,29 @@ def preflight(argv: Sequence[str], in_round: bool = False) -> Plan:
             plan.sequential = (int(cfg.seed_budget), int(cfg.seed_round), None if minutes is None else float(minutes))
             plan.seed_unit = int(cfg.get("pack") or 1)
     return plan
+
+
+def _in_job(plan: Plan, job: Sequence[str]) -> str:
+    """Where a refused job is, after its error: its overrides, in a sweep of more than one job."""
+    return f" (in the job {' '.join(job)})" if plan.multirun and len(plan.jobs) > 1 else ""
+
+
+_OWN = object()  # no learner or dataset parameter named seed: the job's own seed is its params' seed
+
+
+def distinct(job: Any, short: bool, settings: dict[tuple[int, int], tuple[Any, Any, str, Any]]) -> tuple[str, Any]:
+    """What tells the jobs of a sweep apart, as ``Job.key`` does (its learner, its dataset, their parameters and
+    its params' seed), without hashing every job: (its setting's key, ``Job.key(seeded=False)``; the seed of its
+    ``params()``). A job built the short way (``short``: pipeline.sweep.seeded, without copies) shares its family's
+    learner and dataset, whose setting is computed once and kept in ``settings`` (with them, so that their ids
+    stay theirs). 100,000 seeds: ~0.5 s of hashing less."""
+    if not short:
+        return job.key(seeded=False), job.params()["seed"]
+    held = settings.get((id(job.learner), id(job.dataset)))
+    if held is None:
+        own = {**job.dataset.get_params(), **job.learner.get_params()}.get("seed", _OWN)
+        held = settings[(id(job.learner), id(job.dataset))] = (job.learner, job.dataset, job.key(seeded=False), own)
+    return held[2], job.seed if held[3] is _OWN else held[3]
 
 
 # Bytes kept below a job's (or a sweep's) directory for what is written in it: a pack's parts

@@ -13,6 +13,7 @@ them (every parameter, the run's key, the classes), keeping the short way only i
 from __future__ import annotations
 
 import copy
+import pickle
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ class _Family:
     job: Any  # the first job's Job
     usable: bool  # nothing but the top-level seed reads the seed
     checked: bool = False  # the second job was built in full and agreed
+    frozen: bytes | None = None  # the first job pickled (:func:`freeze`), once checked: each job's copy unpickled
 
 
 def split(overrides: Sequence[str]) -> tuple[tuple[str, ...], int] | None:
@@ -39,7 +41,7 @@ def split(overrides: Sequence[str]) -> tuple[tuple[str, ...], int] | None:
     >>> split(["n=200", "seed=7"]), split(["seed=1", "seed=2"]), split(["seed=07"]), split(["n=1"])
     ((('n=200', 'seed=*'), 7), None, None, None)
     """
-    found = [i for i, o in enumerate(overrides) if o.lstrip("+~").split("=", 1)[0].strip() == "seed"]
+    found = [i for i, o in enumerate(overrides) if "seed" in o and o.lstrip("+~").split("=", 1)[0].strip() == "seed"]
     if len(found) != 1:
         return None
     m = _SEED.fullmatch(overrides[found[0]])
@@ -67,12 +69,25 @@ def reads_seed(cfg: Any) -> bool:
     return any(walk(v) for k, v in (tree or {}).items() if k != "seed") if isinstance(tree, dict) else True
 
 
-def with_seed(job: Any, seed: int, fresh: bool = True) -> Any:
+def with_seed(job: Any, seed: int, fresh: bool = True, frozen: bytes | None = None) -> Any:
     """``job`` with another seed; ``fresh``: on copies of its learner and dataset (a run may keep state on them,
-    and each job of a sweep gets its own, as a full build gives it)."""
-    other = copy.deepcopy(job) if fresh else copy.copy(job)
+    and each job of a sweep gets its own, as a full build gives it): ``frozen`` (:func:`freeze` of ``job``)
+    unpickled when given, else a deep copy."""
+    other = (pickle.loads(frozen) if frozen is not None else copy.deepcopy(job)) if fresh else copy.copy(job)
     other.seed = seed
     return other
+
+
+def freeze(job: Any) -> bytes | None:
+    """``job`` pickled, whose unpickling is a deep copy at a third of the cost (~4 against ~12 us a Perceptron
+    job; a pack of 500 members makes 500); None when it cannot be pickled, or when the job, its learner or its
+    dataset copies itself its own way (``__deepcopy__``, which pickling would pass by): those are deep-copied."""
+    if any(hasattr(type(part), "__deepcopy__") for part in (job, getattr(job, "learner", None), getattr(job, "dataset", None))):
+        return None
+    try:
+        return pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - a lambda, a lock, a local class: anything pickle refuses is deep-copied
+        return None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -107,6 +122,10 @@ class Seeded:
         if not family.checked:
             cfg, job = full(list(overrides))
             family.checked, family.usable = True, _same(job, with_seed(family.job, seed, fresh=False))
+            if family.usable and self.fresh:  # copies by pickle only where they agree with the full build too
+                frozen = freeze(family.job)
+                if frozen is not None and _same(job, with_seed(family.job, seed, frozen=frozen)):
+                    family.frozen = frozen
             return cfg, job, False
         self.short += 1
-        return family.cfg, with_seed(family.job, seed, self.fresh), True
+        return family.cfg, with_seed(family.job, seed, self.fresh, family.frozen), True
