@@ -1123,7 +1123,7 @@ def _reused_figures(key: str, previous: Path, directory: Path) -> list[Path] | N
         return None
 
 
-# The sweep's tables while a forked helper draws from them (:func:`_draw_shared`): a fork inherits them, so
+# The sweep's tables while a forked helper draws from them (:func:`_drawing`): a fork inherits them, so
 # nothing the size of the curves table is pickled; set only for the time of one sweep's figures.
 _SHARED: tuple[pd.DataFrame, pd.DataFrame] | None = None
 HELPER_FROM = 4  # figures from which a sweep's end draws on a second core (forking costs ~50 ms; a figure ~0.5 s)
@@ -1161,7 +1161,7 @@ WEIGHT = {"curves_vs_bound": 4.0}
 def _share(plan: list[tuple[int, Spec]]) -> tuple[list[tuple[int, Spec]], list[tuple[int, Spec]]]:
     """``plan`` in two shares of about equal cost (:data:`WEIGHT`; heaviest first, each to the lighter share, the
     helper's on a tie): (this process's, the helper's), each in plan order. This process draws the lighter one
-    and then computes what the sweep's end needs meanwhile (:func:`_draw_shared`)."""
+    and then computes what the sweep's end needs meanwhile (:func:`_drawing`)."""
     mine: list[tuple[int, Spec]] = []
     theirs: list[tuple[int, Spec]] = []
     load = [0.0, 0.0]
@@ -1172,35 +1172,77 @@ def _share(plan: list[tuple[int, Spec]]) -> tuple[list[tuple[int, Spec]], list[t
     return sorted(mine, key=lambda item: item[0]), sorted(theirs, key=lambda item: item[0])
 
 
-def _draw_shared(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Spec]], directory: Path,
-                 keep_going: bool, meanwhile: Callable[[], Any] = lambda: None) -> tuple[list, list, Any]:
+@contextlib.contextmanager
+def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Spec]], directory: Path,
+             keep_going: bool, meanwhile: Callable[[], Any] = lambda: None) -> Iterator[list[Any]]:
     """Draw the figures ``plan``: from :data:`HELPER_FROM` figures on, with a second core, a share of them
     (:func:`_share`) in a forked helper process (it inherits the tables and the imported modules, so it starts in
-    milliseconds) while this process draws the rest, then calls ``meanwhile``; otherwise all here, then
-    ``meanwhile``. Returns (drawn, errors, what ``meanwhile`` returned). Each figure is the same bytes whichever
-    process draws it (:data:`STYLE`: fixed SVG ids, no dates). A helper that dies (a signal, the memory) leaves
-    its figures to this process; an interrupt stops both (the helper is in the same process group, and the pool
-    ends it)."""
+    milliseconds), forked before the block runs; once the block has left, this process draws the rest, then calls
+    ``meanwhile``; otherwise all here, after the block, then ``meanwhile``. The list yielded then holds (drawn,
+    errors, what ``meanwhile`` returned). Each figure is the same bytes whichever process draws it (:data:`STYLE`:
+    fixed SVG ids, no dates). A helper that dies (a signal, the memory) leaves its figures to this process; an
+    interrupt stops both (the helper is in the same process group, and the pool ends it)."""
     global _SHARED
     from concurrent.futures.process import BrokenProcessPool
 
+    out: list[Any] = []
     _SHARED = (table, curves)
     try:
         pool = helper() if len(plan) >= HELPER_FROM else None
         if pool is None:
-            return (*_draw_some(plan, directory, keep_going), meanwhile())
+            yield out
+            out += [*_draw_some(plan, directory, keep_going), meanwhile()]
+            return
         mine, theirs = _share(plan)
         with pool:
             future = pool.submit(_draw_some, theirs, directory, keep_going)
+            yield out
             drawn, errors = _draw_some(mine, directory, keep_going)
             extra = meanwhile()
             try:
                 more, more_errors = future.result()
             except BrokenProcessPool:
                 more, more_errors = _draw_some(theirs, directory, keep_going)
-        return drawn + more, errors + more_errors, extra
+        out += [drawn + more, errors + more_errors, extra]
     finally:
         _SHARED = None
+
+
+@contextlib.contextmanager
+def sweep_figures_beside(table: pd.DataFrame, curves: pd.DataFrame, directory: Path, failed: list[str] | None = None,
+                         previous: Path | None = None) -> Iterator[list[Path]]:
+    """:func:`sweep_figures` around the caller's block: the figures' helper process is forked and drawing its
+    share before the block runs (the block may start threads: a fork copies none), this process draws its share
+    once the block has left; then the list yielded holds the paths. A sweep's end writes its tables and judges its
+    bounds in the block (pipeline.sweep.callbacks)."""
+    from pipeline import files
+
+    paths: list[Path] = []
+    key = None
+    if previous is not None and (previous / FIGURES_STAMP).exists():  # figures to reuse, if the key is theirs
+        key = _figures_key(table, curves)
+        reused = _reused_figures(key, previous, directory)
+        if reused is not None:
+            yield paths
+            paths += reused
+            return
+    plan = list(enumerate(figure_plan(table, curves)))
+    # the key of a stamp to write: computed while the helper draws (10^7 curve rows: ~0.7 s)
+    later = (lambda: _figures_key(table, curves)) if previous is not None and key is None else (lambda: key)
+    with _drawing(table, curves, plan, directory, keep_going=failed is not None, meanwhile=later) as out:
+        yield paths
+    drawn, errors, key = out
+    paths += [p for _, ps in sorted(drawn) for p in ps]
+    if failed is not None:
+        failed += [why for _, why in sorted(errors)]
+    if previous is not None and not (failed or []):
+        import json
+
+        stamp = {"key": key, "files": {p.name: _file_hash(p) for p in paths}}
+        try:  # checked against the files on reuse: a stamp that outlives its figures is never trusted
+            files.write_text(previous / FIGURES_STAMP, json.dumps(stamp, indent=1) + "\n")
+        except OSError:
+            pass
 
 
 def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path,
@@ -1212,27 +1254,6 @@ def sweep_figures(table: pd.DataFrame, curves: pd.DataFrame, directory: Path,
     ``previous``: the sweep's directory. When its figures were drawn from the same tables by the same code
     (:data:`FIGURES_STAMP`), they are copied instead of drawn again: a rerun whose jobs were all reused costs
     seconds, not the minutes of drawing; the files are the same bytes either way."""
-    from pipeline import files
-
-    key = None
-    if previous is not None and (previous / FIGURES_STAMP).exists():  # figures to reuse, if the key is theirs
-        key = _figures_key(table, curves)
-        reused = _reused_figures(key, previous, directory)
-        if reused is not None:
-            return reused
-    plan = list(enumerate(figure_plan(table, curves)))
-    # the key of a stamp to write: computed while the helper draws (10^7 curve rows: ~0.7 s)
-    later = (lambda: _figures_key(table, curves)) if previous is not None and key is None else (lambda: key)
-    drawn, errors, key = _draw_shared(table, curves, plan, directory, keep_going=failed is not None, meanwhile=later)
-    paths = [p for _, ps in sorted(drawn) for p in ps]
-    if failed is not None:
-        failed += [why for _, why in sorted(errors)]
-    if previous is not None and not (failed or []):
-        import json
-
-        stamp = {"key": key, "files": {p.name: _file_hash(p) for p in paths}}
-        try:  # checked against the files on reuse: a stamp that outlives its figures is never trusted
-            files.write_text(previous / FIGURES_STAMP, json.dumps(stamp, indent=1) + "\n")
-        except OSError:
-            pass
+    with sweep_figures_beside(table, curves, directory, failed, previous) as paths:
+        pass
     return paths

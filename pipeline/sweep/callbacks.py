@@ -96,6 +96,13 @@ def collect(sweep_dir: Path, size: int | None = None, pack: int | None = None,
     return results.frame(), curves.frame(), failed
 
 
+def _write_tables(table: Any, curves: Any, staging: Path) -> list[Path]:
+    """The sweep's results and curves tables in ``staging``: their paths."""
+    table.to_parquet(staging / "results.parquet", index=False)
+    curves.to_parquet(staging / "curves.parquet", index=False)
+    return [staging / "results.parquet", staging / "curves.parquet"]
+
+
 def _job_label(job_dir: Path) -> str:
     """A failed job as a reader finds it: its directory and the overrides that chose it (a packed sweep's
     member: its pack's directory, its index and overrides)."""
@@ -330,6 +337,8 @@ class SweepCallback(Callback):
                    attempt: float | None = None) -> list[str]:
         """Collect, stage, publish and log the sweep's files; end the parent. Returns what to report. ``attempt``:
         the sweep's start (``pipeline.sweep.context.Sweep.start``), what a pack of this run of the sweep recorded."""
+        from concurrent.futures import ThreadPoolExecutor
+
         from pipeline import tracking
         from pipeline.job import markers, store
         from pipeline.outputs import plots
@@ -338,14 +347,23 @@ class SweepCallback(Callback):
         table, curves, failed = collect(sweep_dir, size, pack, attempt if pack else None)
         staging.mkdir(parents=True, exist_ok=True)
         staged: list[Path] = []
-        # the tables and verdicts first: no figure can lose them; the failed jobs count against the bounds they concern
-        stats = summary(table, config, failures(sweep_dir, failed, attempt if pack else None)) | {"failed_jobs": len(failed)}
         figures_failed: list[str] = []
+
+        def judged() -> dict[str, Any]:  # the failed jobs count against the bounds they concern
+            return summary(table, config, failures(sweep_dir, failed, attempt if pack else None)) | {"failed_jobs": len(failed)}
+
         if len(table):
-            table.to_parquet(staging / "results.parquet", index=False)
-            curves.to_parquet(staging / "curves.parquet", index=False)
-            staged += [staging / "results.parquet", staging / "curves.parquet"]
-            staged += plots.sweep_figures(table, curves, staging, failed=figures_failed, previous=sweep_dir)
+            # the figures' helper draws its share while this process writes the tables (a thread: pyarrow writes
+            # without the GIL) and judges the bounds, then draws the rest: no figure can lose the tables or verdicts
+            with plots.sweep_figures_beside(table, curves, staging, failed=figures_failed, previous=sweep_dir) as drawn:
+                with ThreadPoolExecutor(1, thread_name_prefix="boundlab-tables") as writer:
+                    # its own views of the frames: whatever pandas rearranges inside this thread's is not theirs
+                    written = writer.submit(_write_tables, table.copy(deep=False), curves.copy(deep=False), staging)
+                    stats = judged()
+                    staged += written.result()
+            staged += drawn
+        else:
+            stats = judged()
         for what in figures_failed:
             log.error("sweep %s: figure not drawn (the results and verdicts are kept): %s", self.sweep_id, what)
         LAST.clear()

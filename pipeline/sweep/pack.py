@@ -623,32 +623,50 @@ def collect(sweep_dir: Path, size: int, n: int, results: Any, curves: Any, attem
     is read (``attempt``: the sweep's start, ``pipeline.sweep.context.Sweep.start``; None: not checked): a pack that
     failed whole, never ran in this sweep or stopped before it built its members counts each of its members as
     failed (:func:`current_members`), and so does a part that is not complete and current (:func:`read_part`,
-    the predicate a rerun uses to decide what to run again): stale, damaged, truncated or gone."""
-    failed = []
+    the predicate a rerun uses to decide what to run again): stale, damaged, truncated or gone. The parts are read
+    by ``READERS`` threads, ``WINDOW`` parts ahead at most, and gathered in job order (as an unpacked sweep's jobs:
+    ``pipeline.sweep.callbacks.collect``)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipeline.sweep.callbacks import READERS, WINDOW
+
+    failed: list[Path] = []
     size_of_part = part_size(n)
+    plan: list[tuple[int, int, Any]] = []  # in job order: (first run, past the last, the part to read or why none)
     for k in range(math.ceil(size / n)):
         out = sweep_dir / pack_dir_name(k)
         count = min(n, size - k * n)
         current = current_members(out, attempt)
         if isinstance(current, str) or current[0] != k * n or len(current[1]) != count:
             why = current if isinstance(current, str) else "its members.json is for another grid"
-            log.error("%s: runs %d-%d count as failed: %s", out, k * n, k * n + count - 1, why)
-            failed += [member_path(sweep_dir, n, j) for j in range(k * n, k * n + count)]
+            plan.append((k * n, k * n + count, (out, why)))
             continue
         identities = current[1]
         for p in range(math.ceil(count / size_of_part)):
             lo, hi = k * n + p * size_of_part, min(k * n + (p + 1) * size_of_part, k * n + count)
-            got = read_part(out, p, identities[p * size_of_part:(p + 1) * size_of_part])
-            if isinstance(got, str):  # stale, damaged or gone: its members have no result (a rerun runs the part)
-                if got != "not written":
-                    log.error("%s part %d (runs %d-%d): %s; its runs count as failed", out, p, lo, hi - 1, got)
-                failed += [member_path(sweep_dir, n, j) for j in range(lo, hi)]
-                continue
-            table, part_curve, done = got
-            if table.num_rows:
-                results.add(table)
-                curves.add(part_curve)
-            failed += [member_path(sweep_dir, n, int(j)) for j in sorted(done.get("failed") or {}, key=int)]
+            plan.append((lo, hi, (out, p, identities[p * size_of_part:(p + 1) * size_of_part])))
+
+    def read(item: tuple[int, int, Any]) -> Any:
+        return read_part(*item[2]) if len(item[2]) == 3 else None
+
+    with ThreadPoolExecutor(READERS, thread_name_prefix="boundlab-collect") as pool:  # pyarrow reads without the GIL
+        for start in range(0, len(plan), WINDOW):
+            window = plan[start:start + WINDOW]
+            for (lo, hi, what), got in zip(window, pool.map(read, window)):
+                if len(what) == 2:  # the pack has no current part: each of its members counts as failed
+                    log.error("%s: runs %d-%d count as failed: %s", what[0], lo, hi - 1, what[1])
+                    failed += [member_path(sweep_dir, n, j) for j in range(lo, hi)]
+                elif isinstance(got, str):  # stale, damaged or gone: its members have no result (a rerun runs it)
+                    if got != "not written":
+                        log.error("%s part %d (runs %d-%d): %s; its runs count as failed", what[0], what[1], lo, hi - 1,
+                                  got)
+                    failed += [member_path(sweep_dir, n, j) for j in range(lo, hi)]
+                else:
+                    table, part_curve, done = got
+                    if table.num_rows:
+                        results.add(table)
+                        curves.add(part_curve)
+                    failed += [member_path(sweep_dir, n, int(j)) for j in sorted(done.get("failed") or {}, key=int)]
     return failed
 
 
