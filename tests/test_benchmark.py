@@ -134,6 +134,9 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert r["seeds"] == 6 and r["wall_seconds"] > 0 and 0 <= r["plumbing_share_of_wall"] <= 1
     assert set(r["per_seed_ms"]) == {"data", "learner alone", "learner, statistics, bounds", "the part's tables (rows, curves)"}
     assert all(v > 0 for v in r["per_seed_ms"].values()) and "6 seeds of perceptron" in proc.stdout
+    # the runs' own time in the round, read from the parts' markers: every seed's run timed, within the wall time
+    assert 0 < r["compute_per_seed_ms_in_round"] * 6 / 1e3 < r["wall_seconds"] * 2
+    assert 0 <= r["plumbing_share_of_wall_in_round"] < 1 and "in the round" in proc.stdout
     memory = report["memory"]  # issue 53's memory target: a sweep's peak against its tables, at two sizes
     assert set(memory["3"]) == {"seconds", "peak_resident_MB", "tables_MB", "rows", "failed"}
     assert memory["6"]["rows"] == 2 * memory["3"]["rows"] > 0 and memory["6"]["failed"] == 0

@@ -175,7 +175,8 @@ def test_sigterm_during_aggregation_ends_the_parent_killed_and_leaves_whole_file
         assert boundlab(*cmd, cwd=tmp_path, env=env).returncode == 0
         before = _sweep_files(sweep)
     flag = tmp_path / "aggregating"
-    _, env = _env(tmp_path, "pipeline.outputs.plots:sweep_figures_beside", BOUNDLAB_FAULT_MODE="hang", BOUNDLAB_FAULT_FLAG=str(flag))
+    _, env = _env(tmp_path, "pipeline.outputs.plots:sweep_figures_beside", BOUNDLAB_FAULT_MODE="hang",
+                  BOUNDLAB_FAULT_FLAG=str(flag))
     code, err = signal_once_started(cmd, flag, signal.SIGTERM, tmp_path, env)  # once the aggregation started
     assert code == 130 and "run the same command to resume" in err, err[-3000:]
     parents, children = _runs(uri, "aggterm")

@@ -84,6 +84,9 @@ def test_a_packed_sweep_has_the_unpacked_sweeps_table_bit_for_bit(tmp_path: Path
         index, first_run = int(child.data.params["pack.index"]), int(child.data.params["pack.first"])
         assert child.data.params == pack._pack_params(table, index, min(n, jobs - first_run), first_run)
         assert child.data.metrics == pack._pack_metrics(table)
+    for marker in (tmp_path / "packed").glob("pack-*/part-*.json"):  # what each part's runs cost, within the part
+        seconds = json.loads(marker.read_text())["seconds"]
+        assert 0 < seconds["runs"] <= seconds["part"] < 60
     assert proc.stdout.count(" part 1/1: ") == packs  # one log line per part, not per run
 
 

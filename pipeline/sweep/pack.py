@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import math
+import time
 import zlib
 from pathlib import Path
 from typing import Any, Sequence
@@ -347,8 +348,9 @@ def _pack_run(uri: str, sweep_dir: Path, out: Path, experiment: str, label: str,
 def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any], identities: list[Any], first: int,
               label: str) -> tuple[bool, Any]:
     """Run one part's members (run numbers ``first``, ``first`` + 1, ...) and write the part whole: its
-    results and curves, then its marker naming any run that failed (the others are kept). Returns (whether one
-    failed, the results table written)."""
+    results and curves, then its marker naming any run that failed (the others are kept) and what the part cost
+    (``seconds``: its runs' own, and the part's up to its marker: the benchmark's plumbing is the difference).
+    Returns (whether one failed, the results table written)."""
     from pipeline import files, tracking
     from pipeline.job.run import part_tables
     from pipeline.sweep import stages
@@ -356,10 +358,15 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
     results, curves, marker = _part_paths(out, p)
     marker.unlink(missing_ok=True)
     measured, failed, kinds = [], {}, {}
+    started = running = time.perf_counter()
+    computing = 0.0  # the members' own runs (data, learner, statistics, bounds), seconds: the rest is the part's plumbing
     for i, spec in enumerate(specs):
         try:
+            running = time.perf_counter()
             result = _run_member(spec)
+            computing += time.perf_counter() - running
         except Exception as e:  # noqa: BLE001 - recorded in the part; the sweep's end reports it
+            computing += time.perf_counter() - running
             failed[str(first + i)] = tracking.redact(f"{type(e).__name__}: {e}")
             try:  # its kind, as a job's error.json holds it (a RangeError is evidence against its bound)
                 kinds[str(first + i)] = stages.failure_record(e, spec, " ".join(members[i]))
@@ -373,8 +380,9 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
         table.to_parquet(tmp, index=False)
     with files.staged(curves) as tmp:
         curve.to_parquet(tmp, index=False)
-    files.write_text(marker, json.dumps({"members": identities, "first": first, "failed": failed, "errors": kinds},
-                                        default=str) + "\n")
+    seconds = {"runs": round(computing, 6), "part": round(time.perf_counter() - started, 6)}  # what its runs cost
+    files.write_text(marker, json.dumps({"members": identities, "first": first, "failed": failed, "errors": kinds,
+                                         "seconds": seconds}, default=str) + "\n")
     log.info("%s%s: %d runs%s: %s", stages.progress(first + len(specs) - 1), f"{label} part {p + 1}/{parts}",
              len(specs) - len(failed), f" ({len(failed)} FAILED)" if failed else "", part_summary(table))
     return bool(failed), table
