@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 CHUNK = 200  # files joined into one contiguous Arrow table at a time (at most this many small tables are held)
+READERS = 4  # threads reading a sweep's tables at its end (pyarrow reads without the GIL): its jobs', or its packs' parts
+WINDOW = 64  # files (jobs, or parts) read ahead of the one being gathered, at most
 
 
 def read(path: Path) -> Any:
@@ -118,4 +120,4 @@ def one_heap() -> Iterator[None]:
         pa.set_memory_pool(previous)
 
 
-__all__ = ["CHUNK", "Gather", "one_heap", "read", "to_pandas"]
+__all__ = ["CHUNK", "READERS", "WINDOW", "Gather", "one_heap", "read", "to_pandas"]

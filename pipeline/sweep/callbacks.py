@@ -39,8 +39,7 @@ def _job_dirs(sweep_dir: Path, size: int | None) -> list[Path]:
     return sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
 
 
-READERS = 4  # threads reading the jobs' tables at a sweep's end (pyarrow reads without the GIL)
-WINDOW = 64  # jobs read ahead of the one being gathered, at most
+READERS, WINDOW = tables.READERS, tables.WINDOW  # threads reading the jobs' tables at a sweep's end, files ahead
 
 
 def _read_job(job_dir: Path) -> tuple[Any, Any] | Exception | None:

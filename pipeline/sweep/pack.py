@@ -632,11 +632,11 @@ def collect(sweep_dir: Path, size: int, n: int, results: Any, curves: Any, attem
     failed whole, never ran in this sweep or stopped before it built its members counts each of its members as
     failed (:func:`current_members`), and so does a part that is not complete and current (:func:`read_part`,
     the predicate a rerun uses to decide what to run again): stale, damaged, truncated or gone. The parts are read
-    by ``READERS`` threads, ``WINDOW`` parts ahead at most, and gathered in job order (as an unpacked sweep's jobs:
-    ``pipeline.sweep.callbacks.collect``)."""
+    by ``READERS`` threads, ``WINDOW`` parts ahead at most (``pipeline.outputs.tables``), and gathered in job order
+    (as an unpacked sweep's jobs: ``pipeline.sweep.callbacks.collect``)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipeline.sweep.callbacks import READERS, WINDOW
+    from pipeline.outputs.tables import READERS, WINDOW
 
     failed: list[Path] = []
     size_of_part = part_size(n)
