@@ -142,3 +142,23 @@ def test_a_familys_copies_are_unpickled_where_that_is_a_deep_copy(compose: Any) 
     job = build(compose(["seed=0", "n=120"]))
     assert freeze(Job(experiment="e", seed=0, learner=_OwnCopy(), dataset=job.dataset)) is None
     assert freeze(Job(experiment="e", seed=0, learner=job.learner, dataset=lambda: None)) is None
+
+
+@pytest.mark.parametrize("pickled", [True, False], ids=["unpickled", "deep-copied"])
+def test_what_a_run_leaves_on_its_job_never_reaches_the_familys_later_jobs(compose: Any, pickled: bool,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker keeps its families of seeds for the whole sweep (pack._sweep_seeded): the jobs it hands out run and
+    may keep state on their learner and dataset; every later job of the family, built in full, unpickled or
+    deep-copied, starts from the family's job as it was built."""
+    from pipeline.sweep import seeded as module
+
+    if not pickled:
+        monkeypatch.setattr(module, "freeze", lambda job: None)
+    seeded = Seeded()
+    first = seeded.build(["seed=0", "n=120"], _full(compose, []))[1]
+    first.learner.__dict__["state"] = "left by a run"
+    first.dataset.__dict__["state"] = "left by a run"
+    later = [seeded.build([f"seed={s}", "n=120"], _full(compose, []))[1] for s in range(1, 5)]
+    assert seeded.short == 3 and all("state" not in vars(j.learner) and "state" not in vars(j.dataset) for j in later)
+    family = next(iter(seeded.families.values()))
+    assert (family.frozen is not None) is pickled and "state" not in vars(family.job.learner)

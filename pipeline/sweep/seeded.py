@@ -116,7 +116,10 @@ class Seeded:
         if family is None:
             cfg, job = full(list(overrides))
             self.families[rest] = _Family(cfg, job, usable=not reads_seed(cfg))
-            return cfg, job, False
+            # the family keeps its first job as built: the job handed out (and run) is a copy of it, so that what a
+            # run leaves on its learner or dataset never reaches the jobs copied from the family later (a worker
+            # keeps its families for the whole sweep: pipeline.sweep.pack)
+            return cfg, (copy.deepcopy(job) if self.fresh else job), False
         if not family.usable:
             return (*full(list(overrides)), False)
         if not family.checked:
