@@ -1036,12 +1036,16 @@ def figure_plan(table: pd.DataFrame, curves: pd.DataFrame) -> list[Spec]:
     applicable = table[table["applicable"].astype(bool)]
     varying = _varying(table)
     drawn: set[str] = set()  # quantities whose curves are drawn: one figure per quantity (its first bound)
+    names = set(curves["quantity"].dropna().unique()) if "quantity" in curves else set()  # the curves' quantities
+    # each bound's rows, in the columns read here (10^5 runs: 10^6 rows of ~70 columns, not taken per bound)
+    per_bound = table[[c for c in ("bound", "guarantee", "quantity", "T", "m", "n") if c in table]]
+    rows_of = per_bound.groupby("bound", sort=False, dropna=False).indices
     for bound in applicable["bound"].unique():
-        rows = table[table["bound"] == bound]
+        rows = per_bound.iloc[rows_of[bound]]
         guarantee, quantity = rows["guarantee"].iloc[0], rows["quantity"].iloc[0]
         plan.append(Spec(f"{bound}_measured_vs_bound", "measured_vs_bound", {"bound": bound}))
-        names = curves["quantity"] if "quantity" in curves else pd.Series([], dtype=object)
-        traced = bool(names.eq(quantity).any() or names.str.endswith(f"/{quantity}").any())  # a count per run has no curve
+        # a count per run has no curve
+        traced = quantity in names or any(isinstance(q, str) and q.endswith(f"/{quantity}") for q in names)
         kind = kind_of(guarantee)
         if kind.drawn and quantity not in drawn and traced:
             drawn.add(quantity)
@@ -1153,35 +1157,30 @@ def helper() -> Any:
     return forks.pool(1) if forks.cores() >= 2 else None
 
 
-# A figure's cost in units of a measured_vs_bound figure (~0.25 s at 10^5 runs), for sharing them between two
-# processes: the curves against t read every run's curves (10^7 rows at 10^5 runs, ~1.4 s)
+# A figure's cost in units of a measured_vs_bound figure (~0.25 s at 10^5 runs), for the order the two processes
+# take them in: the curves against t read every run's curves (10^7 rows at 10^5 runs, ~1.4 s)
 WEIGHT = {"curves_vs_bound": 4.0}
 
 
-def _share(plan: list[tuple[int, Spec]]) -> tuple[list[tuple[int, Spec]], list[tuple[int, Spec]]]:
-    """``plan`` in two shares of about equal cost (:data:`WEIGHT`; heaviest first, each to the lighter share, the
-    helper's on a tie): (this process's, the helper's), each in plan order. This process draws the lighter one
-    and then computes what the sweep's end needs meanwhile (:func:`_drawing`)."""
-    mine: list[tuple[int, Spec]] = []
-    theirs: list[tuple[int, Spec]] = []
-    load = [0.0, 0.0]
-    for item in sorted(plan, key=lambda item: -WEIGHT.get(item[1].kind, 1.0)):  # stable: plan order among equals
-        side = 0 if load[0] < load[1] else 1
-        (mine, theirs)[side].append(item)
-        load[side] += WEIGHT.get(item[1].kind, 1.0)
-    return sorted(mine, key=lambda item: item[0]), sorted(theirs, key=lambda item: item[0])
+def _by_cost(plan: list[tuple[int, Spec]]) -> list[tuple[int, Spec]]:
+    """``plan`` heaviest first (:data:`WEIGHT`; plan order among equals): the helper takes figures from the front
+    and this process from the back (:func:`_drawing`), so that the last figures either draws are light ones."""
+    return sorted(plan, key=lambda item: -WEIGHT.get(item[1].kind, 1.0))
 
 
 @contextlib.contextmanager
 def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Spec]], directory: Path,
              keep_going: bool, meanwhile: Callable[[], Any] = lambda: None) -> Iterator[list[Any]]:
-    """Draw the figures ``plan``: from :data:`HELPER_FROM` figures on, with a second core, a share of them
-    (:func:`_share`) in a forked helper process (it inherits the tables and the imported modules, so it starts in
-    milliseconds), forked before the block runs; once the block has left, this process draws the rest, then calls
-    ``meanwhile``; otherwise all here, after the block, then ``meanwhile``. The list yielded then holds (drawn,
-    errors, what ``meanwhile`` returned). Each figure is the same bytes whichever process draws it (:data:`STYLE`:
-    fixed SVG ids, no dates). A helper that dies (a signal, the memory) leaves its figures to this process; an
-    interrupt stops both (the helper is in the same process group, and the pool ends it)."""
+    """Draw the figures ``plan``: from :data:`HELPER_FROM` figures on, with a second core, in a forked helper
+    process (it inherits the tables and the imported modules, so it starts in milliseconds) and in this one.
+    Each figure is a task of the helper's, queued heaviest first (:func:`_by_cost`) before the block runs; once the
+    block has left, this process calls ``meanwhile`` and then takes the figures the helper has not started, from
+    the back of the queue (a queued task not started can be cancelled), until it meets the helper: whatever the
+    block and ``meanwhile`` cost, neither process waits for the other while a figure is left. Otherwise all here,
+    after the block, then ``meanwhile``. The list yielded then holds (drawn, errors, what ``meanwhile`` returned).
+    Each figure is the same bytes whichever process draws it (:data:`STYLE`: fixed SVG ids, no dates). A helper
+    that dies (a signal, the memory) leaves its figures to this process; an interrupt stops both (the helper is
+    in the same process group, and the pool ends it)."""
     global _SHARED
     from concurrent.futures.process import BrokenProcessPool
 
@@ -1193,17 +1192,29 @@ def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Sp
             yield out
             out += [*_draw_some(plan, directory, keep_going), meanwhile()]
             return
-        mine, theirs = _share(plan)
+        queue = _by_cost(plan)
+        drawn: list[Any] = []
+        errors: list[Any] = []
         with pool:
-            future = pool.submit(_draw_some, theirs, directory, keep_going)
+            tasks = [pool.submit(_draw_some, [item], directory, keep_going) for item in queue]
             yield out
-            drawn, errors = _draw_some(mine, directory, keep_going)
             extra = meanwhile()
-            try:
-                more, more_errors = future.result()
-            except BrokenProcessPool:
-                more, more_errors = _draw_some(theirs, directory, keep_going)
-        out += [drawn + more, errors + more_errors, extra]
+            for item, task in zip(reversed(queue), reversed(tasks)):
+                if not task.cancel():  # the helper has it (running, or next in its pipe): it takes the rest
+                    break
+                more, more_errors = _draw_some([item], directory, keep_going)
+                drawn += more
+                errors += more_errors
+            for item, task in zip(queue, tasks):
+                if task.cancelled():
+                    continue
+                try:
+                    more, more_errors = task.result()
+                except BrokenProcessPool:
+                    more, more_errors = _draw_some([item], directory, keep_going)
+                drawn += more
+                errors += more_errors
+        out += [drawn, errors, extra]
     finally:
         _SHARED = None
 
@@ -1211,10 +1222,10 @@ def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Sp
 @contextlib.contextmanager
 def sweep_figures_beside(table: pd.DataFrame, curves: pd.DataFrame, directory: Path, failed: list[str] | None = None,
                          previous: Path | None = None) -> Iterator[list[Path]]:
-    """:func:`sweep_figures` around the caller's block: the figures' helper process is forked and drawing its
-    share before the block runs (the block may start threads: a fork copies none), this process draws its share
-    once the block has left; then the list yielded holds the paths. A sweep's end writes its tables and judges its
-    bounds in the block (pipeline.sweep.callbacks)."""
+    """:func:`sweep_figures` around the caller's block: the figures' helper process is forked and drawing before
+    the block runs (the block may start threads: a fork copies none), this process takes the figures it has not
+    started once the block has left (:func:`_drawing`); then the list yielded holds the paths. A sweep's end
+    writes its tables and judges its bounds in the block (pipeline.sweep.callbacks)."""
     from pipeline import files
 
     paths: list[Path] = []

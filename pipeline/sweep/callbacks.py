@@ -352,8 +352,8 @@ class SweepCallback(Callback):
             return summary(table, config, failures(sweep_dir, failed, attempt if pack else None)) | {"failed_jobs": len(failed)}
 
         if len(table):
-            # the figures' helper draws its share while this process writes the tables (a thread: pyarrow writes
-            # without the GIL) and judges the bounds, then draws the rest: no figure can lose the tables or verdicts
+            # the figures' helper draws while this process writes the tables (a thread: pyarrow writes without the
+            # GIL) and judges the bounds, then takes the figures left: no figure can lose the tables or verdicts
             with plots.sweep_figures_beside(table, curves, staging, failed=figures_failed, previous=sweep_dir) as drawn:
                 with ThreadPoolExecutor(1, thread_name_prefix="boundlab-tables") as writer:
                     # its own views of the frames: whatever pandas rearranges inside this thread's is not theirs
