@@ -482,6 +482,39 @@ def test_a_second_core_draws_half_the_figures_with_the_same_bytes(tmp_path, monk
         assert drawn("helper_died") == alone
 
 
+def test_an_interrupt_ends_the_helper_without_its_queue(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """An interrupt while the helper draws (here in the sweep's block) ends it at once: the figures it had not
+    started are not drawn after the command was told to stop."""
+    import time
+
+    if forks.cores() < 2:
+        pytest.skip("one core: the figures are drawn in this process")
+    table = _table()
+    curves = pd.DataFrame(columns=["run", "quantity", "t", "value"])
+    monkeypatch.setattr(plots, "HELPER_FROM", 2)
+    log = tmp_path / "saves.txt"
+    save = plots.save
+
+    def slow(fig, d, stem):  # noqa: ANN001, ANN202
+        time.sleep(0.4)
+        with open(log, "a") as f:
+            f.write(stem + "\n")
+        return save(fig, d, stem)
+
+    monkeypatch.setattr(plots, "save", slow)
+    planned = len(plots.figure_plan(table, curves))
+    assert planned >= 4
+    def interrupted() -> None:
+        with plots.sweep_figures_beside(table, curves, tmp_path, failed=[]):
+            time.sleep(0.2)
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted()
+    time.sleep(0.4 * planned)  # what the helper's queue would take
+    assert len(log.read_text().splitlines() if log.exists() else []) <= 1
+
+
 def test_the_helper_takes_ctrl_c_as_a_plain_process() -> None:
     """The forked helper (figures, the report's PNGs) does not run the command's stop guard it inherited: Ctrl-C
     and SIGTERM end it at once, and only the command ends runs."""

@@ -1179,10 +1179,12 @@ def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Sp
     block and ``meanwhile`` cost, neither process waits for the other while a figure is left. Otherwise all here,
     after the block, then ``meanwhile``. The list yielded then holds (drawn, errors, what ``meanwhile`` returned).
     Each figure is the same bytes whichever process draws it (:data:`STYLE`: fixed SVG ids, no dates). A helper
-    that dies (a signal, the memory) leaves its figures to this process; an interrupt stops both (the helper is
-    in the same process group, and the pool ends it)."""
+    that dies (a signal, the memory) leaves its figures to this process; an interrupt (or a figure's error) ends
+    the helper at once (:func:`pipeline.forks.stop`), the figures it had not drawn dropped."""
     global _SHARED
     from concurrent.futures.process import BrokenProcessPool
+
+    from pipeline import forks
 
     out: list[Any] = []
     _SHARED = (table, curves)
@@ -1195,7 +1197,7 @@ def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Sp
         queue = _by_cost(plan)
         drawn: list[Any] = []
         errors: list[Any] = []
-        with pool:
+        try:
             tasks = [pool.submit(_draw_some, [item], directory, keep_going) for item in queue]
             yield out
             extra = meanwhile()
@@ -1214,6 +1216,10 @@ def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Sp
                     more, more_errors = _draw_some([item], directory, keep_going)
                 drawn += more
                 errors += more_errors
+        except BaseException:  # an interrupt, or a figure's error: the helper ends now, not after its queue
+            forks.stop(pool)
+            raise
+        pool.shutdown(wait=True)
         out += [drawn, errors, extra]
     finally:
         _SHARED = None
