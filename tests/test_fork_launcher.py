@@ -116,6 +116,44 @@ def test_a_forked_sweep_is_the_basic_launchers_bit_for_bit(tmp_path: Path, bound
     assert os.getpid() not in pids and len(pids) == 2, runs  # in two workers, not here
 
 
+@pytest.mark.e2e
+def test_a_forked_packed_sweep_reads_its_finished_parts_ahead_of_its_end(tmp_path: Path, boundlab_in_process,  # noqa: ANN001
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once no pack waits for a worker, the command reads the parts its packs finished (its end then takes them
+    from there, each still the file it read): the same tables, byte for byte, as the basic launcher's."""
+    if forks.cores() < 2 or not forks.available():
+        pytest.skip("one core, or no fork: the fork launcher runs the jobs in the command's process")
+    from pipeline.outputs import tables
+
+    ahead: list[int] = []
+    taken: list[str] = []
+    read_ahead, read = tables.read_ahead, tables.read
+    monkeypatch.setattr(tables, "read_ahead", lambda paths: (ahead.append(read_ahead(paths)), ahead[-1])[1])
+
+    def reading(path):  # noqa: ANN001, ANN202
+        held = tables._AHEAD.get(os.fspath(path))
+        got = read(path)
+        if held is not None and got is held[1]:  # the table read ahead, not read again
+            taken.append(os.fspath(path))
+        return got
+
+    monkeypatch.setattr(tables, "read", reading)
+    out = {}
+    for launcher in ("fork", "basic"):
+        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / launcher}.db",
+               "BOUNDLAB_CACHE": str(tmp_path / f"cache-{launcher}")}
+        workers = ["hydra.launcher.n_jobs=2"] if launcher == "fork" else []
+        proc = boundlab_in_process("-m", "seed=range(0,8)", "n=50", "d=3", "pack=1", f"hydra/launcher={launcher}",
+                                   *workers, f"hydra.sweep.dir={tmp_path / launcher}", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out[launcher] = {name: (tmp_path / launcher / name).read_bytes()
+                         for name in ("results.parquet", "curves.parquet", "metrics.json")}
+    assert out["fork"] == out["basic"]
+    assert len(ahead) == 1 and ahead[0] >= 2 * 4  # at least 6 of the 8 packs were done: their results and curves
+    assert len(taken) == ahead[0] and all("/fork/pack-" in t for t in taken)  # each taken by the end, once
+    assert not tables._AHEAD
+
+
 @pytest.mark.slow  # a worker killed from outside: the installed command, its forked workers
 def test_a_worker_killed_from_outside_stops_the_sweep_in_one_line_and_the_rerun_completes_it(
         tmp_path: Path, boundlab) -> None:  # noqa: ANN001

@@ -60,6 +60,28 @@ def test_reading_a_damaged_or_missing_file_raises_what_pandas_raises(tmp_path: P
         tables.read(tmp_path / "missing.parquet")
 
 
+def test_a_file_read_ahead_is_returned_only_while_it_is_the_same_file(tmp_path: Path) -> None:
+    """tables.read_ahead: read() returns the table read ahead, once; a file replaced since (a part written
+    again) is read anew, a file removed since raises as it would have, and what nobody took is forgotten."""
+    a, b, c, d = _write(tmp_path, [_zoo(0), _zoo(1), _zoo(2), _zoo(3)])
+    try:
+        assert tables.read_ahead([a, b, c, tmp_path / "missing.parquet"]) == 3
+        held = tables._AHEAD[str(a)][1]
+        assert tables.read(a) is held  # the table read ahead
+        assert tables.read(a) is not held  # once: the next read is a read
+        _zoo(3).to_parquet(tmp_path / "new.parquet", index=False)
+        (tmp_path / "new.parquet").replace(b)  # written again, as a rerun writes a part
+        _same(tables.to_pandas(tables.read(b)), _zoo(3))
+        c.unlink()
+        with pytest.raises(FileNotFoundError):
+            tables.read(c)
+        assert tables.read_ahead([d]) == 1 and str(d) in tables._AHEAD
+        tables.forget_ahead()
+        assert not tables._AHEAD
+    finally:
+        tables.forget_ahead()
+
+
 def _uniform(n: int) -> list[pd.DataFrame]:
     return [_zoo(0).assign(run=f"r{k}", passes=[k, k + 1, k + 2]) for k in range(n)]
 

@@ -191,6 +191,7 @@ class BoundlabForkLauncher(Launcher):
         _FORKED[:] = [self]
         try:
             futures = [executor.submit(_forked_job, idx, overrides) for idx, overrides in jobs]
+            self.meanwhile(futures, workers)
             results = [f.result() for f in futures]
         except BrokenProcessPool:  # a worker killed from outside (the out-of-memory killer, a signal to it alone)
             forks.stop(executor)
@@ -203,6 +204,19 @@ class BoundlabForkLauncher(Launcher):
             _FORKED.clear()
         executor.shutdown(wait=True)
         return results
+
+    def meanwhile(self, futures: list[Any], workers: int) -> None:
+        """Wait until no job waits for a worker (each runs its last one, or idles), then let the sweep's end
+        start on what those last jobs cannot change (``pipeline.sweep.callbacks.ahead_of_the_end``): the
+        command's process idles otherwise while they run, and a core of the two is soon free."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        from pipeline.sweep import callbacks
+
+        pending = set(futures)
+        while len(pending) > workers:
+            _, pending = wait(pending, return_when=FIRST_COMPLETED)
+        callbacks.ahead_of_the_end(Path(str(self.config.hydra.sweep.dir)))
 
     def run_one(self, idx: int, overrides: Sequence[str]) -> Any:
         """One job, as Hydra's basic launcher runs it (its config, ``run_job``, the logging put back)."""

@@ -16,9 +16,10 @@ parquet.
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 CHUNK = 200  # files joined into one contiguous Arrow table at a time (at most this many small tables are held)
 READERS = 4  # threads reading a sweep's tables at its end (pyarrow reads without the GIL): its jobs', or its packs' parts
@@ -27,10 +28,59 @@ WINDOW = 64  # files (jobs, or parts) read ahead of the one being gathered, at m
 
 def read(path: Path) -> Any:
     """The parquet file ``path`` as the Arrow table ``pd.read_parquet`` converts. Raises ``OSError`` (missing,
-    unreadable) or ``ValueError`` (not parquet, damaged), as ``pd.read_parquet`` does."""
+    unreadable) or ``ValueError`` (not parquet, damaged), as ``pd.read_parquet`` does. A file :func:`read_ahead`
+    read is returned from there, once, when it is still the file that was read (its device, inode, size and
+    modification time: a file written again, replaced or removed since is read anew)."""
+    ahead = _AHEAD.pop(os.fspath(path), None)
+    if ahead is not None:
+        try:
+            if _stat_key(path) == ahead[0]:
+                return ahead[1]
+        except OSError:
+            pass
+    return _read(path)
+
+
+def _read(path: Path) -> Any:
     import pyarrow.parquet as pq
 
     return pq.ParquetFile(path).read(use_pandas_metadata=True)
+
+
+_AHEAD: dict[str, tuple[tuple[int, ...], Any]] = {}  # files read ahead of a sweep's end: path -> (its stat key, its table)
+
+
+def _stat_key(path: Path) -> tuple[int, ...]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def read_ahead(paths: Iterable[Path]) -> int:
+    """Read ``paths`` now for :func:`read` to return later (a sweep's end reads its finished packs' parts while
+    its last jobs run: ``pipeline.sweep.callbacks.ahead_of_the_end``); how many were read. A file that cannot
+    be read, or changes while it is read, is left for :func:`read` (its error is the end's to report)."""
+    count = 0
+    with one_heap():  # the end's heap (:func:`one_heap`): these tables are the end's
+        for path in paths:
+            if os.fspath(path) not in _AHEAD and (got := _read_unchanged(path)) is not None:
+                _AHEAD[os.fspath(path)] = got
+                count += 1
+    return count
+
+
+def _read_unchanged(path: Path) -> tuple[tuple[int, ...], Any] | None:
+    """(``path``'s stat key, its table) when it reads and does not change meanwhile; None otherwise."""
+    try:
+        before = _stat_key(path)
+        table = _read(path)
+        return (before, table) if _stat_key(path) == before else None
+    except Exception:  # noqa: BLE001 - only a head start: the end reads it again and reports what it meets
+        return None
+
+
+def forget_ahead() -> None:
+    """Drop what :func:`read_ahead` read and no :func:`read` took (a sweep's end calls it when it has gathered)."""
+    _AHEAD.clear()
 
 
 def to_pandas(table: Any) -> Any:
@@ -120,4 +170,4 @@ def one_heap() -> Iterator[None]:
         pa.set_memory_pool(previous)
 
 
-__all__ = ["CHUNK", "READERS", "WINDOW", "Gather", "one_heap", "read", "to_pandas"]
+__all__ = ["CHUNK", "READERS", "WINDOW", "Gather", "forget_ahead", "one_heap", "read", "read_ahead", "to_pandas"]

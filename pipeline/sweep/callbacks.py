@@ -199,6 +199,21 @@ def summary(table: Any, config: DictConfig | None = None, failed: list[dict[str,
     return summarize(table, planned=planned, failed=failed) if failed else summarize(table, planned=planned)
 
 
+def ahead_of_the_end(sweep_dir: Path) -> None:
+    """What a sweep's end needs that its last jobs cannot change, done while they run (the launcher calls this
+    once no job waits for a worker: a core is about to idle, or shares its time with this process for the
+    jobs' last seconds): the modules that draw the figures imported, and the parts of the packs this run of the
+    sweep finished read (:func:`pipeline.sweep.pack.read_ahead`). Only a head start: whatever fails here is
+    done again at the end, which reports it."""
+    try:
+        from pipeline.outputs import plots  # noqa: F401 - matplotlib: ~0.25 s of the end's start otherwise
+        from pipeline.sweep import pack
+
+        pack.read_ahead(sweep_dir, sweep.current().start)
+    except Exception as e:  # noqa: BLE001 - the end does it all again
+        log.debug("sweep %s: nothing read ahead of its end (%s: %s)", sweep_dir, type(e).__name__, e)
+
+
 LAST: dict[str, Any] = {}  # the last sweep this process aggregated: its summary and claims (pipeline.cli's rounds)
 
 
@@ -326,6 +341,7 @@ class SweepCallback(Callback):
             _end_parent(self.uri, self.parent_id, "FAILED")
             _stop(f"aggregation in {sweep_dir}", e)
         finally:
+            tables.forget_ahead()
             shutil.rmtree(staging, ignore_errors=True)
             release_sweep()
         if problems:
@@ -344,6 +360,7 @@ class SweepCallback(Callback):
 
         pack = config.get("pack")
         table, curves, failed = collect(sweep_dir, size, pack, attempt if pack else None)
+        tables.forget_ahead()  # what was read ahead and not taken (a part the end refused): not held for the figures
         staging.mkdir(parents=True, exist_ok=True)
         staged: list[Path] = []
         figures_failed: list[str] = []

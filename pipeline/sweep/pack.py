@@ -267,6 +267,22 @@ def current_members(out: Path, attempt: float | None = None) -> tuple[int, list[
     return listed["first"], identities
 
 
+def read_ahead(sweep_dir: Path, attempt: float | None) -> int:
+    """Read the parts of the packs of ``sweep_dir`` this run of the sweep finished (``done.json`` written,
+    ``members.json`` of ``attempt``) for the sweep's end to take (``pipeline.outputs.tables.read_ahead``: what
+    changed since is read again there); how many files were read."""
+    from pipeline.outputs import tables
+
+    done = []
+    for out in sorted(sweep_dir.glob("pack-*"), key=lambda d: (len(d.name), d.name)):  # job order: pack-2 before pack-10
+        current = current_members(out, attempt) if (out / "done.json").exists() else "not done"
+        if isinstance(current, str) or not current[1]:
+            continue
+        parts = math.ceil(len(current[1]) / part_size(len(current[1])))
+        done += [path for p in range(parts) for path in _part_paths(out, p)[:2]]
+    return tables.read_ahead(done)
+
+
 def part_summary(table: Any) -> str:
     """A part's bounds in a few words, per bound over its runs (a sweep logs one line per part, not per run):
     every (D) bound VIOLATED, with how many runs; every bound vacuous in some runs, with how many; e.g.
