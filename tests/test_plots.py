@@ -397,6 +397,10 @@ def test_each_curves_rows_are_what_groupby_gives(dtype: object, order: str) -> N
         if order == "gathered":
             assert isinstance(got[key], slice)
     assert plots._curve_rows(curves.iloc[:0]) == {}
+    some = plots._curve_rows(curves, ["bound/novikoff", "other"])  # the keys of these quantities only
+    assert set(some) == {k for k in want if k[1] == "bound/novikoff"} and len(some) == 3
+    for key, at in some.items():
+        assert np.array_equal(positions[at], want[key])
 
 
 def test_the_figures_key_hashed_in_pieces_is_the_key_hashed_whole(monkeypatch: pytest.MonkeyPatch) -> None:

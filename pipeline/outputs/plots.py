@@ -408,7 +408,8 @@ def curves_vs_bound(table: pd.DataFrame, curves: pd.DataFrame, bound: str, max_p
     one = isinstance(ax, Axes)
     ncols = int(np.ceil(np.sqrt(len(groups))))
     nrows = int(np.ceil(len(groups) / ncols))
-    curve = _curve_reader(curves)
+    prefixes = {f"{p}/" if isinstance(p, str) and p else "" for p in (rows["part"].unique() if "part" in rows else [None])}
+    curve = _curve_reader(curves, [f"{x}{q}" for x in prefixes for q in (quantity, f"bound/{bound}")])  # what _panel_curves reads
     series, used = _curves_series(rows, facets)
     drawn = _Drawn()
     own = ax is None
@@ -454,12 +455,12 @@ def _curves_panels(rows: pd.DataFrame, facets: list[str], bound: str, max_panels
     return groups
 
 
-def _curve_reader(curves: pd.DataFrame) -> Callable[[tuple[str, str]], _Curve]:
+def _curve_reader(curves: pd.DataFrame, quantities: Iterable[str] | None = None) -> Callable[[tuple[str, str]], _Curve]:
     """A function from (run, quantity) to that run's curve of the quantity, empty when it has none (a part's
-    quantity: 'part/quantity')."""
+    quantity: 'part/quantity'); given ``quantities``, those only (the others read as empty)."""
     # each run's curves as row positions, read as two arrays when drawn: a frame per curve cost ~5 kB each,
     # 100 MB at 10,000 runs, and a copy of the table's relevant rows ~40 MB (docs/performance.md, "Large sweeps")
-    by_run = _curve_rows(curves)
+    by_run = _curve_rows(curves, quantities)
     t_all, value_all = curves["t"].to_numpy(), curves["empirical"].to_numpy()
 
     nothing = slice(0, 0)
@@ -523,10 +524,11 @@ def _values(curves: Iterable[_Curve]) -> np.ndarray:
     return np.concatenate([c["empirical"] for c in curves] or [np.empty(0)])
 
 
-def _curve_rows(curves: pd.DataFrame) -> dict[tuple[Any, Any], slice | np.ndarray]:
+def _curve_rows(curves: pd.DataFrame, quantities: Iterable[str] | None = None) -> dict[tuple[Any, Any], slice | np.ndarray]:
     """Each (run, quantity) of the curves table: its rows, in order, as ``groupby(["run", "quantity"]).indices``
-    gives them (keys with a missing value left out). A key whose rows are consecutive (a sweep's tables are
-    gathered run by run, so every key's are) gets a slice, which reads the columns without a copy; only
+    gives them (keys with a missing value left out); given ``quantities``, the keys of those quantities only (a
+    figure of one quantity and its bound reads ~1 key in 20). A key whose rows are consecutive (a sweep's tables
+    are gathered run by run, so every key's are) gets a slice, which reads the columns without a copy; only
     scattered keys get their positions. Found from where adjacent rows change key: no copy of the table,
     no factorized codes (a groupby over 10^6 rows held ~40 MB more)."""
     n = len(curves)
@@ -536,6 +538,9 @@ def _curve_rows(curves: pd.DataFrame) -> dict[tuple[Any, Any], slice | np.ndarra
     change = np.asarray(run[1:] != run[:-1], dtype=bool) | np.asarray(quantity[1:] != quantity[:-1], dtype=bool)
     starts = np.concatenate(([0], np.flatnonzero(change) + 1))
     stops = np.append(starts[1:], n)
+    if quantities is not None:  # the segments of the quantities read (a key's segments are all of its quantity)
+        kept = curves["quantity"].iloc[starts].isin(list(quantities)).to_numpy(dtype=bool)
+        starts, stops = starts[kept], stops[kept]
     segments: dict[tuple[Any, Any], list[tuple[int, int]]] = {}
     first_run, first_quantity = curves["run"].iloc[starts], curves["quantity"].iloc[starts]  # a take: not run[starts]
     missing = (first_run.isna() | first_quantity.isna()).to_numpy()
