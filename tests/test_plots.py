@@ -592,9 +592,8 @@ def test_a_sweeps_figures_are_queued_heaviest_first() -> None:
 
 @pytest.mark.parametrize("block", [0.0, 1.5])
 def test_each_figure_is_drawn_once_whatever_the_block_costs(tmp_path, monkeypatch, block: float) -> None:  # noqa: ANN001
-    """The helper takes figures from the front of the queue and this process, after the block, from the back:
-    every figure is saved exactly once, by one of them; with a block longer than the figures the helper draws
-    them all, with none this process draws some."""
+    """The helper and, after the block, this process take the figures from one queue: every figure is saved
+    exactly once, by one of them; with a block longer than the figures the helper draws them all."""
     import os
     import time
 

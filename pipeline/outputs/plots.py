@@ -26,6 +26,7 @@ from __future__ import annotations
 import colorsys
 import contextlib
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1168,9 +1169,33 @@ WEIGHT = {"curves_vs_bound": 4.0}
 
 
 def _by_cost(plan: list[tuple[int, Spec]]) -> list[tuple[int, Spec]]:
-    """``plan`` heaviest first (:data:`WEIGHT`; plan order among equals): the helper takes figures from the front
-    and this process from the back (:func:`_drawing`), so that the last figures either draws are light ones."""
+    """``plan`` heaviest first (:data:`WEIGHT`; plan order among equals): the order both processes take the
+    figures in (:func:`_drawing`), so that the last figures either draws are light ones."""
     return sorted(plan, key=lambda item: -WEIGHT.get(item[1].kind, 1.0))
+
+
+def _taken(fd: int) -> Iterator[int]:
+    """The positions this process takes from the queue ``fd`` (a pipe's non-blocking read end, 4 bytes a
+    position), until it is empty. A read of a pipe takes its bytes whole, so two processes never take one."""
+    while True:
+        try:
+            got = os.read(fd, 4)
+        except BlockingIOError:
+            return
+        if len(got) < 4:
+            return
+        yield int.from_bytes(got, "little")
+
+
+def _draw_queued(queue: list[tuple[int, Spec]], fd: int, directory: Path, keep_going: bool) -> tuple[list, list]:
+    """Draw and save the figures of ``queue`` whose positions this process takes from the pipe ``fd`` (:func:`_taken`)."""
+    drawn: list[Any] = []
+    errors: list[Any] = []
+    for k in _taken(fd):
+        more, more_errors = _draw_some([queue[k]], directory, keep_going)
+        drawn += more
+        errors += more_errors
+    return drawn, errors
 
 
 @contextlib.contextmanager
@@ -1178,11 +1203,11 @@ def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Sp
              keep_going: bool, meanwhile: Callable[[], Any] = lambda: None) -> Iterator[list[Any]]:
     """Draw the figures ``plan``: from :data:`HELPER_FROM` figures on, with a second core, in a forked helper
     process (it inherits the tables and the imported modules, so it starts in milliseconds) and in this one.
-    Each figure is a task of the helper's, queued heaviest first (:func:`_by_cost`) before the block runs; once the
-    block has left, this process calls ``meanwhile`` and then takes the figures the helper has not started, from
-    the back of the queue (a queued task not started can be cancelled), until it meets the helper: whatever the
-    block and ``meanwhile`` cost, neither process waits for the other while a figure is left. Otherwise all here,
-    after the block, then ``meanwhile``. The list yielded then holds (drawn, errors, what ``meanwhile`` returned).
+    The figures are a queue, heaviest first (:func:`_by_cost`): a pipe holding their positions, from which each
+    process takes the next one when it is free (:func:`_taken`). The helper starts before the block runs; once
+    the block has left, this process calls ``meanwhile`` and takes figures too: whatever the block and
+    ``meanwhile`` cost, neither process waits for the other while a figure is left. Otherwise all here, after
+    the block, then ``meanwhile``. The list yielded then holds (drawn, errors, what ``meanwhile`` returned).
     Each figure is the same bytes whichever process draws it (:data:`STYLE`: fixed SVG ids, no dates). A helper
     that dies (a signal, the memory) leaves its figures to this process; an interrupt (or a figure's error) ends
     the helper at once (:func:`pipeline.forks.stop`), the figures it had not drawn dropped."""
@@ -1200,32 +1225,27 @@ def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Sp
             out += [*_draw_some(plan, directory, keep_going), meanwhile()]
             return
         queue = _by_cost(plan)
-        drawn: list[Any] = []
-        errors: list[Any] = []
+        read, write = os.pipe()
         try:
-            tasks = [pool.submit(_draw_some, [item], directory, keep_going) for item in queue]
+            os.set_blocking(read, False)
+            os.write(write, b"".join(k.to_bytes(4, "little") for k in range(len(queue))))  # within a pipe's buffer
+            task = pool.submit(_draw_queued, queue, read, directory, keep_going)  # forks the helper: it has the pipe
             yield out
             extra = meanwhile()
-            for item, task in zip(reversed(queue), reversed(tasks)):
-                if not task.cancel():  # the helper has it (running, or next in its pipe): it takes the rest
-                    break
-                more, more_errors = _draw_some([item], directory, keep_going)
-                drawn += more
-                errors += more_errors
-            for item, task in zip(queue, tasks):
-                if task.cancelled():
-                    continue
-                try:
-                    more, more_errors = task.result()
-                except BrokenProcessPool:
-                    more, more_errors = _draw_some([item], directory, keep_going)
-                drawn += more
-                errors += more_errors
+            drawn, errors = _draw_queued(queue, read, directory, keep_going)
+            try:
+                more, more_errors = task.result()
+            except BrokenProcessPool:  # what it took and did not return: drawn here
+                done = {i for i, _ in drawn} | {i for i, _ in errors}
+                more, more_errors = _draw_some([item for item in queue if item[0] not in done], directory, keep_going)
         except BaseException:  # an interrupt, or a figure's error: the helper ends now, not after its queue
             forks.stop(pool)
             raise
+        finally:
+            os.close(read)
+            os.close(write)
         pool.shutdown(wait=True)
-        out += [drawn, errors, extra]
+        out += [drawn + more, errors + more_errors, extra]
     finally:
         _SHARED = None
 
