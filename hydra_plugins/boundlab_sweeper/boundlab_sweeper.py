@@ -193,7 +193,6 @@ class BoundlabForkLauncher(Launcher):
             futures = [executor.submit(_forked_job, idx, overrides) for idx, overrides in jobs]
             self.meanwhile(futures, workers)
             results = [f.result() for f in futures]
-            __import__("sys").stderr.write("TT %.3f launch results\n" % __import__("time").time())
         except BrokenProcessPool:  # a worker killed from outside (the out-of-memory killer, a signal to it alone)
             forks.stop(executor)
             raise RuntimeError("a forked worker of hydra/launcher=fork died while it ran a job (killed from outside "
@@ -231,10 +230,8 @@ class BoundlabForkLauncher(Launcher):
         with open_dict(sweep_config):
             sweep_config.hydra.job.id = idx
             sweep_config.hydra.job.num = idx
-        __import__("sys").stderr.write("TT %.3f run_one start\n" % __import__("time").time())
         ret = run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=sweep_config,
                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
-        __import__("sys").stderr.write("TT %.3f run_job returned\n" %         __import__("time").time())
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         ret.cfg = ret.hydra_cfg = None  # what the sweeper drops anyway (BoundlabSweeper.setup): not sent back
         return ret

@@ -326,7 +326,6 @@ class SweepCallback(Callback):
         sweep.update(start=time.time(), driver_cwd=os.getcwd())
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        __import__("sys").stderr.write("TT %.3f on_multirun_end\n" % __import__("time").time())
         sweep_dir = Path(config.hydra.sweep.dir)
         size, attempt = sweep.current().size, sweep.current().start
         # From here this hook owns the parent run: pipeline.cli's interrupt handler must not end it twice.
@@ -361,7 +360,6 @@ class SweepCallback(Callback):
 
         pack = config.get("pack")
         table, curves, failed = collect(sweep_dir, size, pack, attempt if pack else None)
-        __import__("sys").stderr.write("TT %.3f collected\n" % __import__("time").time())
         tables.forget_ahead()  # what was read ahead and not taken (a part the end refused): not held for the figures
         staging.mkdir(parents=True, exist_ok=True)
         staged: list[Path] = []
@@ -378,10 +376,8 @@ class SweepCallback(Callback):
                     # its own views of the frames: whatever pandas rearranges inside this thread's is not theirs
                     written = writer.submit(_write_tables, table.copy(deep=False), curves.copy(deep=False), staging)
                     stats = judged()
-                    __import__("sys").stderr.write("TT %.3f judged\n" % __import__("time").time())
                     staged += written.result()
             staged += drawn
-            __import__("sys").stderr.write("TT %.3f figures drawn\n" % __import__("time").time())
         else:
             stats = judged()
         for what in figures_failed:
@@ -394,7 +390,6 @@ class SweepCallback(Callback):
         if not len(table):  # no job finished: an earlier table would pass for this sweep's
             for name in ("results.parquet", "curves.parquet"):
                 (sweep_dir / name).unlink(missing_ok=True)
-        __import__("sys").stderr.write("TT %.3f publish\n" % __import__("time").time())
         files = _publish(staged, sweep_dir)
         violated = [b for b, s in stats.items() if isinstance(s, dict) and s["verdict"] == VIOLATED]
         metrics = {f"{b}/{k}": v for b, s in stats.items() if isinstance(s, dict)
@@ -409,7 +404,6 @@ class SweepCallback(Callback):
         parent_tags["boundlab.reused_runs"] = (" ".join(reused) or "none")[:5000]
         backend.finish_parent(self.uri, self.parent_id, files, metrics | {"runs": stats["runs"], "reused_jobs": len(reused)},
                               failed=bool(failed or violated), tags=parent_tags)
-        __import__("sys").stderr.write("TT %.3f parent finished\n" % __import__("time").time())
         elapsed = time.perf_counter() - self.started
         log.info("sweep %s: %d runs in %.1f s (%d reused from earlier sweeps); results in %s", self.sweep_id, stats["runs"],
                  elapsed, len(reused), sweep_dir)

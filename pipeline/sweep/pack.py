@@ -496,20 +496,17 @@ def _run_pack(life: PackLife) -> None:
     tracker = life.tracker = _pack_run(uri, sweep_dir, out, specs[0].experiment, label, index, len(members), pack_key,
                                        earlier)
     failed_any, made = _run_parts(out, todo, len(parts), size, specs, members, identities, first, label)
-    __import__("sys").stderr.write("TT %.3f parts done\n" % __import__("time").time())
     # the pack run's params and metrics: the parts it ran as they were written, the others read (done or reused)
     tables = [made[p] if p in made else pd.read_parquet(_part_paths(out, p)[0]) for p in parts]
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     artifacts = [_part_paths(out, p)[0] for p in parts]
     tracker.finish_pack(_pack_params(table, index, len(members), first), _pack_metrics(table), artifacts,
                         failed=failed_any)
-    __import__("sys").stderr.write("TT %.3f finish_pack done\n" % __import__("time").time())
     if not failed_any:
         kept = {"run_id": tracker.run_id, "tracking_uri": tracking.redact(uri), "experiment": specs[0].experiment,
                 "output_dir": str(out)}
         _keep_parts(out, [p for p in parts if p not in reused], identities, size, kept, label)
         files.write_text(out / "done.json", json.dumps({"key": pack_key, "members": len(members)}) + "\n")
-        __import__("sys").stderr.write("TT %.3f done.json\n" % __import__("time").time())
 
 
 _SEEDED: dict[str, Any] = {}  # this process's packs' families of seeds: {"composer": ..., "seeded": Seeded}
