@@ -302,3 +302,32 @@ def test_a_packs_log_line_shows_its_members_as_a_count_not_their_encoding() -> N
     assert line[-1] == "+pack_members=<500 members: runs 1000-1499>" and "n=200" in line
     assert shown(["+pack_members=not-base64", "seed=1"]) == ["+pack_members=<24 characters>", "seed=1"]
     assert max(len(o) for o in line) < 60
+
+
+def test_the_parts_read_ahead_are_those_of_the_packs_this_attempt_finished(tmp_path: Path) -> None:
+    """pack.read_ahead: the results and curves of each part of a pack whose done.json this attempt wrote (its
+    member count: its parts), not a pack left done by an earlier attempt, nor one not done."""
+    import time
+
+    from pipeline.outputs import tables
+
+    frame = pd.DataFrame({"run": ["a"], "t": [1]})
+    for k, members in ((0, 300), (1, 3), (2, 3)):  # 300 members: two parts (pack.PART = 250)
+        out = tmp_path / f"pack-{k}"
+        out.mkdir()
+        for p in range(2):
+            for name in (f"results-part-{p:05d}.parquet", f"curves-part-{p:05d}.parquet"):
+                frame.to_parquet(out / name, index=False)
+        if k < 2:
+            (out / "done.json").write_text(json.dumps({"key": "k", "members": members}))
+    earlier = tmp_path / "pack-1" / "done.json"
+    os.utime(earlier, (time.time() - 100, time.time() - 100))  # done in an earlier attempt
+    try:
+        assert pack.read_ahead(tmp_path, time.time() - 50) == 4  # pack 0's two parts: results and curves
+        assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in tables._AHEAD) == [
+            "pack-0/curves-part-00000.parquet", "pack-0/curves-part-00001.parquet",
+            "pack-0/results-part-00000.parquet", "pack-0/results-part-00001.parquet"]
+        tables.forget_ahead()
+        assert pack.read_ahead(tmp_path, None) == 6  # unchecked: pack 1 too (one part), never pack 2
+    finally:
+        tables.forget_ahead()

@@ -1137,6 +1137,7 @@ def _reused_figures(key: str, previous: Path, directory: Path) -> list[Path] | N
 # nothing the size of the curves table is pickled; set only for the time of one sweep's figures.
 _SHARED: tuple[pd.DataFrame, pd.DataFrame] | None = None
 HELPER_FROM = 4  # figures from which a sweep's end draws on a second core (forking costs ~50 ms; a figure ~0.5 s)
+QUEUED = 1024  # figures at most in the helper's queue: 4 bytes each, within any pipe's buffer (Linux: 64 KiB)
 
 
 def _draw_some(plan: list[tuple[int, Spec]], directory: Path, keep_going: bool) -> tuple[list, list]:
@@ -1201,7 +1202,7 @@ def _draw_queued(queue: list[tuple[int, Spec]], fd: int, directory: Path, keep_g
 @contextlib.contextmanager
 def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Spec]], directory: Path,
              keep_going: bool, meanwhile: Callable[[], Any] = lambda: None) -> Iterator[list[Any]]:
-    """Draw the figures ``plan``: from :data:`HELPER_FROM` figures on, with a second core, in a forked helper
+    """Draw the figures ``plan``: from :data:`HELPER_FROM` figures on (to :data:`QUEUED`), with a second core, in a forked helper
     process (it inherits the tables and the imported modules, so it starts in milliseconds) and in this one.
     The figures are a queue, heaviest first (:func:`_by_cost`): a pipe holding their positions, from which each
     process takes the next one when it is free (:func:`_taken`). The helper starts before the block runs; once
@@ -1219,7 +1220,7 @@ def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Sp
     out: list[Any] = []
     _SHARED = (table, curves)
     try:
-        pool = helper() if len(plan) >= HELPER_FROM else None
+        pool = helper() if HELPER_FROM <= len(plan) <= QUEUED else None
         if pool is None:
             yield out
             out += [*_draw_some(plan, directory, keep_going), meanwhile()]

@@ -268,19 +268,29 @@ def current_members(out: Path, attempt: float | None = None) -> tuple[int, list[
 
 
 def read_ahead(sweep_dir: Path, attempt: float | None) -> int:
-    """Read the parts of the packs of ``sweep_dir`` this run of the sweep finished (``done.json`` written,
-    ``members.json`` of ``attempt``) for the sweep's end to take (``pipeline.outputs.tables.read_ahead``: what
-    changed since is read again there); how many files were read."""
+    """Read the parts of the packs of ``sweep_dir`` this run of the sweep finished (``done.json`` written since
+    ``attempt``, the sweep's start: an attempt removes it as a pack starts) for the sweep's end to take
+    (``pipeline.outputs.tables.read_ahead``); how many files were read. Only a head start: the end checks every
+    part (:func:`collect`), and a file changed since is read again."""
     from pipeline.outputs import tables
 
-    done = []
+    paths = []
     for out in sorted(sweep_dir.glob("pack-*"), key=lambda d: (len(d.name), d.name)):  # job order: pack-2 before pack-10
-        current = current_members(out, attempt) if (out / "done.json").exists() else "not done"
-        if isinstance(current, str) or not current[1]:
-            continue
-        parts = math.ceil(len(current[1]) / part_size(len(current[1])))
-        done += [path for p in range(parts) for path in _part_paths(out, p)[:2]]
-    return tables.read_ahead(done)
+        members = _done_members(out / "done.json", attempt)
+        paths += [path for p in range(math.ceil(members / part_size(members))) for path in _part_paths(out, p)[:2]]
+    return tables.read_ahead(paths)
+
+
+def _done_members(done: Path, attempt: float | None) -> int:
+    """How many members ``done`` (a pack's ``done.json``) says the pack finished, when written since ``attempt``;
+    else 0."""
+    try:
+        if attempt is not None and done.stat().st_mtime < attempt:
+            return 0
+        members = json.loads(done.read_text())["members"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return 0
+    return members if isinstance(members, int) and members > 0 else 0
 
 
 def part_summary(table: Any) -> str:
