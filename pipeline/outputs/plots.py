@@ -1229,7 +1229,9 @@ def _drawing(table: pd.DataFrame, curves: pd.DataFrame, plan: list[tuple[int, Sp
         read, write = os.pipe()
         try:
             os.set_blocking(read, False)
-            os.write(write, b"".join(k.to_bytes(4, "little") for k in range(len(queue))))  # within a pipe's buffer
+            positions = memoryview(b"".join(k.to_bytes(4, "little") for k in range(len(queue))))  # within a pipe's buffer
+            while positions:  # a write may take less than it was given (a signal): the rest, until all is queued
+                positions = positions[os.write(write, positions):]
             task = pool.submit(_draw_queued, queue, read, directory, keep_going)  # forks the helper: it has the pipe
             yield out
             extra = meanwhile()
