@@ -591,10 +591,10 @@ def test_a_sweeps_figures_are_queued_heaviest_first() -> None:
     assert [i for i, _ in plots._by_cost(plan)] == [1, 4, 0, 2, 3]
 
 
-@pytest.mark.parametrize("block", [0.0, 1.5])
-def test_each_figure_is_drawn_once_whatever_the_block_costs(tmp_path, monkeypatch, block: float) -> None:  # noqa: ANN001
-    """The helper and, after the block, this process take the figures from one queue: every figure is saved
-    exactly once, by one of them; with a block longer than the figures the helper draws them all."""
+@pytest.mark.parametrize("long_block", [False, True])
+def test_each_figure_is_drawn_once_whatever_the_block_costs(tmp_path, monkeypatch, long_block: bool) -> None:  # noqa: ANN001
+    """The helper and, after the block, this process take the figures from one queue: every figure is drawn
+    exactly once, by one of them; with a block that outlasts the helper's work the helper draws them all."""
     import os
     import time
 
@@ -603,23 +603,25 @@ def test_each_figure_is_drawn_once_whatever_the_block_costs(tmp_path, monkeypatc
     table = _table()
     curves = pd.DataFrame(columns=["run", "quantity", "t", "value"])
     monkeypatch.setattr(plots, "HELPER_FROM", 2)
-    log = tmp_path / "saves.txt"
-    save = plots.save
+    log = tmp_path / "draws.txt"
+    draw = plots.draw
 
-    def logged(fig, d, stem):  # noqa: ANN001, ANN202
+    def logged(kind, table, curves, **kwargs):  # noqa: ANN001, ANN003, ANN202 - every figure, drawn or failing
         with open(log, "a") as f:
-            f.write(f"{os.getpid()} {stem}\n")
-        return save(fig, d, stem)
+            f.write(f"{os.getpid()} {kind} {kwargs}\n")
+        return draw(kind, table, curves, **kwargs)
 
-    monkeypatch.setattr(plots, "save", logged)
+    monkeypatch.setattr(plots, "draw", logged)
     plan = plots.figure_plan(table, curves)
     failed: list[str] = []  # this table has no column some figures need: those fail in either process
     with plots.sweep_figures_beside(table, curves, tmp_path, failed=failed) as paths:
-        time.sleep(block)
-    saves = [line.split() for line in log.read_text().splitlines()]
-    unsaved = {why.split(":")[0] for why in failed}
-    assert sorted(stem for _, stem in saves) == sorted(s.stem for s in plan if s.stem not in unsaved)  # each once
-    assert len(saves) >= 2 and len(paths) == 2 * len(saves)
-    here = {stem for pid, stem in saves if int(pid) == os.getpid()}
-    if block:
-        assert not here  # the helper drew them all while the block ran
+        waited = time.monotonic()
+        while long_block and time.monotonic() - waited < 60:  # until the helper has taken the last figure
+            if log.exists() and len(log.read_text().splitlines()) == len(plan):
+                break
+            time.sleep(0.05)
+    draws = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    assert sorted(what for _, what in draws) == sorted(f"{s.kind} {s.kwargs}" for s in plan)  # each once
+    assert len(plan) >= 4 and len(paths) == 2 * (len(plan) - len(failed))
+    if long_block:
+        assert {int(pid) for pid, _ in draws} == {int(draws[0][0])} != {os.getpid()}  # all in the helper
