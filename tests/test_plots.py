@@ -487,16 +487,21 @@ def test_a_second_core_draws_half_the_figures_with_the_same_bytes(tmp_path, monk
         assert drawn("helper_died") == alone
 
 
-def test_an_interrupt_ends_the_helper_without_its_queue(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+@pytest.fixture
+def two_processes(monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A sweep's tables whose figures are drawn by the helper and this process (skipped on one core)."""
+    if forks.cores() < 2:
+        pytest.skip("one core: the figures are drawn in this process")
+    monkeypatch.setattr(plots, "HELPER_FROM", 2)
+    return _table(), pd.DataFrame(columns=["run", "quantity", "t", "value"])
+
+
+def test_an_interrupt_ends_the_helper_without_its_queue(tmp_path, monkeypatch, two_processes) -> None:  # noqa: ANN001
     """An interrupt while the helper draws (here in the sweep's block) ends it at once: the figures it had not
     started are not drawn after the command was told to stop."""
     import time
 
-    if forks.cores() < 2:
-        pytest.skip("one core: the figures are drawn in this process")
-    table = _table()
-    curves = pd.DataFrame(columns=["run", "quantity", "t", "value"])
-    monkeypatch.setattr(plots, "HELPER_FROM", 2)
+    table, curves = two_processes
     log = tmp_path / "saves.txt"
     save = plots.save
 
@@ -592,17 +597,14 @@ def test_a_sweeps_figures_are_queued_heaviest_first() -> None:
 
 
 @pytest.mark.parametrize("long_block", [False, True])
-def test_each_figure_is_drawn_once_whatever_the_block_costs(tmp_path, monkeypatch, long_block: bool) -> None:  # noqa: ANN001
+def test_each_figure_is_drawn_once_whatever_the_block_costs(tmp_path, monkeypatch, two_processes,  # noqa: ANN001
+                                                            long_block: bool) -> None:
     """The helper and, after the block, this process take the figures from one queue: every figure is drawn
     exactly once, by one of them; with a block that outlasts the helper's work the helper draws them all."""
     import os
     import time
 
-    if forks.cores() < 2:
-        pytest.skip("one core: the figures are drawn in this process")
-    table = _table()
-    curves = pd.DataFrame(columns=["run", "quantity", "t", "value"])
-    monkeypatch.setattr(plots, "HELPER_FROM", 2)
+    table, curves = two_processes
     log = tmp_path / "draws.txt"
     draw = plots.draw
 
