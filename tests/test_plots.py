@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 import re
 from pathlib import Path
 
 import matplotlib
+import matplotlib.axis
 import numpy as np
 import pandas as pd
 import pytest
@@ -340,6 +342,39 @@ def test_a_callers_figure_is_trimmed_as_bbox_inches_tight_trims_it(tmp_path, lay
         png, _ = plots.save(draw(), tmp_path, "saved")
         draw().savefig(tmp_path / "tight.png", metadata={"Software": None}, bbox_inches="tight")
     assert png.read_bytes() == (tmp_path / "tight.png").read_bytes()
+
+
+def test_a_save_computes_each_axis_ticks_once_and_only_for_itself(tmp_path) -> None:  # noqa: ANN001
+    """save() places each axis's ticks once for its four passes (plots._ticks_once), and that is the figure as a
+    plain ``savefig(bbox_inches="tight")`` writes it; a figure saved, changed (new view limits: new ticks) and saved
+    again is the changed figure, byte for byte: the ticks of a save do not outlive it."""
+    def draw() -> Figure:
+        fig = Figure(figsize=(6, 4))
+        plots.rate_vs_bound(_table(), "kernel_expectation", "T", ax=fig.subplots())
+        plots._plain_ticks(fig)
+        fig.tight_layout()
+        return fig
+
+    calls: list[str] = []
+    update = matplotlib.axis.Axis._update_ticks
+
+    def counted(axis: matplotlib.axis.Axis) -> Any:
+        calls.append(axis.axis_name)
+        return update(axis)
+
+    with pytest.MonkeyPatch.context() as m, matplotlib.rc_context(plots.STYLE):  # both drawn in the report's style
+        fig = draw()
+        m.setattr(matplotlib.axis.Axis, "_update_ticks", counted)
+        plots.save(fig, tmp_path, "first")
+        assert sorted(calls) == ["x", "y"]  # four passes (two boxes, two files), one placement per axis
+        fig.axes[0].set_ylim(1e-4, 1e3)
+        fig.savefig(tmp_path / "after.png", metadata={"Software": None}, bbox_inches="tight")  # a draw of the caller's
+        second, _ = plots.save(fig, tmp_path, "second")
+        changed = draw()
+        changed.axes[0].set_ylim(1e-4, 1e3)
+        changed.savefig(tmp_path / "tight.png", metadata={"Software": None}, bbox_inches="tight")
+    assert second.read_bytes() == (tmp_path / "tight.png").read_bytes() == (tmp_path / "after.png").read_bytes()
+    assert second.read_bytes() != (tmp_path / "first.png").read_bytes()
 
 
 def _many_runs(seeds: int) -> pd.DataFrame:

@@ -284,7 +284,7 @@ def _judge_deterministic(applicable: Any) -> tuple[Judgement, dict[str, Any]]:
     inform = applicable[applicable["informative"].astype(bool)]
     informative = len(inform)
     worst = float(applicable["max_ratio_over_t"].max())
-    where = sorted(set(applicable.get("judged_at", ["T only"])))
+    where = sorted(set(applicable["judged_at"].unique()) if "judged_at" in applicable else {"T only"})
     at = " and ".join(where)
     identities = applicable[_flag(applicable, "identity")]
     # every informative run measured at most 0 (e.g. no mistake at all): any smaller positive bound still holds
@@ -597,7 +597,7 @@ def judge_bound(rows: Any, power: bool = True, planned: int | None = None,
         "violations": 0,
     }
     if not len(applicable):
-        reasons = sorted(set(rows["reason"].astype(str)))
+        reasons = sorted(set(rows["reason"].astype(str).unique()))
         j = Judgement(NOT_APPLICABLE, "applied in no run: " + "; ".join(reasons[:3]))
     elif kind_of(guarantee).per_run:
         j, extra = _judge_deterministic(applicable)
@@ -640,8 +640,8 @@ def design(applicable: Any, guarantee: str, planned: int | None = None) -> dict[
     (``planned``, a ``seeds=auto`` sweep's) and the stopping rule. In metrics.json, the sweep's log and the
     report, beside the verdict."""
     lo, hi = _range_columns(applicable)
-    sources = sorted({str(v) for v in applicable["range_source"] if isinstance(v, str) and v}) \
-        if "range_source" in applicable else []
+    sources = sorted({str(v) for v in applicable["range_source"].unique() if isinstance(v, str) and v}) \
+        if "range_source" in applicable else []  # each distinct value once (a row at a time: ~0.1 s at 10,000 seeds)
     seeds = [_units(sel) for _, sel in _settings(applicable)]
     test = ("betting test of the mean (an average of three predictable-plug-in bettors), one-sided; Holm over the "
             "settings for violated" if kind_of(guarantee).on_the_mean else
@@ -723,7 +723,7 @@ def _failed_against(bound: str, rows: Any, failed: Iterable[Mapping[str, Any]]) 
     range (a ``RangeError`` naming it), and those missing from its evidence, each with its settings
     (:func:`_place`; None: every setting). A job of another learner is not missing here, nor one whose
     setting is known and where no surviving run finds the bound applicable."""
-    learners = set(rows["learner"].astype(str)) if "learner" in rows else None
+    learners = set(rows["learner"].astype(str).unique()) if "learner" in rows else None
     refuting, missing = [], []
     for f in failed:
         if f.get("range_error") and str(f.get("bound")) == bound:
@@ -743,7 +743,7 @@ def _failed_against(bound: str, rows: Any, failed: Iterable[Mapping[str, Any]]) 
 def _lost(rows: Any, missing: list[Any]) -> dict[str, Any]:
     """The failed jobs' labels by setting key (``by_setting``), those of every setting (``everywhere``: the
     setting not known) and those of settings with no row here (``absent``)."""
-    known = set(rows["setting"].astype(str)) if "setting" in rows else set()
+    known = set(rows["setting"].astype(str).unique()) if "setting" in rows else set()
     by_setting: dict[str, list[str]] = {}
     everywhere, absent = [], []
     for f, places in missing:

@@ -949,6 +949,34 @@ def _without_placeholder_layout(fig: Figure) -> Iterator[None]:
         fig.set_layout_engine(engine)
 
 
+@contextlib.contextmanager
+def _ticks_once(fig: Figure) -> Iterator[None]:
+    """Each axis of ``fig`` places and labels its ticks once for the time of a save. A save measures the figure
+    twice (the PNG's box and the SVG's, :func:`_tight_boxes`) and draws it twice, and each pass recomputed every
+    axis's tick locations, labels and positions (a quarter of a save's time: a log axis's scalar transforms,
+    tick by tick); nothing a pass changes moves them (the view limits and the Axes' sizes in inches are fixed by
+    then; the dpi and the renderer change, and the ticks depend on neither). The same bytes (compared on every
+    figure of the main job). A figure with a layout engine of its own (a caller's constrained layout) lays its
+    Axes out again in each pass, which may move ticks: it is left as it is."""
+    engine = fig.get_layout_engine()
+    if engine is not None and not isinstance(engine, PlaceHolderLayoutEngine):
+        yield
+        return
+    axes = [axis for ax in fig.get_axes() for axis in (ax.xaxis, ax.yaxis)]
+    for axis in axes:
+        def once(axis: Any = axis, done: list[Any] = []) -> Any:  # noqa: B006 - one list per axis, on purpose
+            if not done:
+                done.append(type(axis)._update_ticks(axis))
+            return done[0]
+
+        axis._update_ticks = once  # an instance attribute: shadows the method for this axis only
+    try:
+        yield
+    finally:
+        for axis in axes:
+            vars(axis).pop("_update_ticks", None)
+
+
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 _MATH_LABEL = re.compile(r"\$\\mathdefault\{(-?)(?:(\d+(?:\.\d+)?)\\times\s*)?(\d+)(?:\^\{(-?\d+)\})?\}\$")
 
@@ -1015,7 +1043,7 @@ def save(fig: Figure, directory: Path, stem: str) -> list[Path]:
     (1e-6 point) and the clip paths' ids (hashes of their coordinates)."""
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
     _plain_ticks(fig)
-    with matplotlib.rc_context(STYLE):  # svg.hashsalt is read when saving: stable ids, byte-identical files
+    with matplotlib.rc_context(STYLE), _ticks_once(fig):  # svg.hashsalt is read when saving: stable ids, the same bytes
         boxes = _tight_boxes(fig)
         with _without_placeholder_layout(fig):
             for p, box in zip(paths, boxes):
