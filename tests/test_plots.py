@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
 import re
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.axis

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 import matplotlib
+import matplotlib.axis
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -959,7 +960,8 @@ def _ticks_once(fig: Figure) -> Iterator[None]:
     figure of the main job). A figure with a layout engine of its own (a caller's constrained layout) lays its
     Axes out again in each pass, which may move ticks: it is left as it is."""
     engine = fig.get_layout_engine()
-    if engine is not None and not isinstance(engine, PlaceHolderLayoutEngine):
+    if (engine is not None and not isinstance(engine, PlaceHolderLayoutEngine)) \
+            or not hasattr(matplotlib.axis.Axis, "_update_ticks"):  # a matplotlib without it: every pass places them
         yield
         return
     axes = [axis for ax in fig.get_axes() for axis in (ax.xaxis, ax.yaxis)]
