@@ -331,3 +331,28 @@ def test_the_parts_read_ahead_are_those_of_the_packs_this_attempt_finished(tmp_p
         assert pack.read_ahead(tmp_path, None) == 6  # unchecked: pack 1 too (one part), never pack 2
     finally:
         tables.forget_ahead()
+
+
+@pytest.mark.parametrize("frame", [
+    pd.DataFrame({"run": ["a", "a", "b"], "quantity": ["q", "r", "q"], "t": [1, 2, 1], "empirical": [0.5, float("nan"), -0.0]}),
+    pd.DataFrame({"bound": ["x", None, "y"], "holds": [True, None, False], "flag": [True, False, True],
+                  "n": [2**62, -1, 0], "ratio": [float("inf"), 1e-300, 2.5]}),
+    pd.DataFrame({"empirical": [1.0, 2.0]}),  # no string column: no dictionary at all
+    pd.DataFrame(),  # a part whose members all failed
+], ids=["curves", "results", "numbers", "empty"])
+def test_a_part_table_reads_back_as_the_frame_pandas_wrote(tmp_path: Path, frame: pd.DataFrame) -> None:
+    """A part's table is written without statistics and with dictionaries on its strings only
+    (``pack._write_part_table``): what reads back is what ``to_parquet`` wrote would read back, frame and schema
+    (pandas' metadata included)."""
+    import pyarrow.parquet as pq
+
+    pack._write_part_table(frame, tmp_path / "part.parquet")
+    frame.to_parquet(tmp_path / "pandas.parquet", index=False)
+    assert_frame_equal(pd.read_parquet(tmp_path / "part.parquet"), pd.read_parquet(tmp_path / "pandas.parquet"),
+                       check_exact=True)
+    assert pq.read_schema(tmp_path / "part.parquet").equals(pq.read_schema(tmp_path / "pandas.parquet"),
+                                                            check_metadata=True)
+    metadata = pq.ParquetFile(tmp_path / "part.parquet").metadata
+    for g in range(metadata.num_row_groups):
+        for c in range(metadata.num_columns):
+            assert metadata.row_group(g).column(c).statistics is None  # nothing reads a part by them
