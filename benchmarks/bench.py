@@ -135,7 +135,7 @@ def linear_data(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def _as_a_user() -> dict[str, str]:
     """This process's environment for a timed command, as a user's Python runs it: caching bytecode. Some CI and
     sandbox machines set ``PYTHONDONTWRITEBYTECODE``; under it every command compiles boundlab's own modules anew
-    from source (~0.15 s at a command's start, and again in each forked worker for the modules it imports
+    from source (~0.2 s at a command's start, and again in each forked worker for the modules it imports
     later), where a user's Python reads them from ``__pycache__`` after the first run."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
