@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,20 +283,20 @@ def part_tables(runs: list[RunRows]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return table, curve
 
 
-_STRINGS: list[Any] = []  # the dtype pandas infers for strings, and its Arrow type (None: not Arrow-backed)
+@functools.cache
+def _strings() -> tuple[Any, Any]:
+    """The dtype pandas infers for a column of strings, and its Arrow type (None when it is not Arrow-backed)."""
+    import pyarrow as pa
+
+    sample = pd.Series(["a"])
+    return sample.dtype, pa.array(sample.array).type if getattr(sample.dtype, "storage", None) == "pyarrow" else None
 
 
 def _repeated(labels: list[str], sizes: list[int]) -> Any:
     """Each of ``labels`` ``sizes`` times, as the column pandas infers from those strings. With pandas' Arrow-backed
     strings (pandas 3) the distinct labels are taken in Arrow: no string is made or converted per cell (a part's
     curves, ~92,000 points: 8 -> 1.3 ms, the same parquet bytes); else an object array, for pandas to infer."""
-    if not _STRINGS:
-        import pyarrow as pa
-
-        sample = pd.Series(["a"])
-        _STRINGS[:] = [sample.dtype, pa.array(sample.array).type if getattr(sample.dtype, "storage", None) == "pyarrow"
-                       else None]
-    dtype, arrow = _STRINGS
+    dtype, arrow = _strings()
     if arrow is not None and all(type(label) is str for label in labels):
         import pyarrow as pa
 

@@ -965,13 +965,8 @@ def _ticks_once(fig: Figure) -> Iterator[None]:
         yield
         return
     axes = [axis for ax in fig.get_axes() for axis in (ax.xaxis, ax.yaxis)]
-    for axis in axes:
-        def once(axis: Any = axis, done: list[Any] = []) -> Any:  # noqa: B006 - one list per axis, on purpose
-            if not done:
-                done.append(type(axis)._update_ticks(axis))
-            return done[0]
-
-        axis._update_ticks = once  # an instance attribute: shadows the method for this axis only
+    for axis in axes:  # an instance attribute: shadows the method for this axis only, its first result kept
+        axis._update_ticks = functools.cache(functools.partial(type(axis)._update_ticks, axis))
     try:
         yield
     finally:
