@@ -211,7 +211,7 @@ def _once(argv: list[str], in_round: bool = False, forced_from: int | None = Non
     plan: Plan | None = None
     listing = None
     try:
-        plan = preflight.checked_plan(argv, in_round)
+        plan = preflight.checked_plan(argv, in_round, _tracking_imports(argv) if _sweeps(argv) else ())
         if plan.sequential and not in_round:
             raise _Rounds(*plan.sequential, unit=plan.seed_unit)
         uri = plan.tracking_uri
@@ -254,6 +254,41 @@ def _once(argv: list[str], in_round: bool = False, forced_from: int | None = Non
         guard.close()
         if "pipeline.sweep.callbacks" in sys.modules:  # a sweep ran in this process: its lock goes with it
             sys.modules["pipeline.sweep.callbacks"].release_sweep()
+
+
+def _sweeps(argv: list[str]) -> bool:
+    """Whether ``argv`` runs a sweep (``-m``, not ``--help``, ``--cfg`` or another listing) in a process that has
+    not imported MLflow yet and prints to its own stdout and stderr: its pre-flight runs in a child process
+    beside that import (:func:`_tracking_imports`)."""
+    if "mlflow" in sys.modules or not (_to_a_file(sys.stdout) and _to_a_file(sys.stderr)):
+        return False  # imported already, or output redirected in this process (a child's prints would be lost)
+    try:
+        args = hydra_seam.parse_command_line(argv)
+    except Exception:  # noqa: BLE001 - the pre-flight words what is wrong with the command line
+        return False
+    return bool(args.multirun) and not (args.help or args.hydra_help or args.cfg or args.info or args.shell_completion)
+
+
+def _to_a_file(stream: object) -> bool:
+    """Whether ``stream`` writes to a file descriptor (a forked child's writes to it reach the same file once
+    flushed), not to an object in this process's memory (``contextlib.redirect_stdout``, a test's capture)."""
+    try:
+        return isinstance(stream.fileno(), int)  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return False
+
+
+def _tracking_imports(argv: list[str]) -> list[str]:
+    """What a sweep's start imports anyway, imported while its jobs are checked (``preflight.checked_plan``):
+    MLflow, for the sweep's parent run (~1 s, most of it the libraries it imports, which the jobs use too),
+    and, unless the store is a server (``tracking.uri=`` or ``MLFLOW_TRACKING_URI`` says ``http``), its
+    database store (SQLAlchemy and Alembic, ~0.4 s). In steps: a bad value stops the command after the step
+    under way, not after all of them."""
+    given = [a.split("=", 1)[1] for a in argv if a.startswith(("tracking.uri=", "+tracking.uri=", "++tracking.uri="))]
+    uri = (given or [os.environ.get("MLFLOW_TRACKING_URI", "")])[-1]
+    server = uri.lower().startswith(("http:", "https:", "databricks"))
+    return ["numpy", "pandas", "pyarrow", "scipy", "sqlalchemy", "mlflow",
+            *([] if server else ["mlflow.store.tracking.sqlalchemy_store"])]
 
 
 def _end_stranded_parent(plan: Plan | None, why: str | None = None) -> None:

@@ -635,8 +635,9 @@ def command_line(argv: Sequence[str]) -> Any:
     return args
 
 
-def checked_plan(argv: list[str], in_round: bool = False) -> Plan:
-    """The pre-flight: the config directory, every job's config, the tracking store. Exits 2 on a bad one."""
+def checked_plan(argv: list[str], in_round: bool = False, imports: Sequence[str] = ()) -> Plan:
+    """The pre-flight: the config directory, every job's config, the tracking store. Exits 2 on a bad one.
+    ``imports``: modules this process imports while the jobs are checked (:func:`_checked_beside`)."""
     from pipeline.sweep.schemas import register
 
     # conf/hydra/launcher/{ray,joblib}.yaml replace the plugins' configs with every field of their schemas
@@ -647,7 +648,7 @@ def checked_plan(argv: list[str], in_round: bool = False) -> Plan:
     if not CONF_DIR.is_dir():
         fail(f"no config directory at {CONF_DIR}: install boundlab from its checkout with 'pip install -e .'")
     register()
-    plan = preflight(argv, True) if in_round else preflight(argv)
+    plan = _checked_beside(argv, in_round, imports) if imports else _checks(argv, in_round)
     if plan.jobs:
         from pipeline.tracking import backend, redact, tracking_uri
 
@@ -668,3 +669,53 @@ def checked_plan(argv: list[str], in_round: bool = False) -> Plan:
             print(f"boundlab: warning: the job store {why}: jobs run and are kept in their own directories, but not "
                   "shared with later sweeps; set BOUNDLAB_CACHE to a writable directory", file=sys.stderr)
     return plan
+
+
+def _checked_beside(argv: list[str], in_round: bool, imports: Sequence[str]) -> Plan:
+    """:func:`preflight` in a process forked from this one (:func:`pipeline.forks.pool`: it inherits the
+    imported modules and the registered configs) while this one imports ``imports``, which the command needs
+    whatever the checks find (``pipeline.cli``: MLflow, ~1 s): on two cores, at once instead of one after the
+    other. The child prints what the pre-flight prints (a bad value's one line, the checks' progress) as it
+    happens; its exit on a bad value (code 2) is this process's after the import under way (the others are
+    left). The :class:`Plan` is the one :func:`preflight` returns; on one core, without fork, or when the child
+    is lost (a signal, the memory), the pre-flight runs here. An interrupt ends the child at once."""
+    import importlib
+    from concurrent.futures.process import BrokenProcessPool
+
+    from pipeline import forks
+
+    pool = forks.pool(1) if forks.cores() >= 2 else None
+    if pool is None:
+        return _checks(argv, in_round)
+    sys.stdout.flush()  # what is buffered is printed once, by this process
+    sys.stderr.flush()
+    lost = False
+    try:
+        task = pool.submit(_flushed, argv, in_round)
+        for name in imports:
+            if task.done() and task.exception() is not None:
+                break
+            importlib.import_module(name)
+        try:
+            plan = task.result()
+        except BrokenProcessPool:
+            lost = True
+    except BaseException:  # an interrupt, or the child's exit on a bad value (it has said why): it ends now
+        forks.stop(pool)
+        raise
+    pool.shutdown(wait=True)
+    return _checks(argv, in_round) if lost else plan
+
+
+def _checks(argv: list[str], in_round: bool) -> Plan:
+    """:func:`preflight` of a command (``in_round``: a round of a ``seeds=auto`` sweep)."""
+    return preflight(argv, True) if in_round else preflight(argv)
+
+
+def _flushed(argv: list[str], in_round: bool) -> Plan:
+    """:func:`_checks`, then what they printed flushed (a forked child's buffers are not flushed at its exit)."""
+    try:
+        return _checks(argv, in_round)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
