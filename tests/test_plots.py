@@ -377,6 +377,40 @@ def test_a_save_computes_each_axis_ticks_once_and_only_for_itself(tmp_path) -> N
     assert second.read_bytes() != (tmp_path / "first.png").read_bytes()
 
 
+def test_a_layout_within_a_rect_computes_each_axis_ticks_once(tmp_path) -> None:  # noqa: ANN001
+    """plots._layout's tight layout measures the figure twice when given a ``rect`` (the second time within it),
+    with the Axes where the first measure found them: each axis places its ticks once (plots._ticks_once), and the
+    figure laid out and saved is the one ``tight_layout`` lays out without it, byte for byte; the ticks placed for
+    the layout do not outlive it (the save places them again, at the Axes' new positions)."""
+    def draw() -> Figure:
+        fig = Figure(figsize=(6, 4))
+        plots.rate_vs_bound(_table(), "kernel_expectation", "T", ax=fig.subplots())
+        fig.suptitle("a title the rect leaves room for")
+        return fig
+
+    calls: list[str] = []
+    update = matplotlib.axis.Axis._update_ticks
+
+    def counted(axis: matplotlib.axis.Axis) -> Any:
+        calls.append(axis.axis_name)
+        return update(axis)
+
+    with pytest.MonkeyPatch.context() as m, matplotlib.rc_context(plots.STYLE):
+        fig = draw()
+        m.setattr(matplotlib.axis.Axis, "_update_ticks", counted)
+        plots._layout(fig, own=True, rect=(0, 0.1, 1, 0.9))
+        assert sorted(calls) == ["x", "y"]  # two measures, one placement per axis
+        m.undo()
+        plain = draw()
+        plots._plain_ticks(plain)
+        plain.tight_layout(rect=(0, 0.1, 1, 0.9))
+        assert fig.subplotpars.__dict__ == plain.subplotpars.__dict__
+        fig.savefig(tmp_path / "memo.png", metadata={"Software": None})
+        plain.savefig(tmp_path / "plain.png", metadata={"Software": None})
+    assert (tmp_path / "memo.png").read_bytes() == (tmp_path / "plain.png").read_bytes()
+    assert "_update_ticks" not in vars(fig.axes[0].xaxis)  # the method is the class's again
+
+
 def _many_runs(seeds: int) -> pd.DataFrame:
     """``seeds`` runs at each of two margins: the measured value is the seed's rank, so its quantiles are known."""
     rows = []

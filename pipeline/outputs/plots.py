@@ -208,9 +208,12 @@ def _root(fig: FigureBase) -> Figure:
 def _layout(fig: FigureBase, own: bool, **kw: Any) -> None:
     """``tight_layout`` on a figure made here, or on a caller's Figure that has no layout engine of its own."""
     if own or (isinstance(fig, Figure) and fig.get_layout_engine() is None):
-        if isinstance(fig, Figure):
-            _plain_ticks(fig)  # laid out with the labels it is saved with
-        fig.tight_layout(**kw)
+        if not isinstance(fig, Figure):
+            fig.tight_layout(**kw)
+            return
+        _plain_ticks(fig)  # laid out with the labels it is saved with
+        with _ticks_once(fig):  # its two measures (the second within ``rect``) see the Axes where they were
+            fig.tight_layout(**kw)
 
 
 def _same(value: Any, wanted: Any) -> bool:
@@ -952,13 +955,14 @@ def _without_placeholder_layout(fig: Figure) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _ticks_once(fig: Figure) -> Iterator[None]:
-    """Each axis of ``fig`` places and labels its ticks once for the time of a save. A save measures the figure
-    twice (the PNG's box and the SVG's, :func:`_tight_boxes`) and draws it twice, and each pass recomputed every
-    axis's tick locations, labels and positions (a quarter of a save's time: a log axis's scalar transforms,
-    tick by tick); nothing a pass changes moves them (the view limits and the Axes' sizes in inches are fixed by
-    then; the dpi and the renderer change, and the ticks depend on neither). The same bytes (compared on every
-    figure of the main job). A figure with a layout engine of its own (a caller's constrained layout) lays its
-    Axes out again in each pass, which may move ticks: it is left as it is."""
+    """Each axis of ``fig`` places and labels its ticks once inside the block: a save, or a tight layout (:func:`_layout`).
+    A save measures the figure twice (the PNG's box and the SVG's, :func:`_tight_boxes`) and draws it twice, and each
+    pass recomputed every axis's tick locations, labels and positions (a quarter of a save's time: a log axis's
+    scalar transforms, tick by tick); nothing a pass changes moves them (the view limits and the Axes' sizes in
+    inches are fixed by then; the dpi and the renderer change, and the ticks depend on neither). A tight layout
+    within a ``rect`` measures the figure twice before it moves the Axes. The same bytes (compared on every figure
+    of the main job). A figure with a layout engine of its own (a caller's constrained layout) lays its Axes out
+    again in each pass, which may move ticks: it is left as it is."""
     engine = fig.get_layout_engine()
     if (engine is not None and not isinstance(engine, PlaceHolderLayoutEngine)) \
             or not hasattr(matplotlib.axis.Axis, "_update_ticks"):  # a matplotlib without it: every pass places them
