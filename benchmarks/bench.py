@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -696,7 +697,9 @@ def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm
     wall time less the compute spread over the workers, as a share of the wall time. The compute twice: probed
     in this process before the round, and as the round's own runs took it (:func:`_runs_seconds`): on a shared
     machine the two sittings' speeds differ by several per cent (1.63 and 1.79 ms a Perceptron seed within an
-    hour), which moves a share computed across them by several points; the round's own measure does not."""
+    hour), which moves a share computed across them by several points; the round's own measure does not. Then a
+    round of a fifth of the seeds: with it, the plumbing a command pays whatever its seeds (its start and its end)
+    and the plumbing a seed adds, and the round from which the share is 20 % (:func:`_plumbing_model`)."""
     out: dict[str, Any] = {"pack": pack, "workers": workers}
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
@@ -723,7 +726,40 @@ def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm
                   f"{1e3 * in_round / seeds:.2f}), plumbing {100 * plumbing / wall:.0f} % (in the round "
                   f"{100 * out[name]['plumbing_share_of_wall_in_round']:.0f} %; load {os.getloadavg()[0]:.2f})",
                   file=sys.stderr)
+            small = max(seeds // 5, min(2 * pack, seeds // 2))
+            if small < seeds:  # a smaller round: the plumbing's share of the command and its share of a seed apart
+                small_wall = _timed([*base, f"seed=range(0,{small})", f"hydra.sweep.dir={tmp_path / (name + '-small')}"],
+                                    tmp_path, env)
+                out[name] |= _plumbing_model({small: (small_wall, _runs_seconds(tmp_path / (name + "-small"))),
+                                              seeds: (wall, in_round)}, workers)
+                model = out[name]["plumbing_model"]
+                print(f"  {small} seeds of {name}: {small_wall:.1f} s; plumbing {model['fixed_seconds']:.1f} s a command "
+                      f"and {model['per_seed_ms']:.3f} ms a seed against {model['compute_per_seed_ms']:.3f} ms of runs: "
+                      f"20 % from {model['seeds_at_20_percent'] or 'no number of'} seeds", file=sys.stderr)
     return out
+
+
+def _plumbing_model(rounds: dict[int, tuple[float, float]], workers: int) -> dict[str, Any]:
+    """Two rounds of one setting ({seeds: (wall seconds, the runs' own seconds)}) read as a command's fixed plumbing
+    (its start and its end: the same whatever the seeds) plus plumbing and runs that grow with the seeds, all as the
+    wall time they take on ``workers`` workers; and from them the fewest seeds at which the plumbing is <= 20 % of
+    the wall time (None when its share a seed is 20 % or more: no round reaches it).
+
+    >>> m = _plumbing_model({2000: (7.0, 8.0), 10000: (27.0, 44.0)}, 2)["plumbing_model"]
+    >>> m["fixed_seconds"], m["per_seed_ms"], m["compute_per_seed_ms"], m["seeds_at_20_percent"]
+    (2.5, 0.25, 2.2, 8334)
+    """
+    (n0, (w0, r0)), (n1, (w1, r1)) = sorted(rounds.items())
+    p0, p1 = w0 - r0 / workers, w1 - r1 / workers
+    per_seed = (p1 - p0) / (n1 - n0)
+    fixed = p1 - per_seed * n1
+    compute = r1 / workers / n1  # the runs' wall time a seed, the larger round's (the smaller one's first parts warm up)
+    # (fixed + p n) / (fixed + (p + c) n) <= 0.2  <=>  n (0.2 c - 0.8 p) >= 0.8 fixed
+    gain = 0.2 * compute - 0.8 * per_seed
+    at = math.ceil(0.8 * fixed / gain) if gain > 0 and fixed > 0 else (1 if gain > 0 else None)
+    return {"plumbing_model": {"rounds": {str(n): {"wall_seconds": w, "runs_seconds": r} for n, (w, r) in rounds.items()},
+                               "fixed_seconds": fixed, "per_seed_ms": 1e3 * per_seed, "compute_per_seed_ms": 1e3 * compute,
+                               "share_a_seed": per_seed / (per_seed + compute), "seeds_at_20_percent": at}}
 
 
 BREAKDOWN_CODE = """
@@ -988,6 +1024,13 @@ def table(report: dict[str, Any]) -> str:
         else:
             lines.append(f"| the same: plumbing (the wall time less the compute over the workers) | {probed:.0f} % | "
                          f"{_target(probed, 20, unit=' %')} |")
+        model = r.get("plumbing_model")
+        if model:  # two rounds: the command's own plumbing and a seed's apart
+            sizes = " and ".join(f"{int(k):,}" for k in sorted(model["rounds"], key=int))
+            lines.append(f"| the same, rounds of {sizes} seeds: plumbing a command (its start and end) / a seed, "
+                         f"against a seed's runs | {model['fixed_seconds']:.1f} s / {model['per_seed_ms']:.3f} ms "
+                         f"against {model['compute_per_seed_ms']:.3f} ms ({100 * model['share_a_seed']:.0f} % a seed); "
+                         f"<= 20 % from ~{model['seeds_at_20_percent'] or 'no number of'} seeds | |")
     memory = report.get("memory")
     if isinstance(memory, dict) and "peak_growth_MB" in memory:
         sizes = sorted((k for k in memory if k.isdigit()), key=int)
