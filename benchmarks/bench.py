@@ -728,8 +728,9 @@ def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm
                   file=sys.stderr)
             small = max(seeds // 5, min(2 * pack, seeds // 2))
             if small < seeds:  # a smaller round: the plumbing's share of the command and its share of a seed apart
-                small_wall = _timed([*base, f"seed=range(0,{small})", f"hydra.sweep.dir={tmp_path / (name + '-small')}"],
-                                    tmp_path, env)
+                # seeds of its own: the job store holds the larger round's, which a rerun of them would reuse
+                small_wall = _timed([*base, f"seed=range({seeds},{seeds + small})",
+                                     f"hydra.sweep.dir={tmp_path / (name + '-small')}"], tmp_path, env)
                 out[name] |= _plumbing_model({small: (small_wall, _runs_seconds(tmp_path / (name + "-small"))),
                                               seeds: (wall, in_round)}, workers)
                 model = out[name]["plumbing_model"]

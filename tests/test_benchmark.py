@@ -138,7 +138,8 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert 0 < r["compute_per_seed_ms_in_round"] * 6 / 1e3 < r["wall_seconds"] * 2
     assert 0 <= r["plumbing_share_of_wall_in_round"] < 1 and "in the round" in proc.stdout
     model = r["plumbing_model"]  # a smaller round beside it: the command's plumbing and a seed's apart
-    assert set(model["rounds"]) == {"3", "6"} and all(v["wall_seconds"] > 0 for v in model["rounds"].values())
+    assert set(model["rounds"]) == {"3", "6"}
+    assert all(v["wall_seconds"] > 0 and v["runs_seconds"] > 0 for v in model["rounds"].values())  # both ran, none reused
     assert math.isfinite(model["fixed_seconds"]) and math.isfinite(model["per_seed_ms"]) and model["compute_per_seed_ms"] > 0
     assert "plumbing a command (its start and end) / a seed" in proc.stdout
     memory = report["memory"]  # issue 53's memory target: a sweep's peak against its tables, at two sizes
