@@ -81,6 +81,25 @@ def test_a_lost_checks_child_is_checked_here(tmp_path: Path, monkeypatch: pytest
     assert len(pids) == 2 and pids[0] != os.getpid() and pids[1] == os.getpid()  # the child, lost; then here
 
 
+@pytest.mark.parametrize("refusal", ["pool", "fork"])
+def test_a_system_that_will_not_fork_is_checked_here(refusal: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No semaphores for the pool's queues (no /dev/shm), or a fork refused (a process limit): checked here, once."""
+    import concurrent.futures
+
+    here = pre.checked_plan(SWEEP)
+    monkeypatch.setattr(pre, "preflight", _in_child(tmp_path / "pids"))
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise OSError(12, "Cannot allocate memory") if refusal == "fork" else OSError(38, "Function not implemented")
+
+    if refusal == "pool":
+        monkeypatch.setattr(forks, "pool", refused)
+    else:
+        monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", refused)
+    assert pre.checked_plan(SWEEP, imports=["json"]) == here
+    assert [int(p) for p in (tmp_path / "pids").read_text().split()] == [os.getpid()]
+
+
 def test_an_interrupt_while_checking_beside_ends_the_child_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import multiprocessing
 

@@ -677,21 +677,29 @@ def _checked_beside(argv: list[str], in_round: bool, imports: Sequence[str]) -> 
     whatever the checks find (``pipeline.cli``: MLflow, ~1 s): on two cores, at once instead of one after the
     other. The child prints what the pre-flight prints (a bad value's one line, the checks' progress) as it
     happens; its exit on a bad value (code 2) is this process's after the import under way (the others are
-    left). The :class:`Plan` is the one :func:`preflight` returns; on one core, without fork, or when the child
-    is lost (a signal, the memory), the pre-flight runs here. An interrupt ends the child at once."""
+    left). The :class:`Plan` is the one :func:`preflight` returns; on one core, without fork (or a pool: no
+    semaphores), when the system would not fork, or when the child is lost (a signal, the memory), the pre-flight
+    runs here. An interrupt ends the child at once."""
     import importlib
     from concurrent.futures.process import BrokenProcessPool
 
     from pipeline import forks
 
-    pool = forks.pool(1) if forks.cores() >= 2 else None
+    try:
+        pool = forks.pool(1) if forks.cores() >= 2 else None
+    except (OSError, ImportError, NotImplementedError):  # no semaphores for the pool's queues (no /dev/shm)
+        pool = None
     if pool is None:
         return _checks(argv, in_round)
     sys.stdout.flush()  # what is buffered is printed once, by this process
     sys.stderr.flush()
     lost = False
     try:
-        task = pool.submit(_flushed, argv, in_round)
+        try:
+            task = pool.submit(_flushed, argv, in_round)
+        except OSError:  # the system would not fork (a process limit, the memory): the checks run here
+            forks.stop(pool)
+            return _checks(argv, in_round)
         for name in imports:
             if task.done() and task.exception() is not None:
                 break
