@@ -81,6 +81,13 @@ def test_a_lost_checks_child_is_checked_here(tmp_path: Path, monkeypatch: pytest
     assert len(pids) == 2 and pids[0] != os.getpid() and pids[1] == os.getpid()  # the child, lost; then here
 
 
+def test_a_module_that_will_not_import_is_left_to_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The imports are a head start: one that fails ends them, and the checks' plan is returned as without them (the
+    command imports the module where it needs it, and says so there)."""
+    here = pre.checked_plan(SWEEP)
+    assert pre.checked_plan(SWEEP, imports=["json", "no_such_module_here", "csv"]) == here
+
+
 @pytest.mark.parametrize("refusal", ["pool", "fork"])
 def test_a_system_that_will_not_fork_is_checked_here(refusal: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No semaphores for the pool's queues (no /dev/shm), or a fork refused (a process limit): checked here, once."""

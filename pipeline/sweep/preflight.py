@@ -703,7 +703,10 @@ def _checked_beside(argv: list[str], in_round: bool, imports: Sequence[str]) -> 
         for name in imports:
             if task.done() and task.exception() is not None:
                 break
-            importlib.import_module(name)
+            try:
+                importlib.import_module(name)
+            except ImportError:  # said where the command needs it, as without this head start
+                break
         try:
             plan = task.result()
         except BrokenProcessPool:
