@@ -741,10 +741,11 @@ def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm
 
 
 def _plumbing_model(rounds: dict[int, tuple[float, float]], workers: int) -> dict[str, Any]:
-    """Two rounds of one setting ({seeds: (wall seconds, the runs' own seconds)}) read as a command's fixed plumbing
-    (its start and its end: the same whatever the seeds) plus plumbing and runs that grow with the seeds, all as the
-    wall time they take on ``workers`` workers; and from them the fewest seeds at which the plumbing is <= 20 % of
-    the wall time (None when its share a seed is 20 % or more: no round reaches it).
+    """Two rounds of one setting ({seeds: (wall seconds, the runs' own seconds)}) read as the plumbing a command pays
+    whatever its seeds (its start, the fixed part of its end: figures, exit) plus plumbing and runs that grow with
+    the seeds (packs, parts, the end's tables and verdicts), all as the wall time they take on ``workers`` workers;
+    and from them the fewest seeds at which the plumbing is <= 20 % of the wall time (None when its share a seed
+    is 20 % or more: no round reaches it).
 
     >>> m = _plumbing_model({2000: (7.0, 8.0), 10000: (27.0, 44.0)}, 2)["plumbing_model"]
     >>> m["fixed_seconds"], m["per_seed_ms"], m["compute_per_seed_ms"], m["seeds_at_20_percent"]
@@ -1028,7 +1029,7 @@ def table(report: dict[str, Any]) -> str:
         model = r.get("plumbing_model")
         if model:  # two rounds: the command's own plumbing and a seed's apart
             sizes = " and ".join(f"{int(k):,}" for k in sorted(model["rounds"], key=int))
-            lines.append(f"| the same, rounds of {sizes} seeds: plumbing a command (its start and end) / a seed, "
+            lines.append(f"| the same, rounds of {sizes} seeds: plumbing a command (whatever its seeds) / a seed, "
                          f"against a seed's runs | {model['fixed_seconds']:.1f} s / {model['per_seed_ms']:.3f} ms "
                          f"against {model['compute_per_seed_ms']:.3f} ms ({100 * model['share_a_seed']:.0f} % a seed); "
                          f"<= 20 % from ~{model['seeds_at_20_percent'] or 'no number of'} seeds | |")

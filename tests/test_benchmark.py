@@ -141,7 +141,7 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert set(model["rounds"]) == {"3", "6"}
     assert all(v["wall_seconds"] > 0 and v["runs_seconds"] > 0 for v in model["rounds"].values())  # both ran, none reused
     assert math.isfinite(model["fixed_seconds"]) and math.isfinite(model["per_seed_ms"]) and model["compute_per_seed_ms"] > 0
-    assert "plumbing a command (its start and end) / a seed" in proc.stdout
+    assert "plumbing a command (whatever its seeds) / a seed" in proc.stdout
     memory = report["memory"]  # issue 53's memory target: a sweep's peak against its tables, at two sizes
     assert set(memory["3"]) == {"seconds", "peak_resident_MB", "tables_MB", "rows", "failed"}
     assert memory["6"]["rows"] == 2 * memory["3"]["rows"] > 0 and memory["6"]["failed"] == 0
