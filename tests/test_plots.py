@@ -344,17 +344,15 @@ def test_a_callers_figure_is_trimmed_as_bbox_inches_tight_trims_it(tmp_path, lay
     assert png.read_bytes() == (tmp_path / "tight.png").read_bytes()
 
 
-def test_a_save_computes_each_axis_ticks_once_and_only_for_itself(tmp_path) -> None:  # noqa: ANN001
-    """save() places each axis's ticks once for its four passes (plots._ticks_once), and that is the figure as a
-    plain ``savefig(bbox_inches="tight")`` writes it; a figure saved, changed (new view limits: new ticks) and saved
-    again is the changed figure, byte for byte: the ticks of a save do not outlive it."""
-    def draw() -> Figure:
-        fig = Figure(figsize=(6, 4))
-        plots.rate_vs_bound(_table(), "kernel_expectation", "T", ax=fig.subplots())
-        plots._plain_ticks(fig)
-        fig.tight_layout()
-        return fig
+def _rate_figure() -> Figure:
+    """A small figure with log axes (the kernel bound's rate against T), in no layout yet."""
+    fig = Figure(figsize=(6, 4))
+    plots.rate_vs_bound(_table(), "kernel_expectation", "T", ax=fig.subplots())
+    return fig
 
+
+def _count_tick_placements(m: pytest.MonkeyPatch) -> list[str]:
+    """From now until ``m`` is undone, the name of each axis that places its ticks, in the list returned."""
     calls: list[str] = []
     update = matplotlib.axis.Axis._update_ticks
 
@@ -362,9 +360,23 @@ def test_a_save_computes_each_axis_ticks_once_and_only_for_itself(tmp_path) -> N
         calls.append(axis.axis_name)
         return update(axis)
 
+    m.setattr(matplotlib.axis.Axis, "_update_ticks", counted)
+    return calls
+
+
+def test_a_save_computes_each_axis_ticks_once_and_only_for_itself(tmp_path) -> None:  # noqa: ANN001
+    """save() places each axis's ticks once for its four passes (plots._ticks_once), and that is the figure as a
+    plain ``savefig(bbox_inches="tight")`` writes it; a figure saved, changed (new view limits: new ticks) and saved
+    again is the changed figure, byte for byte: the ticks of a save do not outlive it."""
+    def draw() -> Figure:
+        fig = _rate_figure()
+        plots._plain_ticks(fig)
+        fig.tight_layout()
+        return fig
+
     with pytest.MonkeyPatch.context() as m, matplotlib.rc_context(plots.STYLE):  # both drawn in the report's style
         fig = draw()
-        m.setattr(matplotlib.axis.Axis, "_update_ticks", counted)
+        calls = _count_tick_placements(m)
         plots.save(fig, tmp_path, "first")
         assert sorted(calls) == ["x", "y"]  # four passes (two boxes, two files), one placement per axis
         fig.axes[0].set_ylim(1e-4, 1e3)
@@ -383,21 +395,13 @@ def test_a_layout_within_a_rect_computes_each_axis_ticks_once(tmp_path) -> None:
     figure laid out and saved is the one ``tight_layout`` lays out without it, byte for byte; the ticks placed for
     the layout do not outlive it (the save places them again, at the Axes' new positions)."""
     def draw() -> Figure:
-        fig = Figure(figsize=(6, 4))
-        plots.rate_vs_bound(_table(), "kernel_expectation", "T", ax=fig.subplots())
+        fig = _rate_figure()
         fig.suptitle("a title the rect leaves room for")
         return fig
 
-    calls: list[str] = []
-    update = matplotlib.axis.Axis._update_ticks
-
-    def counted(axis: matplotlib.axis.Axis) -> Any:
-        calls.append(axis.axis_name)
-        return update(axis)
-
     with pytest.MonkeyPatch.context() as m, matplotlib.rc_context(plots.STYLE):
         fig = draw()
-        m.setattr(matplotlib.axis.Axis, "_update_ticks", counted)
+        calls = _count_tick_placements(m)
         plots._layout(fig, own=True, rect=(0, 0.1, 1, 0.9))
         assert sorted(calls) == ["x", "y"]  # two measures, one placement per axis
         m.undo()
