@@ -737,7 +737,58 @@ def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm
                 print(f"  {small} seeds of {name}: {small_wall:.1f} s; plumbing {model['fixed_seconds']:.1f} s a command "
                       f"and {model['per_seed_ms']:.3f} ms a seed against {model['compute_per_seed_ms']:.3f} ms of runs: "
                       f"20 % from {model['seeds_at_20_percent'] or 'no number of'} seeds", file=sys.stderr)
+            fixed = out[name]["fixed_parts"] = _fixed_parts(tmp_path / name, env, 5 if seeds >= 1000 else 1)
+            # the plumbing less MLflow's import: decision 1's "our share" of one run, read here for the seed round too
+            out[name]["plumbing_less_mlflow_import_share"] = max(
+                0.0, wall - in_round / workers - fixed["mlflow_import_seconds"]["median"]) / wall
+            print(f"  MLflow's import with its store {fixed['mlflow_import_seconds']['median']:.2f} s; the round's "
+                  f"{fixed['figures']} figures {fixed['figures_cpu_seconds']:.2f} CPU s", file=sys.stderr)
     return out
+
+
+IMPORT_CODE = """
+import sys, time
+import hydra, omegaconf, pipeline.cli  # what the command has imported when its tracking imports start
+from pipeline.cli import _tracking_imports
+names = _tracking_imports(sys.argv[1:])
+for name in names[:names.index("sqlalchemy")]:  # numpy, pandas, ...: imported before, and used by the jobs too
+    __import__(name)
+t = time.perf_counter()
+for name in names[names.index("sqlalchemy"):]:  # SQLAlchemy, MLflow and (unless a server) its SQL store
+    __import__(name)
+print(time.perf_counter() - t)
+"""
+
+FIGURES_CODE = """
+import sys, tempfile, time
+from pathlib import Path
+import pandas as pd
+from pipeline.outputs import plots
+d = Path(sys.argv[1])
+table, curves = pd.read_parquet(d / "results.parquet"), pd.read_parquet(d / "curves.parquet")
+with tempfile.TemporaryDirectory() as out:
+    t = time.process_time()
+    plan = plots.figure_plan(table, curves)
+    for s in plan:
+        plots.save(plots.draw(s.kind, table, curves, **s.kwargs), Path(out), s.stem)
+    print(time.process_time() - t, len(plan))
+"""
+
+
+def _fixed_parts(sweep_dir: Path, env: dict[str, str], reps: int) -> dict[str, Any]:
+    """Two parts of what a seed round's command pays whatever its seeds, measured in the sitting of the round: MLflow's
+    import with SQLAlchemy and its SQL store (seconds, ``reps`` fresh interpreters that first import what the
+    command has imported by then: the command pays it before its first job, on one core), which issue 53's first
+    decision leaves out of "our share" of one run; and the round's figures drawn and saved in one process (CPU
+    seconds, the best of two: the sweep's end shares them between two processes)."""
+    def run(code: str, *args: str) -> list[str]:
+        return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.split()
+
+    imports = [float(run(IMPORT_CODE)[0]) for _ in range(reps)]
+    figures = [run(FIGURES_CODE, str(sweep_dir)) for _ in range(2)]
+    return {"mlflow_import_seconds": {"min": min(imports), "median": statistics.median(imports), "reps": reps},
+            "figures_cpu_seconds": min(float(f[0]) for f in figures), "figures": int(figures[0][1])}
 
 
 def _plumbing_model(rounds: dict[int, tuple[float, float]], workers: int) -> dict[str, Any]:
@@ -1033,6 +1084,16 @@ def table(report: dict[str, Any]) -> str:
                          f"against a seed's runs | {model['fixed_seconds']:.1f} s / {model['per_seed_ms']:.3f} ms "
                          f"against {model['compute_per_seed_ms']:.3f} ms ({100 * model['share_a_seed']:.0f} % a seed); "
                          f"<= 20 % from ~{model['seeds_at_20_percent'] or 'no number of'} seeds | |")
+        fixed = r.get("fixed_parts")
+        if fixed:  # what the command's fixed plumbing is made of, measured in the same sitting
+            imports = fixed["mlflow_import_seconds"]
+            lines += [f"| the same: two parts of the command's fixed plumbing: MLflow's import with its SQL store (a "
+                      f"fresh interpreter, min / median of {imports['reps']}); the round's {fixed['figures']} figures "
+                      f"drawn and saved in one process (CPU, shared by two at the sweep's end) | {imports['min']:.2f} / "
+                      f"{imports['median']:.2f} s; {fixed['figures_cpu_seconds']:.1f} s | |",
+                      f"| the same: plumbing less MLflow's import with its store (the rule of issue 53's first decision "
+                      f"for one run, not decided for a seed round) | "
+                      f"{100 * r['plumbing_less_mlflow_import_share']:.0f} % | |"]
     memory = report.get("memory")
     if isinstance(memory, dict) and "peak_growth_MB" in memory:
         sizes = sorted((k for k in memory if k.isdigit()), key=int)

@@ -142,6 +142,11 @@ def test_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert all(v["wall_seconds"] > 0 and v["runs_seconds"] > 0 for v in model["rounds"].values())  # both ran, none reused
     assert math.isfinite(model["fixed_seconds"]) and math.isfinite(model["per_seed_ms"]) and model["compute_per_seed_ms"] > 0
     assert "plumbing a command (whatever its seeds) / a seed" in proc.stdout
+    fixed = r["fixed_parts"]  # MLflow's import and the round's figures, timed in fresh interpreters beside the round
+    assert 0 < fixed["mlflow_import_seconds"]["min"] <= fixed["mlflow_import_seconds"]["median"] < r["wall_seconds"]
+    assert fixed["figures"] > 0 and fixed["figures_cpu_seconds"] > 0
+    assert 0 <= r["plumbing_less_mlflow_import_share"] <= r["plumbing_share_of_wall_in_round"]
+    assert "plumbing less MLflow's import with its store" in proc.stdout
     memory = report["memory"]  # issue 53's memory target: a sweep's peak against its tables, at two sizes
     assert set(memory["3"]) == {"seconds", "peak_resident_MB", "tables_MB", "rows", "failed"}
     assert memory["6"]["rows"] == 2 * memory["3"]["rows"] > 0 and memory["6"]["failed"] == 0
