@@ -7,10 +7,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.data import MarginBinary, certify, margin_lower, margin_upper, radius
+from pipeline.numerics import err_factor
 from pipeline.params import ParamError
 
 generator_params = st.fixed_dictionaries(
@@ -71,11 +72,14 @@ def test_statistics_are_rigorous_in_exact_arithmetic(m: int, d: int, seed: int, 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 30), st.integers(1, 9), st.integers(1, 6), st.integers(0, 2**32 - 1), st.floats(1e-6, 1e6),
        st.booleans())
+@example(30, 7, 5, 2871, 1.5, False)  # a margin of 6.6e-4 from terms of ~1: its last bits differ by summation order
 def test_the_margins_of_several_directions_at_once_are_rigorous(m: int, d: int, k: int, seed: int, scale: float,
                                                                  csr: bool) -> None:
     """``margins_lower_each`` (the comparators' margins, the sample read once for all directions): every entry is
     below the exact normalised margin of its direction, and within rounding of that direction's own
-    ``margins_lower``."""
+    ``margins_lower``: BLAS sums the products of several directions in another order than one's, so the two differ by
+    up to the rounding of the dot product, gamma_d of its terms (<= gamma_d ||x_i|| once normalised), which near a
+    cancellation is many times the margin's own last bits."""
     import scipy.sparse as sp
 
     from pipeline.solvers.certified import margins_lower, margins_lower_each
@@ -91,7 +95,9 @@ def test_the_margins_of_several_directions_at_once_are_rigorous(m: int, d: int, 
         norm2 = _exact_dot(w, w)
         assert all(_at_most(Fraction(lo), Fraction(float(label)) * _exact_dot(w, x), norm2)
                    for lo, x, label in zip(row, X, y))
-        np.testing.assert_allclose(row, margins_lower(A, y, w), rtol=1e-13, atol=1e-300)
+        one = margins_lower(A, y, w)
+        rounding = 4.0 * err_factor(d) * np.linalg.norm(X, axis=1) + 1e-13 * np.abs(one) + 1e-300
+        assert np.all(np.abs(row - one) <= rounding), np.max(np.abs(row - one) / rounding)
 
 
 def _at_most(lo: Fraction, margin: Fraction, norm2: Fraction) -> bool:
