@@ -27,6 +27,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from pipeline.sweep import context as sweep
+from pipeline.sweep.progress import forget_tallies
 from pipeline.outputs import tables
 from pipeline.judging.verdicts import VIOLATED, sweep_line
 
@@ -343,6 +344,7 @@ class SweepCallback(Callback):
         finally:
             tables.forget_ahead()
             shutil.rmtree(staging, ignore_errors=True)
+            forget_tallies(sweep_dir)  # the progress of its jobs' lines: the next attempt counts afresh
             release_sweep()
         if problems:
             print("boundlab: sweep " + "; ".join(problems), file=sys.stderr)

@@ -398,6 +398,7 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
     from pipeline import files, tracking
     from pipeline.job.run import part_tables
     from pipeline.sweep import stages
+    from pipeline.sweep.progress import finished
 
     results, curves, marker = _part_paths(out, p)
     marker.unlink(missing_ok=True)
@@ -425,8 +426,9 @@ def _run_part(out: Path, p: int, parts: int, specs: list[Any], members: list[Any
     seconds = {"runs": round(computing, 6), "part": round(time.perf_counter() - started, 6)}  # what its runs cost
     files.write_text(marker, json.dumps({"members": identities, "first": first, "failed": failed, "errors": kinds,
                                          "seconds": seconds}, default=str) + "\n")
-    log.info("%s%s: %d runs%s: %s", stages.progress(first + len(specs) - 1), f"{label} part {p + 1}/{parts}",
-             len(specs) - len(failed), f" ({len(failed)} FAILED)" if failed else "", part_summary(table))
+    with finished(out.parent, len(specs), first + len(specs) - 1) as step:  # a pack's directory is in its sweep's
+        log.info("%s%s: %d runs%s: %s", step, f"{label} part {p + 1}/{parts}", len(specs) - len(failed),
+                 f" ({len(failed)} FAILED)" if failed else "", part_summary(table))
     return bool(failed), table
 
 
@@ -491,6 +493,7 @@ def _run_pack(life: PackLife) -> None:
 
     from pipeline import files, tracking
     from pipeline.sweep import hydra_seam, context as sweep
+    from pipeline.sweep.progress import finished
     from pipeline.job.config import build
 
     out, sweep_dir, label, uri = life.out, life.sweep_dir, life.label, life.uri
@@ -509,15 +512,20 @@ def _run_pack(life: PackLife) -> None:
     size = part_size(len(members))
     parts = range(math.ceil(len(members) / size))
     todo = [p for p in parts if force or not part_complete(out, p, identities[p * size:(p + 1) * size])]
+    def runs_of(ps: Any) -> int:  # the members of these parts
+        return sum(min((p + 1) * size, len(members)) - p * size for p in ps)
+
     if not todo and done == {"key": pack_key, "members": len(members)}:
         files.write_text(out / "done.json", json.dumps(done) + "\n")
-        log.info("%s: already done in %s, skipped (force=true reruns it)", label, out)
+        with finished(sweep_dir, len(members), first + len(members) - 1) as step:
+            log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, label, out)
         return
     if len(todo) < len(parts):
-        log.info("%s: %d of %d parts already done in %s; %s", label, len(parts) - len(todo), len(parts), out,
-                 "running the rest" if todo else "recording its run")
+        with finished(sweep_dir, runs_of(p for p in parts if p not in todo), first + len(members) - 1) as step:
+            log.info("%s%s: %d of %d parts already done in %s; %s", step, label, len(parts) - len(todo), len(parts),
+                     out, "running the rest" if todo else "recording its run")
     reused = {} if force else _reuse_parts(out, todo, len(parts), size, identities, first, specs[0].experiment,
-                                           uri, label)
+                                           uri, label, runs_of)
     todo = [p for p in todo if p not in reused]
     tracker = life.tracker = _pack_run(uri, sweep_dir, out, specs[0].experiment, label, index, len(members), pack_key,
                                        earlier)
@@ -574,16 +582,20 @@ def _start_attempt(out: Path, first: int, members: list[Any], attempt: Any) -> d
 
 
 def _reuse_parts(out: Path, todo: list[int], parts: int, size: int, identities: list[Any], first: int, experiment: str,
-                 uri: str, label: str) -> dict[int, str]:
+                 uri: str, label: str, runs_of: Any) -> dict[int, str]:
     """The parts of ``todo`` (of ``parts``) taken from the job store (:func:`_reuse_part`), each with the run
-    that finished it; said in one line when there are any."""
+    that finished it; said in one line when there are any (``runs_of``: the members of some parts, counted as
+    finished in the sweep's progress)."""
+    from pipeline.sweep.progress import finished
+
     reused = {p: _reuse_part(out, p, identities[p * size:(p + 1) * size], first + p * size, experiment, uri)
               for p in todo}
     reused = {p: run for p, run in reused.items() if run}
     if reused:
         runs = sorted(set(reused.values()))
-        log.info("%s: %d of %d parts found in the job store, reused (finished in run%s %s; force=true reruns them)",
-                 label, len(reused), parts, "s" * (len(runs) > 1), ", ".join(runs))
+        with finished(out.parent, runs_of(reused), first + len(identities) - 1) as step:
+            log.info("%s%s: %d of %d parts found in the job store, reused (finished in run%s %s; force=true reruns "
+                     "them)", step, label, len(reused), parts, "s" * (len(runs) > 1), ", ".join(runs))
     return reused
 
 

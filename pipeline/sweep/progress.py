@@ -10,9 +10,12 @@ none at all for a phase that ends sooner (a small run's log stays as it was).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Iterator
 
 log = logging.getLogger("boundlab")
 EVERY = 5.0  # seconds between two lines of a phase
@@ -44,6 +47,61 @@ class Progress:
                 f"{elapsed:.0f} s, ~{left:.0f} s left")
         self.say(line)
         return line
+
+
+TALLY = ".progress-"  # + the sweep's start: in its directory, a byte per run its processes finished in this attempt
+
+
+def tally_path(sweep_dir: Path, start: float) -> Path:
+    """The file that counts the finished runs of the sweep in ``sweep_dir`` started at ``start`` (epoch seconds)."""
+    return sweep_dir / f"{TALLY}{start:.6f}"
+
+
+def forget_tallies(sweep_dir: Path) -> None:
+    """Remove every tally of ``sweep_dir`` (the sweep's end: the next attempt counts afresh)."""
+    for path in sweep_dir.glob(f"{TALLY}*"):
+        path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def finished(sweep_dir: Path | None, runs: int, job: int) -> Iterator[str]:
+    """The prefix of the line that says ``runs`` more runs of a sweep finished (a job, a pack's part):
+    ``'[done/total, elapsed, ~left] '``, the line logged inside the block; '' outside a sweep.
+
+    ``done`` counts the runs every process of the sweep finished so far (its jobs or packs run in parallel, and
+    finish out of their order), through a file in ``sweep_dir`` (:func:`tally_path`): a byte appended per run,
+    under a lock held until the block has logged its line, so that the counts of the sweep's lines never go
+    back. The elapsed time and the estimate of what is left are the line's own, not its job's start. Where the
+    file cannot be used (no sweep directory, a file system without locks) the count is the job's number in the
+    sweep (``job``, from 0: its last run's), as a serial sweep finishes them."""
+    from pipeline.sweep import context as sweep
+
+    context = sweep.current()
+    if not context.size or context.start is None:
+        yield ""
+        return
+    fd = None
+    done = job + 1
+    if sweep_dir is not None:
+        try:
+            import fcntl
+
+            fd = os.open(tally_path(sweep_dir, context.start), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, b"." * max(runs, 0))
+            done = os.fstat(fd).st_size
+        except (OSError, ImportError):
+            if fd is not None:
+                os.close(fd)
+                fd = None
+    try:
+        total = context.size
+        done = min(max(done, 1), total)
+        elapsed = max(time.time() - context.start, 0.0)
+        yield f"[{done}/{total}, {elapsed:.0f} s, ~{elapsed / done * (total - done):.0f} s left] "
+    finally:
+        if fd is not None:
+            os.close(fd)  # the lock goes with it
 
 
 def duration(seconds: float) -> str:

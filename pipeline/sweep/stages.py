@@ -6,11 +6,11 @@ and never imports the command itself. The DVC stage is ``pipeline.dvc_stage``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -23,17 +23,6 @@ from pipeline.sweep.life import Life, Place
 from pipeline.judging.guarantees import PER_RUN, guarantee
 
 log = logging.getLogger("boundlab")
-
-
-def progress(num: int) -> str:
-    """'[done/total, elapsed, ~remaining]' for job ``num`` of a sweep ('' outside a sweep)."""
-    context = sweep.current()
-    if not context.size or context.start is None:
-        return ""
-    done, total_ = num + 1, context.size
-    elapsed = time.time() - context.start
-    left = elapsed / done * (total_ - done)
-    return f"[{done}/{total_}, {elapsed:.0f} s, ~{left:.0f} s left] "
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -257,8 +246,7 @@ class JobLife(Life):
         self.spec = build(cfg)
         self.forced = sweep.forces(self.spec.force, self.spec.seed)  # force=true, less what this command reran
         self.name = run_name(self.spec.learner.name, self.place.overrides)
-        self.step = progress(self.place.num) if self.multirun else ""
-        self.label = f"{self.step}{self.name}"
+        self.label = self.name
         self.why: str | None = "unknown (its resume check failed)"
         self.tracker: tracking.Run | None = None
         self.uri = tracking.tracking_uri(cfg.tracking.uri)
@@ -287,28 +275,36 @@ class JobLife(Life):
             supersede=self.why != "not run yet",
         )
 
+    def said(self, level: int, message: str, *args: Any) -> None:
+        """The job's last line (``message % args`` after its name: finished, skipped, reused or failed), in a sweep
+        after the sweep's progress with this job counted (:func:`pipeline.sweep.progress.finished`)."""
+        from pipeline.sweep.progress import finished
+
+        with finished(self.sweep_dir, 1, self.place.num) if self.multirun else contextlib.nullcontext("") as step:
+            log.log(level, "%s%s: " + message, step, self.name, *args)
+
     def done(self) -> bool:
         """Hold the job's directory (a twin process is waited for) and say whether it already holds an intact
         finished run of the same config, code and input files (then the job is skipped, unless force=true)."""
         from pipeline import tracking
         from pipeline.job import identity, markers
 
-        step, name, out = self.step, self.name, self.out
+        name, out = self.name, self.out
         self.hold()  # one process per job directory: a twin (an orphaned worker, the directory named twice) is waited for
         self.sources = identity.inputs(self.spec.dataset)  # before the data are read: an edit during the run reruns it
         self.code = identity.job_code(self.spec)
         self.why = markers.check(out, self.spec.key(), self.sources, self.code)
         if self.why is None and not self.forced:
-            log.info("%s%s: already done in %s, skipped (force=true reruns it)", step, name, out)
+            self.said(logging.INFO, "already done in %s, skipped (force=true reruns it)", out)
             return True
         if self.why not in ("not run yet", None):
             if self.multirun and self.why.startswith(EXPECTED_RERUN):
                 # what an edit or a new value (dvc exp run -S ...) does to every job of a sweep: said in the job's one
                 # line, not in a warning per job
                 self.rerun_why = self.why
-                log.debug("%s%s: not done in %s because %s", step, name, out, self.why)
+                log.debug("%s: not done in %s because %s", name, out, self.why)
             else:
-                log.warning("%s%s: not done in %s because %s", step, name, out, self.why)
+                log.warning("%s: not done in %s because %s", name, out, self.why)
         tracking.ensure_up(self.uri, self.sweep_dir)  # a server found down by an earlier job: fail now, not after retries
         return False
 
@@ -318,16 +314,16 @@ class JobLife(Life):
         from pipeline import tracking
         from pipeline.job import identity, markers, store
 
-        step, name, spec = self.step, self.name, self.spec
+        name, spec = self.name, self.spec
         self.ident = identity.job_identity(spec.key(), self.code, self.sources)
         try:
             self.held = store.hold_identity(self.ident, waiting=lambda pid: log.warning(
-                "%s%s: waiting for process %s, which runs the same job", step, name, pid))
+                "%s: waiting for process %s, which runs the same job", name, pid))
             self.keep(self.held)
         except OSError as e:  # said once per sweep (not per process: one process may run several, e.g. a test's)
             said = str(self.sweep_dir)
             (log.debug if said in _store_said else log.warning)(
-                "%s%s: the job store cannot be used (%s): jobs run without it", step, name, _name_of_error(e))
+                "%s: the job store cannot be used (%s): jobs run without it", name, _name_of_error(e))
             _store_said.add(said)
             self.ident = None
         if not (self.multirun and not self.forced and self.ident is not None):
@@ -341,13 +337,13 @@ class JobLife(Life):
             markers.invalidate(self.out)
             store.reuse(entry, self.out, spec.experiment)
         except (OSError, ValueError) as e:  # a damaged entry: the job runs and stores it again
-            log.warning("%s%s: its stored result is damaged (%s): it runs again", step, name, _name_of_error(e))
+            log.warning("%s: its stored result is damaged (%s): it runs again", name, _name_of_error(e))
             store.forget(self.ident)
             return False
         markers.record(self.out, spec.key(), str(entry["data_hash"]), streamed=bool(entry.get("streamed")),
                       sources=self.sources, code=self.code)
-        log.info("%s%s: the same job finished in run %s (%s): reused, not rerun (force=true reruns it)",
-                 step, name, entry["run_id"], entry.get("output_dir"))
+        self.said(logging.INFO, "the same job finished in run %s (%s): reused, not rerun (force=true reruns it)",
+                  entry["run_id"], entry.get("output_dir"))
         return True
 
     def run(self) -> Any:
@@ -368,7 +364,7 @@ class JobLife(Life):
             out.mkdir(parents=True, exist_ok=True)
             files.write_text(out / "error.txt", f"{e}\n")
             write_failure(out, failure_record(e, spec, self.name))
-            log.error("%s%s: %s", self.step, self.name, e)
+            self.said(logging.ERROR, "%s", e)
             return None
         markers.invalidate(out)
         self.tracker = self._open_run()
@@ -386,8 +382,7 @@ class JobLife(Life):
                                             "experiment": spec.experiment, "output_dir": str(out),
                                             "data_hash": data_hash, "streamed": streamed})
         except OSError as e:
-            log.warning("%s%s: not kept in the job store (%s); later sweeps rerun it", self.step, self.name,
-                        _name_of_error(e))
+            log.warning("%s: not kept in the job store (%s); later sweeps rerun it", self.name, _name_of_error(e))
         return result
 
     def failed(self, e: Exception) -> bool:
@@ -396,7 +391,7 @@ class JobLife(Life):
         from pipeline.job import markers
         from pipeline.params import UserError
 
-        step, name, out = self.step, self.name, self.out
+        name, out = self.name, self.out
         if isinstance(e, UserError) and self.tracker is None and not self.multirun:
             return False  # data this learner cannot take, outside a sweep: the command's one-line error, no run
         down = isinstance(e, tracking.StoreDown)
@@ -411,23 +406,22 @@ class JobLife(Life):
             out.mkdir(parents=True, exist_ok=True)
             files.write_text(out / "error.txt", error)
         except OSError as disk:
-            log.error("%s%s: cannot record its failure in %s: %s", step, name, out, _name_of_error(disk))
+            log.error("%s: cannot record its failure in %s: %s", name, out, _name_of_error(disk))
         try:  # its kind, for the sweep's end (a RangeError is evidence against its bound); error.txt is written first
             write_failure(out, failure_record(e, getattr(self, "spec", None), name))
         except Exception as why:  # noqa: BLE001 - error.txt still tells; the sweep's end counts the job as failed
-            log.error("%s%s: cannot record its failure's kind in %s: %s", step, name, out, _name_of_error(why))
+            log.error("%s: cannot record its failure's kind in %s: %s", name, out, _name_of_error(why))
         try:
             if not down:
                 (self.tracker or self._open_run()).fail(e)
         except Exception as tracking_error:  # noqa: BLE001 - the store itself may be the fault: error.txt still tells
-            log.error("%s%s: cannot record its failure in MLflow: %s", step, name,
-                      tracking.redact(_name_of_error(tracking_error)))
+            log.error("%s: cannot record its failure in MLflow: %s", name, tracking.redact(_name_of_error(tracking_error)))
         if not self.multirun:
             return False
         if isinstance(e, tracking.StoreDown):
-            log.error("%s%s: not run: %s", step, name, e)
+            self.said(logging.ERROR, "not run: %s", e)
         else:
-            log.error("%s%s: FAILED: %s (see %s)", step, name, tracking.redact(_name_of_error(e)), out / "error.txt")
+            self.said(logging.ERROR, "FAILED: %s (see %s)", tracking.redact(_name_of_error(e)), out / "error.txt")
         return True
 
 
@@ -458,7 +452,9 @@ def _said(cfg: DictConfig, life: JobLife, result: Any) -> None:
     sweep; outside a sweep a violated (D) bound exits 1."""
     from pipeline.judging.rows import row_phrase
 
-    multirun, step, name, out = life.multirun, life.step, life.name, life.out
+    from pipeline.sweep.progress import finished
+
+    multirun, name, out = life.multirun, life.name, life.out
     if not multirun and {"dual_gap", "f_star_lo"} <= set(result.table):
         first = result.table.iloc[0]
         log.info("comparator: f* in [%.10g, %.10g] (certified duality gap %.2g)", first["f_star_lo"], first["f_star_hi"],
@@ -480,18 +476,19 @@ def _said(cfg: DictConfig, life: JobLife, result: Any) -> None:
     # A sweep: one line per job (thousands of bound lines say less than the verdicts at its end); a single
     # run, or log.bounds=true: one line per bound (docs/sweeps.md, "A sweep").
     each_bound = not multirun or OmegaConf.select(cfg, "log.bounds", default=False) is True
-    if not each_bound:
-        log.info("%s%s: %s%s", step, name, bounds_summary(result.table),
-                 f" (run again: {life.rerun_why})" if life.rerun_why else "")
-    for row in result.table.itertuples() if each_bound else ():
-        part = getattr(row, "part", None)
-        name_ = f"{name} [{part}]" if isinstance(part, str) and part else name
-        if not row.applicable:
-            measured = f"{row.empirical:g}" if row.empirical == row.empirical else "not measured"
-            log.info("%s%s: %s %s; %s not applicable: %s", step, name_, row.quantity, measured, row.bound, row.reason)
-            continue
-        log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)%s", step, name_, row.quantity, row.empirical, row.bound,
-                 row.theoretical, row_phrase(row), row.ratio, f"; {row.reason}" if row.reason else "")
+    with finished(life.sweep_dir, 1, life.place.num) if multirun else contextlib.nullcontext("") as step:
+        if not each_bound:
+            log.info("%s%s: %s%s", step, name, bounds_summary(result.table),
+                     f" (run again: {life.rerun_why})" if life.rerun_why else "")
+        for row in result.table.itertuples() if each_bound else ():
+            part = getattr(row, "part", None)
+            name_ = f"{name} [{part}]" if isinstance(part, str) and part else name
+            if not row.applicable:
+                measured = f"{row.empirical:g}" if row.empirical == row.empirical else "not measured"
+                log.info("%s%s: %s %s; %s not applicable: %s", step, name_, row.quantity, measured, row.bound, row.reason)
+                continue
+            log.info("%s%s: %s %g vs %s %g (%s, ratio %.3g)%s", step, name_, row.quantity, row.empirical, row.bound,
+                     row.theoretical, row_phrase(row), row.ratio, f"; {row.reason}" if row.reason else "")
     if not multirun:  # a single run fails on a violated (D) bound as a sweep does (docs/sweeps.md, "One run")
         table = result.table
         broken = sorted(set(table.loc[table["guarantee"].isin(PER_RUN) & table["applicable"].astype(bool)
