@@ -124,6 +124,10 @@ BAD = [
     (["-m", "seed=0,1", f"hydra.sweep.dir=/tmp/{'b' * 300}/x"], "is 300 bytes, above the file system's limit of"),
     (["-m", "seed=0,1", f"hydra.sweep.dir=/tmp/{'c/' * 2100}"], "give hydra.sweep.dir a shorter value"),
     (["-m", "seed=0,1", f"hydra.sweep.subdir={'d' * 300}"], "hydra.sweep.subdir=dddd"),
+    # a job directory other than its number: the sweep's end would not find the jobs (it said they all failed)
+    (["-m", "seed=0,1", "hydra.sweep.subdir=a/${hydra.job.num}"], "hydra.sweep.subdir=a/${hydra.job.num}: a sweep keeps "
+                                                                 "each job in the directory named by its number"),
+    (["-m", "seed=0,1", "pack=2", "hydra.sweep.subdir=."], "hydra.sweep.subdir=.: a sweep keeps each job"),
     ([f"hydra.run.dir=/tmp/{'e' * 300}"], "give hydra.run.dir a shorter value"),
     ([f"hydra.run.dir=/tmp/{'f/' * 2100}"], "above this system's limit of"),
     ([f"hydra.job.name={'g' * 300}"], "give hydra.job.name a shorter value"),

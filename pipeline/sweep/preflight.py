@@ -494,6 +494,9 @@ def distinct(job: Any, short: bool, settings: dict[tuple[int, int], tuple[Any, A
 BELOW = 128
 
 
+JOB_SUBDIR = "${hydra.job.num}"  # a sweep's job directory in its sweep's: the one the sweep's end reads
+
+
 def check_outputs(cfg: DictConfig, multirun: bool, jobs: int = 1) -> None:
     """The directories Hydra makes for the command (``hydra.run.dir``; ``hydra.sweep.dir`` and in it each job's
     ``hydra.sweep.subdir``) and what it names in them (``hydra.output_subdir``, the log ``hydra.job.name``.log)
@@ -531,6 +534,11 @@ def check_outputs(cfg: DictConfig, multirun: bool, jobs: int = 1) -> None:
                             + (", or run from a shorter directory" if here else ""))
 
     if multirun:
+        subdir = raw("hydra.sweep.subdir")
+        if subdir is not None and subdir != JOB_SUBDIR:
+            raise UserError(f"hydra.sweep.subdir={shown(subdir, 72)}: a sweep keeps each job in the directory named by "
+                            f"its number ({JOB_SUBDIR}, Hydra's default), where the sweep's end and a rerun find it; "
+                            "remove this override (hydra.sweep.dir names the sweep's directory)")
         top = value("hydra.sweep.dir") or "."
         check("hydra.sweep.dir", top, BELOW)
         out = os.path.join(top, value("hydra.sweep.subdir") or "")
