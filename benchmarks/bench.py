@@ -715,10 +715,11 @@ def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm
             compute = costs["data"] + costs["learner, statistics, bounds"]  # the rest is plumbing
             plumbing = max(0.0, wall - seeds * compute / workers)
             in_round = _runs_seconds(tmp_path / name)  # the same, timed around each run in the round itself
+            plumbing_in_round = max(0.0, wall - in_round / workers)
             out[name] = {"job": " ".join(args), "seeds": seeds, "wall_seconds": wall, "per_seed_ms": {
                 k: 1e3 * v for k, v in costs.items()}, "compute_per_seed_ms": 1e3 * compute,
                 "plumbing_share_of_wall": plumbing / wall, "compute_per_seed_ms_in_round": 1e3 * in_round / seeds,
-                "plumbing_share_of_wall_in_round": max(0.0, wall - in_round / workers) / wall,
+                "plumbing_share_of_wall_in_round": plumbing_in_round / wall,
                 "projected_10000_seeds_seconds": wall * 1e4 / seeds,
                 "target_seeds": SEED_TARGETS[name][0], "projected_target_seconds": wall * SEED_TARGETS[name][0] / seeds,
                 "load_average_at_end": os.getloadavg()}
@@ -740,7 +741,7 @@ def bench_seeds(sizes: dict[str, int], pack: int, workers: int, probe: int, warm
             fixed = out[name]["fixed_parts"] = _fixed_parts(tmp_path / name, env, 5 if seeds >= 1000 else 1)
             # the plumbing less MLflow's import: decision 1's "our share" of one run, read here for the seed round too
             out[name]["plumbing_less_mlflow_import_share"] = max(
-                0.0, wall - in_round / workers - fixed["mlflow_import_seconds"]["median"]) / wall
+                0.0, plumbing_in_round - fixed["mlflow_import_seconds"]["median"]) / wall
             print(f"  MLflow's import with its store {fixed['mlflow_import_seconds']['median']:.2f} s; the round's "
                   f"{fixed['figures']} figures {fixed['figures_cpu_seconds']:.2f} CPU s", file=sys.stderr)
     return out
