@@ -512,6 +512,7 @@ def _run_pack(life: PackLife) -> None:
     size = part_size(len(members))
     parts = range(math.ceil(len(members) / size))
     todo = [p for p in parts if force or not part_complete(out, p, identities[p * size:(p + 1) * size])]
+
     def runs_of(ps: Any) -> int:  # the members of these parts
         return sum(min((p + 1) * size, len(members)) - p * size for p in ps)
 

@@ -1,5 +1,6 @@
 """Progress of a long phase of one run, on the ``boundlab`` log: at most one line every few seconds, and
-none at all for a phase that ends sooner (a small run's log stays as it was).
+none at all for a phase that ends sooner (a small run's log stays as it was). And a sweep's progress, on the
+line each of its jobs (or each part of a pack) ends with: the runs all its workers have finished (:func:`finished`).
 
 >>> import logging
 >>> clock = iter([0.0, 1.0, 6.0, 7.0, 12.5]).__next__
