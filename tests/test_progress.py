@@ -42,7 +42,8 @@ def _in_sweep(monkeypatch: pytest.MonkeyPatch, size: int, start: float) -> None:
 def test_a_sweeps_lines_count_the_runs_finished_not_the_jobs_number(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The count is what the sweep's processes finished (through a file in its directory), whichever job
     says it: job 7 finishing first says 1 done, a part of 3 runs adds 3; the elapsed time is the line's own."""
-    _in_sweep(monkeypatch, 10, time.time() - 20.0)
+    _in_sweep(monkeypatch, 10, 1000.0)
+    monkeypatch.setattr(progress.time, "time", lambda: 1020.0)  # every line 20 s after the sweep's start
     with progress.finished(tmp_path, 1, 7) as line:
         assert line.startswith("[1/10, 20 s, ~180 s left] ")
     with progress.finished(tmp_path, 3, 0) as line:
