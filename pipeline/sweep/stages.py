@@ -275,12 +275,16 @@ class JobLife(Life):
             supersede=self.why != "not run yet",
         )
 
-    def said(self, level: int, message: str, *args: Any) -> None:
-        """The job's last line (``message % args`` after its name: finished, skipped, reused or failed), in a sweep
-        after the sweep's progress with this job counted (:func:`pipeline.sweep.progress.finished`)."""
+    def ended(self) -> Any:
+        """Around the job's last line(s) (finished, skipped, reused or failed): in a sweep, the sweep's progress with
+        this job counted (:func:`pipeline.sweep.progress.finished`), '' otherwise."""
         from pipeline.sweep.progress import finished
 
-        with finished(self.sweep_dir, 1, self.place.num) if self.multirun else contextlib.nullcontext("") as step:
+        return finished(self.sweep_dir, 1, self.place.num) if self.multirun else contextlib.nullcontext("")
+
+    def said(self, level: int, message: str, *args: Any) -> None:
+        """The job's last line: ``message % args`` after its progress (:meth:`ended`) and its name."""
+        with self.ended() as step:
             log.log(level, "%s%s: " + message, step, self.name, *args)
 
     def done(self) -> bool:
@@ -452,8 +456,6 @@ def _said(cfg: DictConfig, life: JobLife, result: Any) -> None:
     sweep; outside a sweep a violated (D) bound exits 1."""
     from pipeline.judging.rows import row_phrase
 
-    from pipeline.sweep.progress import finished
-
     multirun, name, out = life.multirun, life.name, life.out
     if not multirun and {"dual_gap", "f_star_lo"} <= set(result.table):
         first = result.table.iloc[0]
@@ -476,7 +478,7 @@ def _said(cfg: DictConfig, life: JobLife, result: Any) -> None:
     # A sweep: one line per job (thousands of bound lines say less than the verdicts at its end); a single
     # run, or log.bounds=true: one line per bound (docs/sweeps.md, "A sweep").
     each_bound = not multirun or OmegaConf.select(cfg, "log.bounds", default=False) is True
-    with finished(life.sweep_dir, 1, life.place.num) if multirun else contextlib.nullcontext("") as step:
+    with life.ended() as step:
         if not each_bound:
             log.info("%s%s: %s%s", step, name, bounds_summary(result.table),
                      f" (run again: {life.rerun_why})" if life.rerun_why else "")
